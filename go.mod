@@ -1,0 +1,3 @@
+module amsg
+
+go 1.26
