@@ -186,7 +186,7 @@ func prepareFile(path string) error {
 
 // dsn builds a file: URI carrying the per-connection pragmas, so every
 // pooled connection gets them (a PRAGMA run with Exec reaches only one).
-func dsn(path string, extra string) string {
+func dsn(path, extra string) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")

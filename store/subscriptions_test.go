@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -407,4 +408,43 @@ func BenchmarkDevices(b *testing.B) {
 			b.Fatalf("Devices = %d, %v", len(devices), err)
 		}
 	}
+}
+
+// The sender's webpush.Directory, which *store.Store must keep matching.
+var _ interface {
+	Devices(ctx context.Context, userID string) ([]push.Device, error)
+	DeleteDevice(ctx context.Context, userID string, deviceID int64) error
+	RecordAttempts(ctx context.Context, attempts []push.Attempt) error
+} = (*store.Store)(nil)
+
+func FuzzPutSubscription(f *testing.F) {
+	f.Add([]byte(subscriptionJSON("https://push.example/fuzz")))
+	f.Add([]byte(`{"endpoint":"x"}`))
+	f.Add([]byte(`{"endpoint":"a","endpoint":"b","keys":{"auth":""}}`))
+	f.Add([]byte(`{"endpoint":"a","keys":5}`))
+	f.Add([]byte(`{"endpoint":"\ud800"}`))
+	f.Add([]byte(`[]`))
+	st := storetest.New(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		put, err := st.PutSubscription(t.Context(), alice, body, time.Time{})
+		if err != nil {
+			if !errors.Is(err, store.ErrInvalidSubscription) {
+				t.Fatalf("PutSubscription(%q) = %v, want ErrInvalidSubscription or success", body, err)
+			}
+			return
+		}
+		devices, err := st.Devices(t.Context(), alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range devices {
+			if d.ID == put.ID {
+				if fmt.Sprint(d.Subscription) != fmt.Sprint(put.Subscription) {
+					t.Fatalf("stored %+v, read back %+v", put.Subscription, d.Subscription)
+				}
+				return
+			}
+		}
+		t.Fatalf("device %d stored from %q is not listed", put.ID, body)
+	})
 }
