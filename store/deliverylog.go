@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"amsg/push"
+)
+
+// The delivery log keeps one row per HTTP attempt to deliver one message to
+// one device. Rows outlive the device (a 410 deletes it), so device_id is
+// not a foreign key.
+const deliveryLogSchema = `
+CREATE TABLE delivery_log (
+	id         INTEGER PRIMARY KEY,
+	at         INTEGER NOT NULL,
+	message_id TEXT NOT NULL,
+	user_id    TEXT NOT NULL,
+	device_id  INTEGER NOT NULL,
+	push_host  TEXT NOT NULL,
+	try        INTEGER NOT NULL,
+	status     INTEGER NOT NULL,
+	outcome    TEXT NOT NULL,
+	latency_ms INTEGER NOT NULL,
+	error      TEXT NOT NULL
+) STRICT;
+CREATE INDEX delivery_log_message ON delivery_log (message_id);
+CREATE INDEX delivery_log_at ON delivery_log (at);
+`
+
+// maxAttemptErrorBytes bounds the error text kept per attempt; push
+// services may answer with long bodies.
+const maxAttemptErrorBytes = 1024
+
+// RecordAttempts appends attempts to the delivery log in one transaction.
+// An attempt with a zero At is stamped now.
+func (s *Store) RecordAttempts(ctx context.Context, attempts []push.Attempt) error {
+	if len(attempts) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.Prepare(`INSERT INTO delivery_log
+			(at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, a := range attempts {
+			at := a.At
+			if at.IsZero() {
+				at = s.now()
+			}
+			if _, err := stmt.Exec(millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try, a.Status,
+				string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: record attempts: %w", err)
+	}
+	return nil
+}
+
+// Attempts returns the logged attempts of one message, oldest first.
+func (s *Store) Attempts(ctx context.Context, messageID string) ([]push.Attempt, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error
+		FROM delivery_log WHERE message_id = ? ORDER BY at, id`, messageID)
+	if err != nil {
+		return nil, fmt.Errorf("store: attempts: %w", err)
+	}
+	defer rows.Close()
+	var attempts []push.Attempt
+	for rows.Next() {
+		var a push.Attempt
+		var at, latency int64
+		if err := rows.Scan(&at, &a.MessageID, &a.UserID, &a.DeviceID, &a.PushHost, &a.Try, &a.Status, &a.Outcome, &latency, &a.Error); err != nil {
+			return nil, fmt.Errorf("store: attempts: %w", err)
+		}
+		a.At, a.Latency = fromMillis(at), time.Duration(latency)*time.Millisecond
+		attempts = append(attempts, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: attempts: %w", err)
+	}
+	return attempts, nil
+}
+
+// PruneDeliveryLog deletes attempts older than Config.DeliveryLogMaxAge and
+// the oldest beyond Config.DeliveryLogMaxRows, and returns how many it
+// deleted. The server calls it periodically.
+func (s *Store) PruneDeliveryLog(ctx context.Context) (int, error) {
+	var deleted int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		cutoff := millis(s.now().Add(-s.deliveryLogMaxAge))
+		for _, q := range []struct {
+			query string
+			arg   int64
+		}{
+			{`DELETE FROM delivery_log WHERE at < ?`, cutoff},
+			{`DELETE FROM delivery_log WHERE id <= (SELECT id FROM delivery_log ORDER BY id DESC LIMIT 1 OFFSET ?)`, int64(s.deliveryLogMaxRows)},
+		} {
+			res, err := tx.Exec(q.query, q.arg)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			deleted += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: prune delivery log: %w", err)
+	}
+	return int(deleted), nil
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}

@@ -1,0 +1,76 @@
+// Package storetest opens throwaway stores for tests, like net/http/httptest
+// does servers: a real database file in t.TempDir(), fixed keys, closed when
+// the test ends.
+package storetest
+
+import (
+	"crypto/ecdh"
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"amsg/store"
+)
+
+// MasterKey is the master key of every store New opens, so tests can derive
+// the user keys a browser would fetch from GET /get-user-key.
+const MasterKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+// GenerateVAPID makes a VAPID key pair as the server does (base64url of the
+// 65-byte public point and of the 32-byte private scalar); it fits
+// store.Config.GenerateVAPID.
+func GenerateVAPID() (public, private string, err error) {
+	key, err := ecdh.P256().GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(key.PublicKey().Bytes()), enc.EncodeToString(key.Bytes()), nil
+}
+
+// vapidPair is one VAPID key pair per test binary: fixed for all its stores.
+var vapidPair = sync.OnceValues(func() ([2]string, error) {
+	public, private, err := GenerateVAPID()
+	return [2]string{public, private}, err
+})
+
+// New opens a fresh store with MasterKey and the fixed VAPID pair, logging
+// warnings and errors to the test's output; it is closed when the test ends.
+func New(t testing.TB) *store.Store {
+	return Open(t, store.Config{})
+}
+
+// Open is New with cfg as the starting point: an empty Path, MasterKey,
+// VAPID pair or Logger is filled in as New does.
+func Open(t testing.TB, cfg store.Config) *store.Store {
+	t.Helper()
+	if cfg.Path == "" {
+		cfg.Path = filepath.Join(t.TempDir(), "amsg.db")
+	}
+	if cfg.MasterKey == "" {
+		cfg.MasterKey = MasterKey
+	}
+	if cfg.VAPIDPublicKey == "" && cfg.VAPIDPrivateKey == "" {
+		pair, err := vapidPair()
+		if err != nil {
+			t.Fatalf("storetest: %v", err)
+		}
+		cfg.VAPIDPublicKey, cfg.VAPIDPrivateKey = pair[0], pair[1]
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	st, err := store.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("storetest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("storetest: close: %v", err)
+		}
+	})
+	return st
+}

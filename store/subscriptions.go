@@ -1,0 +1,188 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"amsg/push"
+)
+
+// A user has devices: one row per push endpoint. The subscription JSON is
+// sealed with the user key, so the endpoint is unique through its SHA-256.
+const subscriptionsSchema = `
+CREATE TABLE subscriptions (
+	id              INTEGER PRIMARY KEY,
+	user_id         TEXT NOT NULL,
+	endpoint_sha256 BLOB NOT NULL UNIQUE,
+	subscription    TEXT NOT NULL, -- sealed PushSubscription JSON, as sent
+	created_at      INTEGER NOT NULL,
+	updated_at      INTEGER NOT NULL
+) STRICT;
+CREATE INDEX subscriptions_user ON subscriptions (user_id, updated_at);
+`
+
+// MaxSubscriptionBytes bounds the subscription JSON one device may store.
+// Real ones are a few hundred bytes.
+const MaxSubscriptionBytes = 8 << 10
+
+// ErrInvalidSubscription reports subscription JSON the store cannot keep.
+var ErrInvalidSubscription = errors.New("store: invalid push subscription")
+
+// SubscriptionSummary is what GET /push-subscription reports.
+type SubscriptionSummary struct {
+	Exists    bool
+	Devices   int       // subscriptions that decrypt
+	Endpoint  string    // of the most recently updated device; "" if none
+	UpdatedAt time.Time // of the most recently updated device; zero if none
+}
+
+// PutSubscription stores subscription, a PushSubscription JSON object kept
+// exactly as sent (unknown fields too), as a device of userID. The endpoint
+// is the key: registering it again updates that device, and an endpoint
+// another user registered moves to userID. updatedAt is the client's time,
+// zero for now. When the user then has more than Config.MaxDevicesPerUser
+// devices, the least recently updated others are evicted.
+func (s *Store) PutSubscription(ctx context.Context, userID string, subscription json.RawMessage, updatedAt time.Time) (push.Device, error) {
+	if len(subscription) > MaxSubscriptionBytes {
+		return push.Device{}, fmt.Errorf("%w: %d bytes, limit %d", ErrInvalidSubscription, len(subscription), MaxSubscriptionBytes)
+	}
+	var sub push.Subscription
+	if err := json.Unmarshal(subscription, &sub); err != nil {
+		return push.Device{}, fmt.Errorf("%w: %w", ErrInvalidSubscription, err)
+	}
+	if strings.TrimSpace(sub.Endpoint) == "" {
+		return push.Device{}, fmt.Errorf("%w: endpoint is missing", ErrInvalidSubscription)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, subscription); err != nil {
+		return push.Device{}, fmt.Errorf("%w: %w", ErrInvalidSubscription, err)
+	}
+	now := s.now()
+	if updatedAt.IsZero() {
+		updatedAt = now
+	}
+	d := push.Device{UserID: userID, Subscription: sub, UpdatedAt: fromMillis(millis(updatedAt))}
+	sealed := s.userKey(userID).SealAtRest(compact.Bytes())
+	var evicted int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var created int64
+		err := tx.QueryRow(`INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (endpoint_sha256) DO UPDATE SET
+				created_at   = CASE WHEN user_id = excluded.user_id THEN created_at ELSE excluded.created_at END,
+				user_id      = excluded.user_id,
+				subscription = excluded.subscription,
+				updated_at   = excluded.updated_at
+			RETURNING id, created_at`,
+			userID, endpointHash(sub.Endpoint), sealed, millis(now), millis(updatedAt)).Scan(&d.ID, &created)
+		if err != nil {
+			return err
+		}
+		d.CreatedAt = fromMillis(created)
+		res, err := tx.Exec(`DELETE FROM subscriptions WHERE user_id = ? AND id <> ? AND id NOT IN (
+				SELECT id FROM subscriptions WHERE user_id = ? AND id <> ? ORDER BY updated_at DESC, id DESC LIMIT ?)`,
+			userID, d.ID, userID, d.ID, s.maxDevicesPerUser-1)
+		if err != nil {
+			return err
+		}
+		evicted, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return push.Device{}, fmt.Errorf("store: put subscription: %w", err)
+	}
+	if evicted > 0 {
+		s.log.Info("store: evicted least recently updated subscriptions", "user_id", userID, "evicted", evicted, "max_devices", s.maxDevicesPerUser)
+	}
+	return d, nil
+}
+
+// Devices returns userID's subscriptions, most recently updated first. A row
+// that does not decrypt (the master key changed) is skipped and logged.
+func (s *Store) Devices(ctx context.Context, userID string) ([]push.Device, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, subscription, created_at, updated_at
+		FROM subscriptions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("store: devices: %w", err)
+	}
+	defer rows.Close()
+	key := s.userKey(userID)
+	var devices []push.Device
+	for rows.Next() {
+		d := push.Device{UserID: userID}
+		var sealed string
+		var created, updated int64
+		if err := rows.Scan(&d.ID, &sealed, &created, &updated); err != nil {
+			return nil, fmt.Errorf("store: devices: %w", err)
+		}
+		plaintext, err := key.OpenAtRest(sealed)
+		if err == nil {
+			err = json.Unmarshal(plaintext, &d.Subscription)
+		}
+		if err != nil {
+			s.log.Warn("store: skipping a subscription that does not decrypt", "user_id", userID, "device_id", d.ID, "err", err)
+			continue
+		}
+		d.CreatedAt, d.UpdatedAt = fromMillis(created), fromMillis(updated)
+		devices = append(devices, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: devices: %w", err)
+	}
+	return devices, nil
+}
+
+// SubscriptionSummary reports userID's devices without their keys.
+func (s *Store) SubscriptionSummary(ctx context.Context, userID string) (SubscriptionSummary, error) {
+	devices, err := s.Devices(ctx, userID)
+	if err != nil || len(devices) == 0 {
+		return SubscriptionSummary{}, err
+	}
+	return SubscriptionSummary{
+		Exists:    true,
+		Devices:   len(devices),
+		Endpoint:  devices[0].Subscription.Endpoint,
+		UpdatedAt: devices[0].UpdatedAt,
+	}, nil
+}
+
+// DeleteDevice deletes one of userID's devices. A device that is already
+// gone, or belongs to another user, is not an error.
+func (s *Store) DeleteDevice(ctx context.Context, userID string, deviceID int64) error {
+	_, err := s.deleteSubscriptions(ctx, `DELETE FROM subscriptions WHERE user_id = ? AND id = ?`, userID, deviceID)
+	return err
+}
+
+// DeleteSubscription deletes userID's device with this endpoint and reports
+// whether there was one.
+func (s *Store) DeleteSubscription(ctx context.Context, userID, endpoint string) (bool, error) {
+	n, err := s.deleteSubscriptions(ctx, `DELETE FROM subscriptions WHERE user_id = ? AND endpoint_sha256 = ?`, userID, endpointHash(endpoint))
+	return n > 0, err
+}
+
+// DeleteSubscriptions deletes all of userID's devices and returns how many
+// there were.
+func (s *Store) DeleteSubscriptions(ctx context.Context, userID string) (int, error) {
+	return s.deleteSubscriptions(ctx, `DELETE FROM subscriptions WHERE user_id = ?`, userID)
+}
+
+func (s *Store) deleteSubscriptions(ctx context.Context, query string, args ...any) (int, error) {
+	res, err := s.writer.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete subscriptions: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func endpointHash(endpoint string) []byte {
+	sum := sha256.Sum256([]byte(endpoint))
+	return sum[:]
+}
