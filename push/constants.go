@@ -1,7 +1,3 @@
-// Package push is the wire schema of ReiStandard Active Messaging: the three
-// axes of a push, its per-kind payloads, guards and a JSON codec that keeps
-// unknown fields. It imports only the standard library; every other amsg
-// package builds on it.
 package push
 
 import "time"
@@ -32,6 +28,27 @@ const (
 	TypeAuto     MessageType = "auto"
 )
 
+// Valid reports whether t is one of the four dispatch types.
+func (t MessageType) Valid() bool {
+	switch t {
+	case TypeInstant, TypeFixed, TypePrompted, TypeAuto:
+		return true
+	}
+	return false
+}
+
+// Source returns the source t pairs with: SourceInstant for TypeInstant,
+// SourceScheduled for the other three, "" when t is not a dispatch type.
+func (t MessageType) Source() Source {
+	switch t {
+	case TypeInstant:
+		return SourceInstant
+	case TypeFixed, TypePrompted, TypeAuto:
+		return SourceScheduled
+	}
+	return ""
+}
+
 // Source is the routing origin: instant for the instant paths, scheduled for
 // the scheduler. TypeInstant pairs with SourceInstant, the other three types
 // with SourceScheduled.
@@ -42,6 +59,25 @@ const (
 	SourceInstant   Source = "instant"
 	SourceScheduled Source = "scheduled"
 )
+
+// Valid reports whether s is one of the two sources.
+func (s Source) Valid() bool { return s == SourceInstant || s == SourceScheduled }
+
+// Recurrence is how a scheduled task repeats (recurrenceType). Scheduled
+// pushes carry it as part of their task identity.
+type Recurrence string
+
+// Recurrences.
+const (
+	RecurrenceNone   Recurrence = "none"
+	RecurrenceDaily  Recurrence = "daily"
+	RecurrenceWeekly Recurrence = "weekly"
+)
+
+// Valid reports whether r is one of the three recurrences.
+func (r Recurrence) Valid() bool {
+	return r == RecurrenceNone || r == RecurrenceDaily || r == RecurrenceWeekly
+}
 
 // DefaultSubtype is the business axis (messageSubtype) producers fill in when
 // the caller gives none.

@@ -1,0 +1,87 @@
+package builders
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"amsg/push"
+)
+
+// AvatarURLMaxLength is the longest avatarUrl kept, in UTF-16 code units
+// (JavaScript's String length), as the standard counts it.
+const AvatarURLMaxLength = 2048
+
+// CheckAvatarURL applies the standard's soft-clear to an avatarUrl as it
+// arrived: any JSON value, nil when the member was absent. It returns the
+// value to use and, when it cleared one, a Warning for the caller to log; it
+// never fails, because a cosmetic field must not sink a push.
+//
+// Absent stays absent (nil) and null stays null. A string is kept (v is
+// returned as given) unless, checked in this order, it starts with "data:" in
+// any case, is longer than AvatarURLMaxLength, or is not an absolute URL
+// (http, https, ws, wss and ftp URLs also need a host). Anything else, and
+// any value that is not a string, becomes null. Request handlers call it at
+// their boundary; the builders call it again, which is harmless.
+func CheckAvatarURL(v json.RawMessage) (json.RawMessage, *Warning) {
+	if _, w := checkAvatarURL(v); w != nil {
+		return json.RawMessage("null"), w
+	}
+	return v, nil
+}
+
+func checkAvatarURL(v json.RawMessage) (push.Optional[string], *Warning) {
+	trimmed := bytes.TrimSpace(v)
+	switch {
+	case len(trimmed) == 0:
+		return push.Optional[string]{}, nil
+	case string(trimmed) == "null":
+		return push.Null[string](), nil
+	}
+	clear := func(rule Rule, detail string) (push.Optional[string], *Warning) {
+		return push.Null[string](), &Warning{Field: "avatarUrl", Rule: rule, Detail: detail}
+	}
+	var s string
+	if trimmed[0] != '"' || json.Unmarshal(trimmed, &s) != nil {
+		return clear(RuleType, "must be a string")
+	}
+	if len(s) >= 5 && strings.EqualFold(s[:5], "data:") {
+		return clear(RuleDataURI, "must be an https:// image URL, not a data: URI")
+	}
+	if n := utf16Len(s); n > AvatarURLMaxLength {
+		return clear(RuleTooLong, fmt.Sprintf("is %d UTF-16 code units long, over %d", n, AvatarURLMaxLength))
+	}
+	if !absoluteURL(s) {
+		return clear(RuleURL, "must be an absolute URL")
+	}
+	return push.Some(s), nil
+}
+
+// utf16Len is JavaScript's String length of s.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// absoluteURL approximates the WHATWG URL parser the standard uses: a
+// scheme is required, and the special network schemes need a host.
+func absoluteURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https", "ws", "wss", "ftp":
+		return u.Host != ""
+	}
+	return true
+}
