@@ -1,0 +1,69 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metaFeature is the server's self-description: the VAPID public key a page
+// subscribes with, and the capability list clients use to detect an old
+// deployment.
+func (s *Server) metaFeature() feature {
+	return feature{
+		capabilities: []string{"vapid-public-key"},
+		routes: []route{
+			{http.MethodGet, "vapid-public-key", authClient, s.handleVAPIDPublicKey},
+			{http.MethodGet, "capabilities", authClient, s.handleCapabilities},
+		},
+	}
+}
+
+// handleVAPIDPublicKey answers {"success":true,"publicKey":…}: top level,
+// not under data, as amsg-client reads it.
+func (s *Server) handleVAPIDPublicKey(w http.ResponseWriter, r *http.Request) error {
+	// The store generates the pair on first start, so there always is one.
+	key := s.deps.Store.Secrets().VAPIDPublicKey
+	writeJSON(w, http.StatusOK, struct {
+		Success   bool   `json:"success"`
+		PublicKey string `json:"publicKey"`
+	}{true, key})
+	return nil
+}
+
+// handleCapabilities lists only features this server really implements.
+func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, struct {
+		Success       bool     `json:"success"`
+		ServerVersion string   `json:"serverVersion"`
+		Features      []string `json:"features"`
+	}{true, s.cfg.ServerVersion, s.features})
+	return nil
+}
+
+// handleHealth answers 200 when the store answers, 503 otherwise.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if err := s.deps.Store.Ping(r.Context()); err != nil {
+		s.log.WarnContext(r.Context(), "health check failed", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleMetrics serves the Prometheus text format. When a client token is
+// configured the scraper must present it, as X-Client-Token or as a Bearer
+// token (what Prometheus' authorization setting sends).
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.ClientToken != "" {
+		token := r.Header.Get("X-Client-Token")
+		if auth := r.Header.Get("Authorization"); token == "" && len(auth) > 7 {
+			token = auth[7:]
+		}
+		if !s.tokens.equal(token, s.cfg.ClientToken) {
+			s.writeError(w, r, errInvalidClientToken)
+			return
+		}
+	}
+	promhttp.HandlerFor(s.deps.Metrics, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}

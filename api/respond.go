@@ -1,0 +1,69 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// bodyReadTimeout bounds how long a client may take to send a request body.
+// The server sets no global ReadTimeout because it would also cut long SSE
+// responses, so each body read gets its own deadline instead.
+const bodyReadTimeout = 30 * time.Second
+
+// marshalJSON encodes v with a trailing newline and without HTML escaping,
+// so `<`, `>` and `&` reach clients (and encrypted envelopes) as they were
+// sent.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return buf.Bytes(), err
+}
+
+// writeJSON writes v as the response body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := marshalJSON(v)
+	if err != nil {
+		// Only a programming error gets here: every response type is plain data.
+		http.Error(w, `{"success":false,"error":{"code":"INTERNAL_ERROR","message":"服务器内部错误"}}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeData writes the success envelope {"success":true,"data":data}.
+func writeData(w http.ResponseWriter, status int, data any) {
+	writeJSON(w, status, struct {
+		Success bool `json:"success"`
+		Data    any  `json:"data"`
+	}{true, data})
+}
+
+// readBody reads at most limit bytes of the request body. A larger body is
+// refused with 413 before it is buffered; a body that cannot be read at all
+// (a dropped connection, a client too slow) is the standard's
+// INVALID_PAYLOAD_FORMAT.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, newError(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
+			fmt.Sprintf("请求体超过 %d 字节上限", limit)).withDetails(map[string]any{"maxBytes": limit})
+	case err != nil:
+		return nil, newError(http.StatusBadRequest, "INVALID_PAYLOAD_FORMAT", "无法读取请求体")
+	}
+	return body, nil
+}

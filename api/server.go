@@ -1,0 +1,202 @@
+// Package api is amsg's HTTP surface: the ReiStandard Active Messaging
+// endpoints under /api/v1/, health and metrics, and the embedded PWA and
+// service worker. Handlers return errors; writeError turns them into the
+// standard's envelope.
+package api
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"amsg/store"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config is the API's flat configuration; cmd/amsg fills it from flags and
+// AMSG_* environment variables.
+type Config struct {
+	// ServerVersion is reported by GET /capabilities.
+	ServerVersion string
+	// ClientToken, when set, is the shared secret every API request must
+	// carry in X-Client-Token.
+	ClientToken string
+	// TokenSigningKey, when set, makes /instant and /continue require an
+	// HMAC-signed Bearer token.
+	TokenSigningKey string
+	// CORSOrigin is "" (no CORS headers), "*", an origin, or a
+	// comma-separated list of origins.
+	CORSOrigin string
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// Deps are the components the handlers use.
+type Deps struct {
+	// Store is the database; /healthz pings it.
+	Store *store.Store
+	// Metrics receives the HTTP metrics; /metrics serves its gatherer.
+	Metrics *prometheus.Registry
+	// Web serves the PWA's files (GET and HEAD only); nil serves none.
+	Web http.Handler
+	// ServiceWorker serves /sw.js; nil serves none.
+	ServiceWorker http.Handler
+}
+
+// handlerFunc is an endpoint: it writes a success response or returns an
+// error for writeError.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// route is one endpoint of the standard's surface. It is served at
+// /api/v1/<name> and, like the standard's single-user server, at any path
+// that ends in /<name> (trailing slashes ignored), so clients configured with
+// any base URL work.
+type route struct {
+	method string
+	name   string
+	auth   authMode
+	handle handlerFunc
+}
+
+// feature is a group of routes plus the capability strings GET
+// /capabilities advertises for them.
+type feature struct {
+	capabilities []string
+	routes       []route
+}
+
+// Server is the HTTP handler of amsg.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	now      func() time.Time
+	tokens   tokenComparer
+	cors     corsPolicy
+	routes   []route // longest name first, for suffix matching
+	features []string
+	metrics  *httpMetrics
+	handler  http.Handler
+}
+
+// New builds the server.
+func New(cfg Config, deps Deps) (*Server, error) {
+	s := &Server{
+		cfg:    cfg,
+		deps:   deps,
+		log:    cmp.Or(cfg.Logger, slog.Default()),
+		now:    cfg.Now,
+		tokens: newTokenComparer(),
+		cors:   newCORSPolicy(cfg.CORSOrigin),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if deps.Store == nil {
+		return nil, errors.New("api: no store")
+	}
+	if s.cfg.MaxBodyBytes <= 0 {
+		s.cfg.MaxBodyBytes = 1 << 20
+	}
+	if deps.Metrics != nil {
+		m, err := newHTTPMetrics(deps.Metrics)
+		if err != nil {
+			return nil, fmt.Errorf("api: register metrics: %w", err)
+		}
+		s.metrics = m
+	}
+	for _, f := range []feature{
+		s.metaFeature(),
+		s.userKeyFeature(),
+	} {
+		s.features = append(s.features, f.capabilities...)
+		s.routes = append(s.routes, f.routes...)
+	}
+	slices.SortStableFunc(s.routes, func(a, b route) int { return len(b.name) - len(a.name) })
+	s.handler = s.cors.middleware(s.recoverPanics(s.mux()))
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) mux() http.Handler {
+	r := chi.NewRouter()
+	if s.metrics != nil {
+		r.Use(s.metrics.middleware)
+	}
+	for _, rt := range s.routes {
+		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
+	}
+	r.Get("/healthz", s.handleHealth)
+	if s.deps.Metrics != nil {
+		r.Get("/metrics", s.handleMetrics)
+	}
+	if s.deps.ServiceWorker != nil {
+		r.Method(http.MethodGet, "/sw.js", s.deps.ServiceWorker)
+	}
+	r.NotFound(s.fallback)
+	r.MethodNotAllowed(s.fallback)
+	return r
+}
+
+// serve adapts a route: authorization first, then the handler, errors to the
+// envelope.
+func (s *Server) serve(rt route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authorize(rt.auth, r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := rt.handle(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
+}
+
+// fallback serves what chi did not match: API routes reached through another
+// base URL or with trailing slashes, then the PWA's files, then a JSON 404.
+func (s *Server) fallback(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimRight(r.URL.Path, "/")
+	for _, rt := range s.routes {
+		if rt.method == r.Method && (path == "/"+rt.name || strings.HasSuffix(path, "/"+rt.name)) {
+			s.serve(rt)(w, r)
+			return
+		}
+	}
+	if s.deps.Web != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && !strings.HasPrefix(r.URL.Path, "/api/") {
+		s.deps.Web.ServeHTTP(w, r)
+		return
+	}
+	s.writeError(w, r, errNotFound)
+}
+
+// recoverPanics turns a panic into a logged INTERNAL_ERROR response, so a bug
+// in one handler never takes the process down or leaves a client without an
+// answer.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil || v == http.ErrAbortHandler {
+				if v != nil {
+					panic(v)
+				}
+				return
+			}
+			s.log.ErrorContext(r.Context(), "handler panicked", "method", r.Method, "path", r.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			s.writeError(w, r, errInternal)
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,265 @@
+package api
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"amsg/store/storetest"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func newTestServer(t testing.TB, cfg Config, deps Deps) *Server {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if deps.Store == nil {
+		deps.Store = storetest.New(t)
+	}
+	s, err := New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func do(t *testing.T, h http.Handler, method, path string, header map[string]string) response {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return response{rec.Code, rec.Result().Header, rec.Body.String()}
+}
+
+func TestRoutesMatchBySuffixLikeTheSingleUserServer(t *testing.T) {
+	s := newTestServer(t, Config{}, Deps{})
+	want := `{"success":true,"publicKey":"` + s.deps.Store.Secrets().VAPIDPublicKey + `"}` + "\n"
+	for _, path := range []string{
+		"/api/v1/vapid-public-key",
+		"/api/v1/vapid-public-key/",
+		"/vapid-public-key",
+		"/amsg/vapid-public-key//",
+		"/some/prefix/api/vapid-public-key",
+	} {
+		got := do(t, s, http.MethodGet, path, nil)
+		if got.status != http.StatusOK || got.body != want {
+			t.Errorf("GET %s = %d %q, want 200 %q", path, got.status, got.body, want)
+		}
+	}
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/no-such-route"},
+		{http.MethodPost, "/api/v1/vapid-public-key"}, // right name, wrong method
+		{http.MethodGet, "/api/v1/xvapid-public-key"}, // a suffix of the name is not the name
+		{http.MethodGet, "/"},                         // no web handler configured
+	} {
+		got := do(t, s, c.method, c.path, nil)
+		if got.status != http.StatusNotFound || got.body != `{"success":false,"error":{"code":"NOT_FOUND","message":"Unknown route"}}`+"\n" {
+			t.Errorf("%s %s = %d %q, want the JSON 404", c.method, c.path, got.status, got.body)
+		}
+		if ct := got.header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+			t.Errorf("%s %s Content-Type = %q", c.method, c.path, ct)
+		}
+	}
+}
+
+func TestWebHandlerServesOnlyNonAPIGets(t *testing.T) {
+	web := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "page "+r.URL.Path) })
+	s := newTestServer(t, Config{}, Deps{Web: web})
+	if got := do(t, s, http.MethodGet, "/", nil); got.body != "page /" {
+		t.Errorf("GET / = %q", got.body)
+	}
+	if got := do(t, s, http.MethodGet, "/app.js", nil); got.body != "page /app.js" {
+		t.Errorf("GET /app.js = %q", got.body)
+	}
+	if got := do(t, s, http.MethodGet, "/api/v1/nothing", nil); got.status != http.StatusNotFound || !strings.Contains(got.body, "NOT_FOUND") {
+		t.Errorf("GET /api/v1/nothing = %d %q, want the JSON 404", got.status, got.body)
+	}
+	if got := do(t, s, http.MethodPost, "/", nil); got.status != http.StatusNotFound || !strings.Contains(got.body, "NOT_FOUND") {
+		t.Errorf("POST / = %d %q, want the JSON 404", got.status, got.body)
+	}
+}
+
+func TestCapabilitiesListsImplementedFeatures(t *testing.T) {
+	s := newTestServer(t, Config{ServerVersion: "1.2.3"}, Deps{})
+	got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil)
+	var body struct {
+		Success       bool     `json:"success"`
+		ServerVersion string   `json:"serverVersion"`
+		Features      []string `json:"features"`
+	}
+	if err := json.Unmarshal([]byte(got.body), &body); err != nil {
+		t.Fatal(err)
+	}
+	if !body.Success || body.ServerVersion != "1.2.3" || len(body.Features) == 0 || body.Features[0] != "vapid-public-key" {
+		t.Errorf("capabilities = %s", got.body)
+	}
+}
+
+func TestClientToken(t *testing.T) {
+	s := newTestServer(t, Config{ClientToken: "s3cret"}, Deps{})
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		status int
+	}{
+		{"missing", nil, http.StatusUnauthorized},
+		{"wrong", map[string]string{"X-Client-Token": "nope"}, http.StatusUnauthorized},
+		{"prefix", map[string]string{"X-Client-Token": "s3cre"}, http.StatusUnauthorized},
+		{"right", map[string]string{"X-Client-Token": "s3cret"}, http.StatusOK},
+		{"right with spaces", map[string]string{"X-Client-Token": "  s3cret "}, http.StatusOK},
+	} {
+		got := do(t, s, http.MethodGet, "/api/v1/capabilities", c.header)
+		if got.status != c.status {
+			t.Errorf("%s: status %d, want %d (%s)", c.name, got.status, c.status, got.body)
+		}
+		if c.status == http.StatusUnauthorized && got.body != `{"success":false,"error":{"code":"INVALID_CLIENT_TOKEN","message":"共享密钥无效或缺失"}}`+"\n" {
+			t.Errorf("%s: body %s", c.name, got.body)
+		}
+	}
+	// Health checks stay open so orchestrators need no secret.
+	if got := do(t, s, http.MethodGet, "/healthz", nil); got.status != http.StatusOK {
+		t.Errorf("healthz with token configured = %d", got.status)
+	}
+}
+
+func TestCORS(t *testing.T) {
+	t.Run("off", func(t *testing.T) {
+		s := newTestServer(t, Config{}, Deps{})
+		got := do(t, s, http.MethodOptions, "/api/v1/capabilities", map[string]string{"Origin": "https://app.example"})
+		if got.status != http.StatusNotFound || got.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("preflight with CORS off = %d %v", got.status, got.header)
+		}
+	})
+	t.Run("any origin", func(t *testing.T) {
+		s := newTestServer(t, Config{CORSOrigin: "*", ClientToken: "t"}, Deps{})
+		got := do(t, s, http.MethodOptions, "/api/v1/capabilities", map[string]string{"Origin": "https://app.example"})
+		if got.status != http.StatusNoContent || got.header.Get("Access-Control-Allow-Origin") != "*" ||
+			!strings.Contains(got.header.Get("Access-Control-Allow-Headers"), "X-Amsg-Request-Encoding") ||
+			got.header.Get("Access-Control-Max-Age") != "86400" || got.header.Get("Vary") != "" {
+			t.Errorf("preflight = %d %v", got.status, got.header)
+		}
+		// An error response carries the headers too, or browsers report a network failure.
+		got = do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"Origin": "https://app.example"})
+		if got.status != http.StatusUnauthorized || got.header.Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("401 = %d %v", got.status, got.header)
+		}
+	})
+	t.Run("origin list", func(t *testing.T) {
+		s := newTestServer(t, Config{CORSOrigin: "https://a.example, https://b.example/"}, Deps{})
+		got := do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"Origin": "https://b.example"})
+		if got.header.Get("Access-Control-Allow-Origin") != "https://b.example" || got.header.Get("Vary") != "Origin" {
+			t.Errorf("listed origin: %v", got.header)
+		}
+		got = do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"Origin": "https://evil.example"})
+		if got.header.Get("Access-Control-Allow-Origin") != "" {
+			t.Errorf("unlisted origin got %q", got.header.Get("Access-Control-Allow-Origin"))
+		}
+	})
+	t.Run("single origin is static", func(t *testing.T) {
+		s := newTestServer(t, Config{CORSOrigin: "https://a.example"}, Deps{})
+		got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil)
+		if got.header.Get("Access-Control-Allow-Origin") != "https://a.example" || got.header.Get("Vary") != "Origin" {
+			t.Errorf("single origin: %v", got.header)
+		}
+	})
+}
+
+func TestHealth(t *testing.T) {
+	st := storetest.New(t)
+	s := newTestServer(t, Config{}, Deps{Store: st})
+	if got := do(t, s, http.MethodGet, "/healthz", nil); got.status != http.StatusOK || got.body != `{"status":"ok"}`+"\n" {
+		t.Errorf("healthy: %d %s", got.status, got.body)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := do(t, s, http.MethodGet, "/healthz", nil); got.status != http.StatusServiceUnavailable || got.body != `{"status":"unavailable"}`+"\n" {
+		t.Errorf("closed store: %d %s", got.status, got.body)
+	}
+}
+
+func TestPanicBecomesJSON500WithCORS(t *testing.T) {
+	s := newTestServer(t, Config{CORSOrigin: "*"}, Deps{})
+	h := s.cors.middleware(s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })))
+	got := do(t, h, http.MethodGet, "/api/v1/anything", nil)
+	if got.status != http.StatusInternalServerError || got.body != `{"success":false,"error":{"code":"INTERNAL_ERROR","message":"服务器内部错误"}}`+"\n" {
+		t.Errorf("panic: %d %s", got.status, got.body)
+	}
+	if got.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("panic response lacks CORS headers: %v", got.header)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newTestServer(t, Config{ClientToken: "tok"}, Deps{Metrics: reg})
+	do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"X-Client-Token": "tok"})
+	if got := do(t, s, http.MethodGet, "/metrics", nil); got.status != http.StatusUnauthorized {
+		t.Errorf("metrics without token = %d", got.status)
+	}
+	got := do(t, s, http.MethodGet, "/metrics", map[string]string{"Authorization": "Bearer tok"})
+	want := `amsg_http_requests_total{code="200",method="GET",route="/api/v1/capabilities"} 1`
+	if got.status != http.StatusOK || !strings.Contains(got.body, want) {
+		t.Errorf("metrics = %d, want a line %q in\n%s", got.status, want, got.body)
+	}
+}
+
+// signBearer makes an amsg-instant style token: HS256 over header.payload.
+func signBearer(key string, claims string) string {
+	enc := base64.RawURLEncoding
+	head := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+	body := enc.EncodeToString([]byte(claims))
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(head + "." + body))
+	return head + "." + body + "." + enc.EncodeToString(m.Sum(nil))
+}
+
+func TestVerifyBearer(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	valid := signBearer("k", `{"tid":"t","typ":"tenant","iat":1,"exp":1700000100,"v":1}`)
+	for _, c := range []struct {
+		name, header, want string
+	}{
+		{"valid", "Bearer " + valid, ""},
+		{"lower-case scheme, padding", "bearer " + valid + "=", ""},
+		{"missing", "", "缺少 Authorization: Bearer <token>"},
+		{"bare scheme", "Bearer ", "缺少 Authorization: Bearer <token>"},
+		{"basic", "Basic abc", "缺少 Authorization: Bearer <token>"},
+		{"two parts", "Bearer a.b", "token 格式无效"},
+		{"bad signature encoding", "Bearer a.b.!!!", "token 签名格式无效"},
+		{"wrong key", "Bearer " + signBearer("other", `{"v":1,"exp":1700000100}`), "token 签名无效"},
+		{"payload not JSON", "Bearer " + signBearer("k", `not json`), "token payload 解析失败"},
+		{"expired", "Bearer " + signBearer("k", `{"v":1,"exp":1700000000}`), "token 已过期或无效"},
+		{"string version", "Bearer " + signBearer("k", `{"v":"1","exp":1700000100}`), "token 已过期或无效"},
+		{"no exp", "Bearer " + signBearer("k", `{"v":1}`), "token 已过期或无效"},
+	} {
+		err := verifyBearer(c.header, "k", now)
+		var apiErr *Error
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", c.name, err)
+		case c.want != "" && (!errors.As(err, &apiErr) || apiErr.Code != "UNAUTHORIZED" || apiErr.Message != c.want || apiErr.Status != http.StatusUnauthorized):
+			t.Errorf("%s: got %v, want UNAUTHORIZED %q", c.name, err, c.want)
+		}
+	}
+}
