@@ -8,10 +8,10 @@ import (
 // Kinds of LLM call failure; test them with errors.Is. Every failure is an
 // *Error whose message is the standard's text.
 var (
-	ErrInvalidRequest   = errors.New("invalid LLM request")                  // e.g. maxTokens ≤ 0, messages not an array
+	ErrInvalidRequest   = errors.New("invalid LLM request")                        // e.g. maxTokens ≤ 0, messages not an array
 	ErrStatus           = errors.New("LLM endpoint answered with an error status") // non-2xx; Error.Status has it
-	ErrBadResponse      = errors.New("LLM response is not a chat completion") // 2xx but not JSON, or no choices
-	ErrMissingContent   = errors.New("LLM response has no content")          // RequireContent and blank content
+	ErrBadResponse      = errors.New("LLM response is not a chat completion")      // 2xx but not JSON, or no choices
+	ErrMissingContent   = errors.New("LLM response has no content")                // RequireContent and blank content
 	ErrResponseTooLarge = errors.New("LLM response exceeds the size limit")
 	ErrTransport        = errors.New("LLM request failed") // network, timeout, cancellation; the cause is wrapped
 )
