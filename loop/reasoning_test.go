@@ -62,10 +62,10 @@ func TestSeparateReasoning(t *testing.T) {
 func TestThinkFilterHoldsOnlyPossibleSpans(t *testing.T) {
 	var f ThinkFilter
 	steps := []struct{ in, out string }{
-		{"<thi", ""},          // could be an opening tag
-		{"nk>plan", ""},       // inside a span
+		{"<thi", ""},         // could be an opening tag
+		{"nk>plan", ""},      // inside a span
 		{"</think>你好", "你好"}, // span closed and removed
-		{"。a <b", "。a <b"},    // '<b' cannot open a span
+		{"。a <b", "。a <b"},   // '<b' cannot open a span
 		{" <", " "},
 		{"thought>x</THOUGHT>y", "y"},
 	}
