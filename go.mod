@@ -2,4 +2,4 @@ module amsg
 
 go 1.26
 
-require github.com/dlclark/regexp2 v1.12.0 // indirect
+require github.com/dlclark/regexp2 v1.12.0
