@@ -251,7 +251,7 @@ func TestCompleteBounds(t *testing.T) {
 		_, err := NewClient(Config{}).Complete(ctx, req)
 		done <- err
 	}()
-	waitFor(t, func() bool { return len(llm.Requests()) == 2 })
+	llm.WaitRequests(2)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || err.Error() != "AI API error: request canceled. Request URL: "+llm.URL+"/v1/chat/completions" {
 		t.Errorf("cancel: err = %v", err)
@@ -268,18 +268,6 @@ func TestCompleteBounds(t *testing.T) {
 	}
 	if n := len(llm.Requests()); n != 3 {
 		t.Errorf("%d requests, want 3", n)
-	}
-}
-
-// waitFor polls cond until it holds or the test's deadline comes near.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -265,7 +265,8 @@ type eventReader struct {
 	r      *bufio.Reader
 	max    int64
 	read   int64
-	lastCR bool // the previous line ended in CR: a following LF belongs to it
+	lastCR bool   // the previous line ended in CR: a following LF belongs to it
+	buf    []byte // reused for each line
 }
 
 func newEventReader(r io.Reader, max int64) *eventReader {
@@ -311,7 +312,8 @@ func (e *eventReader) next() (string, error) {
 
 // line reads one line without its terminator; io.EOF when none is left.
 func (e *eventReader) line() (string, error) {
-	var b []byte
+	b := e.buf[:0]
+	defer func() { e.buf = b }()
 	for {
 		c, err := e.r.ReadByte()
 		if err != nil {

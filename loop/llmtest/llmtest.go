@@ -24,6 +24,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -93,6 +94,7 @@ type Server struct {
 	mu       sync.Mutex
 	queue    []answer
 	requests []Request
+	arrived  chan struct{} // closed and replaced when a request arrives
 }
 
 // answer is a queued Reply or a hand-driven Stream.
@@ -104,7 +106,7 @@ type answer struct {
 // NewServer starts a fake endpoint that is closed when the test ends. A
 // request with no answer queued fails the test and gets a 500.
 func NewServer(t testing.TB) *Server {
-	s := &Server{t: t}
+	s := &Server{t: t, arrived: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	t.Cleanup(s.Close)
@@ -137,6 +139,28 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// WaitRequests blocks until at least n requests have arrived and returns
+// them. It fails the test if they have not arrived within 30 seconds, so call
+// it from the test's goroutine.
+func (s *Server) WaitRequests(n int) []Request {
+	s.t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		s.mu.Lock()
+		if len(s.requests) >= n {
+			defer s.mu.Unlock()
+			return append([]Request(nil), s.requests...)
+		}
+		arrived := s.arrived
+		s.mu.Unlock()
+		select {
+		case <-arrived:
+		case <-timeout:
+			s.t.Fatalf("llmtest: %d requests arrived, waited for %d", len(s.Requests()), n)
+		}
+	}
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	req := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Raw: raw}
@@ -144,6 +168,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	close(s.arrived)
+	s.arrived = make(chan struct{})
 	var next answer
 	if len(s.queue) > 0 {
 		next, s.queue = s.queue[0], s.queue[1:]
@@ -156,7 +182,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case next.reply != nil:
 		next.reply.serve(w, r, req.Stream())
 	default:
-		s.t.Errorf("llmtest: request %d to %s with no answer queued", len(s.Requests()), r.URL.Path)
+		s.t.Errorf("llmtest: a request to %s with no answer queued", r.URL.Path)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = io.WriteString(w, `{"error":{"message":"llmtest: no answer queued"}}`)
