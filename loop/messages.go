@@ -3,8 +3,8 @@ package loop
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
+	"strings"
 )
 
 // MessagesCode is a stable code of the messages-array shape check, the same
@@ -33,57 +33,32 @@ type MessagesError struct {
 	ToolCallIndex int
 }
 
+// messagesTexts holds each code's message: amsg-server's English
+// (validateLlmMessagesArray) and amsg-instant's Chinese
+// (validateInstantPayload). {i} is the message index, {j} the tool call's.
+var messagesTexts = map[MessagesCode]struct{ english, chinese string }{
+	MessagesNotArray:   {"messages must be a non-empty array", "messages 必须是长度 ≥ 1 的数组"},
+	MessageNotObject:   {"messages[{i}] must be an object", "messages[{i}] 必须是对象"},
+	InvalidRole:        {"messages[{i}].role must be one of system / user / assistant / tool", "messages[{i}].role 必须是 system / user / assistant / tool 之一"},
+	ToolCallMalformed:  {"messages[{i}].tool_calls[{j}] is malformed (expected { id, type:'function', function:{ name, arguments } })", "messages[{i}].tool_calls[{j}] 形状非法 (需要 { id, type:'function', function:{ name, arguments } })"},
+	ToolContentInvalid: {"messages[{i}].content (tool) must be a string or an array", "messages[{i}].content (tool) 必须是字符串或数组"},
+	ToolCallIDMissing:  {"messages[{i}].tool_call_id is required (tool messages must reference a prior tool_call)", "messages[{i}].tool_call_id 必填 (tool 消息必须关联到一次 tool_call)"},
+	ContentEmptyString: {"messages[{i}].content must be a non-empty string", "messages[{i}].content 不能是空字符串"},
+	ContentEmptyArray:  {"messages[{i}].content array must be non-empty", "messages[{i}].content 数组不能为空"},
+	ContentInvalidType: {"messages[{i}].content must be a non-empty string or a non-empty array", "messages[{i}].content 必须是非空字符串或长度 ≥ 1 的数组"},
+}
+
 // Error is the English text, as amsg-server words it.
 func (e *MessagesError) Error() string { return e.English() }
 
-// English is the message amsg-server's validateLlmMessagesArray returns.
-func (e *MessagesError) English() string {
-	i, j := e.Index, e.ToolCallIndex
-	switch e.Code {
-	case MessagesNotArray:
-		return "messages must be a non-empty array"
-	case MessageNotObject:
-		return fmt.Sprintf("messages[%d] must be an object", i)
-	case InvalidRole:
-		return fmt.Sprintf("messages[%d].role must be one of system / user / assistant / tool", i)
-	case ToolCallMalformed:
-		return fmt.Sprintf("messages[%d].tool_calls[%d] is malformed (expected { id, type:'function', function:{ name, arguments } })", i, j)
-	case ToolContentInvalid:
-		return fmt.Sprintf("messages[%d].content (tool) must be a string or an array", i)
-	case ToolCallIDMissing:
-		return fmt.Sprintf("messages[%d].tool_call_id is required (tool messages must reference a prior tool_call)", i)
-	case ContentEmptyString:
-		return fmt.Sprintf("messages[%d].content must be a non-empty string", i)
-	case ContentEmptyArray:
-		return fmt.Sprintf("messages[%d].content array must be non-empty", i)
-	default:
-		return fmt.Sprintf("messages[%d].content must be a non-empty string or a non-empty array", i)
-	}
-}
+// English is the message amsg-server returns for the violation.
+func (e *MessagesError) English() string { return e.fill(messagesTexts[e.Code].english) }
 
-// Chinese is the message amsg-instant's validateInstantPayload returns.
-func (e *MessagesError) Chinese() string {
-	i, j := e.Index, e.ToolCallIndex
-	switch e.Code {
-	case MessagesNotArray:
-		return "messages 必须是长度 ≥ 1 的数组"
-	case MessageNotObject:
-		return fmt.Sprintf("messages[%d] 必须是对象", i)
-	case InvalidRole:
-		return fmt.Sprintf("messages[%d].role 必须是 system / user / assistant / tool 之一", i)
-	case ToolCallMalformed:
-		return fmt.Sprintf("messages[%d].tool_calls[%d] 形状非法 (需要 { id, type:'function', function:{ name, arguments } })", i, j)
-	case ToolContentInvalid:
-		return fmt.Sprintf("messages[%d].content (tool) 必须是字符串或数组", i)
-	case ToolCallIDMissing:
-		return fmt.Sprintf("messages[%d].tool_call_id 必填 (tool 消息必须关联到一次 tool_call)", i)
-	case ContentEmptyString:
-		return fmt.Sprintf("messages[%d].content 不能是空字符串", i)
-	case ContentEmptyArray:
-		return fmt.Sprintf("messages[%d].content 数组不能为空", i)
-	default:
-		return fmt.Sprintf("messages[%d].content 必须是非空字符串或长度 ≥ 1 的数组", i)
-	}
+// Chinese is the message amsg-instant returns for the violation.
+func (e *MessagesError) Chinese() string { return e.fill(messagesTexts[e.Code].chinese) }
+
+func (e *MessagesError) fill(text string) string {
+	return strings.NewReplacer("{i}", strconv.Itoa(e.Index), "{j}", strconv.Itoa(e.ToolCallIndex)).Replace(text)
 }
 
 // ValidateMessages checks an OpenAI messages array (raw JSON) against the

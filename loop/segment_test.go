@@ -139,51 +139,29 @@ func TestSplitBounds(t *testing.T) {
 	}
 }
 
-func TestSegmenterEmitsSentencesAsTheyComplete(t *testing.T) {
-	g := DefaultSplitter().NewSegmenter()
-	steps := []struct {
-		in   string
-		want []string
-	}{
-		{"你好", nil},
-		{"。", nil},                // the run of delimiters may continue
-		{"！今天", []string{"你好。！"}}, // the run ended
-		{"好天气！明天见", []string{"今天好天气！"}},
-		{"", nil},
-	}
-	for _, s := range steps {
-		got, err := g.Write(s.in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, s.want) {
-			t.Fatalf("Write(%q) = %q, want %q", s.in, got, s.want)
-		}
-	}
-	got, err := g.Flush()
-	if err != nil || !reflect.DeepEqual(got, []string{"明天见"}) {
-		t.Fatalf("Flush() = %q, %v", got, err)
-	}
-	// Reusable after Flush.
-	if got, _ := g.Write("再见！"); got != nil {
-		t.Fatalf("Write after Flush = %q", got)
-	}
-	if got, _ := g.Flush(); !reflect.DeepEqual(got, []string{"再见！"}) {
-		t.Fatalf("second Flush = %q", got)
-	}
-}
-
-func TestSegmenterCustomPatterns(t *testing.T) {
+func TestSegmenterSteps(t *testing.T) {
 	type step struct {
 		in   string
 		want []string
 	}
 	tests := []struct {
 		name     string
-		patterns []string
+		patterns []string // none: the default
 		steps    []step
 		flush    []string
 	}{
+		{
+			"default: a sentence comes once its delimiter run has ended",
+			nil,
+			[]step{
+				{"你好", nil},
+				{"。", nil}, // the run of delimiters may continue
+				{"！今天", []string{"你好。！"}},
+				{"好天气！明天见", []string{"今天好天气！"}},
+				{"", nil},
+			},
+			[]string{"明天见"},
+		},
 		{
 			"without a capture group a segment waits for the next match",
 			[]string{`\n+`},
@@ -231,6 +209,24 @@ func TestSegmenterCustomPatterns(t *testing.T) {
 	batch, _ := mustSplitter(`(ab+c|b)`).Split("abbc")
 	if !reflect.DeepEqual(batch, []string{"abbc"}) {
 		t.Fatalf("batch = %q", batch)
+	}
+}
+
+func TestSegmenterReusableAfterFlush(t *testing.T) {
+	g := DefaultSplitter().NewSegmenter()
+	for _, text := range []string{"你好。再", "见！"} {
+		if _, err := g.Write(text); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := g.Write("再见！明"); !reflect.DeepEqual(got, []string{"再见！"}) {
+		t.Fatalf("Write = %q", got)
+	}
+	if got, _ := g.Flush(); !reflect.DeepEqual(got, []string{"明"}) {
+		t.Fatalf("Flush = %q", got)
 	}
 }
 
