@@ -197,7 +197,13 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 	defer func() {
 		attrs := []any{"host", hostOf(endpoint), "model", req.Model, "stream", stream, "status", status, "duration", time.Since(start)}
 		if err != nil {
-			c.log.DebugContext(ctx, "llm call failed", append(attrs, "err", err)...)
+			// The kind only: an error's text holds the endpoint URL, whose
+			// query may carry a key.
+			kind := "callback"
+			if e := (*Error)(nil); errors.As(err, &e) && e.kind != nil {
+				kind = e.kind.Error()
+			}
+			c.log.DebugContext(ctx, "llm call failed", append(attrs, "error", kind)...)
 			return
 		}
 		c.log.DebugContext(ctx, "llm call", append(attrs, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -461,5 +462,29 @@ func TestStreamFailures(t *testing.T) {
 	llm.Stream() // never sends
 	if _, err := NewClient(Config{Timeout: 20 * time.Millisecond}).Stream(context.Background(), req, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("timeout: %v", err)
+	}
+}
+
+func TestLogsNeverCarrySecrets(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Enqueue(llmtest.Reply{Content: "ok", Usage: &llmtest.Usage{PromptTokens: 1, CompletionTokens: 2}},
+		llmtest.Reply{Status: 401, Body: `{"error":{"message":"bad key ` + testKey + `"}}`})
+	var logs strings.Builder
+	c := NewClient(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	req := Request{APIURL: llm.APIURL() + "?key=query-secret", APIKey: testKey, Model: "m", Prompt: "prompt-text"}
+	if _, err := c.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete(context.Background(), req); !errors.Is(err, ErrStatus) {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, secret := range []string{testKey, "query-secret", "prompt-text"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("log contains %q:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "output_tokens=2") || !strings.Contains(out, `error="LLM endpoint answered with an error status"`) || !strings.Contains(out, "status=401") {
+		t.Errorf("log lacks the call facts:\n%s", out)
 	}
 }
