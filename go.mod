@@ -3,6 +3,7 @@ module amsg
 go 1.26.0
 
 require (
+	github.com/dlclark/regexp2 v1.12.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/prometheus/client_golang v1.25.0
 	modernc.org/sqlite v1.61.1
