@@ -448,6 +448,7 @@ func TestNotificationFieldChains(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := p.With(t)
 			p.DeliverPushJSON(tt.payload)
+			waitSettled(t, p, tt.payload["messageId"].(string))
 			got := p.WaitNotification(tt.want.Tag, func(n browsertest.Notification) bool { return n.Tag == tt.want.Tag })
 			if _, own := tt.want.Data["payload"]; !own {
 				if !reflect.DeepEqual(got.Data["payload"], roundTrip(t, tt.payload)) {
@@ -463,7 +464,10 @@ func TestNotificationFieldChains(t *testing.T) {
 
 	t.Run("plain text push", func(t *testing.T) {
 		p := p.With(t)
+		var before int
+		p.WorkerEval(`self.__amsgTest.pushesSettled()`, &before)
 		p.DeliverPush("hello plain")
+		p.WaitForWorker(`self.__amsgTest.pushesSettled() > ` + strconv.Itoa(before))
 		n := p.WaitNotification("with body hello plain", func(n browsertest.Notification) bool { return n.Body == "hello plain" })
 		if n.Title != "New notification" || !strings.HasPrefix(n.Tag, "rei-") {
 			t.Errorf("plain push shown as %+v", n)
@@ -571,16 +575,16 @@ func TestDedupeSurvivesWorkerRestart(t *testing.T) {
 
 	first := map[string]any{"messageKind": "content", "messageId": "m-restart-1", "message": "once"}
 	p.DeliverPushJSON(first)
-	p.WaitNotification("m-restart-1", func(n browsertest.Notification) bool { return n.Tag == "m-restart-1" })
 	waitSettled(t, p, "m-restart-1")
+	p.WaitNotification("m-restart-1", func(n browsertest.Notification) bool { return n.Tag == "m-restart-1" })
 	p.CloseNotifications()
 
 	p.WorkerEval(`self.__restartProbe = true`, nil)
 	p.StopAllWorkers()
 	p.DeliverPushJSON(first)
 	p.DeliverPushJSON(map[string]any{"messageKind": "content", "messageId": "m-restart-2", "message": "after"})
-	p.WaitNotification("m-restart-2", func(n browsertest.Notification) bool { return n.Tag == "m-restart-2" })
 	waitSettled(t, p, "m-restart-2")
+	p.WaitNotification("m-restart-2", func(n browsertest.Notification) bool { return n.Tag == "m-restart-2" })
 
 	var probe bool
 	p.WorkerEval(`self.__restartProbe === true`, &probe)
@@ -643,6 +647,7 @@ func TestMultipartReassembly(t *testing.T) {
 		p.DeliverPushJSON(chunks[i])
 	}
 
+	waitSettled(t, p, "m-mp-1")
 	n := p.WaitNotification("m-mp-1", func(n browsertest.Notification) bool { return n.Tag == "m-mp-1" })
 	if n.Body != original["message"] || n.Title != "来自 Rei" {
 		t.Errorf("reassembled notification %+v", n)

@@ -43,9 +43,11 @@
  *
  * Tests
  *   self.__amsgTest holds the rule functions (notification builder, show policy, dedupe key,
- *   multipart normaliser, click planning, subscription renewal) and a dedupe record reader.
- *   Only DevTools attached to this worker can reach it: pages cannot, so it is harmless in
- *   production.
+ *   multipart normaliser, click planning, subscription renewal), a dedupe record reader and a
+ *   count of settled pushes. Only DevTools attached to this worker can reach it: pages cannot,
+ *   so it is harmless in production. Tests must read notifications only after the push that
+ *   shows one has settled: Chromium's getNotifications() drops a notification it catches
+ *   between being stored and being displayed.
  */
 'use strict';
 
@@ -912,6 +914,10 @@ self.addEventListener('fetch', (event) => {
   event.respondWith(request.mode === 'navigate' ? networkFirstNavigation(request) : cacheFirst(request));
 });
 
+// Pushes this worker instance finished, shown or not: the signal tests wait
+// on before reading notifications (see self.__amsgTest).
+let pushesSettled = 0;
+
 self.addEventListener('push', (event) => {
   if (!event.data) return;
   let payload;
@@ -920,8 +926,11 @@ self.addEventListener('push', (event) => {
   } catch {
     payload = { message: event.data.text() };
   }
-  event.waitUntil(processPayload(payload, 'webpush').catch((err) => console.error(LOG, 'push handling failed', err)));
+  event.waitUntil(processPayload(payload, 'webpush')
+    .catch((err) => console.error(LOG, 'push handling failed', err))
+    .finally(() => { pushesSettled += 1; }));
 });
+
 
 self.addEventListener('message', (event) => {
   const message = event.data;
@@ -1020,5 +1029,6 @@ self.__amsgTest = Object.freeze({
     return { url, clientURL: client ? client.url : null };
   },
   renewSubscription,
+  pushesSettled: () => pushesSettled,
   deliveryRecord: (key) => transact(DEDUPE_DB, [DEDUPE_STORE], 'readonly', (tx) => req(tx.objectStore(DEDUPE_STORE).get(key))),
 });

@@ -15,6 +15,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -245,6 +246,10 @@ func remoteObjectText(o *runtime.RemoteObject) string {
 	case o.Description != "":
 		return o.Description
 	case o.Value != nil:
+		var text string
+		if json.Unmarshal(o.Value, &text) == nil {
+			return text
+		}
 		return string(o.Value)
 	default:
 		return string(o.Type)

@@ -251,7 +251,12 @@ const notificationsJS = `(async () => {
 	}));
 })()`
 
-// Notifications returns the notifications the origin's service worker shows now.
+// Notifications returns the notifications the origin's service worker shows
+// now. Call it only once the showNotification calls of interest have
+// settled (wait on a signal from the worker, e.g. with WaitForWorker):
+// Chromium's getNotifications() deletes a notification it catches between
+// being stored and being displayed, so polling it during a show loses the
+// notification for good.
 func (p *Page) Notifications() []Notification {
 	p.t.Helper()
 	var ns []Notification
@@ -259,8 +264,9 @@ func (p *Page) Notifications() []Notification {
 	return ns
 }
 
-// WaitNotification waits until a shown notification satisfies match and
-// returns it.
+// WaitNotification polls until a shown notification satisfies match and
+// returns it. The caveat of Notifications applies: start it only after the
+// worker's showNotification settled.
 func (p *Page) WaitNotification(what string, match func(Notification) bool) Notification {
 	p.t.Helper()
 	var found Notification
