@@ -10,6 +10,8 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"net/http"
 	"time"
 )
@@ -60,4 +62,28 @@ func Handler(version string) http.Handler {
 		h.Set("ETag", etag)
 		http.ServeContent(w, r, "sw.js", time.Time{}, bytes.NewReader(body))
 	})
+}
+
+// AssetVersion hashes every file of fsys (paths and contents, in lexical
+// order) into a short version for Handler, so the worker, and with it the
+// offline-shell cache, changes exactly when the web assets do.
+func AssetVersion(fsys fs.FS) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, path)
+		if err != nil {
+			return err
+		}
+		// Length-prefixed, so no two different trees hash alike.
+		fmt.Fprintf(h, "%d:%s%d:", len(path), path, len(data))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("sw: hash web assets: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }

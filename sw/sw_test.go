@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestScriptStampsVersion(t *testing.T) {
@@ -86,5 +87,35 @@ func TestHandler(t *testing.T) {
 	Handler("v2").ServeHTTP(other, httptest.NewRequest(http.MethodGet, "/sw.js", nil))
 	if other.Header().Get("ETag") == etag {
 		t.Error("a new version keeps the old ETag")
+	}
+}
+
+func TestAssetVersion(t *testing.T) {
+	base := fstest.MapFS{
+		"index.html":   {Data: []byte("<h1>amsg</h1>")},
+		"js/app.js":    {Data: []byte("export {}")},
+		"icon-192.png": {Data: []byte{0x89, 'P', 'N', 'G'}},
+	}
+	v1, err := AssetVersion(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v1) != 16 {
+		t.Errorf("version %q, want 16 hex digits", v1)
+	}
+	if again, _ := AssetVersion(base); again != v1 {
+		t.Errorf("not deterministic: %s then %s", v1, again)
+	}
+	changes := map[string]fstest.MapFS{
+		"content": {"index.html": {Data: []byte("<h1>amsg!</h1>")}, "js/app.js": base["js/app.js"], "icon-192.png": base["icon-192.png"]},
+		"rename":  {"index.htm": base["index.html"], "js/app.js": base["js/app.js"], "icon-192.png": base["icon-192.png"]},
+		"added":   {"index.html": base["index.html"], "js/app.js": base["js/app.js"], "icon-192.png": base["icon-192.png"], "new.css": {}},
+		// Moving bytes between a name and its content must not collide.
+		"boundary": {"index.html": {Data: []byte("<h1>amsg</h1>")}, "js/app.jsexport {}": {}, "icon-192.png": base["icon-192.png"]},
+	}
+	for name, fsys := range changes {
+		if v, err := AssetVersion(fsys); err != nil || v == v1 {
+			t.Errorf("%s: version %q (err %v), want a new one", name, v, err)
+		}
 	}
 }
