@@ -285,6 +285,9 @@ func TestWorkerRegistersAndControlsThePage(t *testing.T) {
 		scope: (await navigator.serviceWorker.ready).scope,
 		status: document.getElementById('status').textContent,
 	}))()`, &got)
+	if got.Status != "service worker ready" {
+		t.Errorf("page status %q", got.Status)
+	}
 	if got.ScriptURL != srv.URL+"/sw.js" || got.Scope != srv.URL+"/" {
 		t.Errorf("controller %s with scope %s, want %s/sw.js with scope %s/", got.ScriptURL, got.Scope, srv.URL, srv.URL)
 	}

@@ -909,6 +909,8 @@ self.addEventListener('activate', (event) => {
 self.addEventListener('fetch', (event) => {
   const { request } = event;
   if (request.method !== 'GET') return;
+  // DevTools issues these; fetch() would throw on them.
+  if (request.cache === 'only-if-cached' && request.mode !== 'same-origin') return;
   const url = new URL(request.url);
   if (url.origin !== self.location.origin || url.pathname.startsWith('/api/')) return;
   event.respondWith(request.mode === 'navigate' ? networkFirstNavigation(request) : cacheFirst(request));
