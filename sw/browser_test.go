@@ -895,3 +895,23 @@ func TestOfflineShellAndUpdate(t *testing.T) {
 		t.Errorf("running worker version %q, want v2", version)
 	}
 }
+
+func TestReopensForceClosedDatabase(t *testing.T) {
+	srv := newTestServer(t, "v-closed")
+	_, p := openWorkerPage(t, srv)
+
+	p.DeliverPushJSON(map[string]any{"messageKind": "content", "messageId": "m-closed-1", "message": "before"})
+	waitSettled(t, p, "m-closed-1")
+	// Clearing site data force-closes the worker's cached connections; the
+	// next push must reopen them rather than fail on a dead handle.
+	p.ClearSiteData("indexeddb")
+	p.DeliverPushJSON(map[string]any{"messageKind": "content", "messageId": "m-closed-1", "message": "after"})
+	rec := waitSettled(t, p, "m-closed-1")
+	if !rec.NotificationShown {
+		t.Error("the push after the close was not shown")
+	}
+	n := p.WaitNotification("m-closed-1", func(n browsertest.Notification) bool { return n.Tag == "m-closed-1" && n.Body == "after" })
+	if n.Title != "New notification" {
+		t.Errorf("notification %+v", n)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/serviceworker"
+	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/chromedp"
 
 	"amsg/push"
@@ -182,6 +183,21 @@ func (p *Page) StopAllWorkers() {
 	p.t.Helper()
 	if err := p.b.run(p.ctx, serviceworker.StopAllWorkers()); err != nil {
 		p.t.Fatalf("browsertest: stop workers: %v", err)
+	}
+}
+
+// ClearSiteData clears storage of the page's origin as the user's "clear
+// site data" does (Storage.clearDataForOrigin); storageTypes is a comma
+// list such as "indexeddb" or "all". Open IndexedDB connections are
+// force-closed, which only fires their close event.
+func (p *Page) ClearSiteData(storageTypes string) {
+	p.t.Helper()
+	origin, _, err := p.registration()
+	if err == nil {
+		err = p.b.run(p.ctx, storage.ClearDataForOrigin(origin, storageTypes))
+	}
+	if err != nil {
+		p.t.Fatalf("browsertest: clear %s: %v", storageTypes, err)
 	}
 }
 
