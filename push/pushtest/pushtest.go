@@ -63,6 +63,7 @@ type Server struct {
 
 	mu           sync.Mutex
 	maxBodyBytes int
+	deviceClock  func() time.Time
 	subs         map[string]*subscription // by endpoint
 	requests     []Message
 	pushes       []Push
@@ -89,6 +90,7 @@ func NewServer(vapidPublicKey string) *Server {
 	s := &Server{
 		vapidKey:     key,
 		maxBodyBytes: DefaultMaxBodyBytes,
+		deviceClock:  time.Now,
 		subs:         make(map[string]*subscription),
 		changed:      make(chan struct{}),
 	}
@@ -113,7 +115,9 @@ func (s *Server) Subscribe() push.Subscription {
 	_, _ = rand.Read(id)
 	endpoint := s.URL + "/push/" + base64.RawURLEncoding.EncodeToString(id)
 	s.mu.Lock()
-	s.subs[endpoint] = &subscription{key: key, auth: auth, parts: &push.MultipartReassembler{}}
+	// Add runs under s.mu (from record), where deviceClock may be read.
+	s.subs[endpoint] = &subscription{key: key, auth: auth,
+		parts: &push.MultipartReassembler{Now: func() time.Time { return s.deviceClock() }}}
 	s.mu.Unlock()
 	return push.Subscription{Endpoint: endpoint, Keys: push.SubscriptionKeys{
 		P256dh: base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()),
@@ -150,6 +154,17 @@ func (s *Server) Unsubscribe(sub push.Subscription) {
 func (s *Server) SetMaxBodyBytes(n int) {
 	s.mu.Lock()
 	s.maxBodyBytes = n
+	s.mu.Unlock()
+}
+
+// SetDeviceClock sets the clock of the devices behind the subscriptions,
+// which expire `_multipart` sets at the sender's createdAt plus their TTL
+// (at most 60 s) as the service worker does. A test whose sender runs on a
+// fake clock gives the same clock here, as a device that agrees with the
+// server; the default is time.Now.
+func (s *Server) SetDeviceClock(now func() time.Time) {
+	s.mu.Lock()
+	s.deviceClock = now
 	s.mu.Unlock()
 }
 

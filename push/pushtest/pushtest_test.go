@@ -207,6 +207,43 @@ func TestServerReassemblesMultipart(t *testing.T) {
 	}
 }
 
+func TestServerDeviceClock(t *testing.T) {
+	s, pub, priv := newServer(t)
+	sub := s.Subscribe()
+	future := time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC)
+	original := []byte(`{"messageKind":"content","message":"` + strings.Repeat("x", 3000) + `"}`)
+	chunks, err := push.SplitMultipart(original, push.KindContent, push.MultipartOptions{CreatedAt: future})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// On the real clock, a set made an hour ago has expired.
+	stale, err := push.SplitMultipart(original, push.KindContent, push.MultipartOptions{CreatedAt: time.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status := send(t, sub, stale[0], pub, priv, "ops@example.org", 0); status != 201 {
+		t.Fatalf("status %d", status)
+	}
+	if errs := s.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "expired") {
+		t.Fatalf("errors %v, want the stale chunk expired", errs)
+	}
+	// With the device clock agreeing with a sender that lives in 2030, its
+	// set reassembles.
+	s.SetDeviceClock(func() time.Time { return future.Add(10 * time.Second) })
+	for _, c := range chunks {
+		if status := send(t, sub, c, pub, priv, "ops@example.org", 0); status != 201 {
+			t.Fatalf("status %d", status)
+		}
+	}
+	pushes, err := s.WaitPushes(waitCtx(t), 1)
+	if err != nil || !bytes.Equal(pushes[0].JSON, original) {
+		t.Fatalf("%v", err)
+	}
+	if n := len(s.Errors()); n != 1 {
+		t.Errorf("%d errors, want only the stale chunk's", n)
+	}
+}
+
 func TestWaitMessagesHonoursContext(t *testing.T) {
 	s, _, _ := newServer(t)
 	ctx, cancel := context.WithCancel(context.Background())

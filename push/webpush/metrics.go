@@ -2,6 +2,7 @@ package webpush
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,45 +18,53 @@ type metrics struct {
 	multipart  prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	return &metrics{
-		attempts: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "amsg_push_attempts_total",
 			Help: "HTTP requests to push services, by outcome.",
-		}, []string{"outcome"})),
-		deliveries: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		}, []string{"outcome"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "amsg_push_deliveries_total",
 			Help: "Messages delivered or given up per device, by final outcome.",
-		}, []string{"outcome"})),
-		latency: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		}, []string{"outcome"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "amsg_push_attempt_duration_seconds",
 			Help:    "Time from sending a push request to its response, including encryption.",
 			Buckets: prometheus.DefBuckets,
-		})),
-		multipart: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		}),
+		multipart: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "amsg_push_multipart_messages_total",
 			Help: "Messages sent as _multipart chunks because they exceeded the inline budget or a push service refused them as too large.",
-		})),
+		}),
 	}
+	if reg == nil {
+		return m, nil
+	}
+	return m, errors.Join(
+		register(reg, &m.attempts),
+		register(reg, &m.deliveries),
+		register(reg, &m.latency),
+		register(reg, &m.multipart),
+	)
 }
 
-// register adds c to reg, or returns the collector already registered under
-// the same name, so two senders can share one registry. A nil reg leaves c
-// unregistered.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			if existing, ok := already.ExistingCollector.(C); ok {
-				return existing
-			}
+// register adds *c to reg; when a collector of the same name and type is
+// already there (a second Sender on one registry), *c becomes that one so
+// both count into the same series.
+func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
+	err := reg.Register(*c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(C); ok {
+			*c = existing
+			return nil
 		}
-		panic(err) // a name clash with another kind of collector is a programming error
 	}
-	return c
+	if err != nil {
+		return fmt.Errorf("webpush: register metrics: %w", err)
+	}
+	return nil
 }
 
 func (m *metrics) attempt(o push.Outcome, seconds float64) {

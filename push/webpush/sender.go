@@ -154,10 +154,16 @@ func NewSender(cfg Config) (*Sender, error) {
 		return nil, fmt.Errorf("webpush: ChunkBytes %d is outside 1..%d", cfg.ChunkBytes, maxChunkBytes)
 	case cfg.PadTo < 0 || cfg.PadTo > push.MaxEncryptedBytes:
 		return nil, fmt.Errorf("webpush: PadTo %d is outside 0..%d", cfg.PadTo, push.MaxEncryptedBytes)
+	case cfg.Timeout < 0 || cfg.MaxAttempts < 0 || cfg.MaxRetryWait < 0 || cfg.BaseBackoff < 0 || cfg.MaxBackoff < 0:
+		return nil, errors.New("webpush: Timeout, MaxAttempts, MaxRetryWait, BaseBackoff and MaxBackoff must not be negative")
 	}
 	if placeholderSubject(sub) {
 		cfg.Logger.Warn("VAPID subject has a domain that cannot receive mail; Apple's push service rejects such tokens",
 			"subject", sub)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
 	}
 	policy := EndpointPolicy{AllowPrivate: cfg.AllowPrivateEndpoints}
 	return &Sender{
@@ -168,7 +174,7 @@ func NewSender(cfg Config) (*Sender, error) {
 		vapidPublic:  pub,
 		vapidPrivate: priv,
 		log:          cfg.Logger,
-		metrics:      newMetrics(cfg.Registerer),
+		metrics:      m,
 	}, nil
 }
 

@@ -749,6 +749,7 @@ func TestNewSenderRejectsBadConfig(t *testing.T) {
 		{"budget over 3993", func(c *Config) { c.InlineBudget = 3994 }, "InlineBudget"},
 		{"chunks too large", func(c *Config) { c.ChunkBytes = maxChunkBytes + 1 }, "ChunkBytes"},
 		{"padding over 4096", func(c *Config) { c.PadTo = 5000 }, "PadTo"},
+		{"negative backoff", func(c *Config) { c.BaseBackoff = -time.Second }, "must not be negative"},
 	}
 	for _, tt := range tests {
 		cfg := good
@@ -767,6 +768,12 @@ func TestNewSenderRejectsBadConfig(t *testing.T) {
 		if _, err := NewSender(good); err != nil {
 			t.Fatal(err)
 		}
+	}
+	clash := prometheus.NewRegistry()
+	clash.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "amsg_push_multipart_messages_total", Help: "x"}))
+	good.Registerer = clash
+	if _, err := NewSender(good); err == nil || !strings.Contains(err.Error(), "register metrics") {
+		t.Errorf("a clashing metric name: err = %v", err)
 	}
 }
 
