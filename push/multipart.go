@@ -2,9 +2,7 @@ package push
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,14 +92,7 @@ func (o MultipartOptions) withDefaults() MultipartOptions {
 }
 
 // NewMultipartID returns a fresh set id, "mp_" and a lowercase UUID v4.
-func NewMultipartID() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:]) // crypto/rand.Read never fails (Go 1.24+)
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	h := hex.EncodeToString(u[:])
-	return "mp_" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-}
+func NewMultipartID() string { return "mp_" + NewUUID() }
 
 // SplitMultipart cuts the encoded JSON of a push into `_multipart` chunk
 // payloads, each ready to be sent as one Web Push. Cuts fall on bytes, not
