@@ -121,6 +121,7 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 		supersededField = &superseded
 	}
 	if !instant {
+		s.deps.Scheduler.Wake()
 		writeData(w, http.StatusCreated, struct {
 			ID          int64  `json:"id"`
 			UUID        string `json:"uuid"`

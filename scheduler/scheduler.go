@@ -6,10 +6,11 @@
 // fail. A crash loses nothing: leases expire and the occurrence is delivered
 // again with the same push ids, which the service worker deduplicates.
 //
-// A ticker (Config.Tick, default 1 s) claims as many due tasks as there are
-// free delivery slots (Config.Concurrency, default 8) and claims again as
-// soon as a slot frees while work remains, so a backlog drains at the speed
-// of delivery rather than one batch per tick.
+// The background loop claims as many due tasks as there are free delivery
+// slots (Config.Concurrency, default 8), claims again as soon as a slot
+// frees while work remains, so a backlog drains at the speed of delivery
+// rather than one batch per tick, and otherwise sleeps until the next task
+// is due or Config.Tick (default 1 s) has passed, whichever is sooner.
 package scheduler
 
 import (
@@ -110,6 +111,7 @@ type Scheduler struct {
 
 	slots chan struct{} // one token per delivery under way
 	freed chan struct{} // signalled when a delivery ends
+	wake  chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
 	// period is over. stopping is closed when Stop begins.
@@ -155,6 +157,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		now:      cfg.Now,
 		slots:    make(chan struct{}, cfg.Concurrency),
 		freed:    make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
 		stopping: make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
@@ -214,11 +217,12 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 
 func (s *Scheduler) loop() {
 	defer close(s.loopDone)
-	ticker := time.NewTicker(s.cfg.Tick)
-	defer ticker.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		s.cleanup(s.runCtx, false)
 		var freed <-chan struct{}
+		wait := s.cfg.Tick
 		if free := cap(s.slots) - len(s.slots); free == 0 {
 			freed = s.freed
 		} else if n, err := s.claimAndStart(free); err != nil {
@@ -226,13 +230,42 @@ func (s *Scheduler) loop() {
 		} else if n == free {
 			// A full claim: more may be due. Claim again when a slot frees.
 			freed = s.freed
+		} else {
+			wait = s.untilNextDue(wait)
 		}
+		timer.Reset(wait)
 		select {
 		case <-s.stopping:
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		case <-freed:
+		case <-s.wake:
 		}
+	}
+}
+
+// untilNextDue shortens wait to when the next pending task becomes
+// claimable, so a task fires within milliseconds of its time rather than
+// at the next tick.
+func (s *Scheduler) untilNextDue(wait time.Duration) time.Duration {
+	next, ok, err := s.deps.Store.NextClaimableAt(s.runCtx)
+	if err != nil {
+		s.log.Error("scheduler: looking up the next due task failed", "err", err)
+		return wait
+	}
+	if !ok {
+		return wait
+	}
+	return max(min(wait, next.Sub(s.now())), 0)
+}
+
+// Wake makes the background loop look for due tasks now; the API calls it
+// after creating or moving a task, which may be due before the loop's next
+// wake-up.
+func (s *Scheduler) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -685,3 +685,25 @@ func TestSanitize(t *testing.T) {
 		}
 	}
 }
+
+func TestWakeAndTheNextDueTimeShortenTheTick(t *testing.T) {
+	h := newHarness(t, Config{Tick: time.Hour})
+	h.subscribe(alice)
+	h.sched.Start()
+	// Created after the loop went to sleep for an hour: Wake makes it look.
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("now")}, start)
+	h.sched.Wake()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := h.push.WaitPushes(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// A task due shortly: the loop sleeps until then, not for the tick.
+	h.clk.Set(time.Now())
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, h.clk.Now().Add(50*time.Millisecond))
+	h.sched.Wake()
+	waitFor(t, "the loop to wait for the due time", func() bool {
+		h.clk.Set(time.Now())
+		return len(h.push.Pushes()) == 2
+	})
+}

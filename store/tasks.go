@@ -288,6 +288,18 @@ func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Durat
 	return tasks, nil
 }
 
+// NextClaimableAt returns the earliest time a pending task becomes
+// claimable, and false when there is no pending task. The scheduler sleeps
+// until then rather than a whole tick.
+func (s *Store) NextClaimableAt(ctx context.Context) (time.Time, bool, error) {
+	var next sql.NullInt64
+	err := s.reader.QueryRowContext(ctx, `SELECT min(`+claimableAt+`) FROM tasks WHERE status = 'pending'`).Scan(&next)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("store: next claimable task: %w", err)
+	}
+	return fromMillis(next.Int64), next.Valid, nil
+}
+
 // RenewLease extends l to until and returns the renewed lease, or
 // ErrLeaseLost.
 func (s *Store) RenewLease(ctx context.Context, l Lease, until time.Time) (Lease, error) {

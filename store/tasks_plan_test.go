@@ -25,6 +25,8 @@ func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 	}{
 		{`SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ? ORDER BY ` + claimableAt + `, id LIMIT ?`,
 			[]string{"SEARCH tasks USING INDEX tasks_due (<expr><?)"}},
+		{`SELECT min(` + claimableAt + `) FROM tasks WHERE status = 'pending'`,
+			[]string{"SEARCH tasks USING INDEX tasks_due"}},
 		{`SELECT id FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`,
 			[]string{"SEARCH tasks USING INDEX tasks_finished (updated_at<?)"}},
 		{`SELECT ` + taskColumns + ` FROM tasks WHERE user_id = ? ORDER BY next_send_at, id LIMIT ? OFFSET ?`,

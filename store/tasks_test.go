@@ -285,6 +285,21 @@ func TestClaimDueTasksRespectsTimeLeaseAndRetry(t *testing.T) {
 	}
 }
 
+func TestNextClaimableAt(t *testing.T) {
+	st := storetest.New(t)
+	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	if _, ok, err := st.NextClaimableAt(t.Context()); ok || err != nil {
+		t.Fatalf("empty table: %v %v", ok, err)
+	}
+	insertTask(t, st, alice, 1, now)
+	insertTask(t, st, alice, 2, now.Add(time.Minute))
+	claimOne(t, st, now) // leased until now+90s: claimable after the other one
+	next, ok, err := st.NextClaimableAt(t.Context())
+	if err != nil || !ok || !next.Equal(now.Add(time.Minute)) {
+		t.Errorf("NextClaimableAt = %s %v %v, want %s", next, ok, err, now.Add(time.Minute))
+	}
+}
+
 func TestClaimDueTasksNeverHandsATaskToTwoClaimers(t *testing.T) {
 	st := storetest.New(t)
 	now := time.Now()
