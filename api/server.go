@@ -37,8 +37,11 @@ type Config struct {
 	CORSOrigin string
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// MaxClientStateBodyBytes bounds PUT /client-state bodies, which carry
+	// up to 200 values of up to 5 MiB each (default 16 MiB).
+	MaxClientStateBodyBytes int64
+	Logger                  *slog.Logger
+	Now                     func() time.Time
 }
 
 // Deps are the components the handlers use.
@@ -108,6 +111,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = 1 << 20
 	}
+	if s.cfg.MaxClientStateBodyBytes <= 0 {
+		s.cfg.MaxClientStateBodyBytes = 16 << 20
+	}
 	if deps.Metrics != nil {
 		m, err := newHTTPMetrics(deps.Metrics)
 		if err != nil {
@@ -118,6 +124,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	for _, f := range []feature{
 		s.metaFeature(),
 		s.userKeyFeature(),
+		s.clientStateFeature(),
+		s.outboxFeature(),
 	} {
 		s.features = append(s.features, f.capabilities...)
 		s.routes = append(s.routes, f.routes...)
