@@ -126,6 +126,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.userKeyFeature(),
 		s.clientStateFeature(),
 		s.outboxFeature(),
+		s.tenantFeature(),
 	} {
 		s.features = append(s.features, f.capabilities...)
 		s.routes = append(s.routes, f.routes...)
