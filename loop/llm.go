@@ -1,0 +1,436 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultLLMTimeout       = 300 * time.Second
+	DefaultMaxResponseBytes = 16 << 20
+)
+
+// The error body of a failed call is read up to errorBodyLimit bytes; the
+// provider's message is kept up to providerMessageLimit characters and its
+// code up to providerCodeLimit (some relays echo the whole request back).
+const (
+	errorBodyLimit       = 16 << 10
+	providerMessageLimit = 300
+	providerCodeLimit    = 64
+)
+
+// Config configures a Client. The zero value is usable.
+type Config struct {
+	// HTTPClient sends the requests; nil means a client of its own. Its
+	// Timeout, if any, applies on top of Timeout.
+	HTTPClient *http.Client
+	// Timeout bounds one call, reading a streamed answer included;
+	// 0 means DefaultLLMTimeout. The context may end it sooner.
+	Timeout time.Duration
+	// MaxResponseBytes bounds the bytes read from one answer, streamed or
+	// not; 0 means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	// Logger gets one debug line per call (endpoint host, model, status,
+	// duration, tokens), never a key or a prompt. nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Client calls OpenAI-compatible chat-completions endpoints. It is safe for
+// concurrent use; the endpoint, key and model come with each Request, since
+// in the standard every caller brings its own.
+type Client struct {
+	http    *http.Client
+	timeout time.Duration
+	max     int64
+	log     *slog.Logger
+}
+
+// NewClient returns a Client for cfg.
+func NewClient(cfg Config) *Client {
+	c := &Client{http: cfg.HTTPClient, timeout: cfg.Timeout, max: cfg.MaxResponseBytes, log: cfg.Logger}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultLLMTimeout
+	}
+	if c.max <= 0 {
+		c.max = DefaultMaxResponseBytes
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	return c
+}
+
+// Request is one chat-completions call, in the standard's terms.
+type Request struct {
+	APIURL string // normalised with NormalizeAPIURL
+	APIKey string // sent as Authorization: Bearer <APIKey>, unchanged
+	Model  string // primaryModel
+
+	// Messages, when a non-empty JSON array, is sent byte for byte as
+	// "messages". Otherwise Prompt (completePrompt) is sent as the one user
+	// message.
+	Messages json.RawMessage
+	Prompt   string
+
+	// Temperature is sent when set; on the completePrompt path (Messages
+	// not an array at all) it defaults to 0.8.
+	Temperature *float64
+	// MaxTokens is sent as max_tokens when positive; 0 means not set and a
+	// negative value is an error.
+	MaxTokens int
+	// Tools is sent when it is a non-empty JSON array, and ToolChoice (any
+	// JSON but null) along with it. Both are passed through untouched.
+	Tools      json.RawMessage
+	ToolChoice json.RawMessage
+	// ExtraBody (llmExtraBody) is a JSON object whose keys are sent first;
+	// the keys the client writes for this call replace same-named ones, the
+	// others pass through. Anything but an object is ignored.
+	ExtraBody json.RawMessage
+
+	// RequireContent makes a blank content an error
+	// (ErrMissingContent), as on the standard's single-shot paths. An agent
+	// round leaves it off: an answer may be tool calls only.
+	RequireContent bool
+}
+
+// Response is one answer.
+type Response struct {
+	// Message is the assistant message (choices[0].message) exactly as the
+	// endpoint sent it, unknown fields included, ready to be appended to a
+	// messages history. A streamed answer's message is assembled from its
+	// deltas: role, content, reasoning_content, refusal, tool_calls. An
+	// answer without a message gets {"role":"assistant","content":""}.
+	Message json.RawMessage
+	// Content, ReasoningContent and Refusal are the message's fields of
+	// those names when they are strings, untrimmed; use Output for the
+	// standard's reading.
+	Content          string
+	ReasoningContent string
+	Refusal          string
+	// ToolCalls is the message's tool_calls array in the OpenAI shape,
+	// untouched; nil when there are none.
+	ToolCalls    json.RawMessage
+	FinishReason string
+	Usage        Usage
+}
+
+// Output returns the reasoning and the text to show, as SeparateReasoning
+// reads them.
+func (r *Response) Output() (reasoning, text string) {
+	return SeparateReasoning(r.ReasoningContent, r.Content)
+}
+
+// Calls decodes ToolCalls.
+func (r *Response) Calls() ([]ToolCall, error) {
+	if r.ToolCalls == nil {
+		return nil, nil
+	}
+	var calls []ToolCall
+	if err := json.Unmarshal(r.ToolCalls, &calls); err != nil {
+		return nil, fmt.Errorf("decode tool_calls: %w", err)
+	}
+	return calls, nil
+}
+
+// ToolCall is one element of tool_calls in the OpenAI shape.
+type ToolCall struct {
+	ID       string           `json:"id"`
+	Type     string           `json:"type"`
+	Function ToolCallFunction `json:"function"`
+}
+
+// ToolCallFunction names the function and carries its JSON arguments as
+// the model wrote them.
+type ToolCallFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Usage is the token accounting of one answer: usage.prompt_tokens,
+// prompt_tokens_details.cached_tokens, completion_tokens and
+// completion_tokens_details.reasoning_tokens. Reported is false when the
+// endpoint sent no usage.
+type Usage struct {
+	InputTokens       int64
+	CachedInputTokens int64
+	OutputTokens      int64
+	ReasoningTokens   int64
+	Reported          bool
+}
+
+// Complete makes one call and returns the answer. Every failure is an
+// *Error; see the Err… kinds.
+func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
+	return c.do(ctx, req, nil)
+}
+
+func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error) (resp *Response, err error) {
+	endpoint, err := NormalizeAPIURL(req.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	stream := onDelta != nil
+	body, err := requestBody(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	start := time.Now()
+	status := 0
+	defer func() {
+		attrs := []any{"host", hostOf(endpoint), "model", req.Model, "stream", stream, "status", status, "duration", time.Since(start)}
+		if err != nil {
+			// The kind only: an error's text holds the endpoint URL, whose
+			// query may carry a key.
+			kind := "callback"
+			if e := (*Error)(nil); errors.As(err, &e) && e.kind != nil {
+				kind = e.kind.Error()
+			}
+			c.log.DebugContext(ctx, "llm call failed", append(attrs, "error", kind)...)
+			return
+		}
+		c.log.DebugContext(ctx, "llm call", append(attrs, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)...)
+	}()
+
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, &Error{kind: ErrInvalidAPIURL, msg: fmt.Sprintf("Invalid apiUrl: %q. Please provide a valid absolute URL.", req.APIURL), cause: err}
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Authorization", "Bearer "+req.APIKey)
+	if stream {
+		httpReq.Header.Set("Accept", "text/event-stream")
+	}
+	httpResp, err := c.http.Do(httpReq)
+	if err != nil {
+		return nil, c.transportError(ctx, err, endpoint, req.APIKey)
+	}
+	defer httpResp.Body.Close()
+	status = httpResp.StatusCode
+
+	if status < 200 || status > 299 {
+		return nil, statusError(httpResp, endpoint, req.APIKey)
+	}
+	mediaType, _, _ := mime.ParseMediaType(httpResp.Header.Get("Content-Type"))
+	if stream && mediaType == "text/event-stream" {
+		resp, err = c.readStream(httpResp.Body, onDelta, endpoint, req.APIKey)
+	} else {
+		// Also the answer of an endpoint that ignores "stream": true.
+		resp, err = c.readCompletion(httpResp.Body, status, endpoint)
+		if err == nil && stream {
+			if derr := onDelta(Delta{Content: resp.Content, ReasoningContent: resp.ReasoningContent, Refusal: resp.Refusal}); derr != nil {
+				err = &abortError{derr}
+			}
+		}
+	}
+	if err != nil {
+		if ae := (*abortError)(nil); errors.As(err, &ae) {
+			return nil, err
+		}
+		return nil, c.transportError(ctx, err, endpoint, req.APIKey)
+	}
+	if req.RequireContent && jsTrim(resp.Content) == "" {
+		return nil, &Error{kind: ErrMissingContent, Status: status, msg: "AI API error: response missing choices[0].message.content"}
+	}
+	return resp, nil
+}
+
+// transportError describes a call that got no (complete) answer.
+func (c *Client) transportError(ctx context.Context, err error, endpoint, key string) error {
+	switch ctxErr := ctx.Err(); {
+	case errors.Is(ctxErr, context.DeadlineExceeded):
+		return &Error{kind: ErrTransport, cause: context.DeadlineExceeded,
+			msg: fmt.Sprintf("AI API error: request timed out. Request URL: %s", endpoint)}
+	case ctxErr != nil:
+		return &Error{kind: ErrTransport, cause: ctxErr,
+			msg: fmt.Sprintf("AI API error: request canceled. Request URL: %s", endpoint)}
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{kind: ErrTransport, cause: err,
+		msg: fmt.Sprintf("AI API error: request failed: %s. Request URL: %s", redact(rootCause(err).Error(), key), endpoint)}
+}
+
+// rootCause drops net/http's `Post "<url>":` wrapping, which repeats the URL.
+func rootCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// statusError builds the standard's error for a non-2xx answer and keeps
+// what the provider said about it.
+func statusError(resp *http.Response, endpoint, key string) error {
+	e := &Error{kind: ErrStatus, Status: resp.StatusCode}
+	if resp.StatusCode == http.StatusMethodNotAllowed {
+		e.msg = "AI API error: 405 Method Not Allowed. apiUrl must point to a full chat endpoint (for example: /chat/completions). Received: " + endpoint
+	} else {
+		e.msg = fmt.Sprintf("AI API error: %d %s. Request URL: %s", resp.StatusCode, reasonPhrase(resp), endpoint)
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	e.ProviderMessage, e.ProviderCode = providerDetail(raw)
+	e.ProviderMessage = redact(e.ProviderMessage, key)
+	e.ProviderCode = redact(e.ProviderCode, key)
+	return e
+}
+
+// reasonPhrase is the status line's text, as fetch's statusText, or
+// "Unknown Error" when there is none (HTTP/2 has none).
+func reasonPhrase(resp *http.Response) string {
+	if reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode))); reason != "" {
+		return reason
+	}
+	return "Unknown Error"
+}
+
+// providerDetail finds the human message and the machine code in an error
+// body: {"error":{"message","code"|"status"|"type"}} (OpenAI, Gemini,
+// Anthropic), {"error":"…"}, {"message"|"msg"|"detail":…, "code":…}, or the
+// raw text of a body that is not JSON.
+func providerDetail(raw []byte) (message, code string) {
+	text := strings.TrimSpace(string(bytes.ToValidUTF8(raw, []byte("\uFFFD"))))
+	if text == "" {
+		return "", ""
+	}
+	var body map[string]json.RawMessage
+	if json.Unmarshal(raw, &body) != nil {
+		return truncateRunes(text, providerMessageLimit), ""
+	}
+	var inner map[string]json.RawMessage
+	_ = json.Unmarshal(body["error"], &inner)
+	message = firstString(inner["message"], body["error"], body["message"], body["msg"], body["detail"])
+	if message == "" {
+		message = text
+	}
+	code = firstString(inner["code"], inner["status"], inner["type"], body["code"])
+	return truncateRunes(message, providerMessageLimit), truncateRunes(code, providerCodeLimit)
+}
+
+func firstString(values ...json.RawMessage) string {
+	for _, v := range values {
+		if s, ok := jsonString(v); ok && strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}
+
+func truncateRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+func hostOf(endpoint string) string {
+	if u, err := url.Parse(endpoint); err == nil {
+		return u.Host
+	}
+	return ""
+}
+
+// completionJSON is the part of a chat completion the client reads.
+type completionJSON struct {
+	Choices []struct {
+		Message      json.RawMessage `json:"message"`
+		FinishReason json.RawMessage `json:"finish_reason"`
+	} `json:"choices"`
+	Usage json.RawMessage `json:"usage"`
+}
+
+// readCompletion reads a non-streamed answer.
+func (c *Client) readCompletion(body io.Reader, status int, endpoint string) (*Response, error) {
+	raw, err := io.ReadAll(io.LimitReader(body, c.max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(raw)) > c.max {
+		return nil, &Error{kind: ErrResponseTooLarge, Status: status,
+			msg: fmt.Sprintf("AI API error: response exceeds %d bytes. Request URL: %s", c.max, endpoint)}
+	}
+	var cj completionJSON
+	if err := json.Unmarshal(raw, &cj); err != nil {
+		if !json.Valid(raw) {
+			return nil, &Error{kind: ErrBadResponse, Status: status, cause: err,
+				msg: fmt.Sprintf("AI API error: HTTP %d but body is not valid JSON. Request URL: %s", status, endpoint)}
+		}
+		cj.Choices = nil
+	}
+	if len(cj.Choices) == 0 {
+		e := &Error{kind: ErrBadResponse, Status: status,
+			msg: fmt.Sprintf("AI API error: HTTP %d but body is not a chat completion (no choices). Request URL: %s", status, endpoint)}
+		e.ProviderMessage, e.ProviderCode = providerDetail(raw)
+		return nil, e
+	}
+	resp := &Response{Usage: parseUsage(cj.Usage)}
+	resp.FinishReason, _ = jsonString(cj.Choices[0].FinishReason)
+	resp.setMessage(cj.Choices[0].Message)
+	return resp, nil
+}
+
+// setMessage keeps the assistant message verbatim and reads its fields.
+func (r *Response) setMessage(raw json.RawMessage) {
+	var m map[string]json.RawMessage
+	if jsonKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
+		raw, m = json.RawMessage(`{"role":"assistant","content":""}`), nil
+	}
+	r.Message = raw
+	r.Content, _ = jsonString(m["content"])
+	r.ReasoningContent, _ = jsonString(m["reasoning_content"])
+	r.Refusal, _ = jsonString(m["refusal"])
+	if tc := m["tool_calls"]; jsonKind(tc) == '[' && !bytes.Equal(compactJSON(tc), []byte("[]")) {
+		r.ToolCalls = tc
+	}
+}
+
+// parseUsage reads the usage object leniently: a field of the wrong type
+// counts as 0 rather than failing the answer.
+func parseUsage(raw json.RawMessage) Usage {
+	var u map[string]json.RawMessage
+	if jsonKind(raw) != '{' || json.Unmarshal(raw, &u) != nil {
+		return Usage{}
+	}
+	var promptDetails, completionDetails map[string]json.RawMessage
+	_ = json.Unmarshal(u["prompt_tokens_details"], &promptDetails)
+	_ = json.Unmarshal(u["completion_tokens_details"], &completionDetails)
+	return Usage{
+		InputTokens:       jsonInt(u["prompt_tokens"]),
+		CachedInputTokens: jsonInt(promptDetails["cached_tokens"]),
+		OutputTokens:      jsonInt(u["completion_tokens"]),
+		ReasoningTokens:   jsonInt(completionDetails["reasoning_tokens"]),
+		Reported:          true,
+	}
+}
+
+func jsonInt(raw json.RawMessage) int64 {
+	var f float64
+	if json.Unmarshal(raw, &f) != nil || f < 0 || f > 1<<53 {
+		return 0
+	}
+	return int64(f)
+}

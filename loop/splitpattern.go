@@ -1,0 +1,361 @@
+package loop
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/dlclark/regexp2"
+)
+
+// DefaultSplitPattern is the standard's sentence split: runs of 。！？!? end a
+// sentence. The ASCII period is deliberately not in it.
+const DefaultSplitPattern = `([。！？!?]+)`
+
+// splitPattern limits from the standard (a cascade of at most 10 patterns of
+// at most 200 UTF-16 code units each).
+const (
+	MaxSplitPatterns      = 10
+	MaxSplitPatternLength = 200
+)
+
+// Bounds that keep a hostile pattern from holding a goroutine: one regex
+// match may run for splitMatchTimeout, all matching for one text for
+// splitBudget, and a text may be at most MaxSplitInput bytes.
+const (
+	MaxSplitInput     = 1 << 20
+	splitMatchTimeout = 250 * time.Millisecond
+	splitBudget       = 2 * time.Second
+)
+
+var (
+	// ErrInvalidSplitPattern marks a splitPattern the standard rejects; the
+	// error's text is the standard's message.
+	ErrInvalidSplitPattern = errors.New("invalid splitPattern")
+	// ErrSplitTimeout means the patterns could not segment the text within
+	// the time bounds; ErrSplitInputTooLarge that the text exceeds
+	// MaxSplitInput. Callers send the text as one segment instead.
+	ErrSplitTimeout       = errors.New("splitPattern matching timed out")
+	ErrSplitInputTooLarge = errors.New("text too large to segment")
+)
+
+// A Splitter segments text the way the standard does with a splitPattern
+// cascade: each pattern is an ECMAScript regular expression (no flags)
+// applied with JavaScript String.prototype.split semantics, captured
+// delimiters glued to the text before them. It is safe for concurrent use.
+type Splitter struct {
+	passes []*splitPass
+}
+
+// splitPass is one compiled pattern of a cascade.
+type splitPass struct {
+	re *regexp2.Regexp
+	// groups lists the capture groups in JavaScript order (by position of
+	// the opening parenthesis): a name, or "" for an unnamed group.
+	// regexp2 numbers named groups after unnamed ones.
+	groups []string
+}
+
+var defaultSplitter = mustSplitter(DefaultSplitPattern)
+
+func mustSplitter(patterns ...string) *Splitter {
+	s, err := NewSplitter(patterns...)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// DefaultSplitter returns the Splitter of DefaultSplitPattern.
+func DefaultSplitter() *Splitter { return defaultSplitter }
+
+// NewSplitter compiles a cascade of patterns; none means DefaultSplitPattern.
+// The limits of ValidateSplitPattern apply.
+func NewSplitter(patterns ...string) (*Splitter, error) {
+	if len(patterns) == 0 {
+		patterns = []string{DefaultSplitPattern}
+	}
+	if len(patterns) > MaxSplitPatterns {
+		return nil, splitPatternError(fmt.Sprintf("splitPattern 数组最多 %d 项", MaxSplitPatterns))
+	}
+	s := &Splitter{passes: make([]*splitPass, len(patterns))}
+	for i, p := range patterns {
+		label := "splitPattern"
+		if len(patterns) > 1 {
+			label = fmt.Sprintf("splitPattern[%d]", i)
+		}
+		var err error
+		if s.passes[i], err = compileSplitItem(label, p); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// ParseSplitPattern reads a splitPattern request field (raw JSON: absent,
+// null, a string or an array of strings) and compiles it. Absent, null and []
+// mean the default. Items are checked in order, each for type, length and
+// syntax, and errors carry the standard's messages.
+func ParseSplitPattern(raw json.RawMessage) (*Splitter, error) {
+	switch jsonKind(raw) {
+	case 0, 'n':
+		return DefaultSplitter(), nil
+	case '"':
+		s, _ := jsonString(raw)
+		return NewSplitter(s)
+	case '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, splitPatternError("splitPattern 必须是字符串")
+		}
+		if len(items) == 0 {
+			return DefaultSplitter(), nil
+		}
+		if len(items) > MaxSplitPatterns {
+			return nil, splitPatternError(fmt.Sprintf("splitPattern 数组最多 %d 项", MaxSplitPatterns))
+		}
+		s := &Splitter{passes: make([]*splitPass, len(items))}
+		for i, item := range items {
+			label := fmt.Sprintf("splitPattern[%d]", i)
+			p, ok := jsonString(item)
+			if !ok {
+				return nil, splitPatternError(label + " 必须是字符串")
+			}
+			var err error
+			if s.passes[i], err = compileSplitItem(label, p); err != nil {
+				return nil, err
+			}
+		}
+		return s, nil
+	default:
+		return nil, splitPatternError("splitPattern 必须是字符串")
+	}
+}
+
+// ValidateSplitPattern checks a splitPattern request field with the
+// standard's rules (amsg-server validateSplitPattern): absent, null and []
+// are valid; otherwise a string or an array of at most 10 strings, each at
+// most 200 characters and a valid ECMAScript regular expression. The error's
+// text is the standard's message (e.g. "splitPattern[1] 不是有效正则表达式").
+func ValidateSplitPattern(raw json.RawMessage) error {
+	_, err := ParseSplitPattern(raw)
+	return err
+}
+
+func compileSplitItem(label, pattern string) (*splitPass, error) {
+	if jsLength(pattern) > MaxSplitPatternLength {
+		return nil, splitPatternError(fmt.Sprintf("%s 不能超过 %d 字符", label, MaxSplitPatternLength))
+	}
+	pass, err := compileSplitPass(pattern)
+	if err != nil {
+		return nil, &splitError{msg: label + " 不是有效正则表达式", cause: err}
+	}
+	return pass, nil
+}
+
+type splitError struct {
+	msg   string
+	cause error
+}
+
+func (e *splitError) Error() string { return e.msg }
+
+func (e *splitError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrInvalidSplitPattern}
+	}
+	return []error{ErrInvalidSplitPattern, e.cause}
+}
+
+func splitPatternError(msg string) error { return &splitError{msg: msg} }
+
+func compileSplitPass(pattern string) (*splitPass, error) {
+	translated, groups, err := translateJSPattern(pattern)
+	if err != nil {
+		return nil, err
+	}
+	re, err := regexp2.Compile(translated, regexp2.ECMAScript)
+	if err != nil {
+		return nil, err
+	}
+	if len(re.GetGroupNumbers())-1 != len(groups) {
+		return nil, fmt.Errorf("pattern %q: cannot map capture groups", pattern)
+	}
+	re.MatchTimeout = splitMatchTimeout
+	return &splitPass{re: re, groups: groups}, nil
+}
+
+// captures returns the texts of m's capture groups in JavaScript order. A
+// group that did not participate is "": JavaScript yields undefined there and
+// upstream then crashes on it.
+func (p *splitPass) captures(m *regexp2.Match) []string {
+	out := make([]string, len(p.groups))
+	unnamed := 0
+	for i, name := range p.groups {
+		var g *regexp2.Group
+		if name == "" {
+			unnamed++
+			g = m.GroupByNumber(unnamed)
+		} else {
+			g = m.GroupByName(name)
+		}
+		if g != nil && len(g.Captures) > 0 {
+			out[i] = g.String()
+		}
+	}
+	return out
+}
+
+// translateJSPattern prepares an ECMAScript (non-Unicode, Annex B) pattern
+// for regexp2's ECMAScript mode, which accepts a few .NET constructs that
+// JavaScript does not and reads a few escapes differently:
+//   - groups other than (…), (?:…), (?=…), (?!…), (?<=…), (?<!…) and
+//     (?<name>…) are syntax errors, as are duplicate group names and a
+//     quantifier after ^, $, \b or \B;
+//   - \a \e \A \Z \z \G \p \P, and \x without two hex digits, are identity
+//     escapes (the letter itself), inside classes too;
+//   - . excludes U+2028 and U+2029 as well as \n and \r.
+//
+// It returns the translated pattern and the capture groups in order.
+func translateJSPattern(p string) (string, []string, error) {
+	rs := []rune(p)
+	var b strings.Builder
+	var groups []string
+	seen := map[string]bool{}
+	afterAssertion := false
+	isHex := func(i int) bool {
+		return i < len(rs) && unicode.Is(unicode.ASCII_Hex_Digit, rs[i])
+	}
+	// escape writes the escape sequence at rs[i] ('\\') and returns the
+	// index after it.
+	escape := func(i int) int {
+		if i+1 >= len(rs) {
+			b.WriteRune('\\')
+			return i + 1
+		}
+		c := rs[i+1]
+		switch {
+		case strings.ContainsRune("aeAZzGpP", c):
+			b.WriteRune(c)
+		case c == 'x' && !(isHex(i+2) && isHex(i+3)):
+			b.WriteRune('x')
+		default:
+			b.WriteRune('\\')
+			b.WriteRune(c)
+		}
+		return i + 2
+	}
+	for i := 0; i < len(rs); {
+		c := rs[i]
+		if afterAssertion && isQuantifierAt(rs, i) {
+			return "", nil, errors.New("nothing to repeat")
+		}
+		afterAssertion = false
+		switch c {
+		case '\\':
+			if i+1 < len(rs) && (rs[i+1] == 'b' || rs[i+1] == 'B') {
+				afterAssertion = true
+			}
+			i = escape(i)
+		case '[':
+			// A class ends at the first unescaped ']', even right after '['
+			// or '[^' ("[]" matches nothing, "[^]" anything).
+			b.WriteRune('[')
+			i++
+			if i < len(rs) && rs[i] == '^' {
+				b.WriteRune('^')
+				i++
+			}
+			for i < len(rs) && rs[i] != ']' {
+				if rs[i] == '\\' {
+					i = escape(i)
+					continue
+				}
+				b.WriteRune(rs[i])
+				i++
+			}
+			if i < len(rs) {
+				b.WriteRune(']')
+				i++
+			}
+		case '(':
+			rest := string(rs[i+1:])
+			switch {
+			case !strings.HasPrefix(rest, "?"):
+				groups = append(groups, "")
+			case strings.HasPrefix(rest, "?:"), strings.HasPrefix(rest, "?="), strings.HasPrefix(rest, "?!"),
+				strings.HasPrefix(rest, "?<="), strings.HasPrefix(rest, "?<!"):
+			case strings.HasPrefix(rest, "?<"):
+				end := strings.IndexByte(rest, '>')
+				if end < 0 {
+					return "", nil, errors.New("invalid group name")
+				}
+				name := rest[2:end]
+				if !isJSIdentifier(name) || seen[name] {
+					return "", nil, fmt.Errorf("invalid or duplicate group name %q", name)
+				}
+				seen[name] = true
+				groups = append(groups, name)
+			default:
+				return "", nil, errors.New("invalid group")
+			}
+			b.WriteRune('(')
+			i++
+		case '.':
+			b.WriteString(`[^\n\r\u2028\u2029]`)
+			i++
+		case '^', '$':
+			afterAssertion = true
+			b.WriteRune(c)
+			i++
+		default:
+			b.WriteRune(c)
+			i++
+		}
+	}
+	return b.String(), groups, nil
+}
+
+// isQuantifierAt reports whether rs[i:] starts with a quantifier: * + ? or a
+// well-formed {n}, {n,} or {n,m} (anything else with '{' is a literal in
+// Annex B syntax).
+func isQuantifierAt(rs []rune, i int) bool {
+	switch rs[i] {
+	case '*', '+', '?':
+		return true
+	case '{':
+		j, digits := i+1, 0
+		for ; j < len(rs) && rs[j] >= '0' && rs[j] <= '9'; j++ {
+			digits++
+		}
+		if digits == 0 || j >= len(rs) {
+			return false
+		}
+		if rs[j] == ',' {
+			for j++; j < len(rs) && rs[j] >= '0' && rs[j] <= '9'; j++ {
+			}
+		}
+		return j < len(rs) && rs[j] == '}'
+	}
+	return false
+}
+
+func isJSIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		ok := r == '$' || r == '_' || unicode.IsLetter(r) || unicode.Is(unicode.Nl, r)
+		if i > 0 {
+			ok = ok || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) ||
+				unicode.Is(unicode.Pc, r) || r == 0x200C || r == 0x200D
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

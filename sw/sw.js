@@ -1,0 +1,1043 @@
+/*
+ * amsg service worker, served by the Go package amsg/sw at /sw.js (root scope).
+ *
+ * It speaks the page protocol of @rei-standard/amsg-sw (HEAD behaviour), so pages
+ * written for that package work unchanged, and adds what the package leaves to
+ * the app: install/activate, an offline app shell, notification clicks and
+ * pushsubscriptionchange.
+ *
+ * Page protocol
+ *   SW → page   {type:'REI_AMSG_PUSH', event, payload}   event is one of REI_SW_EVENT
+ *   page → SW   {type:'REI_AMSG_DELIVER', payload, source?, requestId?}
+ *               ack on ports[0] (else event.source), no `type` field:
+ *               {ok:true, duplicate, key, requestId} | {ok:false, error, key?, requestId}
+ *   page → SW   {type:'REI_ENQUEUE_REQUEST', request:{url, method?, headers?, body?}}
+ *               reply {type:'REI_QUEUE_RESULT', ok:true, queueId} | {type:'REI_QUEUE_RESULT', ok:false, error}
+ *   page → SW   {type:'REI_FLUSH_QUEUE'}
+ *   SW → page   {type:'NOTIFICATION_CLICKED', url, data} to the window a click focused
+ *
+ * IndexedDB
+ *   rei_amsg_sw_dedupe_v1 (v1)  delivery-dedupe {key, firstSeenAt, expiresAt, source, messageKind,
+ *                                notificationShown, notificationStatePending}, index expiresAt
+ *   rei-sw (v3)                 request-outbox (autoIncrement id), multipart-pending, multipart-chunk,
+ *                                multipart-done — the layout of amsg-sw
+ *   amsg-app (v1)               store `config` (out-of-line keys), key 'client', WRITTEN BY THE PAGE:
+ *                                {apiBase: '/api/v1' or an absolute URL, userId: UUID v4,
+ *                                 userKeyHex: 64 hex (GET /get-user-key), clientToken?: string,
+ *                                 vapidPublicKey: base64url (GET /vapid-public-key)}
+ *                                pushsubscriptionchange reads it to re-subscribe and PUT the new
+ *                                subscription encrypted, as amsg-client does. Either side may create
+ *                                the database; both create the same single store.
+ *
+ * Notification click
+ *   The target is notification.data.url resolved against this origin (same-origin only); else
+ *   '/#/chat/<sessionId>' when data.payload carries a sessionId; else '/'. A window of this origin
+ *   whose URL equals the target apart from the fragment is focused (exact match, then the focused
+ *   one, then the first) and told NOTIFICATION_CLICKED so it can route; otherwise a window opens.
+ *
+ * App shell
+ *   On install the same-origin paths listed by GET /app-shell.json are precached in
+ *   'amsg-shell-<version>'; '/' must be among them for the offline fallback. Navigations are
+ *   network-first with the cached page (or '/') as fallback, other same-origin GETs cache-first,
+ *   /api/ is never touched. Activation deletes older 'amsg-shell-' caches only.
+ *
+ * Tests
+ *   self.__amsgTest holds the rule functions (notification builder, show policy, dedupe key,
+ *   multipart normaliser, click planning, subscription renewal), a dedupe record reader and a
+ *   count of settled pushes. Only DevTools attached to this worker can reach it: pages cannot,
+ *   so it is harmless in production. Tests must read notifications only after the push that
+ *   shows one has settled: Chromium's getNotifications() drops a notification it catches
+ *   between being stored and being displayed.
+ */
+'use strict';
+
+// Replaced by the Go handler with a hash of the web assets: a new build yields a
+// byte-different worker, which makes browsers install it and rotate the shell cache.
+const SW_VERSION = "__AMSG_SW_VERSION__";
+
+const REI_SW_EVENT = Object.freeze({
+  CONTENT_RECEIVED: 'rei-amsg-content-received',
+  REASONING_RECEIVED: 'rei-amsg-reasoning-received',
+  TOOL_REQUEST_RECEIVED: 'rei-amsg-tool-request-received',
+  ERROR_RECEIVED: 'rei-amsg-error-received',
+  MULTIPART_EXPIRED: 'rei-amsg-multipart-expired',
+  UNKNOWN_RECEIVED: 'rei-amsg-unknown-received',
+});
+
+const DEFAULT_ICON = '/icon-192x192.png';
+const DEFAULT_BADGE = '/badge-72x72.png';
+const DEFAULT_TITLE = 'New notification';
+const DEFAULT_BODY = 'New message';
+
+const DEDUPE_TTL_MS = 10 * 60 * 1000;
+const DEDUPE_SWEEP_INTERVAL_MS = 60 * 1000;
+
+const MULTIPART_KIND = '_multipart';
+const MULTIPART_VERSION = 1;
+const MULTIPART_ENCODING = 'json-utf8-base64url';
+// A chunk's lifetime is the sender's ttlMs (amsg sends the push's own TTL:
+// 60 s for instant replies, up to four weeks for scheduled pushes, so chunks
+// held by the push service for an offline phone still reassemble), or
+// MULTIPART_TTL_MS when it names none, capped at the four weeks a push
+// service holds a message at most. amsg-sw caps it at 60 s instead.
+const MULTIPART_TTL_MS = 60 * 1000;
+const MULTIPART_MAX_TTL_MS = 28 * 24 * 60 * 60 * 1000;
+const MULTIPART_MAX_TOTAL_BYTES = 256000;
+const MULTIPART_MAX_CHUNKS = 128;
+const MULTIPART_SWEEP_INTERVAL_MS = 15 * 60 * 1000;
+
+const QUEUE_SYNC_TAG = 'rei-sw-flush-request-outbox';
+
+const SHELL_CACHE_PREFIX = 'amsg-shell-';
+const SHELL_CACHE = SHELL_CACHE_PREFIX + SW_VERSION;
+const SHELL_LIST_URL = '/app-shell.json';
+
+const LOG = '[amsg-sw]';
+
+// ---------------------------------------------------------------------------
+// Rules: plain functions without I/O, exposed to tests through self.__amsgTest.
+
+function isObject(value) {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function nonBlankString(value) {
+  return typeof value === 'string' && value.trim() !== '';
+}
+
+/** The postMessage event name for a payload, by messageKind. */
+function eventNameFor(payload) {
+  switch (isObject(payload) ? payload.messageKind : undefined) {
+    case 'content': return REI_SW_EVENT.CONTENT_RECEIVED;
+    case 'reasoning': return REI_SW_EVENT.REASONING_RECEIVED;
+    case 'tool_request': return REI_SW_EVENT.TOOL_REQUEST_RECEIVED;
+    case 'error': return REI_SW_EVENT.ERROR_RECEIVED;
+    default: return REI_SW_EVENT.UNKNOWN_RECEIVED;
+  }
+}
+
+/**
+ * Whether a payload gets a system notification, given the window clients
+ * (anything with a visibilityState). notification.show decides; without a
+ * directive only content and legacy kind-less payloads notify.
+ */
+function shouldRender(payload, windowClients) {
+  if (!isObject(payload)) return false;
+  const show = isObject(payload.notification) ? payload.notification.show : undefined;
+  if (show === 'always') return true;
+  if (show === 'when-hidden') return !windowClients.some((c) => c.visibilityState === 'visible');
+  if (show === false) return false;
+  return payload.messageKind == null || payload.messageKind === 'content';
+}
+
+/**
+ * The showNotification arguments for a payload: notification.X, then the
+ * top-level field, then a default, exactly as amsg-sw resolves them. A blank
+ * body becomes 'New message' so a banner is never empty.
+ */
+function buildNotification(payload, now = Date.now()) {
+  if (!isObject(payload)) {
+    return {
+      title: DEFAULT_TITLE,
+      options: {
+        body: bodyOrDefault(String(payload)),
+        icon: DEFAULT_ICON,
+        badge: DEFAULT_BADGE,
+        data: { payload },
+        renotify: false,
+        requireInteraction: false,
+        silent: false,
+      },
+    };
+  }
+  const n = isObject(payload.notification) ? payload.notification : {};
+  const data = isObject(n.data) ? { ...n.data } : isObject(payload.data) ? { ...payload.data } : {};
+  if (data.payload == null) data.payload = payload;
+  return {
+    title: n.title || payload.title || (payload.contactName ? `来自 ${payload.contactName}` : '') || DEFAULT_TITLE,
+    options: {
+      body: bodyOrDefault(n.body || payload.body || payload.message || ''),
+      icon: n.icon || payload.icon || payload.avatarUrl || DEFAULT_ICON,
+      badge: n.badge || payload.badge || DEFAULT_BADGE,
+      // A tag always exists, which keeps renotify:true legal.
+      tag: n.tag || payload.tag || payload.messageId || `rei-${now}`,
+      data,
+      renotify: Boolean(n.renotify ?? payload.renotify ?? false),
+      requireInteraction: Boolean(n.requireInteraction ?? payload.requireInteraction ?? false),
+      silent: Boolean(n.silent ?? payload.silent ?? false),
+    },
+  };
+}
+
+function bodyOrDefault(body) {
+  return nonBlankString(body) ? body : DEFAULT_BODY;
+}
+
+/** The dedupe key: the first non-blank of messageId, id, dedupeKey, trimmed. */
+function dedupeKeyOf(payload) {
+  if (!isObject(payload)) return undefined;
+  for (const field of ['messageId', 'id', 'dedupeKey']) {
+    if (nonBlankString(payload[field])) return payload[field].trim();
+  }
+  return undefined;
+}
+
+/** Whether a payload has the shape of a multipart chunk (else it is an ordinary payload). */
+function isMultipartChunk(payload) {
+  return isObject(payload) && payload.messageKind === MULTIPART_KIND &&
+    payload.multipart !== null && typeof payload.multipart === 'object' &&
+    typeof payload.chunk === 'string';
+}
+
+/**
+ * Validates a multipart chunk and computes its lifetime; null means drop it.
+ * The TTL is the sender's, capped at MULTIPART_MAX_TTL_MS; expiry uses the
+ * sender's createdAt.
+ */
+function normalizeMultipartChunk(payload, now = Date.now()) {
+  if (!isMultipartChunk(payload)) return null;
+  const m = payload.multipart;
+  if (m.version !== MULTIPART_VERSION || m.encoding !== MULTIPART_ENCODING) return null;
+  if (!nonBlankString(m.id)) return null;
+  if (!Number.isInteger(m.total) || m.total <= 0 || m.total > MULTIPART_MAX_CHUNKS) return null;
+  if (!Number.isInteger(m.index) || m.index < 1 || m.index > m.total) return null;
+  const bytes = base64UrlToBytes(payload.chunk);
+  if (bytes === null) return null;
+  const ttlMs = Math.min(Number.isInteger(m.ttlMs) && m.ttlMs > 0 ? m.ttlMs : MULTIPART_TTL_MS, MULTIPART_MAX_TTL_MS);
+  const createdAt = Number.isFinite(m.createdAt) ? m.createdAt : now;
+  return {
+    id: m.id,
+    index: m.index,
+    total: m.total,
+    encoding: m.encoding,
+    originalMessageKind: typeof m.originalMessageKind === 'string' ? m.originalMessageKind : null,
+    createdAt,
+    ttlMs,
+    expiresAt: createdAt + ttlMs,
+    chunk: payload.chunk,
+    byteLength: bytes.length,
+  };
+}
+
+/** Decodes base64url (padding optional); null when it is not base64url. */
+function base64UrlToBytes(text) {
+  if (typeof text !== 'string' || !/^[A-Za-z0-9_-]*={0,2}$/.test(text)) return null;
+  const bare = text.replace(/=+$/, '');
+  if (bare.length % 4 === 1) return null;
+  const b64 = bare.replace(/-/g, '+').replace(/_/g, '/') + '==='.slice((bare.length + 3) % 4);
+  let binary;
+  try {
+    binary = atob(b64);
+  } catch {
+    return null;
+  }
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+function bytesToBase64(bytes) {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i++) binary += String.fromCharCode(bytes[i]);
+  return btoa(binary);
+}
+
+/**
+ * Normalises a page's REI_ENQUEUE_REQUEST request as amsg-sw does: method
+ * upper-cased (default POST), header names lower-cased, object bodies sent as
+ * JSON, no body on GET/HEAD. Throws on a missing url or an unserialisable body.
+ */
+function normalizeQueuedRequest(request) {
+  if (!isObject(request)) throw new TypeError('request must be an object');
+  const url = typeof request.url === 'string' ? request.url.trim() : '';
+  if (!url) throw new TypeError('request.url is required');
+  const method = nonBlankString(request.method) ? request.method.trim().toUpperCase() : 'POST';
+  const headers = {};
+  if (isObject(request.headers)) {
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (value != null) headers[name.toLowerCase()] = String(value);
+    }
+  }
+  let body;
+  if (method === 'GET' || method === 'HEAD') {
+    body = undefined;
+  } else if (request.body == null) {
+    body = '';
+  } else if (typeof request.body === 'string') {
+    body = request.body;
+  } else {
+    body = JSON.stringify(request.body);
+    if (body === undefined) throw new TypeError('request.body cannot be serialized');
+    if (!('content-type' in headers)) headers['content-type'] = 'application/json';
+  }
+  return { url, method, headers, body };
+}
+
+/** Where a click on a notification with this data leads (see the header comment). */
+function clickTargetURL(data, origin) {
+  if (isObject(data) && nonBlankString(data.url)) {
+    try {
+      const url = new URL(data.url.trim(), origin);
+      // Only our own pages: a push must not be able to send the user elsewhere.
+      if (url.origin === origin) return url.href;
+    } catch {
+      // An unparsable url falls through to the payload rule.
+    }
+  }
+  const payload = isObject(data) ? data.payload : undefined;
+  if (isObject(payload) && nonBlankString(payload.sessionId)) {
+    return new URL(`/#/chat/${encodeURIComponent(payload.sessionId.trim())}`, origin).href;
+  }
+  return new URL('/', origin).href;
+}
+
+/**
+ * The window (anything with url and focused) a click on targetURL should
+ * focus: same URL apart from the fragment, preferring the exact URL, then
+ * the focused window. undefined means open a new one.
+ */
+function pickClientForURL(windowClients, targetURL) {
+  const withoutHash = (href) => href.split('#')[0];
+  const candidates = windowClients.filter((c) => withoutHash(c.url) === withoutHash(targetURL));
+  return candidates.find((c) => c.url === targetURL) || candidates.find((c) => c.focused) || candidates[0];
+}
+
+// ---------------------------------------------------------------------------
+// IndexedDB with cached connections. A connection the browser force-closes
+// (storage pressure, clearing site data) only fires `close`; the handle is then
+// evicted and every transaction retries once on a fresh one.
+
+const DEDUPE_DB = {
+  name: 'rei_amsg_sw_dedupe_v1',
+  version: 1,
+  upgrade(db) {
+    if (!db.objectStoreNames.contains('delivery-dedupe')) {
+      db.createObjectStore('delivery-dedupe', { keyPath: 'key' }).createIndex('expiresAt', 'expiresAt');
+    }
+  },
+};
+
+const REI_DB = {
+  name: 'rei-sw',
+  version: 3,
+  upgrade(db) {
+    const names = db.objectStoreNames;
+    if (!names.contains('request-outbox')) db.createObjectStore('request-outbox', { keyPath: 'id', autoIncrement: true });
+    if (!names.contains('multipart-pending')) db.createObjectStore('multipart-pending', { keyPath: 'id' }).createIndex('expiresAt', 'expiresAt');
+    if (!names.contains('multipart-chunk')) db.createObjectStore('multipart-chunk', { keyPath: 'id_index' });
+    if (!names.contains('multipart-done')) db.createObjectStore('multipart-done', { keyPath: 'id' }).createIndex('expiresAt', 'expiresAt');
+  },
+};
+
+const APP_DB = {
+  name: 'amsg-app',
+  version: 1,
+  upgrade(db) {
+    if (!db.objectStoreNames.contains('config')) db.createObjectStore('config');
+  },
+};
+
+const connections = new Map(); // database name → Promise<IDBDatabase>
+
+function openDatabase(spec) {
+  let opening = connections.get(spec.name);
+  if (opening) return opening;
+  opening = new Promise((resolve, reject) => {
+    const request = indexedDB.open(spec.name, spec.version);
+    request.onupgradeneeded = () => spec.upgrade(request.result);
+    request.onerror = () => reject(request.error);
+    request.onsuccess = () => {
+      const db = request.result;
+      db.onversionchange = () => {
+        db.close();
+        evictConnection(spec.name, opening);
+      };
+      db.onclose = () => evictConnection(spec.name, opening);
+      resolve(db);
+    };
+  });
+  connections.set(spec.name, opening);
+  opening.catch(() => evictConnection(spec.name, opening));
+  return opening;
+}
+
+function evictConnection(name, opening) {
+  if (connections.get(name) === opening) connections.delete(name);
+}
+
+/**
+ * Runs body(tx) in one transaction and resolves with its result once the
+ * transaction commits. body may await IndexedDB requests only, so the
+ * transaction stays active; a throw aborts it.
+ */
+async function transact(spec, storeNames, mode, body) {
+  let tx;
+  try {
+    tx = await beginTransaction(spec, storeNames, mode);
+  } catch {
+    // Opening failed or the cached handle was closing: one try on a fresh connection.
+    tx = await beginTransaction(spec, storeNames, mode);
+  }
+  return runTransaction(tx, body);
+}
+
+async function beginTransaction(spec, storeNames, mode) {
+  const opening = openDatabase(spec);
+  try {
+    return (await opening).transaction(storeNames, mode);
+  } catch (err) {
+    evictConnection(spec.name, opening);
+    throw err;
+  }
+}
+
+function runTransaction(tx, body) {
+  return new Promise((resolve, reject) => {
+    let value;
+    let bodyError;
+    tx.oncomplete = () => resolve(value);
+    tx.onabort = () => reject(bodyError || tx.error || new DOMException('transaction aborted', 'AbortError'));
+    (async () => body(tx))().then(
+      (result) => { value = result; },
+      (err) => {
+        bodyError = err;
+        try { tx.abort(); } catch { /* already finished */ }
+      },
+    );
+  });
+}
+
+function req(request) {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+/** store.add that reports a taken key as false instead of aborting the transaction. */
+function addIfAbsent(store, value) {
+  return new Promise((resolve, reject) => {
+    const request = store.add(value);
+    request.onsuccess = () => resolve(true);
+    request.onerror = (event) => {
+      if (request.error && request.error.name === 'ConstraintError') {
+        event.preventDefault();
+        event.stopPropagation();
+        resolve(false);
+      } else {
+        reject(request.error);
+      }
+    };
+  });
+}
+
+async function deleteExpired(store, now, onRecord) {
+  let cursor = await req(store.index('expiresAt').openCursor(IDBKeyRange.upperBound(now)));
+  while (cursor) {
+    if (onRecord) await onRecord(cursor.value);
+    cursor.delete();
+    cursor.continue();
+    cursor = await req(cursor.request);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Dedupe: the first delivery of a key claims it atomically; later ones within
+// ten minutes are duplicates that may only repair a missing notification.
+
+const DEDUPE_STORE = 'delivery-dedupe';
+let lastDedupeSweep = 0;
+
+function claimDelivery(key, record) {
+  return transact(DEDUPE_DB, [DEDUPE_STORE], 'readwrite', async (tx) => {
+    const store = tx.objectStore(DEDUPE_STORE);
+    if (await addIfAbsent(store, record)) return { duplicate: false };
+    const existing = await req(store.get(key));
+    if (existing && existing.expiresAt > record.firstSeenAt) return { duplicate: true, existing };
+    // The old claim expired: the key renews. One transaction keeps this atomic.
+    await req(store.put(record));
+    return { duplicate: false };
+  });
+}
+
+/** Merges patch onto the stored record, only if it is still the claim firstSeenAt made (when given). */
+function updateDelivery(key, patch, firstSeenAt) {
+  return transact(DEDUPE_DB, [DEDUPE_STORE], 'readwrite', async (tx) => {
+    const store = tx.objectStore(DEDUPE_STORE);
+    const current = await req(store.get(key));
+    if (!current || (firstSeenAt !== undefined && current.firstSeenAt !== firstSeenAt)) return;
+    await req(store.put({ ...current, ...patch }));
+  });
+}
+
+function maybeSweepDedupe(now) {
+  if (now - lastDedupeSweep < DEDUPE_SWEEP_INTERVAL_MS) return Promise.resolve();
+  lastDedupeSweep = now;
+  return transact(DEDUPE_DB, [DEDUPE_STORE], 'readwrite', (tx) => deleteExpired(tx.objectStore(DEDUPE_STORE), now))
+    .catch((err) => console.warn(LOG, 'dedupe cleanup failed', err));
+}
+
+// ---------------------------------------------------------------------------
+// Multipart: chunks are kept in IndexedDB until the set is complete. One
+// transaction over the three stores per chunk makes each step atomic, so
+// concurrent chunks of one set cannot lose updates.
+
+const MP_PENDING = 'multipart-pending';
+const MP_CHUNK = 'multipart-chunk';
+const MP_DONE = 'multipart-done';
+let lastMultipartSweep = 0;
+
+function expiredNotice(id, received, total, originalMessageKind) {
+  return { id, received, total, originalMessageKind };
+}
+
+async function deleteChunks(chunkStore, id, total) {
+  for (let index = 1; index <= total; index++) await req(chunkStore.delete(`${id}_${index}`));
+}
+
+/**
+ * Stores one normalised chunk. Resolves {restored?, expired[]}: the original
+ * payload when this chunk completed its set, and expiry notices to broadcast.
+ */
+function acceptChunk(chunk, now) {
+  return transact(REI_DB, [MP_PENDING, MP_CHUNK, MP_DONE], 'readwrite', async (tx) => {
+    const pendingStore = tx.objectStore(MP_PENDING);
+    const chunkStore = tx.objectStore(MP_CHUNK);
+    const doneStore = tx.objectStore(MP_DONE);
+    const expired = [];
+    const { id } = chunk;
+
+    if (chunk.expiresAt <= now) {
+      expired.push(expiredNotice(id, 0, chunk.total, chunk.originalMessageKind));
+      return { expired };
+    }
+    const done = await req(doneStore.get(id));
+    if (done) {
+      // A redelivered chunk of a finished set must not restore it twice.
+      if (done.expiresAt > now) return { expired };
+      await req(doneStore.delete(id));
+    }
+    let pending = await req(pendingStore.get(id));
+    if (pending && pending.expiresAt <= now) {
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind));
+      await req(pendingStore.delete(id));
+      await deleteChunks(chunkStore, id, pending.total);
+      pending = undefined;
+    }
+    if (pending && (pending.total !== chunk.total || pending.encoding !== chunk.encoding)) {
+      await req(pendingStore.delete(id));
+      await deleteChunks(chunkStore, id, pending.total);
+      return { expired };
+    }
+    const chunkKey = `${id}_${chunk.index}`;
+    if (await req(chunkStore.count(chunkKey))) return { expired };
+
+    pending = pending || {
+      id,
+      createdAt: chunk.createdAt,
+      expiresAt: chunk.expiresAt,
+      ttlMs: chunk.ttlMs,
+      total: chunk.total,
+      originalMessageKind: chunk.originalMessageKind,
+      encoding: chunk.encoding,
+      receivedCount: 0,
+      receivedBytes: 0,
+    };
+    pending.receivedCount += 1;
+    pending.receivedBytes += chunk.byteLength;
+    if (pending.receivedBytes > MULTIPART_MAX_TOTAL_BYTES) {
+      await req(pendingStore.delete(id));
+      await deleteChunks(chunkStore, id, pending.total);
+      return { expired };
+    }
+    await req(chunkStore.put({ id_index: chunkKey, id, index: chunk.index, chunk: chunk.chunk }));
+    if (pending.receivedCount < pending.total) {
+      await req(pendingStore.put(pending));
+      return { expired };
+    }
+
+    await req(pendingStore.delete(id));
+    const parts = [];
+    for (let index = 1; index <= pending.total; index++) {
+      const stored = await req(chunkStore.get(`${id}_${index}`));
+      parts.push(stored ? base64UrlToBytes(stored.chunk) : null);
+    }
+    await deleteChunks(chunkStore, id, pending.total);
+    const restored = restoreMultipart(parts);
+    if (restored === undefined) return { expired };
+    const ttl = pending.ttlMs;
+    await req(doneStore.put({ id, expiresAt: now + Math.max(2 * ttl, ttl + 1) }));
+    return { expired, restored };
+  });
+}
+
+/** Concatenates the chunk bytes in order and parses the JSON; undefined when that fails. */
+function restoreMultipart(parts) {
+  if (parts.some((p) => p === null)) return undefined;
+  const size = parts.reduce((sum, p) => sum + p.length, 0);
+  if (size > MULTIPART_MAX_TOTAL_BYTES) return undefined;
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const p of parts) {
+    all.set(p, offset);
+    offset += p.length;
+  }
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: false }).decode(all));
+  } catch {
+    return undefined;
+  }
+}
+
+async function maybeSweepMultipart(now) {
+  if (now - lastMultipartSweep < MULTIPART_SWEEP_INTERVAL_MS) return;
+  lastMultipartSweep = now;
+  try {
+    const expired = await transact(REI_DB, [MP_PENDING, MP_CHUNK, MP_DONE], 'readwrite', async (tx) => {
+      const notices = [];
+      const chunkStore = tx.objectStore(MP_CHUNK);
+      await deleteExpired(tx.objectStore(MP_PENDING), now, async (pending) => {
+        notices.push(expiredNotice(pending.id, pending.receivedCount, pending.total, pending.originalMessageKind));
+        await deleteChunks(chunkStore, pending.id, pending.total);
+      });
+      await deleteExpired(tx.objectStore(MP_DONE), now);
+      return notices;
+    });
+    await broadcastExpired(expired);
+  } catch (err) {
+    console.warn(LOG, 'multipart cleanup failed', err);
+  }
+}
+
+async function broadcastExpired(notices) {
+  if (!notices.length) return;
+  const windows = await windowClients();
+  for (const notice of notices) broadcast(windows, { type: 'REI_AMSG_PUSH', event: REI_SW_EVENT.MULTIPART_EXPIRED, payload: notice });
+}
+
+// ---------------------------------------------------------------------------
+// The delivery pipeline, shared by Web Push and REI_AMSG_DELIVER.
+
+async function windowClients() {
+  try {
+    return await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
+  } catch {
+    return [];
+  }
+}
+
+function broadcast(windows, message) {
+  for (const client of windows) {
+    try {
+      client.postMessage(message);
+    } catch {
+      // One broken client must not keep the message from the others.
+    }
+  }
+}
+
+/**
+ * Runs one payload through multipart, dedupe and dispatch. source is
+ * 'webpush' or the page's delivery source. Resolves {duplicate, key}.
+ */
+async function processPayload(payload, source) {
+  const now = Date.now();
+  await maybeSweepMultipart(now);
+
+  if (isMultipartChunk(payload)) {
+    const chunk = normalizeMultipartChunk(payload, now);
+    if (!chunk) return { duplicate: false, key: undefined };
+    const { restored, expired } = await acceptChunk(chunk, now);
+    await broadcastExpired(expired);
+    if (restored === undefined) return { duplicate: false, key: undefined };
+    return processPayload(restored, source);
+  }
+
+  const key = dedupeKeyOf(payload);
+  let firstSeenAt;
+  if (key !== undefined) {
+    await maybeSweepDedupe(now);
+    const record = {
+      key,
+      firstSeenAt: now,
+      expiresAt: now + DEDUPE_TTL_MS,
+      source,
+      messageKind: typeof payload.messageKind === 'string' ? payload.messageKind : null,
+      notificationShown: false,
+      notificationStatePending: true,
+    };
+    let claim;
+    try {
+      claim = await claimDelivery(key, record);
+    } catch (err) {
+      // Without the dedupe store a duplicate is better than a lost message.
+      console.warn(LOG, 'dedupe unavailable, delivering without it', err);
+      claim = { duplicate: false, unrecorded: true };
+    }
+    if (claim.duplicate) {
+      await repairNotification(payload, key, claim.existing);
+      return { duplicate: true, key };
+    }
+    if (!claim.unrecorded) firstSeenAt = now;
+  }
+
+  const windows = await windowClients();
+  const render = shouldRender(payload, windows);
+  broadcast(windows, { type: 'REI_AMSG_PUSH', event: eventNameFor(payload), payload });
+  let shown = false;
+  if (render) {
+    const { title, options } = buildNotification(payload, now);
+    try {
+      await self.registration.showNotification(title, options);
+      shown = true;
+    } catch (err) {
+      console.error(LOG, 'showNotification failed', err);
+    }
+  }
+  // Settle the pending flag whatever happened, so a backup push can repair a
+  // notification that failed to show.
+  if (firstSeenAt !== undefined) {
+    await updateDelivery(key, { notificationShown: shown, notificationStatePending: false }, firstSeenAt)
+      .catch((err) => console.warn(LOG, 'dedupe state update failed', err));
+  }
+  return { duplicate: false, key };
+}
+
+/** A duplicate shows the notification the first delivery did not, if the policy now says so. */
+async function repairNotification(payload, key, existing) {
+  if (existing.notificationShown === true) return 'already-shown';
+  if (existing.notificationStatePending === true) return 'first-delivery-pending';
+  if (!shouldRender(payload, await windowClients())) return 'policy-suppressed';
+  const { title, options } = buildNotification(payload);
+  await self.registration.showNotification(title, options);
+  await updateDelivery(key, { notificationShown: true, notificationStatePending: false });
+  return 'shown-from-duplicate';
+}
+
+// ---------------------------------------------------------------------------
+// Offline request queue (outbox): requests the page could not send, replayed
+// in order. 2xx and 4xx (permanent) leave the queue; anything else waits for
+// the next flush.
+
+const OUTBOX = 'request-outbox';
+let flushChain = Promise.resolve();
+
+function enqueueRequest(request) {
+  const entry = { ...normalizeQueuedRequest(request), createdAt: Date.now() };
+  return transact(REI_DB, [OUTBOX], 'readwrite', (tx) => req(tx.objectStore(OUTBOX).add(entry)));
+}
+
+/** Flushes the queue; calls run one after another so no request is sent twice. */
+function flushQueue() {
+  flushChain = flushChain.then(flushQueueOnce, flushQueueOnce);
+  return flushChain;
+}
+
+async function flushQueueOnce() {
+  try {
+    const entries = await transact(REI_DB, [OUTBOX], 'readonly', (tx) => req(tx.objectStore(OUTBOX).getAll()));
+    entries.sort((a, b) => a.createdAt - b.createdAt || a.id - b.id);
+    for (const entry of entries) {
+      let status = 0;
+      try {
+        const response = await fetch(entry.url, { method: entry.method, headers: entry.headers, body: entry.body });
+        status = response.status;
+      } catch {
+        // Offline: status stays 0 and the entry waits.
+      }
+      const settled = (status >= 200 && status < 300) || (status >= 400 && status < 500);
+      if (!settled) {
+        await registerQueueSync();
+        return;
+      }
+      await transact(REI_DB, [OUTBOX], 'readwrite', (tx) => req(tx.objectStore(OUTBOX).delete(entry.id)));
+    }
+  } catch (err) {
+    console.warn(LOG, 'request queue flush failed', err);
+  }
+}
+
+async function registerQueueSync() {
+  try {
+    if (self.registration.sync) await self.registration.sync.register(QUEUE_SYNC_TAG);
+  } catch {
+    // Background Sync is optional; the next page message flushes too.
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Notification click.
+
+/** What a click would do: {url, client} where client is the window to focus, or undefined to open one. */
+async function planClick(data) {
+  const url = clickTargetURL(data, self.location.origin);
+  return { url, client: pickClientForURL(await windowClients(), url) };
+}
+
+async function openFromNotification(data) {
+  const { url, client } = await planClick(data);
+  if (client) {
+    const focused = (await client.focus()) || client;
+    focused.postMessage({ type: 'NOTIFICATION_CLICKED', url, data });
+    return;
+  }
+  await self.clients.openWindow(url);
+}
+
+// ---------------------------------------------------------------------------
+// pushsubscriptionchange: re-subscribe and register the new subscription with
+// the server as amsg-client would, from the config the page stored.
+
+function readClientConfig() {
+  return transact(APP_DB, ['config'], 'readonly', (tx) => req(tx.objectStore('config').get('client')));
+}
+
+function validClientConfig(config) {
+  return isObject(config) && nonBlankString(config.apiBase) && nonBlankString(config.userId) &&
+    typeof config.userKeyHex === 'string' && /^[0-9a-f]{64}$/i.test(config.userKeyHex);
+}
+
+/** AES-256-GCM envelope of amsg-client: {iv, authTag, encryptedData}, standard base64. */
+async function encryptEnvelope(userKeyHex, value) {
+  const raw = new Uint8Array(userKeyHex.match(/../g).map((h) => parseInt(h, 16)));
+  const key = await crypto.subtle.importKey('raw', raw, 'AES-GCM', false, ['encrypt']);
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const plaintext = new TextEncoder().encode(JSON.stringify(value));
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: 'AES-GCM', iv }, key, plaintext));
+  return {
+    iv: bytesToBase64(iv),
+    authTag: bytesToBase64(sealed.slice(sealed.length - 16)),
+    encryptedData: bytesToBase64(sealed.slice(0, sealed.length - 16)),
+  };
+}
+
+/**
+ * Gets a subscription (the event's new one, else a fresh one with the old
+ * key or the stored VAPID key) and queues its encrypted PUT, so it reaches
+ * the server even when this runs offline. Resolves the new subscription.
+ */
+async function renewSubscription(oldSubscription, newSubscription) {
+  let config = null;
+  try {
+    config = await readClientConfig();
+  } catch (err) {
+    console.warn(LOG, 'client config unavailable', err);
+  }
+  let subscription = newSubscription;
+  if (!subscription) {
+    const oldKey = oldSubscription && oldSubscription.options ? oldSubscription.options.applicationServerKey : null;
+    const applicationServerKey = oldKey || (isObject(config) ? base64UrlToBytes(config.vapidPublicKey) : null);
+    if (!applicationServerKey) throw new Error('pushsubscriptionchange: no applicationServerKey to subscribe with');
+    subscription = await self.registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey });
+  }
+  if (!validClientConfig(config)) {
+    // The page registers the subscription itself on its next start.
+    console.warn(LOG, 'pushsubscriptionchange: no client config; the page must register the new subscription');
+    return subscription;
+  }
+  const body = { subscription: subscription.toJSON ? subscription.toJSON() : subscription, updatedAt: Date.now() };
+  const headers = {
+    'content-type': 'application/json',
+    'x-user-id': config.userId,
+    'x-payload-encrypted': 'true',
+    'x-encryption-version': '1',
+  };
+  if (nonBlankString(config.clientToken)) headers['x-client-token'] = config.clientToken;
+  const url = new URL(`${config.apiBase.replace(/\/+$/, '')}/push-subscription`, self.location.origin).href;
+  await enqueueRequest({ url, method: 'PUT', headers, body: JSON.stringify(await encryptEnvelope(config.userKeyHex, body)) });
+  await flushQueue();
+  return subscription;
+}
+
+// ---------------------------------------------------------------------------
+// App shell.
+
+async function precacheShell() {
+  let paths;
+  try {
+    const response = await fetch(SHELL_LIST_URL, { cache: 'no-cache' });
+    if (!response.ok) return;
+    paths = await response.json();
+  } catch {
+    return; // No list: the worker still handles pushes, just without an offline shell.
+  }
+  if (!Array.isArray(paths)) return;
+  const cache = await caches.open(SHELL_CACHE);
+  await Promise.all(paths.filter(isShellPath).map((path) =>
+    cache.add(new Request(path, { cache: 'reload' }))
+      .catch((err) => console.warn(LOG, 'could not precache', path, err))));
+}
+
+function isShellPath(path) {
+  if (typeof path !== 'string') return false;
+  try {
+    const url = new URL(path, self.location.origin);
+    return url.origin === self.location.origin && !url.pathname.startsWith('/api/');
+  } catch {
+    return false;
+  }
+}
+
+async function networkFirstNavigation(request) {
+  try {
+    return await fetch(request);
+  } catch (err) {
+    const cache = await caches.open(SHELL_CACHE);
+    const cached = (await cache.match(request, { ignoreSearch: true })) || (await cache.match('/'));
+    if (cached) return cached;
+    throw err;
+  }
+}
+
+async function cacheFirst(request) {
+  const cache = await caches.open(SHELL_CACHE);
+  return (await cache.match(request)) || fetch(request);
+}
+
+// ---------------------------------------------------------------------------
+// Event wiring.
+
+self.addEventListener('install', (event) => {
+  // A new version takes over at once: pushes must always meet the newest code.
+  self.skipWaiting();
+  event.waitUntil(precacheShell());
+});
+
+self.addEventListener('activate', (event) => {
+  event.waitUntil((async () => {
+    const names = await caches.keys();
+    await Promise.all(names
+      .filter((name) => name.startsWith(SHELL_CACHE_PREFIX) && name !== SHELL_CACHE)
+      .map((name) => caches.delete(name)));
+    await self.clients.claim();
+  })());
+});
+
+self.addEventListener('fetch', (event) => {
+  const { request } = event;
+  if (request.method !== 'GET') return;
+  // DevTools issues these; fetch() would throw on them.
+  if (request.cache === 'only-if-cached' && request.mode !== 'same-origin') return;
+  const url = new URL(request.url);
+  if (url.origin !== self.location.origin || url.pathname.startsWith('/api/')) return;
+  event.respondWith(request.mode === 'navigate' ? networkFirstNavigation(request) : cacheFirst(request));
+});
+
+// Pushes this worker instance finished, shown or not: the signal tests wait
+// on before reading notifications (see self.__amsgTest).
+let pushesSettled = 0;
+
+self.addEventListener('push', (event) => {
+  if (!event.data) return;
+  let payload;
+  try {
+    payload = event.data.json();
+  } catch {
+    payload = { message: event.data.text() };
+  }
+  event.waitUntil(processPayload(payload, 'webpush')
+    .catch((err) => console.error(LOG, 'push handling failed', err))
+    .finally(() => { pushesSettled += 1; }));
+});
+
+
+self.addEventListener('message', (event) => {
+  const message = event.data;
+  if (!isObject(message)) return;
+  switch (message.type) {
+    case 'REI_AMSG_DELIVER':
+      event.waitUntil(handleDeliver(event));
+      break;
+    case 'REI_ENQUEUE_REQUEST':
+      event.waitUntil(handleEnqueue(event));
+      break;
+    case 'REI_FLUSH_QUEUE':
+      event.waitUntil(flushQueue());
+      break;
+    default:
+  }
+});
+
+function replyTo(event) {
+  const port = event.ports && event.ports[0];
+  return (message) => {
+    try {
+      if (port) port.postMessage(message);
+      else if (event.source) event.source.postMessage(message);
+    } catch (err) {
+      console.warn(LOG, 'could not reply to the page', err);
+    }
+  };
+}
+
+function errorMessage(err) {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function handleDeliver(event) {
+  const message = event.data;
+  const reply = replyTo(event);
+  const { requestId } = message;
+  if (!Object.prototype.hasOwnProperty.call(message, 'payload')) {
+    reply({ ok: false, error: '[rei-standard-amsg-sw] REI_AMSG_DELIVER requires payload', requestId });
+    return;
+  }
+  const source = nonBlankString(message.source) ? message.source : 'message';
+  try {
+    const { duplicate, key } = await processPayload(message.payload, source);
+    reply({ ok: true, duplicate, key, requestId });
+  } catch (err) {
+    reply({ ok: false, error: errorMessage(err), key: dedupeKeyOf(message.payload), requestId });
+  }
+}
+
+async function handleEnqueue(event) {
+  const reply = replyTo(event);
+  let queueId;
+  try {
+    queueId = await enqueueRequest(event.data.request);
+  } catch (err) {
+    reply({ type: 'REI_QUEUE_RESULT', ok: false, error: errorMessage(err) });
+    return;
+  }
+  await registerQueueSync();
+  await flushQueue();
+  reply({ type: 'REI_QUEUE_RESULT', ok: true, queueId });
+}
+
+self.addEventListener('sync', (event) => {
+  if (event.tag === QUEUE_SYNC_TAG) event.waitUntil(flushQueue());
+});
+
+self.addEventListener('notificationclick', (event) => {
+  event.notification.close();
+  if (event.action === 'dismiss') return;
+  event.waitUntil(openFromNotification(event.notification.data)
+    .catch((err) => console.error(LOG, 'notification click failed', err)));
+});
+
+self.addEventListener('pushsubscriptionchange', (event) => {
+  event.waitUntil(renewSubscription(event.oldSubscription, event.newSubscription)
+    .catch((err) => console.error(LOG, 'pushsubscriptionchange failed', err)));
+});
+
+self.__amsgTest = Object.freeze({
+  version: SW_VERSION,
+  shellCache: SHELL_CACHE,
+  events: REI_SW_EVENT,
+  eventNameFor,
+  shouldRender,
+  buildNotification,
+  dedupeKeyOf,
+  normalizeMultipartChunk,
+  normalizeQueuedRequest,
+  clickTargetURL,
+  pickClientForURL,
+  async planClick(data) {
+    const { url, client } = await planClick(data);
+    return { url, clientURL: client ? client.url : null };
+  },
+  renewSubscription,
+  pushesSettled: () => pushesSettled,
+  deliveryRecord: (key) => transact(DEDUPE_DB, [DEDUPE_STORE], 'readonly', (tx) => req(tx.objectStore(DEDUPE_STORE).get(key))),
+});
