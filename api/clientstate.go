@@ -13,7 +13,7 @@ import (
 
 // clientStateFeature is the browser's cloud mirror of its own state:
 // PUT /client-state writes a batch last-write-wins, GET reads one namespace,
-// DELETE wipes the user's state. Values over 200 KB are chunked by the
+// DELETE wipes the user's state. Values over 204800 bytes are chunked by the
 // store, invalid entries are rejected one by one, and a version (or
 // builtAt) orders writes by content instead of arrival.
 func (s *Server) clientStateFeature() feature {
@@ -28,9 +28,9 @@ func (s *Server) clientStateFeature() feature {
 }
 
 var (
-	errInvalidStateEntries  = newError(http.StatusBadRequest, "INVALID_STATE_ENTRIES", "entries 必须是非空数组")
-	errNamespaceRequired    = newError(http.StatusBadRequest, "NAMESPACE_REQUIRED", "必须提供 namespace 查询参数")
-	errReservedStateNameGET = newError(http.StatusBadRequest, "INVALID_STATE_NAMESPACE", `namespace 不能包含控制字符（\u0000-\u001f 为库内部保留）`)
+	errInvalidStateEntries    = newError(http.StatusBadRequest, "INVALID_STATE_ENTRIES", "entries 必须是非空数组")
+	errNamespaceRequired      = newError(http.StatusBadRequest, "NAMESPACE_REQUIRED", "必须提供 namespace 查询参数")
+	errStateNamespaceReserved = newError(http.StatusBadRequest, "INVALID_STATE_NAMESPACE", `namespace 不能包含控制字符（\u0000-\u001f 为库内部保留）`)
 )
 
 // maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER: the largest
@@ -208,7 +208,7 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 	case errors.Is(err, store.ErrStateNameBlank):
 		return errNamespaceRequired
 	case errors.Is(err, store.ErrStateNameReserved):
-		return errReservedStateNameGET
+		return errStateNamespaceReserved
 	case err != nil:
 		return err
 	}
