@@ -57,8 +57,12 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 	}
 	var updatedAt time.Time
 	if len(body.UpdatedAt) > 0 && string(body.UpdatedAt) != "null" {
-		var ms int64
-		if json.Unmarshal(body.UpdatedAt, &ms) != nil || ms <= 0 {
+		var n json.Number
+		ms, ok := int64(0), json.Unmarshal(body.UpdatedAt, &n) == nil
+		if ok {
+			ms, ok = positiveInteger(n)
+		}
+		if !ok {
 			return errInvalidUpdatedAt
 		}
 		updatedAt = time.UnixMilli(ms)

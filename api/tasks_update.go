@@ -32,7 +32,7 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if strings.TrimSpace(r.Header.Get("X-Encryption-Version")) != "1" {
 		return errUnsupportedVersion
 	}
-	body, err := s.openBody(w, r, userID)
+	body, err := s.openBody(w, r, userID, s.cfg.MaxBodyBytes)
 	switch {
 	case errors.Is(err, errPlaintextNotObject):
 		return errInvalidUpdateData
