@@ -120,6 +120,9 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	if req.supersedesUUID != "" {
 		supersededField = &superseded
 	}
+	if superseded {
+		s.discardOutbox(ctx, userID, req.supersedesUUID)
+	}
 	if !instant {
 		s.deps.Scheduler.Wake()
 		writeData(w, http.StatusCreated, struct {
@@ -442,12 +445,22 @@ func (s *Server) handleCancelMessage(w http.ResponseWriter, r *http.Request) err
 	if !deleted {
 		return errTaskNotFound
 	}
+	s.discardOutbox(r.Context(), userID, id)
 	writeData(w, http.StatusOK, struct {
 		UUID      string `json:"uuid"`
 		Message   string `json:"message"`
 		DeletedAt string `json:"deletedAt"`
 	}{id, "任务已成功取消", push.FormatTimestamp(s.now())})
 	return nil
+}
+
+// discardOutbox drops the pushes of a cancelled or superseded task that
+// never went out, so a client catching up later does not get the rest of a
+// burst the user cancelled.
+func (s *Server) discardOutbox(ctx context.Context, userID, taskUUID string) {
+	if _, err := s.deps.Store.DiscardUndeliveredOutbox(ctx, userID, taskUUID); err != nil {
+		s.log.WarnContext(ctx, "discarding a cancelled task's undelivered outbox rows failed", "err", err)
+	}
 }
 
 // handleSendNotifications runs one scheduler tick now and returns its

@@ -68,13 +68,11 @@ func messageIDBase(taskID int64, occurrence time.Time) string {
 	return "msg_task_" + strconv.FormatInt(taskID, 10) + "@" + strconv.FormatInt(occurrence.UnixMilli(), 10)
 }
 
-// outgoing is one built push of a burst.
+// outgoing is one built push of a burst, as the outbox records it.
 type outgoing struct {
-	id      string
-	kind    push.Kind
-	index   int // 1-based content index; 0 for reasoning
-	total   int // content pushes in the burst
-	payload []byte
+	store.OutboxMessage
+	kind  push.Kind
+	total int // content pushes in the burst
 }
 
 // fire delivers one occurrence of task: content (the stored message, or an
@@ -98,6 +96,17 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 	if err != nil {
 		return 0, err
 	}
+	// Every push goes into the outbox before it is sent, for clients that
+	// were offline; the outbox is best effort and never fails a delivery.
+	messages := make([]store.OutboxMessage, len(burst))
+	for i, o := range burst {
+		messages[i] = o.OutboxMessage
+	}
+	if err := s.deps.Store.AppendOutbox(ctx, task.UserID, messages); err != nil {
+		s.log.Warn("scheduler: outbox append failed; sending anyway", "task_id", task.ID, "err", err)
+	}
+	var sent []string
+	defer func() { s.markDelivered(task, sent) }()
 	source := p.MessageType.Source()
 	for i, o := range burst {
 		if i > 0 {
@@ -108,8 +117,22 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		if err := s.send(ctx, task.UserID, source, o); err != nil {
 			return 0, err
 		}
+		sent = append(sent, o.MessageID)
 	}
 	return burst[len(burst)-1].total, nil
+}
+
+// markDelivered records in the outbox the pushes that went out, also those
+// of a burst cut short.
+func (s *Scheduler) markDelivered(task store.Task, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	if err := s.deps.Store.MarkOutboxDelivered(ctx, task.UserID, ids); err != nil {
+		s.log.Warn("scheduler: marking outbox rows delivered failed", "task_id", task.ID, "err", err)
+	}
 }
 
 // content returns the reasoning and the text of an occurrence: the stored
@@ -183,17 +206,17 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 	b := builders.Builder{Now: s.now}
 	title := "来自 " + p.ContactName
 	var burst []outgoing
-	add := func(pu push.Push, index int) error {
+	add := func(pu push.Push) error {
 		if rec.Type == RecurrenceCron {
 			// The builders check recurrenceType against the standard's
 			// three; cron is amsg's own.
 			pu.CommonFields().RecurrenceType = push.Some(push.Recurrence(RecurrenceCron))
 		}
-		payload, err := push.Encode(pu)
+		m, err := store.NewOutboxMessage(pu)
 		if err != nil {
 			return err
 		}
-		burst = append(burst, outgoing{id: pu.CommonFields().MessageID, kind: pu.Kind(), index: index, total: len(segments), payload: payload})
+		burst = append(burst, outgoing{OutboxMessage: m, kind: pu.Kind(), total: len(segments)})
 		return nil
 	}
 	if reasoning != "" {
@@ -202,7 +225,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		rp, _, err := b.BuildReasoningPush(builders.ReasoningArgs{Common: c, ReasoningContent: reasoning,
 			Title: title, ContactName: p.ContactName, AvatarURL: avatar})
 		if err == nil {
-			err = add(rp, 0)
+			err = add(rp)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("build reasoning push: %w", err)
@@ -214,7 +237,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		cp, _, err := b.BuildContentPush(builders.ContentArgs{Common: c, Message: seg, Title: title,
 			ContactName: p.ContactName, AvatarURL: avatar, MessageIndex: i + 1, TotalMessages: len(segments)})
 		if err == nil {
-			err = add(cp, i+1)
+			err = add(cp)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("build content push: %w", err)
@@ -226,7 +249,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 // send delivers one push to every device of the user. It succeeds when at
 // least one device took it: retrying would only repeat it on the others.
 func (s *Scheduler) send(ctx context.Context, userID string, source push.Source, o outgoing) error {
-	res, err := s.deps.Pusher.Dispatch(ctx, userID, webpush.Message{ID: o.id, Kind: o.kind, Payload: o.payload, Source: source})
+	res, err := s.deps.Pusher.Dispatch(ctx, userID, webpush.Message{ID: o.MessageID, Kind: o.kind, Payload: o.Payload, Source: source})
 	switch {
 	case errors.Is(err, webpush.ErrNoDevices):
 		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))

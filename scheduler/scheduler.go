@@ -359,8 +359,8 @@ func (s *Scheduler) releaseLease(taskID int64, l store.Lease) result {
 	return result{taskID: taskID, kind: resultReleased}
 }
 
-// cleanup deletes sent and failed tasks older than FinishedRetention, at
-// most every CleanupInterval unless forced.
+// cleanup deletes sent and failed tasks older than FinishedRetention and
+// applies the outbox retention, at most every CleanupInterval unless forced.
 func (s *Scheduler) cleanup(ctx context.Context, force bool) {
 	s.cleanupMu.Lock()
 	defer s.cleanupMu.Unlock()
@@ -374,6 +374,11 @@ func (s *Scheduler) cleanup(ctx context.Context, force bool) {
 		s.log.Error("scheduler: deleting finished tasks failed", "err", err)
 	} else if n > 0 {
 		s.log.Info("scheduler: deleted finished tasks", "count", n)
+	}
+	if n, err := s.deps.Store.CleanupOutbox(ctx); err != nil {
+		s.log.Warn("scheduler: outbox cleanup failed", "err", err)
+	} else if n > 0 {
+		s.log.Info("scheduler: deleted old outbox rows", "count", n)
 	}
 }
 

@@ -251,6 +251,16 @@ func TestBurstIsSegmentedAndPacedWithOneSessionID(t *testing.T) {
 	if fmt.Sprint(h.sleeps) != "[1.5s 1.5s]" {
 		t.Errorf("pacing %v, want 1.5 s between pushes", h.sleeps)
 	}
+	page, err := h.st.UnackedOutbox(t.Context(), alice, 0, 10)
+	if err != nil || len(page.Entries) != 3 {
+		t.Fatalf("outbox %+v, %v", page, err)
+	}
+	for i, e := range page.Entries {
+		if e.MessageID != ids(pushes)[i] || e.TaskUUID != task.UUID || e.MessageIndex != i+1 || e.TotalMessages != 3 ||
+			e.DeliveredAt.IsZero() || string(e.Payload) != string(h.push.Pushes()[i].JSON) {
+			t.Errorf("outbox entry %d: %+v", i, e)
+		}
+	}
 }
 
 func TestPromptedTaskSendsReasoningFirstThenTheAnswer(t *testing.T) {
