@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"amsg/builders"
 	"amsg/loop"
@@ -67,7 +68,7 @@ var allowedTypes = []string{"fixed", "prompted", "auto", "instant"}
 // scheduleRequest is a validated POST /schedule-message.
 type scheduleRequest struct {
 	payload        scheduler.Payload
-	sendAt         string // wire form of the first send time
+	sendAt         time.Time // the effective first send time
 	uuid           string
 	supersedesUUID string
 	subscription   json.RawMessage // a legacy pushSubscription to store as a device
@@ -102,9 +103,8 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	sendAt, _ := parseTime(json.RawMessage(`"` + req.sendAt + `"`))
 	instant := req.payload.MessageType == push.TypeInstant
-	n := store.NewTask{UserID: userID, UUID: req.uuid, MessageType: req.payload.MessageType, NextSendAt: sendAt,
+	n := store.NewTask{UserID: userID, UUID: req.uuid, MessageType: req.payload.MessageType, NextSendAt: req.sendAt,
 		Payload: raw, SupersedesUUID: req.supersedesUUID}
 	if instant {
 		n.LeaseUntil = s.deps.Scheduler.LeaseEnd()
@@ -189,7 +189,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 				return req, invalidTimestamp("时间格式无效", map[string]any{"field": "firstSendTime"})
 			}
 		}
-		req.sendAt = push.FormatTimestamp(now)
+		req.sendAt = now
 	} else {
 		at, ok := parseTime(f["firstSendTime"])
 		if !f.truthy("firstSendTime") || !ok {
@@ -198,7 +198,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		if !at.After(now) {
 			return req, invalidTimestamp("时间必须在未来", map[string]any{"field": "firstSendTime", "reason": "must be in the future"})
 		}
-		req.sendAt = push.FormatTimestamp(at)
+		req.sendAt = at
 	}
 	uuid, _ := f.str("uuid")
 	if f.given("supersedesUuid") {
@@ -324,7 +324,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 	}
 
 	p.ContactName = contactName
-	p.FirstSendTime = req.sendAt
+	p.FirstSendTime = push.FormatTimestamp(req.sendAt)
 	if f.truthy("completePrompt") {
 		p.CompletePrompt = f.stringPtr("completePrompt")
 	}

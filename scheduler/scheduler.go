@@ -180,9 +180,9 @@ func setDefault[T comparable](v *T, def T) {
 
 func (s *Scheduler) sleep(ctx context.Context, d time.Duration) error { return s.cfg.Sleep(ctx, d) }
 
-// Start runs the ticker in the background: it claims due tasks at once
-// (tasks that fell due while the server was down fire now, unless stale)
-// and then every Tick.
+// Start runs the background loop: it claims due tasks at once (tasks that
+// fell due while the server was down fire now, unless stale), then whenever
+// the next task is due, a slot frees, Wake is called or Tick has passed.
 func (s *Scheduler) Start() {
 	s.started = true
 	go s.loop()
@@ -277,7 +277,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 		return 0, err
 	}
 	for _, t := range tasks {
-		s.slots <- struct{}{} // never blocks: n slots were free and only this loop fills them
+		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		if !s.launch(func() {
 			defer s.release()
 			s.logResult(s.process(t))
