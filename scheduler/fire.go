@@ -79,15 +79,6 @@ type outgoing struct {
 // LLM answer), then its pushes, reasoning first, paced. It returns how many
 // content pushes went out.
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (int, error) {
-	// Check for a device before spending LLM tokens on a message nobody
-	// can receive.
-	devices, err := s.deps.Store.Devices(ctx, task.UserID)
-	if err != nil {
-		return 0, fmt.Errorf("list push subscriptions: %w", err)
-	}
-	if len(devices) == 0 {
-		return 0, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
-	}
 	reasoning, text, err := s.content(ctx, task, p)
 	if err != nil {
 		return 0, err
@@ -146,6 +137,15 @@ func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (re
 			return "", "", textError("Invalid instant message: no content source available")
 		}
 		return "", *p.UserMessage, nil
+	}
+	// Check for a device before spending LLM tokens on a message nobody
+	// can receive; without an LLM call, sending finds out by itself.
+	devices, err := s.deps.Store.Devices(ctx, task.UserID)
+	if err != nil {
+		return "", "", fmt.Errorf("list push subscriptions: %w", err)
+	}
+	if len(devices) == 0 {
+		return "", "", permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
 	req := loop.Request{
 		APIURL:         deref(p.APIURL),
