@@ -61,14 +61,9 @@ func gateProbe(s *Server) http.Handler {
 	})
 }
 
-func post(h http.Handler, path, body string, header map[string]string) response {
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return response{rec.Code, rec.Result().Header, rec.Body.String()}
+// encryptedRequest is a request with body encrypted as amsg-client does.
+func encryptedRequest(t testing.TB, method, path, userID string, body any) *http.Request {
+	return newRequest(method, path, browserEncrypt(t, browserUserKey(userID), body), encryptedHeaders(userID))
 }
 
 func TestEncryptedRequestGate(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"amsg/builders"
+	"amsg/push/webpush"
 	"amsg/store"
 
 	"github.com/go-chi/chi/v5"
@@ -37,14 +39,19 @@ type Config struct {
 	CORSOrigin string
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// AllowPrivateEndpoints accepts http:// and loopback/private push
+	// endpoints (development and tests only).
+	AllowPrivateEndpoints bool
+	Logger                *slog.Logger
+	Now                   func() time.Time
 }
 
 // Deps are the components the handlers use.
 type Deps struct {
 	// Store is the database; /healthz pings it.
 	Store *store.Store
+	// Dispatcher delivers pushes to every device of a user.
+	Dispatcher *webpush.Dispatcher
 	// Metrics receives the HTTP metrics; /metrics serves its gatherer.
 	Metrics *prometheus.Registry
 	// Web serves the PWA's files (GET and HEAD only); nil serves none.
@@ -77,33 +84,37 @@ type feature struct {
 
 // Server is the HTTP handler of amsg.
 type Server struct {
-	cfg      Config
-	deps     Deps
-	log      *slog.Logger
-	now      func() time.Time
-	tokens   tokenComparer
-	cors     corsPolicy
-	routes   []route // longest name first, for suffix matching
-	features []string
-	metrics  *httpMetrics
-	handler  http.Handler
+	cfg       Config
+	deps      Deps
+	log       *slog.Logger
+	now       func() time.Time
+	tokens    tokenComparer
+	cors      corsPolicy
+	endpoints webpush.EndpointPolicy
+	builder   builders.Builder
+	routes    []route // longest name first, for suffix matching
+	features  []string
+	metrics   *httpMetrics
+	handler   http.Handler
 }
 
 // New builds the server.
 func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{
-		cfg:    cfg,
-		deps:   deps,
-		log:    cmp.Or(cfg.Logger, slog.Default()),
-		now:    cfg.Now,
-		tokens: newTokenComparer(),
-		cors:   newCORSPolicy(cfg.CORSOrigin),
+		cfg:       cfg,
+		deps:      deps,
+		log:       cmp.Or(cfg.Logger, slog.Default()),
+		now:       cfg.Now,
+		tokens:    newTokenComparer(),
+		cors:      newCORSPolicy(cfg.CORSOrigin),
+		endpoints: webpush.EndpointPolicy{AllowPrivate: cfg.AllowPrivateEndpoints},
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if deps.Store == nil {
-		return nil, errors.New("api: no store")
+	s.builder = builders.Builder{Now: s.now}
+	if deps.Store == nil || deps.Dispatcher == nil {
+		return nil, errors.New("api: a store and a dispatcher are required")
 	}
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = 1 << 20
@@ -118,6 +129,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	for _, f := range []feature{
 		s.metaFeature(),
 		s.userKeyFeature(),
+		s.subscriptionFeature(),
 	} {
 		s.features = append(s.features, f.capabilities...)
 		s.routes = append(s.routes, f.routes...)

@@ -14,18 +14,26 @@ import (
 	"testing"
 	"time"
 
+	"amsg/push/pushtest"
+	"amsg/push/webpush"
+	"amsg/store"
 	"amsg/store/storetest"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// newTestServer builds a server on a fresh store whose pushes go to a fake
+// push service (see newTestDeps), unless deps says otherwise.
 func newTestServer(t testing.TB, cfg Config, deps Deps) *Server {
 	t.Helper()
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cfg.Logger = testLogger(t)
 	}
 	if deps.Store == nil {
 		deps.Store = storetest.New(t)
+	}
+	if deps.Dispatcher == nil {
+		deps.Dispatcher, _ = newTestDispatcher(t, deps.Store)
 	}
 	s, err := New(cfg, deps)
 	if err != nil {
@@ -34,21 +42,54 @@ func newTestServer(t testing.TB, cfg Config, deps Deps) *Server {
 	return s
 }
 
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// newTestDispatcher is the server's real sender and fan-out, sending to a
+// fake push service that verifies and decrypts what arrives.
+func newTestDispatcher(t testing.TB, st *store.Store) (*webpush.Dispatcher, *pushtest.Server) {
+	t.Helper()
+	sec := st.Secrets()
+	fake := pushtest.NewServer(sec.VAPIDPublicKey)
+	t.Cleanup(fake.Close)
+	sender, err := webpush.NewSender(webpush.Config{
+		VAPIDPublicKey: sec.VAPIDPublicKey, VAPIDPrivateKey: sec.VAPIDPrivateKey,
+		Subject: "https://amsg.example.org/contact", AllowPrivateEndpoints: true, Logger: testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &webpush.Dispatcher{Sender: sender, Directory: st}, fake
+}
+
 type response struct {
 	status int
 	header http.Header
 	body   string
 }
 
-func do(t *testing.T, h http.Handler, method, path string, header map[string]string) response {
-	t.Helper()
-	req := httptest.NewRequest(method, path, nil)
+func newRequest(method, path, body string, header map[string]string) *http.Request {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	return req
+}
+
+func serve(h http.Handler, req *http.Request) response {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return response{rec.Code, rec.Result().Header, rec.Body.String()}
+}
+
+func do(t *testing.T, h http.Handler, method, path string, header map[string]string) response {
+	t.Helper()
+	return serve(h, newRequest(method, path, "", header))
+}
+
+func post(h http.Handler, path, body string, header map[string]string) response {
+	return serve(h, newRequest(http.MethodPost, path, body, header))
 }
 
 func TestRoutesMatchBySuffixLikeTheSingleUserServer(t *testing.T) {

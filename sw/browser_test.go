@@ -699,10 +699,24 @@ func TestMultipartReassembly(t *testing.T) {
 		TTLMs     int64 `json:"ttlMs"`
 		ExpiresAt int64 `json:"expiresAt"`
 	}
-	p.WorkerEval(`self.__amsgTest.normalizeMultipartChunk({ messageKind: '_multipart', chunk: 'YQ==',
-		multipart: { version: 1, id: 'x', index: 1, total: 1, encoding: 'json-utf8-base64url', createdAt: 1000, ttlMs: 999999 } }, 5)`, &ttl)
-	if ttl.TTLMs != 60000 || ttl.ExpiresAt != 61000 {
-		t.Errorf("sender TTL not capped: %+v", ttl)
+	// The sender's TTL is kept (a scheduled push's chunks may wait days at the
+	// push service for an offline phone), up to the four weeks a push
+	// service holds a message; without one, 60 s.
+	for _, c := range []struct {
+		ttlMs, want string
+		wantMs      int64
+	}{
+		{"999999", "sender's", 999999},
+		{"2419200000", "four weeks", 2419200000},
+		{"99999999999", "capped at four weeks", 2419200000},
+		{"undefined", "default", 60000},
+		{"-5", "default for a bad one", 60000},
+	} {
+		p.WorkerEval(`self.__amsgTest.normalizeMultipartChunk({ messageKind: '_multipart', chunk: 'YQ==',
+		multipart: { version: 1, id: 'x', index: 1, total: 1, encoding: 'json-utf8-base64url', createdAt: 1000, ttlMs: `+c.ttlMs+` } }, 5)`, &ttl)
+		if ttl.TTLMs != c.wantMs || ttl.ExpiresAt != 1000+c.wantMs {
+			t.Errorf("ttlMs %s (%s): got %+v, want %d", c.ttlMs, c.want, ttl, c.wantMs)
+		}
 	}
 }
 

@@ -75,7 +75,13 @@ const DEDUPE_SWEEP_INTERVAL_MS = 60 * 1000;
 const MULTIPART_KIND = '_multipart';
 const MULTIPART_VERSION = 1;
 const MULTIPART_ENCODING = 'json-utf8-base64url';
+// A chunk's lifetime is the sender's ttlMs (amsg sends the push's own TTL:
+// 60 s for instant replies, up to four weeks for scheduled pushes, so chunks
+// held by the push service for an offline phone still reassemble), or
+// MULTIPART_TTL_MS when it names none, capped at the four weeks a push
+// service holds a message at most. amsg-sw caps it at 60 s instead.
 const MULTIPART_TTL_MS = 60 * 1000;
+const MULTIPART_MAX_TTL_MS = 28 * 24 * 60 * 60 * 1000;
 const MULTIPART_MAX_TOTAL_BYTES = 256000;
 const MULTIPART_MAX_CHUNKS = 128;
 const MULTIPART_SWEEP_INTERVAL_MS = 15 * 60 * 1000;
@@ -185,7 +191,8 @@ function isMultipartChunk(payload) {
 
 /**
  * Validates a multipart chunk and computes its lifetime; null means drop it.
- * The TTL is the sender's, capped by ours; expiry uses the sender's createdAt.
+ * The TTL is the sender's, capped at MULTIPART_MAX_TTL_MS; expiry uses the
+ * sender's createdAt.
  */
 function normalizeMultipartChunk(payload, now = Date.now()) {
   if (!isMultipartChunk(payload)) return null;
@@ -196,7 +203,7 @@ function normalizeMultipartChunk(payload, now = Date.now()) {
   if (!Number.isInteger(m.index) || m.index < 1 || m.index > m.total) return null;
   const bytes = base64UrlToBytes(payload.chunk);
   if (bytes === null) return null;
-  const ttlMs = Math.min(Number.isInteger(m.ttlMs) && m.ttlMs > 0 ? m.ttlMs : MULTIPART_TTL_MS, MULTIPART_TTL_MS);
+  const ttlMs = Math.min(Number.isInteger(m.ttlMs) && m.ttlMs > 0 ? m.ttlMs : MULTIPART_TTL_MS, MULTIPART_MAX_TTL_MS);
   const createdAt = Number.isFinite(m.createdAt) ? m.createdAt : now;
   return {
     id: m.id,

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// config is everything `amsg serve` can be told. Every flag has an
+// environment twin AMSG_<NAME> (dashes become underscores); a flag given on
+// the command line wins over its twin. Secrets are read from the environment
+// only, so they never show in a process listing.
+type config struct {
+	Addr                  string
+	DataDir               string
+	Tick                  time.Duration
+	AllowPrivateEndpoints bool
+	CORSOrigin            string
+	VAPIDSubject          string
+	LogLevel              slog.Level
+	LogFormat             string
+	ShutdownTimeout       time.Duration
+
+	// Environment only.
+	MasterKey       string
+	VAPIDPublicKey  string
+	VAPIDPrivateKey string
+	ClientToken     string
+	TokenSigningKey string
+}
+
+// secretEnv lists the settings that exist only as environment variables.
+var secretEnv = []struct{ name, usage string }{
+	{"AMSG_MASTER_KEY", "64-hex master key for per-user keys (generated and stored on first start)"},
+	{"AMSG_VAPID_PUBLIC_KEY", "VAPID public key, base64url (generated and stored on first start)"},
+	{"AMSG_VAPID_PRIVATE_KEY", "VAPID private key, base64url (generated and stored on first start)"},
+	{"AMSG_CLIENT_TOKEN", "shared secret every API request must send as X-Client-Token (optional)"},
+	{"AMSG_TOKEN_SIGNING_KEY", "HMAC key for Bearer tokens on /instant and /continue (optional)"},
+}
+
+// errUsage marks a configuration error: the process prints one line and
+// exits with status 2.
+var errUsage = errors.New("usage")
+
+// envName is the environment twin of a flag.
+func envName(flagName string) string {
+	return "AMSG_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseServeConfig parses `amsg serve` arguments and the environment.
+func parseServeConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("amsg serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, by the caller
+	fs.StringVar(&c.Addr, "addr", "localhost:8080", "address to listen on")
+	fs.StringVar(&c.DataDir, "data-dir", "./amsg-data", "directory of the SQLite database")
+	fs.DurationVar(&c.Tick, "tick", time.Second, "scheduler tick: how often due tasks are looked for")
+	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false,
+		"accept http:// and loopback/private push endpoints (development and tests only)")
+	fs.StringVar(&c.CORSOrigin, "cors-origin", "", `CORS: "" (off), "*", an origin, or a comma-separated list`)
+	fs.StringVar(&c.VAPIDSubject, "vapid-subject", "mailto:amsg@localhost",
+		"VAPID contact push services may write to: mailto:you@yourdomain or an https URL (Apple rejects placeholders like the default)")
+	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second,
+		"how long a graceful shutdown waits for open requests")
+	fs.Usage = func() {} // a parse error is reported in one line by the caller
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printServeUsage(fs, stderr)
+			return c, flag.ErrHelp
+		}
+		return c, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		v, name := getenv(envName(f.Name)), envName(f.Name)
+		if set[f.Name] || v == "" || envErr != nil {
+			return
+		}
+		if err := fs.Set(f.Name, v); err != nil {
+			envErr = fmt.Errorf("%w: invalid %s=%q: %v", errUsage, name, v, err)
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+
+	c.MasterKey = getenv("AMSG_MASTER_KEY")
+	c.VAPIDPublicKey = getenv("AMSG_VAPID_PUBLIC_KEY")
+	c.VAPIDPrivateKey = getenv("AMSG_VAPID_PRIVATE_KEY")
+	c.ClientToken = getenv("AMSG_CLIENT_TOKEN")
+	c.TokenSigningKey = getenv("AMSG_TOKEN_SIGNING_KEY")
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case c.Tick < 100*time.Millisecond:
+		return fmt.Errorf("%w: --tick must be at least 100ms, got %s", errUsage, c.Tick)
+	case c.LogFormat != "text" && c.LogFormat != "json":
+		return fmt.Errorf("%w: --log-format must be text or json, got %q", errUsage, c.LogFormat)
+	case c.DataDir == "":
+		return fmt.Errorf("%w: --data-dir must not be empty", errUsage)
+	case (c.VAPIDPublicKey == "") != (c.VAPIDPrivateKey == ""):
+		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
+	}
+	return nil
+}
+
+func printServeUsage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage: amsg serve [flags]\n\nFlags (each also read from the environment variable shown):\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(w, "  --%s (%s, default %q)\n      %s\n", f.Name, envName(f.Name), f.DefValue, f.Usage)
+	})
+	fmt.Fprintf(w, "\nSecrets (environment only):\n")
+	for _, s := range secretEnv {
+		fmt.Fprintf(w, "  %s\n      %s\n", s.name, s.usage)
+	}
+}
+
+// newLogger builds the process logger.
+func newLogger(c config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestServeConfigDefaults(t *testing.T) {
+	c, err := parseServeConfig(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "localhost:8080" || c.DataDir != "./amsg-data" || c.Tick != time.Second ||
+		c.AllowPrivateEndpoints || c.CORSOrigin != "" || c.LogLevel != slog.LevelInfo {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestServeConfigEnvTwins(t *testing.T) {
+	c, err := parseServeConfig([]string{"--addr", ":9000"}, env(map[string]string{
+		"AMSG_ADDR":                    ":1111", // the flag wins
+		"AMSG_DATA_DIR":                "/data",
+		"AMSG_TICK":                    "250ms",
+		"AMSG_ALLOW_PRIVATE_ENDPOINTS": "true",
+		"AMSG_CORS_ORIGIN":             "*",
+		"AMSG_LOG_LEVEL":               "debug",
+		"AMSG_MASTER_KEY":              strings.Repeat("a", 64),
+		"AMSG_CLIENT_TOKEN":            "tok",
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":9000" || c.DataDir != "/data" || c.Tick != 250*time.Millisecond || !c.AllowPrivateEndpoints ||
+		c.CORSOrigin != "*" || c.LogLevel != slog.LevelDebug || c.MasterKey != strings.Repeat("a", 64) || c.ClientToken != "tok" {
+		t.Errorf("config = %+v", c)
+	}
+}
+
+func TestServeConfigRejectsBadInput(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"unknown flag", []string{"--nope"}, nil, "flag provided but not defined: -nope"},
+		{"bad duration flag", []string{"--tick", "soon"}, nil, `invalid value "soon" for flag -tick`},
+		{"bad env twin", nil, map[string]string{"AMSG_TICK": "soon"}, `invalid AMSG_TICK="soon"`},
+		{"bad bool env", nil, map[string]string{"AMSG_ALLOW_PRIVATE_ENDPOINTS": "maybe"}, "AMSG_ALLOW_PRIVATE_ENDPOINTS"},
+		{"tick too small", []string{"--tick", "1ms"}, nil, "--tick must be at least 100ms"},
+		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`},
+		{"half a VAPID pair", nil, map[string]string{"AMSG_VAPID_PUBLIC_KEY": "B"}, "must be given together"},
+		{"log format", []string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
+	} {
+		_, err := parseServeConfig(c.args, env(c.env), io.Discard)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want a usage error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestServeUsageNamesEveryEnvTwin(t *testing.T) {
+	var out strings.Builder
+	if _, err := parseServeConfig([]string{"-h"}, env(nil), &out); err == nil {
+		t.Fatal("-h must not start the server")
+	}
+	for _, want := range []string{"AMSG_ADDR", "AMSG_DATA_DIR", "AMSG_TICK", "AMSG_ALLOW_PRIVATE_ENDPOINTS",
+		"AMSG_CORS_ORIGIN", "AMSG_VAPID_SUBJECT", "AMSG_MASTER_KEY", "AMSG_CLIENT_TOKEN", "AMSG_TOKEN_SIGNING_KEY"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("usage does not mention %s:\n%s", want, out.String())
+		}
+	}
+}

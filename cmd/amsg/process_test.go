@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests in this package run the real binary, built once per test run.
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+// amsgBinary builds ./cmd/amsg into a temporary directory, once.
+func amsgBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "amsg-bin-")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "amsg")
+		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+		if err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaryPath != "" {
+		os.RemoveAll(filepath.Dir(binaryPath))
+	}
+	os.Exit(code)
+}
+
+// amsgProcess is a running `amsg serve`.
+type amsgProcess struct {
+	URL  string // http://127.0.0.1:port
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // its exit error, once done is closed
+
+	mu   sync.Mutex
+	logs []map[string]any // the JSON log lines so far
+}
+
+// startAmsg runs `amsg serve` on a free loopback port with its data in
+// dataDir, plus env (KEY=value), and waits until it listens. The process is
+// killed when the test ends if it is still running.
+func startAmsg(t *testing.T, dataDir string, env ...string) *amsgProcess {
+	t.Helper()
+	cmd := exec.Command(amsgBinary(t), "serve")
+	cmd.Env = append(os.Environ(),
+		"AMSG_ADDR=127.0.0.1:0", "AMSG_DATA_DIR="+dataDir, "AMSG_LOG_FORMAT=json", "AMSG_LOG_LEVEL=debug",
+		"AMSG_VAPID_SUBJECT=https://amsg.example.org/contact")
+	cmd.Env = append(cmd.Env, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &amsgProcess{cmd: cmd, done: make(chan struct{})}
+	listening := make(chan string, 1)
+	go p.readLogs(stderr, listening, t)
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	select {
+	case addr := <-listening:
+		p.URL = "http://" + addr
+	case <-p.done:
+		t.Fatalf("amsg exited before listening: %v", p.err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("amsg did not listen within 20 s")
+	}
+	return p
+}
+
+func (p *amsgProcess) readLogs(r io.Reader, listening chan<- string, t *testing.T) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line map[string]any
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			t.Logf("amsg: %s", sc.Text())
+			continue
+		}
+		p.mu.Lock()
+		p.logs = append(p.logs, line)
+		p.mu.Unlock()
+		if line["msg"] == "amsg listening" {
+			listening <- line["addr"].(string)
+		}
+	}
+}
+
+// Logs returns the log lines whose msg contains substr.
+func (p *amsgProcess) Logs(substr string) []map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []map[string]any
+	for _, l := range p.logs {
+		if msg, _ := l["msg"].(string); strings.Contains(msg, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Stop sends SIGTERM and waits for a graceful exit, returning its error.
+func (p *amsgProcess) Stop(t *testing.T) error {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(30 * time.Second):
+		t.Fatal("amsg did not stop within 30 s of SIGTERM")
+		return nil
+	}
+}
+
+// Kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *amsgProcess) Kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+}

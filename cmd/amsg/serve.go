@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"amsg/api"
+	"amsg/push/webpush"
+	"amsg/store"
+	"amsg/sw"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// maintenanceInterval is how often old delivery-log rows are pruned.
+const maintenanceInterval = time.Hour
+
+// runServe runs the server until ctx ends (SIGINT or SIGTERM), then shuts
+// down gracefully. Configuration problems print one line and return 2.
+func runServe(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) int {
+	cfg, err := parseServeConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "amsg serve: %s (amsg serve -h lists the settings)\n", strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+	srv, err := openServer(ctx, cfg, log)
+	if err != nil {
+		var cfgErr *configError
+		if errors.As(err, &cfgErr) {
+			fmt.Fprintf(stderr, "amsg serve: %v\n", err)
+			return 2
+		}
+		log.Error("could not start", "err", err)
+		return 1
+	}
+	if err := srv.run(ctx); err != nil {
+		log.Error("server failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// configError is a start-up failure the operator must fix in the
+// configuration or the data directory: exit status 2.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+// server is the running process: the store, the HTTP server and the
+// background work.
+type server struct {
+	cfg      config
+	log      *slog.Logger
+	store    *store.Store
+	http     *http.Server
+	listener net.Listener
+}
+
+// openServer opens the store, builds the components and binds the listen
+// address; nothing runs until run.
+func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, error) {
+	if err := prepareDataDir(cfg.DataDir); err != nil {
+		return nil, &configError{err}
+	}
+	st, err := store.Open(ctx, store.Config{
+		Path:            filepath.Join(cfg.DataDir, "amsg.db"),
+		MasterKey:       cfg.MasterKey,
+		VAPIDPublicKey:  cfg.VAPIDPublicKey,
+		VAPIDPrivateKey: cfg.VAPIDPrivateKey,
+		GenerateVAPID:   webpush.GenerateVAPIDKeys,
+		Logger:          log,
+	})
+	if errors.Is(err, store.ErrInvalidSecret) {
+		return nil, &configError{err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, log: log, store: st}
+	if err := s.build(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *server) build() error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sec := s.store.Secrets()
+	sender, err := webpush.NewSender(webpush.Config{
+		VAPIDPublicKey:        sec.VAPIDPublicKey,
+		VAPIDPrivateKey:       sec.VAPIDPrivateKey,
+		Subject:               s.cfg.VAPIDSubject,
+		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
+		Registerer:            reg,
+		Logger:                s.log,
+	})
+	if err != nil {
+		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
+	}
+	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
+	handler, err := api.New(api.Config{
+		ServerVersion:         buildVersion(),
+		ClientToken:           s.cfg.ClientToken,
+		TokenSigningKey:       s.cfg.TokenSigningKey,
+		CORSOrigin:            s.cfg.CORSOrigin,
+		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
+		Logger:                s.log,
+	}, api.Deps{
+		Store:         s.store,
+		Dispatcher:    dispatcher,
+		Metrics:       reg,
+		ServiceWorker: sw.Handler(buildVersion()),
+	})
+	if err != nil {
+		return err
+	}
+	s.listener, err = net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return &configError{fmt.Errorf("--addr %s: %w", s.cfg.Addr, err)}
+	}
+	s.http = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// run serves until ctx ends, then stops accepting requests, lets open ones
+// finish (up to the shutdown timeout), stops the background work and closes
+// the store.
+func (s *server) run(ctx context.Context) error {
+	s.log.Info("amsg listening", "addr", s.listener.Addr().String(), "version", buildVersion(),
+		"data_dir", s.cfg.DataDir, "vapid_public_key", s.store.Secrets().VAPIDPublicKey)
+	if s.cfg.AllowPrivateEndpoints {
+		s.log.Warn("private push endpoints are allowed: development and tests only")
+	}
+
+	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { s.maintain(background) })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.http.Serve(s.listener) }()
+
+	var err error
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		err = s.http.Shutdown(shutdownCtx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			s.log.Warn("open requests did not finish in time; closing them")
+			err = s.http.Close()
+		}
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	stopBackground()
+	wg.Wait()
+	return errors.Join(err, s.store.Close())
+}
+
+// maintain runs the periodic housekeeping until ctx ends.
+func (s *server) maintain(ctx context.Context) {
+	tick := time.NewTicker(maintenanceInterval)
+	defer tick.Stop()
+	for {
+		if n, err := s.store.PruneDeliveryLog(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("pruning the delivery log failed", "err", err)
+		} else if n > 0 {
+			s.log.Info("pruned the delivery log", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// prepareDataDir creates the data directory (readable by its owner only:
+// it holds the keys) and checks it is writable, so a bad --data-dir fails
+// at once with a clear message.
+func prepareDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".amsg-write-test-*")
+	if err != nil {
+		return fmt.Errorf("data directory %s is not writable: %w", dir, err)
+	}
+	name := probe.Name()
+	probe.Close()
+	return os.Remove(name)
+}

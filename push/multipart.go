@@ -1,0 +1,393 @@
+package push
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MultipartChunk is one `_multipart` transport push: a byte slice of an
+// oversized push's JSON plus what the service worker needs to put the push
+// back together. Field order is the wire order.
+type MultipartChunk struct {
+	MessageKind Kind          `json:"messageKind"` // always KindMultipart
+	Multipart   MultipartMeta `json:"multipart"`
+	Chunk       string        `json:"chunk"` // unpadded base64url of the slice
+}
+
+// MultipartMeta is the `multipart` object of a chunk.
+type MultipartMeta struct {
+	Version  int    `json:"version"`
+	ID       string `json:"id"`    // "mp_<uuid v4>", the same on every chunk
+	Index    int    `json:"index"` // 1-based
+	Total    int    `json:"total"`
+	Encoding string `json:"encoding"`
+	// OriginalMessageKind is the messageKind of the split push, or null.
+	OriginalMessageKind *Kind `json:"originalMessageKind"`
+	// CreatedAt is the sender's clock in epoch milliseconds, identical on all
+	// chunks; receivers expire a set at CreatedAt + TTLMs.
+	CreatedAt int64 `json:"createdAt"`
+	TTLMs     int64 `json:"ttlMs"`
+}
+
+// CodePayloadTooLarge is the standard's error code for a push that cannot be
+// delivered at any size.
+const CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
+
+// ErrPayloadTooLarge is what every *PayloadTooLargeError matches with errors.Is.
+var ErrPayloadTooLarge = errors.New("push payload too large")
+
+// PayloadTooLargeError reports a push that multipart delivery cannot carry.
+// Its message names the limit that was hit.
+type PayloadTooLargeError struct {
+	Bytes  int    // UTF-8 bytes of the encoded push
+	Reason string // which limit, in words
+}
+
+func (e *PayloadTooLargeError) Error() string { return e.Reason }
+
+// Code returns the standard's error code, PAYLOAD_TOO_LARGE.
+func (e *PayloadTooLargeError) Code() string { return CodePayloadTooLarge }
+
+// Unwrap makes errors.Is(err, ErrPayloadTooLarge) hold.
+func (e *PayloadTooLargeError) Unwrap() error { return ErrPayloadTooLarge }
+
+// MultipartOptions tunes SplitMultipart. Zero values take the standard's
+// defaults.
+type MultipartOptions struct {
+	ChunkBytes    int           // bytes of the original per chunk; default DefaultMultipartChunkBytes
+	MaxChunks     int           // default DefaultMultipartMaxChunks
+	MaxTotalBytes int           // default DefaultMultipartMaxTotalBytes
+	TTL           time.Duration // carried as ttlMs; default DefaultMultipartTTL
+	ID            string        // default NewMultipartID()
+	CreatedAt     time.Time     // default time.Now()
+}
+
+func (o MultipartOptions) withDefaults() MultipartOptions {
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = DefaultMultipartChunkBytes
+	}
+	if o.MaxChunks <= 0 {
+		o.MaxChunks = DefaultMultipartMaxChunks
+	}
+	if o.MaxTotalBytes <= 0 {
+		o.MaxTotalBytes = DefaultMultipartMaxTotalBytes
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultMultipartTTL
+	}
+	if o.ID == "" {
+		o.ID = NewMultipartID()
+	}
+	if o.CreatedAt.IsZero() {
+		o.CreatedAt = time.Now()
+	}
+	return o
+}
+
+// NewMultipartID returns a fresh set id, "mp_" and a lowercase UUID v4.
+func NewMultipartID() string { return "mp_" + NewUUID() }
+
+// SplitMultipart cuts the encoded JSON of a push into `_multipart` chunk
+// payloads, each ready to be sent as one Web Push. Cuts fall on bytes, not
+// characters: the receiver joins bytes before decoding. kind is the push's
+// messageKind ("" sends null). The limits are checked in the standard's
+// order; a push over them gets a *PayloadTooLargeError.
+func SplitMultipart(payload []byte, kind Kind, opts MultipartOptions) ([][]byte, error) {
+	opts = opts.withDefaults()
+	if kind == KindMultipart {
+		return nil, &PayloadTooLargeError{Bytes: len(payload),
+			Reason: "a _multipart chunk cannot itself be split into chunks"}
+	}
+	if len(payload) > opts.MaxTotalBytes {
+		return nil, &PayloadTooLargeError{Bytes: len(payload), Reason: fmt.Sprintf(
+			"push payload is %d bytes; multipart delivery carries at most %d bytes",
+			len(payload), opts.MaxTotalBytes)}
+	}
+	total := max(1, (len(payload)+opts.ChunkBytes-1)/opts.ChunkBytes)
+	if total > opts.MaxChunks {
+		return nil, &PayloadTooLargeError{Bytes: len(payload), Reason: fmt.Sprintf(
+			"push payload of %d bytes needs %d chunks of %d bytes; multipart delivery allows at most %d chunks",
+			len(payload), total, opts.ChunkBytes, opts.MaxChunks)}
+	}
+	var original *Kind
+	if kind != "" {
+		original = &kind
+	}
+	chunk := MultipartChunk{
+		MessageKind: KindMultipart,
+		Multipart: MultipartMeta{
+			Version:             MultipartVersion,
+			ID:                  opts.ID,
+			Total:               total,
+			Encoding:            MultipartEncoding,
+			OriginalMessageKind: original,
+			CreatedAt:           opts.CreatedAt.UnixMilli(),
+			TTLMs:               opts.TTL.Milliseconds(),
+		},
+	}
+	out := make([][]byte, 0, total)
+	for i := range total {
+		part := payload[i*opts.ChunkBytes : min((i+1)*opts.ChunkBytes, len(payload))]
+		chunk.Multipart.Index = i + 1
+		chunk.Chunk = base64.RawURLEncoding.EncodeToString(part)
+		b, err := marshalNoEscape(chunk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// marshalNoEscape encodes v without HTML escaping, so a kind or id containing
+// < > & costs the bytes a JavaScript producer would spend.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Errors of DecodeMultipartChunk. A payload that does not have the shape of
+// a chunk is an ordinary push to the service worker; one that has the shape
+// but breaks a rule is dropped.
+var (
+	ErrNotMultipart          = errors.New("not a _multipart chunk")
+	ErrInvalidMultipartChunk = errors.New("invalid _multipart chunk")
+)
+
+// MultipartPart is one chunk as a receiver accepts it.
+type MultipartPart struct {
+	// Meta is normalised the service worker's way: CreatedAt is 0 when the
+	// chunk's was missing or not a finite number, TTLMs is 0 when it was not
+	// a positive integer, and OriginalMessageKind is nil unless a string.
+	Meta  MultipartMeta
+	Bytes []byte // the decoded slice
+}
+
+// DecodeMultipartChunk reads one push payload as a `_multipart` chunk with
+// the rules of @rei-standard/amsg-sw: messageKind "_multipart", an object
+// `multipart` and a string `chunk` make a chunk (else ErrNotMultipart);
+// version 1, encoding json-utf8-base64url, a non-empty id, integers with
+// 0 < total <= maxChunks and 1 <= index <= total, and a chunk that decodes
+// as base64url with or without padding make it valid (else
+// ErrInvalidMultipartChunk). maxChunks <= 0 means the default, 128.
+func DecodeMultipartChunk(data []byte, maxChunks int) (MultipartPart, error) {
+	if maxChunks <= 0 {
+		maxChunks = DefaultMultipartMaxChunks
+	}
+	// Maps, not structs: encoding/json matches struct keys case-insensitively
+	// and the service worker does not.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return MultipartPart{}, ErrNotMultipart
+	}
+	var kind, chunk string
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(top["messageKind"], &kind) != nil || Kind(kind) != KindMultipart ||
+		json.Unmarshal(top["multipart"], &meta) != nil || meta == nil ||
+		!isJSONString(top["chunk"]) || json.Unmarshal(top["chunk"], &chunk) != nil {
+		return MultipartPart{}, ErrNotMultipart
+	}
+	invalid := func(format string, a ...any) (MultipartPart, error) {
+		return MultipartPart{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidMultipartChunk}, a...)...)
+	}
+	var p MultipartPart
+	if v, ok := jsonInteger(meta["version"]); !ok || v != MultipartVersion {
+		return invalid("version is not %d", MultipartVersion)
+	}
+	p.Meta.Version = MultipartVersion
+	if json.Unmarshal(meta["encoding"], &p.Meta.Encoding) != nil || p.Meta.Encoding != MultipartEncoding {
+		return invalid("encoding is not %q", MultipartEncoding)
+	}
+	if !isJSONString(meta["id"]) || json.Unmarshal(meta["id"], &p.Meta.ID) != nil || p.Meta.ID == "" {
+		return invalid("id is not a non-empty string")
+	}
+	total, ok := jsonInteger(meta["total"])
+	if !ok || total <= 0 || total > float64(maxChunks) {
+		return invalid("total is not an integer in 1..%d", maxChunks)
+	}
+	index, ok := jsonInteger(meta["index"])
+	if !ok || index < 1 || index > total {
+		return invalid("index is not an integer in 1..total")
+	}
+	p.Meta.Total, p.Meta.Index = int(total), int(index)
+	b, err := decodeBase64URL(chunk)
+	if err != nil {
+		return invalid("chunk is not base64url")
+	}
+	p.Bytes = b
+	var original string
+	if isJSONString(meta["originalMessageKind"]) && json.Unmarshal(meta["originalMessageKind"], &original) == nil {
+		k := Kind(original)
+		p.Meta.OriginalMessageKind = &k
+	}
+	var createdAt float64
+	if json.Unmarshal(meta["createdAt"], &createdAt) == nil && isJSONNumber(meta["createdAt"]) &&
+		math.Abs(createdAt) < math.MaxInt64/2 {
+		p.Meta.CreatedAt = int64(createdAt)
+	}
+	if ttl, ok := jsonInteger(meta["ttlMs"]); ok && ttl > 0 && ttl < math.MaxInt64/2 {
+		p.Meta.TTLMs = int64(ttl)
+	}
+	return p, nil
+}
+
+// isJSONString reports whether raw is a JSON string (json.Unmarshal would
+// also accept null into a string and leave it empty).
+func isJSONString(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '"' }
+
+func isJSONNumber(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
+
+// jsonInteger reads raw as JavaScript's Number.isInteger would see it: 1,
+// 1.0 and 1e0 are the integer 1.
+func jsonInteger(raw json.RawMessage) (float64, bool) {
+	var f float64
+	if !isJSONNumber(raw) || json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// decodeBase64URL decodes unpadded or padded base64url.
+func decodeBase64URL(s string) ([]byte, error) {
+	return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+}
+
+// Reasons MultipartReassembler.Add drops a chunk.
+var (
+	ErrMultipartExpired   = errors.New("multipart set expired")
+	ErrMultipartDuplicate = errors.New("duplicate multipart chunk")
+	ErrMultipartConflict  = errors.New("multipart chunk disagrees with its set")
+	ErrMultipartOverflow  = errors.New("multipart set exceeds its byte limit")
+)
+
+// MultipartReassembler puts chunks back together the way the service worker
+// does, for one receiver: per-id sets that expire at the sender's createdAt
+// plus the smaller of the chunk's ttlMs and the receiver's cap, done markers
+// against redelivery, and a byte cap. It is safe for concurrent use.
+type MultipartReassembler struct {
+	MaxChunks     int              // default DefaultMultipartMaxChunks
+	MaxTotalBytes int              // default DefaultMultipartMaxTotalBytes
+	TTL           time.Duration    // receiver cap on a set's lifetime; default DefaultMultipartTTL
+	Now           func() time.Time // default time.Now
+
+	mu      sync.Mutex
+	pending map[string]*multipartSet
+	done    map[string]time.Time // id → when the done marker expires
+}
+
+type multipartSet struct {
+	total     int
+	encoding  string
+	expiresAt time.Time
+	bytes     int
+	parts     map[int][]byte
+}
+
+// Add takes one decoded chunk. It returns the original push's JSON when the
+// chunk completes its set, nil and nil while the set is incomplete, and an
+// error when the chunk is dropped.
+func (r *MultipartReassembler) Add(p MultipartPart) ([]byte, error) {
+	maxTotal := r.MaxTotalBytes
+	if maxTotal <= 0 {
+		maxTotal = DefaultMultipartMaxTotalBytes
+	}
+	maxChunks := r.MaxChunks
+	if maxChunks <= 0 {
+		maxChunks = DefaultMultipartMaxChunks
+	}
+	if p.Meta.Total > maxChunks {
+		return nil, fmt.Errorf("%w: total %d over %d", ErrMultipartConflict, p.Meta.Total, maxChunks)
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	ttl := r.TTL
+	if ttl <= 0 {
+		ttl = DefaultMultipartTTL
+	}
+	if p.Meta.TTLMs > 0 {
+		ttl = min(ttl, time.Duration(p.Meta.TTLMs)*time.Millisecond)
+	}
+	createdAt := now
+	if p.Meta.CreatedAt != 0 {
+		createdAt = time.UnixMilli(p.Meta.CreatedAt)
+	}
+	expiresAt := createdAt.Add(ttl)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		r.pending = make(map[string]*multipartSet)
+		r.done = make(map[string]time.Time)
+	}
+	r.sweep(now)
+	id := p.Meta.ID
+	if !now.Before(expiresAt) {
+		return nil, fmt.Errorf("%w: chunk %d/%d of %s", ErrMultipartExpired, p.Meta.Index, p.Meta.Total, id)
+	}
+	if _, ok := r.done[id]; ok {
+		return nil, fmt.Errorf("%w: set %s already complete", ErrMultipartDuplicate, id)
+	}
+	set := r.pending[id]
+	if set != nil && (set.total != p.Meta.Total || set.encoding != p.Meta.Encoding) {
+		delete(r.pending, id)
+		return nil, fmt.Errorf("%w: total or encoding changed in set %s", ErrMultipartConflict, id)
+	}
+	if set == nil {
+		set = &multipartSet{total: p.Meta.Total, encoding: p.Meta.Encoding, expiresAt: expiresAt,
+			parts: make(map[int][]byte, p.Meta.Total)}
+		r.pending[id] = set
+	}
+	if _, dup := set.parts[p.Meta.Index]; dup {
+		return nil, fmt.Errorf("%w: chunk %d/%d of %s", ErrMultipartDuplicate, p.Meta.Index, p.Meta.Total, id)
+	}
+	set.bytes += len(p.Bytes)
+	if set.bytes > maxTotal {
+		delete(r.pending, id)
+		return nil, fmt.Errorf("%w: set %s over %d bytes", ErrMultipartOverflow, id, maxTotal)
+	}
+	set.parts[p.Meta.Index] = p.Bytes
+	if len(set.parts) < set.total {
+		return nil, nil
+	}
+	delete(r.pending, id)
+	out := make([]byte, 0, set.bytes)
+	for i := 1; i <= set.total; i++ {
+		out = append(out, set.parts[i]...)
+	}
+	if !json.Valid(out) {
+		return nil, fmt.Errorf("%w: set %s does not reassemble to JSON", ErrInvalidMultipartChunk, id)
+	}
+	r.done[id] = now.Add(max(2*ttl, ttl+time.Millisecond))
+	return out, nil
+}
+
+// sweep forgets expired sets and done markers, as the service worker's
+// housekeeping does, so a long-lived receiver does not grow without bound.
+func (r *MultipartReassembler) sweep(now time.Time) {
+	for id, set := range r.pending {
+		if !now.Before(set.expiresAt) {
+			delete(r.pending, id)
+		}
+	}
+	for id, until := range r.done {
+		if !now.Before(until) {
+			delete(r.done, id)
+		}
+	}
+}

@@ -1,0 +1,570 @@
+// Package webpush delivers pushes to browser push services: VAPID keys,
+// subscription checks, RFC 8291/8292 through webpush-go v1.4.0 with its traps
+// disarmed, the status policy with bounded retries, `_multipart` chunking of
+// oversized pushes, fan-out to every device of a user, and metrics.
+package webpush
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	webpushgo "github.com/SherClockHolmes/webpush-go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"amsg/push"
+)
+
+// Urgency is the RFC 8030 Urgency header.
+type Urgency string
+
+// Urgencies.
+const (
+	UrgencyVeryLow Urgency = "very-low"
+	UrgencyLow     Urgency = "low"
+	UrgencyNormal  Urgency = "normal"
+	UrgencyHigh    Urgency = "high"
+)
+
+// TTLs a push service may hold a message for a device that is offline.
+// Instant replies are stale after a minute; scheduled pushes wait up to the
+// four weeks push services allow at most.
+const (
+	InstantTTL   = 60 * time.Second
+	ScheduledTTL = 28 * 24 * time.Hour
+)
+
+// maxChunkBytes is the largest ChunkBytes whose chunks still fit the
+// plaintext budget in the worst case (index 128, a 28-day ttlMs); a test
+// pins it.
+const maxChunkBytes = 2700
+
+// ErrInvalidMessage is what a producer's mistake in a Message matches.
+var ErrInvalidMessage = errors.New("invalid push message")
+
+// Message is one encoded push to deliver.
+type Message struct {
+	ID      string    // the push's messageId, for the delivery log
+	Kind    push.Kind // the push's messageKind; chunks carry it as originalMessageKind
+	Payload []byte    // the push's encoded JSON, as the service worker will see it
+	// Source picks the defaults: instant pushes get TTL 60 s and urgency
+	// high, scheduled ones four weeks and normal.
+	Source  push.Source
+	TTL     time.Duration // overrides the source's TTL; at most ScheduledTTL
+	Urgency Urgency       // overrides the source's urgency
+	// Topic lets the push service replace an undelivered message with the
+	// same topic (RFC 8030 §5.4: up to 32 base64url characters). Chunks of
+	// an oversized push are sent without it, or they would replace each
+	// other.
+	Topic string
+}
+
+// Config configures a Sender. Zero values take the defaults shown.
+type Config struct {
+	VAPIDPublicKey  string // base64url 65-byte point
+	VAPIDPrivateKey string // base64url 32-byte scalar
+	// Subject is the VAPID contact: an e-mail address, with or without
+	// mailto:, or an https URL (AMSG_VAPID_SUBJECT).
+	Subject string
+	// AllowPrivateEndpoints admits http endpoints and loopback or private
+	// addresses (AMSG_ALLOW_PRIVATE_ENDPOINTS; development and tests only).
+	AllowPrivateEndpoints bool
+
+	Timeout time.Duration // per HTTP request, connection included; default 30 s
+	// PadTo pads every encrypted body up to this many bytes (at most 4096)
+	// so its size says less about its content; 0 sends bodies at their
+	// natural size (webpush-go would pad all of them to 4096).
+	PadTo int
+	// InlineBudget is the largest push JSON sent as one message; larger ones
+	// go as `_multipart` chunks. Default and maximum push.MaxPayloadBytes.
+	InlineBudget int
+	// ChunkBytes is how many bytes of the push each chunk carries; default
+	// push.DefaultMultipartChunkBytes, at most 2700.
+	ChunkBytes int
+
+	MaxAttempts  int           // HTTP attempts per request before giving up; default 4
+	MaxRetryWait time.Duration // total wait between retries for one message and device; default 30 s
+	BaseBackoff  time.Duration // first wait when the service names none; default 500 ms
+	MaxBackoff   time.Duration // default 8 s
+
+	Registerer prometheus.Registerer // nil: metrics are kept but not exported
+	Logger     *slog.Logger          // nil: slog.Default()
+	Now        func() time.Time      // default time.Now
+	// Sleep waits between retries; default a timer that ends early with ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a random duration in [0, n); default uniform.
+	Jitter func(n time.Duration) time.Duration
+}
+
+// Sender delivers messages to push subscriptions. It is safe for concurrent
+// use; make one per process, since it holds the shared HTTP client.
+type Sender struct {
+	cfg          Config
+	policy       EndpointPolicy
+	client       *http.Client
+	subscriber   string // Options.Subscriber for webpush-go
+	vapidPublic  string
+	vapidPrivate string
+	log          *slog.Logger
+	metrics      *metrics
+}
+
+// NewSender checks cfg and builds a Sender.
+func NewSender(cfg Config) (*Sender, error) {
+	pub, priv, err := parseVAPIDKeys(cfg.VAPIDPublicKey, cfg.VAPIDPrivateKey)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := NormalizeSubject(cfg.Subject)
+	if err != nil {
+		return nil, err
+	}
+	setDefault(&cfg.Timeout, 30*time.Second)
+	setDefault(&cfg.InlineBudget, push.MaxPayloadBytes)
+	setDefault(&cfg.ChunkBytes, push.DefaultMultipartChunkBytes)
+	setDefault(&cfg.MaxAttempts, 4)
+	setDefault(&cfg.MaxRetryWait, 30*time.Second)
+	setDefault(&cfg.BaseBackoff, 500*time.Millisecond)
+	setDefault(&cfg.MaxBackoff, 8*time.Second)
+	setDefault(&cfg.Logger, slog.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleepContext
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = uniformJitter
+	}
+	switch {
+	case cfg.InlineBudget < 0 || cfg.InlineBudget > push.MaxPayloadBytes:
+		return nil, fmt.Errorf("webpush: InlineBudget %d is outside 1..%d", cfg.InlineBudget, push.MaxPayloadBytes)
+	case cfg.ChunkBytes < 0 || cfg.ChunkBytes > maxChunkBytes:
+		return nil, fmt.Errorf("webpush: ChunkBytes %d is outside 1..%d", cfg.ChunkBytes, maxChunkBytes)
+	case cfg.PadTo < 0 || cfg.PadTo > push.MaxEncryptedBytes:
+		return nil, fmt.Errorf("webpush: PadTo %d is outside 0..%d", cfg.PadTo, push.MaxEncryptedBytes)
+	case cfg.Timeout < 0 || cfg.MaxAttempts < 0 || cfg.MaxRetryWait < 0 || cfg.BaseBackoff < 0 || cfg.MaxBackoff < 0:
+		return nil, errors.New("webpush: Timeout, MaxAttempts, MaxRetryWait, BaseBackoff and MaxBackoff must not be negative")
+	}
+	if placeholderSubject(sub) {
+		cfg.Logger.Warn("VAPID subject has a domain that cannot receive mail; Apple's push service rejects such tokens",
+			"subject", sub)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	policy := EndpointPolicy{AllowPrivate: cfg.AllowPrivateEndpoints}
+	return &Sender{
+		cfg:          cfg,
+		policy:       policy,
+		client:       newHTTPClient(policy, cfg.Timeout),
+		subscriber:   webpushSubscriber(sub),
+		vapidPublic:  pub,
+		vapidPrivate: priv,
+		log:          cfg.Logger,
+		metrics:      m,
+	}, nil
+}
+
+func uniformJitter(n time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return rand.N(n)
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// newHTTPClient is the one client every send shares: keep-alive connections,
+// bounded waits, no redirects (a push service never needs one, and following
+// one would let an endpoint point us anywhere), no proxy (it would hide the
+// address the policy must see), and a dialer that applies the endpoint
+// policy to the resolved address.
+func newHTTPClient(policy EndpointPolicy, timeout time.Duration) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: policy.dialControl}
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			MaxIdleConnsPerHost:   32,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Delivery is what happened to one message at one subscription.
+type Delivery struct {
+	Outcome  push.Outcome
+	Status   int    // the last HTTP status; 0 if no response arrived
+	Chunks   int    // how many `_multipart` chunks were sent; 0 when inline
+	PushHost string // the endpoint's host, the only part of it fit to log
+	Attempts []push.Attempt
+	Err      error // why, when Outcome is not delivered
+}
+
+// Send delivers msg to one subscription, retrying as the status policy says.
+// The error is for a Message that cannot be sent anywhere (invalid, or too
+// large even for chunks); what happened at the subscription is in Delivery.
+func (s *Sender) Send(ctx context.Context, sub push.Subscription, msg Message) (Delivery, error) {
+	o, err := s.prepare(msg)
+	if err != nil {
+		return Delivery{}, err
+	}
+	d := s.deliver(ctx, sub, o)
+	s.logDelivery(d, msg.ID)
+	return d, nil
+}
+
+// outgoing is a Message checked once and shared by the sends to every
+// device.
+type outgoing struct {
+	Message
+	ttl     time.Duration
+	urgency Urgency
+	inline  bool // within the inline budget
+
+	chunkOnce sync.Once
+	chunks    [][]byte
+	chunkErr  error
+}
+
+func (s *Sender) prepare(msg Message) (*outgoing, error) {
+	o := &outgoing{Message: msg}
+	switch msg.Source {
+	case push.SourceInstant:
+		o.ttl, o.urgency = InstantTTL, UrgencyHigh
+	case push.SourceScheduled:
+		o.ttl, o.urgency = ScheduledTTL, UrgencyNormal
+	default:
+		return nil, fmt.Errorf("%w: source %q is neither instant nor scheduled", ErrInvalidMessage, msg.Source)
+	}
+	switch {
+	case msg.ID == "":
+		return nil, fmt.Errorf("%w: the message ID is empty", ErrInvalidMessage)
+	case msg.TTL < 0 || msg.TTL > ScheduledTTL:
+		return nil, fmt.Errorf("%w: TTL %s is outside 0..%s", ErrInvalidMessage, msg.TTL, ScheduledTTL)
+	case msg.Urgency != "" && msg.Urgency != UrgencyVeryLow && msg.Urgency != UrgencyLow &&
+		msg.Urgency != UrgencyNormal && msg.Urgency != UrgencyHigh:
+		return nil, fmt.Errorf("%w: urgency %q is not one of very-low, low, normal, high", ErrInvalidMessage, msg.Urgency)
+	case !validTopic(msg.Topic):
+		return nil, fmt.Errorf("%w: topic %q is not up to 32 base64url characters", ErrInvalidMessage, msg.Topic)
+	}
+	if msg.TTL > 0 {
+		o.ttl = msg.TTL
+	}
+	if msg.Urgency != "" {
+		o.urgency = msg.Urgency
+	}
+	o.inline = len(msg.Payload) <= s.cfg.InlineBudget
+	if !o.inline {
+		if _, err := o.chunkPayloads(s); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func validTopic(t string) bool {
+	if len(t) > 32 {
+		return false
+	}
+	for _, c := range t {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// chunkPayloads splits the message once, however many devices need it.
+// Chunks carry the message's TTL as ttlMs, so a set the push service held
+// for an offline device is still whole when it arrives.
+func (o *outgoing) chunkPayloads(s *Sender) ([][]byte, error) {
+	o.chunkOnce.Do(func() {
+		o.chunks, o.chunkErr = push.SplitMultipart(o.Payload, o.Kind, push.MultipartOptions{
+			ChunkBytes: s.cfg.ChunkBytes, TTL: o.ttl, CreatedAt: s.cfg.Now(),
+		})
+		for _, c := range o.chunks {
+			if len(c) > push.MaxPayloadBytes { // only a kind string of absurd length gets here
+				o.chunks, o.chunkErr = nil, fmt.Errorf("%w: a chunk is %d bytes, over the %d-byte budget",
+					ErrInvalidMessage, len(c), push.MaxPayloadBytes)
+				break
+			}
+		}
+		if o.chunkErr == nil {
+			s.metrics.multipart.Inc()
+		}
+	})
+	return o.chunks, o.chunkErr
+}
+
+// deliver sends a prepared message to one subscription: inline or as chunks,
+// and as chunks after all when a push service refuses an inline body larger
+// than a chunk with 413 (some mobile services cap bodies near 3 KB).
+func (s *Sender) deliver(ctx context.Context, sub push.Subscription, o *outgoing) Delivery {
+	var d Delivery
+	u, err := s.policy.parseEndpoint(sub.Endpoint)
+	if err == nil {
+		d.PushHost = u.Host
+		err = CheckKeys(sub.Keys)
+	}
+	if err != nil {
+		d.Outcome, d.Err = push.OutcomeFailed, err
+		s.metrics.delivery(d.Outcome)
+		return d
+	}
+	r := &run{s: s, ctx: ctx, sub: sub, o: o, d: &d}
+	if o.inline {
+		r.sendAll([][]byte{o.Payload}, false)
+		if d.Outcome == push.OutcomeTooLarge && len(o.Payload) > s.cfg.ChunkBytes {
+			if chunks, err := o.chunkPayloads(s); err == nil {
+				s.log.Info("push service refused an inline push as too large; sending it as chunks",
+					"host", d.PushHost, "messageId", o.ID, "bytes", len(o.Payload), "chunks", len(chunks))
+				r.sendAll(chunks, true)
+			}
+		}
+	} else {
+		r.sendAll(o.chunks, true)
+	}
+	s.metrics.delivery(d.Outcome)
+	return d
+}
+
+// run is one message's delivery to one subscription.
+type run struct {
+	s      *Sender
+	ctx    context.Context
+	sub    push.Subscription
+	o      *outgoing
+	d      *Delivery
+	waited time.Duration // retry waits so far, against MaxRetryWait
+}
+
+// sendAll sends the payloads in order and stops at the first that fails;
+// the service worker expires a set that stays incomplete.
+func (r *run) sendAll(payloads [][]byte, chunked bool) {
+	r.d.Chunks, r.d.Err = 0, nil
+	for i, p := range payloads {
+		label := ""
+		if chunked {
+			label = fmt.Sprintf("chunk %d/%d: ", i+1, len(payloads))
+		}
+		if r.d.Outcome = r.send(p, chunked, label); r.d.Outcome != push.OutcomeDelivered {
+			return
+		}
+	}
+	if chunked {
+		r.d.Chunks = len(payloads)
+	}
+}
+
+// send makes one request and its retries, recording every attempt.
+func (r *run) send(payload []byte, chunked bool, label string) push.Outcome {
+	cfg := &r.s.cfg
+	for try := 1; ; try++ {
+		at := cfg.Now()
+		start := time.Now()
+		resp, err := r.s.post(r.ctx, r.sub, r.o, payload, chunked)
+		latency := time.Since(start)
+		outcome, cause := classify(resp, err)
+		var wait time.Duration
+		if outcome == push.OutcomeRetry {
+			wait = backoff(try, cfg.BaseBackoff, cfg.MaxBackoff, cfg.Jitter)
+			if resp.hasRetryAfter {
+				wait = max(wait, resp.retryAfter)
+			}
+			switch {
+			case r.ctx.Err() != nil:
+				outcome, cause = push.OutcomeFailed, "cancelled: "+cause
+			case try >= cfg.MaxAttempts:
+				outcome, cause = push.OutcomeFailed, fmt.Sprintf("gave up after %d attempts: %s", try, cause)
+			case r.waited+wait > cfg.MaxRetryWait || pastDeadline(r.ctx, wait):
+				outcome, cause = push.OutcomeFailed, fmt.Sprintf("gave up: waiting %s more would exceed the retry budget: %s", wait, cause)
+			}
+		}
+		r.record(at, resp.status, outcome, latency, label+cause)
+		r.d.Status = resp.status
+		if outcome != push.OutcomeRetry {
+			if outcome != push.OutcomeDelivered {
+				r.d.Err = errors.New(label + cause)
+			}
+			return outcome
+		}
+		if err := cfg.Sleep(r.ctx, wait); err != nil {
+			r.d.Err = fmt.Errorf("%scancelled while waiting to retry: %w", label, err)
+			return push.OutcomeFailed
+		}
+		r.waited += wait
+	}
+}
+
+// pastDeadline reports whether ctx ends before a wait of d is over.
+func pastDeadline(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) < d
+}
+
+func (r *run) record(at time.Time, status int, outcome push.Outcome, latency time.Duration, cause string) {
+	r.s.metrics.attempt(outcome, latency.Seconds())
+	r.d.Attempts = append(r.d.Attempts, push.Attempt{
+		At:        at,
+		MessageID: r.o.ID,
+		PushHost:  r.d.PushHost,
+		Try:       len(r.d.Attempts) + 1,
+		Status:    status,
+		Outcome:   outcome,
+		Latency:   latency,
+		Error:     scrubEndpoint(cause, r.sub.Endpoint, r.d.PushHost),
+	})
+}
+
+// response is what the sender keeps of a push service's answer.
+type response struct {
+	status        int
+	retryAfter    time.Duration
+	hasRetryAfter bool
+	body          string // the start of the body, for diagnostics
+}
+
+// Bounds on reading a push service's answer: enough for an error reason,
+// and enough draining to keep the connection reusable.
+const (
+	maxBodySnippet = 256
+	maxBodyDrain   = 64 << 10
+)
+
+// post sends one encrypted request through webpush-go.
+func (s *Sender) post(ctx context.Context, sub push.Subscription, o *outgoing, payload []byte, chunked bool) (response, error) {
+	opts := &webpushgo.Options{
+		HTTPClient: s.client,
+		// The smallest record that fits, unless padding is asked for: the
+		// body is then payload + 103 bytes, not always 4096.
+		RecordSize:      uint32(max(s.cfg.PadTo, len(payload)+push.EncryptionOverhead)),
+		Subscriber:      s.subscriber,
+		TTL:             int(o.ttl / time.Second),
+		Urgency:         webpushgo.Urgency(o.urgency),
+		VAPIDPublicKey:  s.vapidPublic,
+		VAPIDPrivateKey: s.vapidPrivate,
+	}
+	if !chunked {
+		opts.Topic = o.Topic
+	}
+	// v1.4.0 appends the padding delimiter into the slice it is given; a
+	// shared payload sent to several devices at once would be a data race.
+	msg := bytes.Clone(payload)
+	resp, err := webpushgo.SendNotificationWithContext(ctx, msg, &webpushgo.Subscription{
+		Endpoint: sub.Endpoint,
+		Keys:     webpushgo.Keys{Auth: sub.Keys.Auth, P256dh: sub.Keys.P256dh},
+	}, opts)
+	if err != nil {
+		return response{}, err
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyDrain))
+		_ = resp.Body.Close()
+	}()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodySnippet))
+	r := response{status: resp.StatusCode, body: printable(snippet)}
+	r.retryAfter, r.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now())
+	return r, nil
+}
+
+// classify applies the status policy: what an answer (or its absence) means
+// for the message and the subscription, and why in words.
+func classify(r response, err error) (push.Outcome, string) {
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its message would repeat the endpoint
+		}
+		if errors.Is(err, ErrRefusedAddress) {
+			return push.OutcomeFailed, err.Error()
+		}
+		return push.OutcomeRetry, "network error: " + err.Error()
+	}
+	what := fmt.Sprintf("%d %s", r.status, http.StatusText(r.status))
+	if r.body != "" {
+		what += ": " + r.body
+	}
+	switch s := r.status; {
+	case s >= 200 && s < 300:
+		return push.OutcomeDelivered, ""
+	case s == http.StatusNotFound || s == http.StatusGone:
+		return push.OutcomeGone, "the subscription is gone (" + what + ")"
+	case s == http.StatusRequestEntityTooLarge:
+		return push.OutcomeTooLarge, "the push service refused the message as too large (" + what + ")"
+	case s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500:
+		return push.OutcomeRetry, what
+	case s == http.StatusUnauthorized || s == http.StatusForbidden:
+		return push.OutcomeConfigError, "the push service refused the VAPID credentials; check the VAPID key pair and subject (" + what + ")"
+	case s == http.StatusBadRequest:
+		return push.OutcomeConfigError, "the push service refused the request as malformed (" + what + ")"
+	case s >= 300 && s < 400:
+		return push.OutcomeFailed, "the push service answered a redirect, which is not followed (" + what + ")"
+	default:
+		return push.OutcomeFailed, what
+	}
+}
+
+// printable keeps a response snippet to one line of printable text.
+func printable(b []byte) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r == unicode.ReplacementChar || !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, string(b)))
+}
+
+// scrubEndpoint keeps the endpoint, a bearer capability, out of text that
+// is logged or stored, whatever a library put into an error.
+func scrubEndpoint(text, endpoint, host string) string {
+	if endpoint == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, endpoint, host)
+}
+
+// logDelivery logs one device's outcome at a level fit for it.
+func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
+	attrs = append(attrs, "host", d.PushHost, "messageId", messageID, "outcome", d.Outcome,
+		"status", d.Status, "attempts", len(d.Attempts))
+	if d.Chunks > 0 {
+		attrs = append(attrs, "chunks", d.Chunks)
+	}
+	if d.Err != nil {
+		attrs = append(attrs, "err", d.Err.Error())
+	}
+	switch d.Outcome {
+	case push.OutcomeDelivered:
+		s.log.Debug("push delivered", attrs...)
+	case push.OutcomeGone:
+		s.log.Info("push subscription gone", attrs...)
+	case push.OutcomeConfigError:
+		s.log.Error("push service refused the request", attrs...)
+	default:
+		s.log.Warn("push not delivered", attrs...)
+	}
+}

@@ -1,0 +1,269 @@
+package webpush
+
+import (
+	"context"
+	"crypto/ecdh"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"amsg/push"
+)
+
+// ErrInvalidSubscription is what every *InvalidSubscriptionError matches with
+// errors.Is; the API answers it with 400 INVALID_PUSH_SUBSCRIPTION.
+var ErrInvalidSubscription = errors.New("invalid push subscription")
+
+// InvalidSubscriptionError says which part of a subscription is unusable and
+// why, in words fit for the API's error message.
+type InvalidSubscriptionError struct {
+	Field  string // "endpoint", "keys.p256dh" or "keys.auth"
+	Reason string
+}
+
+func (e *InvalidSubscriptionError) Error() string { return e.Field + " " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrInvalidSubscription) hold.
+func (e *InvalidSubscriptionError) Unwrap() error { return ErrInvalidSubscription }
+
+func invalid(field, format string, a ...any) error {
+	return &InvalidSubscriptionError{Field: field, Reason: fmt.Sprintf(format, a...)}
+}
+
+// Bounds on outside input: browser endpoints are a few hundred characters,
+// keys under a hundred.
+const (
+	maxEndpointChars = 2048
+	maxKeyChars      = 256
+)
+
+// decodeKey decodes a key written in base64url or standard base64, padded or
+// not, the forms browsers and libraries emit.
+func decodeKey(s string) ([]byte, error) {
+	if len(s) > maxKeyChars {
+		return nil, fmt.Errorf("longer than %d characters", maxKeyChars)
+	}
+	s = strings.TrimRight(s, "=")
+	enc := base64.RawURLEncoding
+	if strings.ContainsAny(s, "+/") {
+		enc = base64.RawStdEncoding
+	}
+	return enc.Strict().DecodeString(s)
+}
+
+// CheckKeys checks a subscription's keys: p256dh must be a 65-byte
+// uncompressed point on P-256 and auth 16 bytes, or encryption would fail at
+// every send.
+func CheckKeys(keys push.SubscriptionKeys) error {
+	if keys.P256dh == "" {
+		return invalid("keys.p256dh", "is missing")
+	}
+	p, err := decodeKey(keys.P256dh)
+	if err != nil {
+		return invalid("keys.p256dh", "is not base64url")
+	}
+	if len(p) != 65 || p[0] != 4 {
+		return invalid("keys.p256dh", "is not a 65-byte uncompressed P-256 point (got %d bytes)", len(p))
+	}
+	if _, err := ecdh.P256().NewPublicKey(p); err != nil {
+		return invalid("keys.p256dh", "is not a point on the P-256 curve")
+	}
+	if keys.Auth == "" {
+		return invalid("keys.auth", "is missing")
+	}
+	a, err := decodeKey(keys.Auth)
+	if err != nil {
+		return invalid("keys.auth", "is not base64url")
+	}
+	if len(a) != 16 {
+		return invalid("keys.auth", "must be 16 bytes (got %d)", len(a))
+	}
+	return nil
+}
+
+// Resolver looks up a host's addresses; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// EndpointPolicy decides which push endpoints amsg sends to. By default only
+// https endpoints on the default port whose host resolves to public
+// addresses only; AllowPrivate (development and tests) also admits http,
+// loopback and private networks. Hosts under .invalid are refused always:
+// they can never be reached.
+type EndpointPolicy struct {
+	AllowPrivate bool
+	Resolver     Resolver // nil means net.DefaultResolver
+}
+
+// CheckSubscription checks the endpoint and the keys, as PUT
+// /push-subscription does before storing.
+func (p EndpointPolicy) CheckSubscription(ctx context.Context, sub push.Subscription) error {
+	if err := p.CheckEndpoint(ctx, sub.Endpoint); err != nil {
+		return err
+	}
+	return CheckKeys(sub.Keys)
+}
+
+// CheckEndpoint checks an endpoint's form and, unless private endpoints are
+// allowed, resolves its host and refuses it if any address is not public.
+// The sender enforces the same address rule when it dials, so a host that
+// re-resolves to a private address later is refused then too.
+func (p EndpointPolicy) CheckEndpoint(ctx context.Context, endpoint string) error {
+	u, err := p.parseEndpoint(endpoint)
+	if err != nil || p.AllowPrivate {
+		return err
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if why := refusedAddress(ip); why != "" {
+			return invalid("endpoint", "host %s is %s", host, why)
+		}
+		return nil
+	}
+	resolver := p.Resolver
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return invalid("endpoint", "host %s does not resolve", host)
+	}
+	for _, ip := range addrs {
+		if why := refusedAddress(ip); why != "" {
+			return invalid("endpoint", "host %s resolves to %s, %s", host, ip.Unmap(), why)
+		}
+	}
+	return nil
+}
+
+// parseEndpoint applies the checks that need no network: a bounded absolute
+// URL with the allowed scheme, a host, no credentials, and no reserved or
+// (unless allowed) local host name or non-default port.
+func (p EndpointPolicy) parseEndpoint(endpoint string) (*url.URL, error) {
+	if strings.TrimSpace(endpoint) == "" {
+		return nil, invalid("endpoint", "is missing")
+	}
+	if len(endpoint) > maxEndpointChars {
+		return nil, invalid("endpoint", "is longer than %d characters", maxEndpointChars)
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Opaque != "" {
+		return nil, invalid("endpoint", "is not a URL")
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && p.AllowPrivate:
+	default:
+		return nil, invalid("endpoint", "must be an https URL")
+	}
+	if u.User != nil {
+		return nil, invalid("endpoint", "must not carry credentials")
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return nil, invalid("endpoint", "has no host")
+	}
+	if host == "invalid" || strings.HasSuffix(host, ".invalid") {
+		return nil, invalid("endpoint", "host %s is under .invalid, which never resolves", host)
+	}
+	if p.AllowPrivate {
+		return u, nil
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return nil, invalid("endpoint", "host %s is local", host)
+	}
+	if port := u.Port(); port != "" && port != "443" {
+		return nil, invalid("endpoint", "must use the default https port, not %s", port)
+	}
+	return u, nil
+}
+
+// ErrRefusedAddress is the dial error for an address the policy refuses.
+var ErrRefusedAddress = errors.New("push endpoint address refused")
+
+// dialControl runs for every address the sender's dialer tries, after DNS
+// resolution, so DNS rebinding cannot reach a private network.
+func (p EndpointPolicy) dialControl(_, address string, _ syscall.RawConn) error {
+	if p.AllowPrivate {
+		return nil
+	}
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %s is not an IP address", ErrRefusedAddress, address)
+	}
+	if why := refusedAddress(ap.Addr()); why != "" {
+		return fmt.Errorf("%w: %s is %s", ErrRefusedAddress, ap.Addr().Unmap(), why)
+	}
+	return nil
+}
+
+// refusedPrefixes are the non-public ranges netip's predicates do not cover.
+var refusedPrefixes = []struct {
+	prefix netip.Prefix
+	why    string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "a this-network address"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "a carrier-grade NAT address"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "an IETF protocol address"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation address"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
+	{netip.MustParsePrefix("::/96"), "an IPv4-compatible address"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use NAT64 address"},
+	{netip.MustParsePrefix("100::/64"), "a discard-only address"},
+	{netip.MustParsePrefix("2001:db8::/32"), "a documentation address"},
+	{netip.MustParsePrefix("fec0::/10"), "a site-local address"},
+}
+
+// IPv6 ranges that carry an IPv4 address a gateway would forward to.
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+)
+
+// refusedAddress says why ip is not a public unicast address, or "" if it is.
+func refusedAddress(ip netip.Addr) string {
+	ip = ip.Unmap().WithZone("")
+	switch {
+	case !ip.IsValid():
+		return "not an IP address"
+	case ip.IsUnspecified():
+		return "an unspecified address"
+	case ip.IsLoopback():
+		return "a loopback address"
+	case ip.IsPrivate():
+		return "a private address"
+	case ip.IsLinkLocalUnicast():
+		return "a link-local address"
+	case ip.IsMulticast():
+		return "a multicast address"
+	}
+	for _, r := range refusedPrefixes {
+		if r.prefix.Contains(ip) {
+			return r.why
+		}
+	}
+	b := ip.As16()
+	switch {
+	case nat64Prefix.Contains(ip):
+		if why := refusedAddress(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
+			return "a NAT64 address of " + why
+		}
+	case sixToFour.Contains(ip):
+		if why := refusedAddress(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {
+			return "a 6to4 address of " + why
+		}
+	}
+	return ""
+}
