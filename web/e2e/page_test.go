@@ -8,7 +8,7 @@ import (
 
 func TestPageLoadsAndWorkerControlsIt(t *testing.T) {
 	srv := newServer(t)
-	_, p := openApp(t, srv, "")
+	_, p, _ := openApp(t, srv, "")
 	p.WaitFor(`document.querySelector('main h1') !== null`)
 	var got struct {
 		Title      string `json:"title"`

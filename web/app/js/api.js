@@ -109,6 +109,11 @@ export class Client {
     return this.call('DELETE', 'push-subscription', { query: { endpoint } });
   }
 
+  /** POST /test-push: amsg's own; one notification to every device of the user. */
+  testPush() {
+    return this.call('POST', 'test-push');
+  }
+
   scheduleMessage(task) {
     return this.call('POST', 'schedule-message', { body: task });
   }

@@ -73,6 +73,8 @@ export function remove(conversation) {
 
 /** The item a push becomes in a thread, or null for pushes a chat does not show. */
 export function itemOf(payload) {
+  // A test notification (POST /test-push) checks the device, it is no conversation.
+  if (payload.messageSubtype === 'test') return null;
   const base = { id: payload.messageId || `local-${crypto.randomUUID()}`, at: Date.parse(payload.timestamp) || Date.now() };
   switch (payload.messageKind) {
     case 'content':

@@ -87,6 +87,7 @@ export function render(app) {
       });
       state.register = 'done';
       show();
+      finished = true;
       done();
     } catch (err) {
       for (const key of Object.keys(state)) if (state[key] === 'active') state[key] = 'failed';
@@ -122,7 +123,20 @@ export function render(app) {
         h('a.button', { href: '#/schedule/new' }, icon('clock'), 'Schedule a message')));
   }
 
-  if (device.permission() === 'granted' && settings.device()) done();
-  else intro();
-  return { el: view, title: 'Notifications', focus: heading };
+  // The start-up registration may finish while this view is open.
+  let finished = false;
+  const onSettings = () => {
+    if (!finished && device.permission() === 'granted' && settings.device() && !card.querySelector('.steps')) {
+      finished = true;
+      done();
+    }
+  };
+  addEventListener('amsg:settings', onSettings);
+  if (device.permission() === 'granted' && settings.device()) {
+    finished = true;
+    done();
+  } else {
+    intro();
+  }
+  return { el: view, title: 'Notifications', focus: heading, destroy: () => removeEventListener('amsg:settings', onSettings) };
 }

@@ -104,8 +104,8 @@ export function render(app) {
       test.disabled = true;
       try {
         await app.ready();
-        await app.client.scheduleMessage({ contactName: settings.llm().contactName, messageType: 'fixed', immediate: true, userMessage: 'This is a test notification from amsg.' });
-        toast('Test notification on its way.');
+        const { data } = await app.client.testPush();
+        toast(data.delivered > 0 ? 'Test notification sent.' : 'No device accepted the test notification.', { error: data.delivered === 0 });
       } catch (err) {
         toast(describeError(err), { error: true });
       } finally {
