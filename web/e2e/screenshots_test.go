@@ -65,7 +65,8 @@ func screenshotDir(t *testing.T) string {
 // person to look at, and fails on any console error along the way.
 func TestScreenshots(t *testing.T) {
 	srv := newServer(t)
-	b, p, _ := openApp(t, srv, "")
+	b := browsertest.New(t, browsertest.Config{})
+	p, _ := openPage(t, b, srv, "")
 	conv, err := json.Marshal([]any{demoConversation(time.Now())})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +77,7 @@ func TestScreenshots(t *testing.T) {
 
 	views := []struct{ name, hash, ready string }{
 		{"onboarding", "#/welcome", `document.querySelector('#enable')`},
+		{"onboarding-done", "#/welcome", `document.querySelector('.onboarding .device-count')`},
 		{"chat-empty", "#/chat/new", `document.querySelector('.thread-empty')`},
 		{"chat", "#/chat/sess_demo", `document.querySelector('.tool-card')`},
 		{"chat-list", "#/chat", `document.querySelector('.conversation')`},
@@ -84,11 +86,19 @@ func TestScreenshots(t *testing.T) {
 		{"settings", "#/settings", `document.querySelector('.device-count, .devices .error-text')`},
 	}
 	for _, v := range views {
+		if v.name == "onboarding-done" {
+			onboard(t, b, p, srv.URL)
+		}
 		if v.name == "chat" {
 			seed(t, p, srv.URL, v.hash, map[string]string{"amsg.conversations.v1": string(conv)})
 		}
 		p.Navigate(srv.URL + "/" + v.hash)
 		p.WaitFor(v.ready)
+		var leaked string
+		p.Eval(`(document.querySelector('main').innerText.match(/\b(null|undefined|NaN|\[object Object\])\b/) || [''])[0]`, &leaked)
+		if leaked != "" {
+			t.Errorf("%s shows %q", v.name, leaked)
+		}
 		for _, scheme := range []string{"light", "dark"} {
 			p.EmulateColorScheme(scheme)
 			for _, vp := range []struct {

@@ -76,14 +76,15 @@ export function render(app, params) {
       banners.push(h('div.notice', { role: 'note' }, icon('bell'),
         h('p', 'Notifications are off on this device, so replies only show while this page is open. ', h('a', { href: '#/welcome' }, 'Turn them on'))));
     }
-    threadPane.replaceChildren(
+    threadPane.replaceChildren(...[
       h('div.pane-header.thread-header',
         h('a.button.icon-only.back', { href: '#/chat', 'aria-label': 'All conversations' }, icon('back')),
         h('span.avatar', { 'aria-hidden': 'true' }, initial(conversation ? conversation.contactName : llm.contactName)),
         h('div', h('h2', title), h('p.muted.small', conversation ? `Started ${relativeTime(conversation.createdAt)}` : 'Replies also arrive as notifications'))),
       banners.length ? h('div.banners', banners) : null,
       log,
-      form);
+      form,
+    ].filter(Boolean));
     elements.clear();
     log.replaceChildren();
     if (!conversation || conversation.items.length === 0) {
@@ -140,7 +141,7 @@ export function render(app, params) {
     const busy = engine.busy(conversation);
     if (busy) log.append(typing);
     else typing.remove();
-    sendButton.replaceChildren(busy ? icon('alert', { size: 18 }) : icon('send', { size: 18 }), busy ? 'Stop' : 'Send');
+    sendButton.replaceChildren(busy ? icon('stop', { size: 18 }) : icon('send', { size: 18 }), busy ? 'Stop' : 'Send');
     sendButton.classList.toggle('stop', busy);
     sendButton.disabled = !busy && !settings.llmReady();
     input.disabled = busy;

@@ -61,7 +61,7 @@ export function deviceList(app, { onChange = () => {}, headingLevel = 2 } = {}) 
     }
     const summary = count === 0 ? 'No device receives notifications yet.'
       : count === 1 ? 'One device receives your notifications.' : `${count} devices receive your notifications.`;
-    body.replaceChildren(h('p.device-count', summary), rows.length ? h('ul.device-list', rows) : null);
+    body.replaceChildren(...[h('p.device-count', summary), rows.length ? h('ul.device-list', rows) : null].filter(Boolean));
   }
 
   async function remove(event) {
