@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,6 +93,12 @@ func TestOnboardingRegistersThisDevice(t *testing.T) {
 	if sum, _ := srv.Store.SubscriptionSummary(t.Context(), id); sum.Exists {
 		t.Errorf("after removing this device the server still has %+v", sum)
 	}
+	// A removed device stays removed on the next start.
+	p.Navigate(srv.URL + "/?removed#/settings")
+	p.WaitFor(`document.querySelector('.device-count') && document.getElementById('device-status').textContent === 'Notifications off'`)
+	if sum, _ := srv.Store.SubscriptionSummary(t.Context(), id); sum.Exists {
+		t.Errorf("the next start registered the removed device again: %+v", sum)
+	}
 }
 
 func TestOnboardingRetriesTheZombieEndpoint(t *testing.T) {
@@ -139,7 +146,7 @@ func TestOnboardingRetriesTheZombieEndpoint(t *testing.T) {
 			p.Eval(`({ok: Boolean(document.querySelector('.onboarding .notice.ok')),
 				text: document.querySelector('.onboarding .notice').textContent,
 				waits: window.__waits, unsubscribed: window.__unsubscribed})`, &got)
-			if got.OK != tt.wantOK || !equalInts(got.Waits, tt.wantWait) || got.Unsubscribed != min(tt.zombies, 3) {
+			if got.OK != tt.wantOK || !slices.Equal(got.Waits, tt.wantWait) || got.Unsubscribed != min(tt.zombies, 3) {
 				t.Fatalf("got %+v; want ok=%v, waits %v, %d unsubscribes", got, tt.wantOK, tt.wantWait, min(tt.zombies, 3))
 			}
 			sum, err := srv.Store.SubscriptionSummary(t.Context(), userID(t, p))
@@ -159,18 +166,6 @@ func TestOnboardingRetriesTheZombieEndpoint(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestPushReachesTheNotificationEndToEnd: the test push the settings page

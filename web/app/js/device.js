@@ -61,11 +61,25 @@ function sameKey(subscription, vapidPublicKey) {
   return have.length === want.length && have.every((b, i) => b === want[i]);
 }
 
+// Registering and removing run one after another, so a removal the user
+// asks for is never undone by a registration already under way.
+let queue = Promise.resolve();
+
+function exclusive(fn) {
+  const run = queue.then(fn, fn);
+  queue = run.catch(() => {});
+  return run;
+}
+
 /**
  * Makes sure this device is subscribed and registered with the server.
  * client must be initialised (user key). Resolves the subscription JSON.
  */
-export async function register(client, { onStep = () => {} } = {}) {
+export function register(client, options) {
+  return exclusive(() => registerNow(client, options));
+}
+
+async function registerNow(client, { onStep = () => {} } = {}) {
   onStep('worker');
   const registration = await worker.register().then(() => worker.ready());
   onStep('key');
@@ -95,7 +109,11 @@ export async function register(client, { onStep = () => {} } = {}) {
 }
 
 /** Removes this device from the server and unsubscribes the browser. */
-export async function unregister(client) {
+export function unregister(client) {
+  return exclusive(() => unregisterNow(client));
+}
+
+async function unregisterNow(client) {
   const stored = settings.device();
   const registration = worker.supported ? await navigator.serviceWorker.getRegistration('/') : null;
   const subscription = registration ? await registration.pushManager.getSubscription() : null;

@@ -156,15 +156,16 @@ function onNotificationClick(url, data) {
 // --- start-up -----------------------------------------------------------------------
 
 /**
- * Fetches the user key and, when notifications are allowed, registers this
- * device again: the reference's advice for every start (it is idempotent and
- * repairs a subscription the server dropped).
+ * Fetches the user key and registers this device again if it was
+ * registered: the reference's advice for every start (it is idempotent and
+ * repairs a subscription the server dropped). A device the user removed
+ * stays removed until the onboarding is done again.
  */
 async function start() {
   serverProblem = null;
   try {
     await app.ready();
-    if (device.permission() === 'granted' && device.support() === 'ok') await device.register(app.client);
+    if (settings.device() && device.permission() === 'granted' && device.support() === 'ok') await device.register(app.client);
   } catch (err) {
     if (err instanceof ApiError && (err.code === 'NETWORK' || err.code === 'INVALID_CLIENT_TOKEN' || err.status >= 500)) {
       serverProblem = err.code === 'NETWORK' ? 'Offline' : err.code === 'INVALID_CLIENT_TOKEN' ? 'Token needed' : 'Server error';

@@ -35,6 +35,17 @@ function append(el, children) {
   }
 }
 
+let fieldSeq = 0;
+
+/** A labelled form field: label, control (given an id) and an optional hint it is described by. */
+export function field(label, control, { hint } = {}) {
+  const id = control.id || `field-${++fieldSeq}`;
+  control.id = id;
+  const hintEl = hint ? h('p.hint', { id: `${id}-hint` }, hint) : null;
+  if (hintEl) control.setAttribute('aria-describedby', hintEl.id);
+  return h('div.field', h('label', { for: id }, label), control, hintEl);
+}
+
 const SVG = 'http://www.w3.org/2000/svg';
 
 // 24×24 stroke icons.

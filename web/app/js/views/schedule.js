@@ -3,7 +3,7 @@
 // a cron expression or not).
 
 import * as settings from '../settings.js';
-import { describeError, emptyState, errorDetail, formatDateTime, h, icon, relativeTime, toast } from '../ui.js';
+import { describeError, emptyState, errorDetail, field, formatDateTime, h, icon, relativeTime, toast } from '../ui.js';
 import { epochToWall, localZone, validZone, wallToEpoch, zones } from '../zones.js';
 
 const TYPES = {
@@ -127,15 +127,6 @@ function lastErrorText(e) {
 }
 
 // --- form ----------------------------------------------------------------------
-
-let fieldSeq = 0;
-
-function field(label, control, { hint, id = `f${++fieldSeq}` } = {}) {
-  control.id = id;
-  const hintEl = hint ? h('p.hint', { id: `${id}-hint` }, hint) : null;
-  if (hintEl) control.setAttribute('aria-describedby', hintEl.id);
-  return h('div.field', h('label', { for: id }, label), control, hintEl);
-}
 
 export function renderForm(app, params) {
   const editing = params[0] ? decodeURIComponent(params[0]) : null;

@@ -3,18 +3,8 @@
 
 import * as device from '../device.js';
 import * as settings from '../settings.js';
-import { copyText, describeError, h, icon, toast } from '../ui.js';
+import { copyText, describeError, field, h, icon, toast } from '../ui.js';
 import { deviceList } from './devices.js';
-
-let seq = 0;
-
-function field(label, control, hint) {
-  const id = `s${++seq}`;
-  control.id = id;
-  const hintEl = hint ? h('p.hint', { id: `${id}-hint` }, hint) : null;
-  if (hintEl) control.setAttribute('aria-describedby', hintEl.id);
-  return h('div.field', h('label', { for: id }, label), control, hintEl);
-}
 
 function card(id, title, description, ...children) {
   return h('section.card', { 'aria-labelledby': id }, h(`h2#${id}`, title), description ? h('p.muted', description) : null, ...children);
@@ -48,11 +38,11 @@ export function render(app) {
       setTimeout(() => { modelStatus.textContent = ''; }, 3000);
     },
   },
-  field('API URL', apiUrl, 'An OpenAI-compatible chat completions endpoint, or its base URL.'),
+  field('API URL', apiUrl, { hint: 'An OpenAI-compatible chat completions endpoint, or its base URL.' }),
   h('div.field', h('label', { for: 'api-key' }, 'API key'), h('div.input-row', Object.assign(apiKey, { id: 'api-key' }), showKey)),
   field('Model', model),
-  field('Assistant name', contactName, 'Shown on replies and notifications.'),
-  field('Instructions (optional)', systemPrompt, 'Sent as the system message of every chat.'),
+  field('Assistant name', contactName, { hint: 'Shown on replies and notifications.' }),
+  field('Instructions (optional)', systemPrompt, { hint: 'Sent as the system message of every chat.' }),
   h('div.actions', h('button.button.primary', { type: 'submit' }, 'Save model'), modelStatus));
 
   // Server.
@@ -65,7 +55,7 @@ export function render(app) {
       tokenStatus.textContent = 'Saved';
       list.refresh();
     },
-  }, field('Access token', token, 'Only if your server sets AMSG_CLIENT_TOKEN. Sent as X-Client-Token.'),
+  }, field('Access token', token, { hint: 'Only if your server sets AMSG_CLIENT_TOKEN. Sent as X-Client-Token.' }),
   h('div.actions', h('button.button.primary', { type: 'submit' }, 'Save token'), tokenStatus));
 
   // Identity.
@@ -94,7 +84,7 @@ export function render(app) {
             toast(describeError(err), { error: true });
           }
         },
-      }, field('Id from the other device', other, 'This device is registered again under that id; this browser’s conversations stay here.'),
+      }, field('Id from the other device', other, { hint: 'This device is registered again under that id; this browser’s conversations stay here.' }),
       h('div.actions', h('button.button', { type: 'submit' }, 'Use this id')))));
 
   const list = deviceList(app, { onChange: () => app.deviceChanged() });
