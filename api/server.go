@@ -168,6 +168,7 @@ func (s *Server) mux() http.Handler {
 	}
 	if s.deps.ServiceWorker != nil {
 		r.Method(http.MethodGet, "/sw.js", s.deps.ServiceWorker)
+		r.Method(http.MethodHead, "/sw.js", s.deps.ServiceWorker)
 	}
 	r.NotFound(s.fallback)
 	r.MethodNotAllowed(s.fallback)

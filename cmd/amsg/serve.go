@@ -20,6 +20,7 @@ import (
 	"amsg/scheduler"
 	"amsg/store"
 	"amsg/sw"
+	"amsg/web"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -122,6 +123,13 @@ func (s *server) build() error {
 	if err := s.newScheduler(dispatcher); err != nil {
 		return err
 	}
+	// The worker's version hashes the page's files, so a build with a new
+	// page is a byte-different worker: browsers update it and it re-caches
+	// the offline shell.
+	assets, err := sw.AssetVersion(web.FS())
+	if err != nil {
+		return err
+	}
 	handler, err := api.New(api.Config{
 		ServerVersion:         buildVersion(),
 		ClientToken:           s.cfg.ClientToken,
@@ -134,7 +142,8 @@ func (s *server) build() error {
 		Dispatcher:    dispatcher,
 		Scheduler:     s.scheduler,
 		Metrics:       reg,
-		ServiceWorker: sw.Handler(buildVersion()),
+		ServiceWorker: sw.Handler(buildVersion() + "-" + assets),
+		Web:           web.Handler(),
 	})
 	if err != nil {
 		return err
