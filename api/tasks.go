@@ -223,12 +223,12 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		req.subscription = f["pushSubscription"]
 	}
 	rec, _ := f.str("recurrenceType")
-	if f.truthy("recurrenceType") && !scheduler.RecurrenceType(rec).Valid() {
+	if f.truthy("recurrenceType") && !push.Recurrence(rec).Valid() {
 		return req, invalidParameters(msgInvalidParameters, "recurrenceType")
 	}
-	p.RecurrenceType = scheduler.RecurrenceType(rec)
+	p.RecurrenceType = push.Recurrence(rec)
 	if rec == "" {
-		p.RecurrenceType = scheduler.RecurrenceNone
+		p.RecurrenceType = push.RecurrenceNone
 	}
 	if f.given("tzId") {
 		tz, ok := f.str("tzId")
@@ -241,7 +241,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		return req, err
 	}
 	p.CronExpr, _ = f.str("cronExpr")
-	if p.RecurrenceType == scheduler.RecurrenceCron && p.CronExpr == "" {
+	if p.RecurrenceType == push.RecurrenceCron && p.CronExpr == "" {
 		return req, invalidParameters(msgCronRequired, "cronExpr")
 	}
 	if f.given("maxTokens") {
@@ -281,7 +281,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		return req, err
 	}
 	if p.MessageType == push.TypeInstant {
-		if f.truthy("recurrenceType") && p.RecurrenceType != scheduler.RecurrenceNone {
+		if f.truthy("recurrenceType") && p.RecurrenceType != push.RecurrenceNone {
 			return req, invalidParameters("instant 类型的 recurrenceType 必须为 none", `recurrenceType (must be "none" for instant type)`)
 		}
 		aiConfig := hasPrompt && f.truthy("apiUrl") && f.truthy("apiKey") && f.truthy("primaryModel")
@@ -379,7 +379,7 @@ func checkCronExpr(f fields, base *Error) error {
 	if _, err := scheduler.ParseCron(expr); !ok || err != nil {
 		return withMessage(base, msgCronInvalid, "cronExpr")
 	}
-	if rec, _ := f.str("recurrenceType"); f.truthy("recurrenceType") && scheduler.RecurrenceType(rec) != scheduler.RecurrenceCron {
+	if rec, _ := f.str("recurrenceType"); f.truthy("recurrenceType") && push.Recurrence(rec) != push.RecurrenceCron {
 		return withMessage(base, msgCronNotCron, "cronExpr")
 	}
 	return nil

@@ -97,7 +97,7 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 			return time.Time{}, bad("contactName 必须是非空字符串", "contactName")
 		}
 	}
-	if rec, _ := f.str("recurrenceType"); f.truthy("recurrenceType") && !scheduler.RecurrenceType(rec).Valid() {
+	if rec, _ := f.str("recurrenceType"); f.truthy("recurrenceType") && !push.Recurrence(rec).Valid() {
 		return time.Time{}, bad("更新数据格式错误", "recurrenceType")
 	}
 	if f.given("tzId") {
@@ -203,7 +203,7 @@ func mergeUpdate(p *scheduler.Payload, f *updateFields) error {
 	}
 	if f.truthy("recurrenceType") {
 		rec, _ := f.str("recurrenceType")
-		p.RecurrenceType = scheduler.RecurrenceType(rec)
+		p.RecurrenceType = push.Recurrence(rec)
 	}
 	if f.truthy("metadata") {
 		p.Metadata = f.fields["metadata"]
@@ -212,7 +212,7 @@ func mergeUpdate(p *scheduler.Payload, f *updateFields) error {
 		p.CronExpr, _ = f.str("cronExpr")
 	}
 	switch {
-	case p.RecurrenceType != scheduler.RecurrenceCron:
+	case p.RecurrenceType != push.RecurrenceCron:
 		p.CronExpr = ""
 	case p.CronExpr == "":
 		return withMessage(errInvalidUpdateData, msgCronRequired, "cronExpr")

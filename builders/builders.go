@@ -202,7 +202,7 @@ func tail(v *validator, a *Common, c *push.Common) {
 	}
 	c.MessageSubtype = push.Some(subtype)
 	if r, ok := a.RecurrenceType.Get(); ok {
-		v.check(r.Valid(), "recurrenceType", RuleEnum, "must be none, daily or weekly, not %q", r)
+		v.check(r.Valid(), "recurrenceType", RuleEnum, "must be none, daily, weekly or cron, not %q", r)
 	}
 	c.TaskIdentity = a.TaskIdentity
 	if a.Metadata != nil {

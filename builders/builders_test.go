@@ -122,6 +122,8 @@ func TestRules(t *testing.T) {
 		{"task identity carried", common(func(c *builders.Common) {
 			c.TaskID, c.RecurrenceType, c.OccurrenceMs = push.Some(push.StringTaskID("t")), push.Some(push.RecurrenceNone), push.Some(int64(5))
 		}), "", "", `"taskId":"t","recurrenceType":"none","occurrenceMs":5`},
+		{"cron recurrence (amsg's extension)", common(func(c *builders.Common) { c.RecurrenceType = push.Some(push.RecurrenceCron) }),
+			"", "", `"recurrenceType":"cron"`},
 
 		// messageIndex and totalMessages: both or neither, 1 ≤ index ≤ total.
 		{"index without total", []build{content(func(a *builders.ContentArgs) { a.MessageIndex = 1 })}, "totalMessages", builders.RuleTogether, ""},

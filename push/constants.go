@@ -72,11 +72,18 @@ const (
 	RecurrenceNone   Recurrence = "none"
 	RecurrenceDaily  Recurrence = "daily"
 	RecurrenceWeekly Recurrence = "weekly"
+	// RecurrenceCron repeats on a five-field cron expression (cronExpr), read
+	// in the task's zone. It is amsg's extension of the standard.
+	RecurrenceCron Recurrence = "cron"
 )
 
-// Valid reports whether r is one of the three recurrences.
+// Valid reports whether r is one of the four recurrences.
 func (r Recurrence) Valid() bool {
-	return r == RecurrenceNone || r == RecurrenceDaily || r == RecurrenceWeekly
+	switch r {
+	case RecurrenceNone, RecurrenceDaily, RecurrenceWeekly, RecurrenceCron:
+		return true
+	}
+	return false
 }
 
 // DefaultSubtype is the business axis (messageSubtype) producers fill in when

@@ -27,7 +27,7 @@ func TestMessageTypePairsWithSource(t *testing.T) {
 	if !push.SourceInstant.Valid() || !push.SourceScheduled.Valid() || push.Source("cron").Valid() {
 		t.Error("Source.Valid")
 	}
-	if !push.RecurrenceWeekly.Valid() || push.Recurrence("monthly").Valid() || push.Recurrence("").Valid() {
+	if !push.RecurrenceWeekly.Valid() || !push.RecurrenceCron.Valid() || push.Recurrence("monthly").Valid() || push.Recurrence("").Valid() {
 		t.Error("Recurrence.Valid")
 	}
 }

@@ -195,23 +195,16 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		MessageSubtype: p.MessageSubtype,
 		Metadata:       p.Metadata,
 		TaskIdentity: push.TaskIdentity{
-			TaskID:       push.Some(push.NumericTaskID(task.ID)),
-			TaskUUID:     push.Some(task.UUID),
-			OccurrenceMs: push.Some(occurrence.UnixMilli()),
+			TaskID:         push.Some(push.NumericTaskID(task.ID)),
+			TaskUUID:       push.Some(task.UUID),
+			RecurrenceType: push.Some(rec.Type),
+			OccurrenceMs:   push.Some(occurrence.UnixMilli()),
 		},
-	}
-	if rec.Type != RecurrenceCron {
-		common.RecurrenceType = push.Some(push.Recurrence(rec.Type))
 	}
 	b := builders.Builder{Now: s.now}
 	title := "来自 " + p.ContactName
 	var burst []outgoing
 	add := func(pu push.Push) error {
-		if rec.Type == RecurrenceCron {
-			// The builders check recurrenceType against the standard's
-			// three; cron is amsg's own.
-			pu.CommonFields().RecurrenceType = push.Some(push.Recurrence(RecurrenceCron))
-		}
 		m, err := store.NewOutboxMessage(pu)
 		if err != nil {
 			return err

@@ -20,7 +20,7 @@ type Payload struct {
 	UserMessage    *string          `json:"userMessage"`
 	// FirstSendTime is the effective first send time in the wire format.
 	FirstSendTime  string          `json:"firstSendTime"`
-	RecurrenceType RecurrenceType  `json:"recurrenceType"`
+	RecurrenceType push.Recurrence `json:"recurrenceType"`
 	CronExpr       string          `json:"cronExpr,omitempty"`
 	TzID           *string         `json:"tzId"`
 	APIURL         *string         `json:"apiUrl"`

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"amsg/push"
+
 	_ "embed"
 	"errors"
 	"fmt"
@@ -11,29 +13,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 )
-
-// RecurrenceType is how a task repeats: the standard's none, daily and
-// weekly, and amsg's cron.
-type RecurrenceType string
-
-// Recurrence types.
-const (
-	RecurrenceNone   RecurrenceType = "none"
-	RecurrenceDaily  RecurrenceType = "daily"
-	RecurrenceWeekly RecurrenceType = "weekly"
-	// RecurrenceCron repeats on a five-field cron expression (cronExpr),
-	// read in the task's zone. It is amsg's extension of the standard.
-	RecurrenceCron RecurrenceType = "cron"
-)
-
-// Valid reports whether r is one of the four types.
-func (r RecurrenceType) Valid() bool {
-	switch r {
-	case RecurrenceNone, RecurrenceDaily, RecurrenceWeekly, RecurrenceCron:
-		return true
-	}
-	return false
-}
 
 // Errors of ParseRecurrence.
 var (
@@ -94,7 +73,7 @@ func ParseCron(expr string) (cron.Schedule, error) {
 
 // Recurrence computes a task's occurrences.
 type Recurrence struct {
-	Type RecurrenceType
+	Type push.Recurrence
 	// Zone is where daily and weekly tasks keep their wall-clock time and
 	// where cron expressions are read; nil means UTC, and for daily and
 	// weekly plain 24-hour steps.
@@ -104,10 +83,10 @@ type Recurrence struct {
 
 // ParseRecurrence builds the recurrence of a task from its stored fields:
 // recurrenceType ("" is none), tzId ("" is none) and cronExpr.
-func ParseRecurrence(typ RecurrenceType, tzID, cronExpr string) (Recurrence, error) {
+func ParseRecurrence(typ push.Recurrence, tzID, cronExpr string) (Recurrence, error) {
 	r := Recurrence{Type: typ}
 	if r.Type == "" {
-		r.Type = RecurrenceNone
+		r.Type = push.RecurrenceNone
 	}
 	if !r.Type.Valid() {
 		return Recurrence{}, fmt.Errorf("unknown recurrenceType %q", typ)
@@ -119,7 +98,7 @@ func ParseRecurrence(typ RecurrenceType, tzID, cronExpr string) (Recurrence, err
 		}
 		r.Zone = loc
 	}
-	if r.Type == RecurrenceCron {
+	if r.Type == push.RecurrenceCron {
 		sched, err := ParseCron(cronExpr)
 		if err != nil {
 			return Recurrence{}, err
@@ -130,7 +109,7 @@ func ParseRecurrence(typ RecurrenceType, tzID, cronExpr string) (Recurrence, err
 }
 
 // Recurring reports whether the task has occurrences after this one.
-func (r Recurrence) Recurring() bool { return r.Type != RecurrenceNone }
+func (r Recurrence) Recurring() bool { return r.Type != push.RecurrenceNone }
 
 // maxCountedSkips bounds how many missed cron occurrences NextAfter counts;
 // the count only informs last_error.
@@ -142,11 +121,11 @@ const maxCountedSkips = 10_000
 // the nominal time, never from now, so a late or retried delivery does not
 // shift the schedule. It must not be called for a one-off task.
 func (r Recurrence) NextAfter(nominal, now time.Time) (time.Time, int) {
-	if r.Type == RecurrenceCron {
+	if r.Type == push.RecurrenceCron {
 		return r.nextCron(nominal, now)
 	}
 	days := 1
-	if r.Type == RecurrenceWeekly {
+	if r.Type == push.RecurrenceWeekly {
 		days = 7
 	}
 	period := time.Duration(days) * 24 * time.Hour

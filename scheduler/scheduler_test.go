@@ -116,7 +116,7 @@ func (h *harness) insert(userID string, p Payload, next time.Time) store.Task {
 		p.MessageSubtype = "chat"
 	}
 	if p.RecurrenceType == "" {
-		p.RecurrenceType = RecurrenceNone
+		p.RecurrenceType = push.RecurrenceNone
 	}
 	p.FirstSendTime = push.FormatTimestamp(next)
 	raw, err := p.Encode()
@@ -293,7 +293,7 @@ func TestRecurringTaskAdvancesOnItsWallClockAndClearsLastError(t *testing.T) {
 	sub := h.subscribe(alice)
 	nominal := time.Date(2026, 3, 7, 13, 0, 0, 0, time.UTC) // 08:00 in New York, the day before DST
 	h.clk.Set(nominal)
-	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("早"), RecurrenceType: RecurrenceDaily,
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("早"), RecurrenceType: push.RecurrenceDaily,
 		TzID: str("america/new_york")}, nominal)
 
 	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
@@ -329,7 +329,7 @@ func TestRetriesEndInFailureOrASkippedOccurrence(t *testing.T) {
 	h := newHarness(t, Config{})
 	sub := h.subscribe(alice)
 	oneOff := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("a")}, start)
-	weekly := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("b"), RecurrenceType: RecurrenceWeekly}, start)
+	weekly := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("b"), RecurrenceType: push.RecurrenceWeekly}, start)
 	h.push.Respond(sub, 8, pushtest.Response{Status: http.StatusServiceUnavailable, Body: "overloaded"})
 	waits := []time.Duration{2 * time.Minute, 4 * time.Minute, 6 * time.Minute}
 	for i, wait := range waits {
@@ -413,7 +413,7 @@ func TestStaleGuard(t *testing.T) {
 	h.subscribe(alice)
 	late := start.Add(-61 * time.Minute)
 	oneOff := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("a")}, late)
-	daily := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("b"), RecurrenceType: RecurrenceDaily,
+	daily := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("b"), RecurrenceType: push.RecurrenceDaily,
 		TzID: str("UTC")}, late.Add(-3*24*time.Hour))
 	onTime := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("c")}, start.Add(-60*time.Minute))
 	sum := h.tick()
@@ -588,7 +588,7 @@ func TestConcurrencyBoundHoldsTheClaims(t *testing.T) {
 func TestCronTaskPushesCarryCronAndFireOnConsecutiveMinutes(t *testing.T) {
 	h := newHarness(t, Config{})
 	h.subscribe(alice)
-	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("tick"), RecurrenceType: RecurrenceCron,
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("tick"), RecurrenceType: push.RecurrenceCron,
 		CronExpr: "*/1 * * * *"}, start)
 	for minute := range 3 {
 		h.clk.Set(start.Add(time.Duration(minute)*time.Minute + 300*time.Millisecond))
@@ -615,7 +615,7 @@ func TestDeliverInstant(t *testing.T) {
 	sub := h.subscribe(alice)
 	insertLeased := func(p Payload) store.Task {
 		t.Helper()
-		p.ContactName, p.MessageSubtype, p.RecurrenceType = "Rei", "chat", RecurrenceNone
+		p.ContactName, p.MessageSubtype, p.RecurrenceType = "Rei", "chat", push.RecurrenceNone
 		raw, _ := p.Encode()
 		uuidCounter++
 		task, _, err := h.st.InsertTask(t.Context(), store.NewTask{UserID: alice, UUID: fmt.Sprintf("10000000-0000-4000-8000-%012d", uuidCounter),
