@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -50,8 +51,7 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 	if err := json.Unmarshal(payload, &body); err != nil {
 		return errInvalidSubscription
 	}
-	var sub push.Subscription
-	if !isJSONObject(body.Subscription) || json.Unmarshal(body.Subscription, &sub) != nil || strings.TrimSpace(sub.Endpoint) == "" {
+	if !validSubscriptionShape(body.Subscription) {
 		return errInvalidSubscription.withDetails(map[string]any{"reason": "subscription must be an object with a string endpoint"})
 	}
 	var updatedAt time.Time
@@ -62,7 +62,7 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 		}
 		updatedAt = time.UnixMilli(ms)
 	}
-	if err := s.endpoints.CheckSubscription(r.Context(), sub); err != nil {
+	if err := s.checkSubscription(r.Context(), body.Subscription); err != nil {
 		var invalid *webpush.InvalidSubscriptionError
 		if errors.As(err, &invalid) {
 			return newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅无效："+invalid.Error()).
@@ -181,6 +181,25 @@ func (s *Server) handleTestPush(w http.ResponseWriter, r *http.Request) error {
 		Devices   []deviceResult `json:"devices"`
 	}{p.MessageID, res.Delivered(), devices})
 	return nil
+}
+
+// validSubscriptionShape is the standard's check of a subscription: an
+// object with a non-blank string endpoint.
+func validSubscriptionShape(raw json.RawMessage) bool {
+	var sub push.Subscription
+	return isJSONObject(raw) && json.Unmarshal(raw, &sub) == nil && strings.TrimSpace(sub.Endpoint) != ""
+}
+
+// checkSubscription is amsg's stricter check of a subscription that has the
+// standard's shape: an https endpoint on a public host (unless private
+// endpoints are allowed) and usable keys. A refusal is a
+// *webpush.InvalidSubscriptionError.
+func (s *Server) checkSubscription(ctx context.Context, raw json.RawMessage) error {
+	var sub push.Subscription
+	if err := json.Unmarshal(raw, &sub); err != nil {
+		return err
+	}
+	return s.endpoints.CheckSubscription(ctx, sub)
 }
 
 // errSubscriptionMissing is the standard's answer when a user has no device

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"amsg/builders"
@@ -214,9 +213,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 	// Clients of the older generation send their subscription with every
 	// task; amsg keeps it as one of the user's devices instead of refusing.
 	if f.given("pushSubscription") {
-		var sub push.Subscription
-		if !isJSONObject(f["pushSubscription"]) || json.Unmarshal(f["pushSubscription"], &sub) != nil ||
-			strings.TrimSpace(sub.Endpoint) == "" || s.endpoints.CheckSubscription(ctx, sub) != nil {
+		if raw := f["pushSubscription"]; !validSubscriptionShape(raw) || s.checkSubscription(ctx, raw) != nil {
 			return req, newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅格式无效").
 				withDetails(map[string]any{"invalidFields": []string{"pushSubscription"}})
 		}
