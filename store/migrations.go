@@ -14,6 +14,7 @@ var migrations = []func(*sql.Tx) error{
 	schema(secretsSchema),       // secrets.go
 	schema(subscriptionsSchema), // subscriptions.go
 	schema(deliveryLogSchema),   // deliverylog.go
+	schema(transcriptsSchema),   // transcripts.go
 }
 
 // schema is a migration step that runs a fixed block of SQL statements.
