@@ -58,6 +58,8 @@ type Deps struct {
 	Web http.Handler
 	// ServiceWorker serves /sw.js; nil serves none.
 	ServiceWorker http.Handler
+	// Instant serves /instant, /continue and /sessions; nil serves none.
+	Instant *Instant
 }
 
 // handlerFunc is an endpoint: it writes a success response or returns an
@@ -130,6 +132,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.metaFeature(),
 		s.userKeyFeature(),
 		s.subscriptionFeature(),
+		s.instantFeature(),
 	} {
 		s.features = append(s.features, f.capabilities...)
 		s.routes = append(s.routes, f.routes...)

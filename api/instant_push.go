@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"amsg/push"
+	"amsg/push/webpush"
+)
+
+// deliveryError is a push that reached none of its recipients.
+type deliveryError struct {
+	status int // the last status a push service answered; 0 if none did
+	err    error
+}
+
+func (e *deliveryError) Error() string { return "Web Push delivery failed: " + e.err.Error() }
+func (e *deliveryError) Unwrap() error { return e.err }
+
+// deliverPush sends p to the user's devices and to the request's
+// subscription at once, as an instant push (TTL 60 s, urgency high), and
+// fails only when no recipient took it. Attempts to the request's
+// subscription go to the delivery log like the devices' do.
+func (s *Server) deliverPush(ctx context.Context, to recipients, p push.Push) error {
+	payload, err := push.Encode(p)
+	if err != nil {
+		return err
+	}
+	msg := webpush.Message{ID: p.CommonFields().MessageID, Kind: p.Kind(), Payload: payload, Source: push.SourceInstant}
+	var (
+		wg       sync.WaitGroup
+		devices  webpush.Result
+		devErr   error
+		single   webpush.Delivery
+		sendErr  error
+		delivery = s.deps.Dispatcher
+	)
+	if to.userID != "" {
+		wg.Go(func() { devices, devErr = delivery.Dispatch(ctx, to.userID, msg) })
+	}
+	if to.sub != nil {
+		wg.Go(func() { single, sendErr = delivery.Sender.Send(ctx, *to.sub, msg) })
+	}
+	wg.Wait()
+	if len(single.Attempts) > 0 {
+		for i := range single.Attempts {
+			single.Attempts[i].UserID = to.userID
+		}
+		if err := s.deps.Store.RecordAttempts(context.WithoutCancel(ctx), single.Attempts); err != nil {
+			s.log.ErrorContext(ctx, "could not record push attempts", "messageId", msg.ID, "err", err)
+		}
+	}
+
+	delivered := devices.Delivered()
+	results := append([]webpush.Delivery(nil), single)
+	for _, d := range devices.Devices {
+		results = append(results, d.Delivery)
+	}
+	if single.Outcome == push.OutcomeDelivered {
+		delivered++
+	}
+	if delivered > 0 {
+		return nil
+	}
+	for _, err := range []error{sendErr, devErr} {
+		if err != nil && !errors.Is(err, webpush.ErrNoDevices) {
+			return &deliveryError{err: err}
+		}
+	}
+	for _, d := range results {
+		if d.Status != 0 {
+			return &deliveryError{status: d.Status, err: fmt.Errorf("%d %s", d.Status, http.StatusText(d.Status))}
+		}
+	}
+	for _, d := range results {
+		if d.Err != nil {
+			return &deliveryError{err: d.Err}
+		}
+	}
+	return &deliveryError{err: webpush.ErrNoDevices}
+}
+
+// pushQueue delivers one request's pushes in order on a goroutine of its
+// own: the SSE transport's backups, and its only delivery once the client
+// has gone.
+type pushQueue struct {
+	mu     sync.Mutex
+	items  []push.Push
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+}
+
+func (s *Server) newPushQueue(ctx context.Context, to recipients) *pushQueue {
+	q := &pushQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go q.run(func(p push.Push) {
+		if err := s.deliverPush(ctx, to, p); err != nil {
+			s.log.WarnContext(ctx, "backup push failed", "messageId", p.CommonFields().MessageID, "err", err)
+		}
+	})
+	return q
+}
+
+func (q *pushQueue) run(send func(push.Push)) {
+	defer close(q.done)
+	for {
+		q.mu.Lock()
+		if len(q.items) == 0 {
+			closed := q.closed
+			q.mu.Unlock()
+			if closed {
+				return
+			}
+			<-q.wake
+			continue
+		}
+		p := q.items[0]
+		q.items = q.items[1:]
+		q.mu.Unlock()
+		send(p)
+	}
+}
+
+func (q *pushQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// add queues p behind the pushes already queued.
+func (q *pushQueue) add(p push.Push) {
+	q.mu.Lock()
+	q.items = append(q.items, p)
+	q.mu.Unlock()
+	q.signal()
+}
+
+// wait returns once every queued push has been attempted.
+func (q *pushQueue) wait() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.signal()
+	<-q.done
+}
