@@ -24,6 +24,7 @@ type config struct {
 	LogLevel              slog.Level
 	LogFormat             string
 	ShutdownTimeout       time.Duration
+	Instant               instantConfig // instant.go
 
 	// Environment only.
 	MasterKey       string
@@ -68,6 +69,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second,
 		"how long a graceful shutdown waits for open requests")
+	c.Instant.register(fs)
 	fs.Usage = func() {} // a parse error is reported in one line by the caller
 
 	if err := fs.Parse(args); err != nil {
@@ -117,7 +119,7 @@ func (c config) validate() error {
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
 	}
-	return nil
+	return c.Instant.validate()
 }
 
 func printServeUsage(fs *flag.FlagSet, w io.Writer) {

@@ -129,6 +129,7 @@ func (s *server) build() error {
 		Dispatcher:    dispatcher,
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(buildVersion()),
+		Instant:       s.instant(),
 	})
 	if err != nil {
 		return err
@@ -195,6 +196,7 @@ func (s *server) maintain(ctx context.Context) {
 		} else if n > 0 {
 			s.log.Info("pruned the delivery log", "rows", n)
 		}
+		s.pruneTranscripts(ctx)
 		select {
 		case <-ctx.Done():
 			return
