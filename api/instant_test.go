@@ -38,7 +38,7 @@ type instantFixture struct {
 	push  *pushtest.Server
 }
 
-func newInstantFixture(t *testing.T, cfg Config, agent loop.AgentConfig) *instantFixture {
+func newInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig) *instantFixture {
 	t.Helper()
 	st := storetest.New(t)
 	dispatcher, fake := newTestDispatcher(t, st)

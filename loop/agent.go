@@ -173,16 +173,13 @@ func (a *Agent) Start(ctx context.Context, s Start) (*Run, error) {
 	if jsonKind(input) != '[' {
 		input = promptMessages(s.Call.Prompt)
 	}
-	if _, err := a.transcripts.Append(ctx, s.Owner, s.SessionID, AnySeq, &settings, inputMessage(s.Iteration, input)); err != nil {
-		return nil, err
-	}
 	// The session may be reused: what earlier loops spent counts.
-	tr, err := a.transcripts.Load(ctx, s.Owner, s.SessionID)
+	head, err := a.transcripts.Append(ctx, s.Owner, s.SessionID, AnySeq, &settings, inputMessage(s.Iteration, input))
 	if err != nil {
 		return nil, err
 	}
 	return &Run{a: a, owner: s.Owner, sessionID: s.SessionID, iteration: s.Iteration, call: s.Call,
-		pres: s.Presentation, budget: budget, used: tr.Usage}, nil
+		pres: s.Presentation, budget: budget, used: head.Usage}, nil
 }
 
 // Resume claims the iteration the session waits for and returns the round

@@ -251,18 +251,18 @@ func (t *Transcripts) Load(ctx context.Context, owner Owner, sessionID string) (
 	return tr, nil
 }
 
-// Append adds msgs to the owner's session, creating it, and returns the new
-// last sequence number. after is the LastSeq the caller read (0 for a
+// Append adds msgs to the owner's session, creating it, and returns the
+// session's new last sequence number and total usage. after is the LastSeq the caller read (0 for a
 // session it found absent), and the append fails with ErrConcurrentAppend
 // when someone appended since; AnySeq appends regardless. settings, when
 // not nil, replace the session's. Messages without an ID or a Timestamp
 // get them, as do tool calls and results without an EntryID.
-func (t *Transcripts) Append(ctx context.Context, owner Owner, sessionID string, after int64, settings *Settings, msgs ...Message) (int64, error) {
+func (t *Transcripts) Append(ctx context.Context, owner Owner, sessionID string, after int64, settings *Settings, msgs ...Message) (store.TranscriptHead, error) {
 	a := store.TranscriptAppend{Owner: string(owner), SessionID: sessionID, After: after}
 	if settings != nil {
 		raw, err := marshalJSON(settings)
 		if err != nil {
-			return 0, err
+			return store.TranscriptHead{}, err
 		}
 		a.Settings = raw
 	}
@@ -285,16 +285,16 @@ func (t *Transcripts) Append(ctx context.Context, owner Owner, sessionID string,
 		}
 		raw, err := marshalJSON(body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code})
 		if err != nil {
-			return 0, fmt.Errorf("loop: transcript message: %w", err)
+			return store.TranscriptHead{}, fmt.Errorf("loop: transcript message: %w", err)
 		}
 		a.Entries = append(a.Entries, store.TranscriptEntry{ID: m.ID, At: m.Timestamp, Type: string(m.Type),
 			Iteration: m.Iteration, Usage: m.Usage, Pushes: m.Pushes, Body: raw})
 	}
-	seq, err := t.store.AppendTranscript(ctx, a)
+	head, err := t.store.AppendTranscript(ctx, a)
 	if errors.Is(err, store.ErrConcurrentAppend) {
-		return 0, ErrConcurrentAppend
+		return head, ErrConcurrentAppend
 	}
-	return seq, err
+	return head, err
 }
 
 // Prune deletes what was recorded more than maxAge ago and returns how many

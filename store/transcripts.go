@@ -126,11 +126,17 @@ type TranscriptAppend struct {
 	Entries  []TranscriptEntry
 }
 
+// TranscriptHead is a session's state after an append.
+type TranscriptHead struct {
+	LastSeq int64
+	Usage   TokenUsage // of every entry ever appended
+}
+
 // AppendTranscript creates the session if needed and appends the entries in
 // one transaction, the compare of After included, so of two appends that
 // read the same sequence number exactly one succeeds. It returns the
-// session's new last sequence number.
-func (s *Store) AppendTranscript(ctx context.Context, a TranscriptAppend) (int64, error) {
+// session's state after the append.
+func (s *Store) AppendTranscript(ctx context.Context, a TranscriptAppend) (TranscriptHead, error) {
 	key := s.userKey(a.Owner)
 	var sealedSettings any // NULL keeps the stored settings
 	initial := key.SealAtRest([]byte("{}"))
@@ -139,9 +145,9 @@ func (s *Store) AppendTranscript(ctx context.Context, a TranscriptAppend) (int64
 		sealedSettings = initial
 	}
 	now := millis(s.now())
-	var seq int64
+	var head TranscriptHead
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var id int64
+		var id, seq int64
 		err := tx.QueryRow(`INSERT INTO transcript_sessions (owner, session_id, settings, last_seq,
 				input_tokens, cached_tokens, output_tokens, reasoning_tokens, created_at, updated_at)
 			VALUES (?, ?, ?, 0, 0, 0, 0, 0, ?, ?)
@@ -175,20 +181,22 @@ func (s *Store) AppendTranscript(ctx context.Context, a TranscriptAppend) (int64
 			}
 			used = used.Add(u)
 		}
-		_, err = tx.Exec(`UPDATE transcript_sessions SET last_seq = ?, settings = coalesce(?, settings),
+		u := &head.Usage
+		return tx.QueryRow(`UPDATE transcript_sessions SET last_seq = ?, settings = coalesce(?, settings),
 				input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?,
 				output_tokens = output_tokens + ?, reasoning_tokens = reasoning_tokens + ?
-			WHERE id = ?`,
-			seq, sealedSettings, used.Input, used.Cached, used.Output, used.Reasoning, id)
-		return err
+			WHERE id = ?
+			RETURNING last_seq, input_tokens, cached_tokens, output_tokens, reasoning_tokens`,
+			seq, sealedSettings, used.Input, used.Cached, used.Output, used.Reasoning, id).
+			Scan(&head.LastSeq, &u.Input, &u.Cached, &u.Output, &u.Reasoning)
 	})
 	if errors.Is(err, ErrConcurrentAppend) {
-		return 0, err
+		return TranscriptHead{}, err
 	}
 	if err != nil {
-		return 0, fmt.Errorf("store: append transcript: %w", err)
+		return TranscriptHead{}, fmt.Errorf("store: append transcript: %w", err)
 	}
-	return seq, nil
+	return head, nil
 }
 
 func nonNil(ids []string) []string {

@@ -24,23 +24,23 @@ func TestAppendTranscriptAndRead(t *testing.T) {
 	st := storetest.Open(t, store.Config{Now: clk.Now})
 	ctx := t.Context()
 
-	seq, err := st.AppendTranscript(ctx, store.TranscriptAppend{
+	head, err := st.AppendTranscript(ctx, store.TranscriptAppend{
 		Owner: alice, SessionID: "sess_1", After: 0, Settings: json.RawMessage(`{"tools":[1]}`),
 		Entries: []store.TranscriptEntry{
 			entry("01A", "input", `{"text":"what time is it?"}`, store.TokenUsage{}),
 			entry("01B", "tool-calls", `{"calls":[]}`, store.TokenUsage{Input: 10, Cached: 4, Output: 7, Reasoning: 3}, "msg_r", "msg_t"),
 		},
 	})
-	if err != nil || seq != 2 {
-		t.Fatalf("first append = %d, %v; want 2", seq, err)
+	if err != nil || head != (store.TranscriptHead{LastSeq: 2, Usage: store.TokenUsage{Input: 10, Cached: 4, Output: 7, Reasoning: 3}}) {
+		t.Fatalf("first append = %+v, %v; want 2 and its usage", head, err)
 	}
 	clk.Add(time.Minute)
-	seq, err = st.AppendTranscript(ctx, store.TranscriptAppend{
+	head, err = st.AppendTranscript(ctx, store.TranscriptAppend{
 		Owner: alice, SessionID: "sess_1", After: 2,
 		Entries: []store.TranscriptEntry{entry("01C", "reply", `{"text":"noon"}`, store.TokenUsage{Input: 20, Output: 5}, "msg_c")},
 	})
-	if err != nil || seq != 3 {
-		t.Fatalf("second append = %d, %v; want 3", seq, err)
+	if err != nil || head.LastSeq != 3 || head.Usage.Total() != 42 {
+		t.Fatalf("second append = %+v, %v; want 3 and the sum", head, err)
 	}
 
 	tr, err := st.Transcript(ctx, alice, "sess_1")
