@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -125,6 +126,34 @@ func verifyBearer(header, signingKey string, now time.Time) error {
 		return unauthorized("token 已过期或无效")
 	}
 	return nil
+}
+
+// SignToken mints a Bearer token for /instant and /continue that
+// verifyBearer accepts until now+ttl: the format amsg-server's tenant tokens
+// use (an HS256 header, then {tid, typ, iat, exp, v:1}), signed with key
+// (AMSG_TOKEN_SIGNING_KEY).
+func SignToken(key, subject string, now time.Time, ttl time.Duration) (string, error) {
+	if key == "" {
+		return "", errors.New("api: no token signing key")
+	}
+	if ttl <= 0 {
+		return "", errors.New("api: a token needs a positive lifetime")
+	}
+	claims, err := json.Marshal(struct {
+		TID string `json:"tid"`
+		Typ string `json:"typ"`
+		IAT int64  `json:"iat"`
+		Exp int64  `json:"exp"`
+		V   int    `json:"v"`
+	}{subject, "instant", now.Unix(), now.Add(ttl).Unix(), 1})
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding
+	signed := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString(claims)
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(signed))
+	return signed + "." + enc.EncodeToString(m.Sum(nil)), nil
 }
 
 // decodeBase64URL accepts base64url with or without padding.

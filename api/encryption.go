@@ -59,16 +59,21 @@ func requireEncryptionHeaders(r *http.Request) (userID string, err error) {
 // then "a JSON object", each with its own error code. The route's auth has
 // already run.
 func (s *Server) decryptRequest(w http.ResponseWriter, r *http.Request) (userID string, payload json.RawMessage, err error) {
+	return s.decryptRequestWithin(w, r, s.cfg.MaxBodyBytes)
+}
+
+// decryptRequestWithin is decryptRequest for a route with its own body limit.
+func (s *Server) decryptRequestWithin(w http.ResponseWriter, r *http.Request, maxBodyBytes int64) (userID string, payload json.RawMessage, err error) {
 	if userID, err = requireEncryptionHeaders(r); err != nil {
 		return "", nil, err
 	}
-	payload, err = s.openBody(w, r, userID)
+	payload, err = s.openBody(w, r, userID, maxBodyBytes)
 	return userID, payload, err
 }
 
 // openBody reads the body and opens it as an encrypted envelope of userID.
-func (s *Server) openBody(w http.ResponseWriter, r *http.Request, userID string) (json.RawMessage, error) {
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+func (s *Server) openBody(w http.ResponseWriter, r *http.Request, userID string, maxBodyBytes int64) (json.RawMessage, error) {
+	body, err := readBody(w, r, maxBodyBytes)
 	if err != nil {
 		return nil, err
 	}

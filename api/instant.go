@@ -76,7 +76,7 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	}
 	var f fields
 	if encrypted {
-		payload, err := s.openBody(w, r, userID)
+		payload, err := s.openBody(w, r, userID, s.cfg.MaxBodyBytes)
 		if err != nil {
 			return nil, err
 		}

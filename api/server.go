@@ -39,6 +39,9 @@ type Config struct {
 	CORSOrigin string
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
+	// MaxClientStateBodyBytes bounds PUT /client-state bodies, which carry
+	// up to 200 values of up to 5 MiB each (default 16 MiB).
+	MaxClientStateBodyBytes int64
 	// AllowPrivateEndpoints accepts http:// and loopback/private push
 	// endpoints (development and tests only).
 	AllowPrivateEndpoints bool
@@ -121,6 +124,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = 1 << 20
 	}
+	if s.cfg.MaxClientStateBodyBytes <= 0 {
+		s.cfg.MaxClientStateBodyBytes = 16 << 20
+	}
 	if deps.Metrics != nil {
 		m, err := newHTTPMetrics(deps.Metrics)
 		if err != nil {
@@ -132,6 +138,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.metaFeature(),
 		s.userKeyFeature(),
 		s.subscriptionFeature(),
+		s.clientStateFeature(),
+		s.outboxFeature(),
+		s.tenantFeature(),
 		s.instantFeature(),
 	} {
 		s.features = append(s.features, f.capabilities...)
@@ -158,6 +167,7 @@ func (s *Server) mux() http.Handler {
 	}
 	if s.deps.ServiceWorker != nil {
 		r.Method(http.MethodGet, "/sw.js", s.deps.ServiceWorker)
+		r.Method(http.MethodHead, "/sw.js", s.deps.ServiceWorker)
 	}
 	r.NotFound(s.fallback)
 	r.MethodNotAllowed(s.fallback)

@@ -275,6 +275,26 @@ func signBearer(key string, claims string) string {
 	return head + "." + body + "." + enc.EncodeToString(m.Sum(nil))
 }
 
+func TestSignTokenRoundTrip(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	token, err := SignToken("k", "phone", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyBearer("Bearer "+token, "k", now.Add(59*time.Minute)); err != nil {
+		t.Errorf("fresh token refused: %v", err)
+	}
+	if err := verifyBearer("Bearer "+token, "k", now.Add(time.Hour)); err == nil {
+		t.Error("expired token accepted")
+	}
+	if err := verifyBearer("Bearer "+token, "other", now); err == nil {
+		t.Error("token accepted under another key")
+	}
+	if _, err := SignToken("", "x", now, time.Hour); err == nil {
+		t.Error("signed without a key")
+	}
+}
+
 func TestVerifyBearer(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	valid := signBearer("k", `{"tid":"t","typ":"tenant","iat":1,"exp":1700000100,"v":1}`)

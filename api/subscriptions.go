@@ -46,7 +46,6 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 	}
 	var body struct {
 		Subscription json.RawMessage `json:"subscription"`
-		UpdatedAt    json.RawMessage `json:"updatedAt"`
 	}
 	if err := json.Unmarshal(payload, &body); err != nil {
 		return errInvalidSubscription
@@ -56,9 +55,9 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 		return errInvalidSubscription.withDetails(map[string]any{"reason": "subscription must be an object with a string endpoint"})
 	}
 	var updatedAt time.Time
-	if len(body.UpdatedAt) > 0 && string(body.UpdatedAt) != "null" {
-		var ms int64
-		if json.Unmarshal(body.UpdatedAt, &ms) != nil || ms <= 0 {
+	if v := decodeObject(payload)["updatedAt"]; v != nil {
+		ms, ok := positiveInteger(v)
+		if !ok {
 			return errInvalidUpdatedAt
 		}
 		updatedAt = time.UnixMilli(ms)

@@ -73,6 +73,12 @@ func TestPushSubscriptionDevices(t *testing.T) {
 	if put.UpdatedAt != 1_700_000_000_000 || put.DeviceID == 0 {
 		t.Errorf("PUT phone = %s", got.body)
 	}
+	// An integral number in exponent form is an integer, as in JavaScript.
+	got = putSubscription(t, s, testUserID, map[string]any{"subscription": laptop, "updatedAt": json.RawMessage("1.7e12")})
+	decodeData(t, got.body, &put)
+	if put.UpdatedAt != 1_700_000_000_000 {
+		t.Errorf("PUT with updatedAt 1.7e12 = %s", got.body)
+	}
 	got = putSubscription(t, s, testUserID, map[string]any{"subscription": laptop})
 	decodeData(t, got.body, &put)
 	if put.UpdatedAt <= 1_700_000_000_000 {
@@ -130,6 +136,7 @@ func TestPushSubscriptionValidation(t *testing.T) {
 		{"updatedAt negative", s, map[string]any{"subscription": good, "updatedAt": -1}, "INVALID_UPDATED_AT", ""},
 		{"updatedAt a string", s, map[string]any{"subscription": good, "updatedAt": "1"}, "INVALID_UPDATED_AT", ""},
 		{"updatedAt fractional", s, map[string]any{"subscription": good, "updatedAt": 1.5}, "INVALID_UPDATED_AT", ""},
+		{"updatedAt beyond 2^53", s, map[string]any{"subscription": good, "updatedAt": 1e16}, "INVALID_UPDATED_AT", ""},
 		{"short p256dh", s, map[string]any{"subscription": with(func(s *push.Subscription) { s.Keys.P256dh = "BAAA" })}, "INVALID_PUSH_SUBSCRIPTION", "keys.p256dh"},
 		{"missing auth", s, map[string]any{"subscription": with(func(s *push.Subscription) { s.Keys.Auth = "" })}, "INVALID_PUSH_SUBSCRIPTION", "keys.auth"},
 		{"zombie endpoint", s, map[string]any{"subscription": with(func(s *push.Subscription) {

@@ -14,6 +14,8 @@ var migrations = []func(*sql.Tx) error{
 	schema(secretsSchema),       // secrets.go
 	schema(subscriptionsSchema), // subscriptions.go
 	schema(deliveryLogSchema),   // deliverylog.go
+	schema(clientStateSchema),   // clientstate.go
+	schema(outboxSchema),        // outbox.go
 	schema(transcriptsSchema),   // transcripts.go
 }
 

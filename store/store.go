@@ -32,6 +32,8 @@ const (
 	DefaultDeliveryLogMaxAge  = 7 * 24 * time.Hour
 	DefaultDeliveryLogMaxRows = 100_000
 	DefaultMaxDevicesPerUser  = 10
+	DefaultOutboxAckedMaxAge  = 7 * 24 * time.Hour
+	DefaultOutboxMaxAge       = 28 * 24 * time.Hour
 )
 
 const (
@@ -68,6 +70,14 @@ type Config struct {
 	// MaxDevicesPerUser bounds the subscriptions of one user: registering
 	// one more evicts the least recently updated.
 	MaxDevicesPerUser int
+	// MaxStateValueBytes bounds one client-state value, in UTF-8 bytes
+	// (default DefaultMaxStateValueBytes, 5 MiB).
+	MaxStateValueBytes int
+	// OutboxAckedMaxAge and OutboxMaxAge are the outbox's retention:
+	// CleanupOutbox deletes rows acknowledged longer ago than the first and
+	// any row created longer ago than the second (default 7 and 28 days).
+	OutboxAckedMaxAge time.Duration
+	OutboxMaxAge      time.Duration
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
@@ -88,6 +98,9 @@ type Store struct {
 	deliveryLogMaxAge  time.Duration
 	deliveryLogMaxRows int
 	maxDevicesPerUser  int
+	maxStateValueBytes int
+	outboxAckedMaxAge  time.Duration
+	outboxMaxAge       time.Duration
 }
 
 // Open opens (creating if needed) the database at cfg.Path, runs the
@@ -105,6 +118,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		deliveryLogMaxAge:  cfg.DeliveryLogMaxAge,
 		deliveryLogMaxRows: cfg.DeliveryLogMaxRows,
 		maxDevicesPerUser:  cfg.MaxDevicesPerUser,
+		maxStateValueBytes: cfg.MaxStateValueBytes,
+		outboxAckedMaxAge:  cfg.OutboxAckedMaxAge,
+		outboxMaxAge:       cfg.OutboxMaxAge,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -120,6 +136,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if s.maxDevicesPerUser <= 0 {
 		s.maxDevicesPerUser = DefaultMaxDevicesPerUser
+	}
+	if s.maxStateValueBytes <= 0 {
+		s.maxStateValueBytes = DefaultMaxStateValueBytes
+	}
+	if s.outboxAckedMaxAge <= 0 {
+		s.outboxAckedMaxAge = DefaultOutboxAckedMaxAge
+	}
+	if s.outboxMaxAge <= 0 {
+		s.outboxMaxAge = DefaultOutboxMaxAge
 	}
 	if err := s.open(ctx, cfg.Path); err != nil {
 		s.closeDBs()

@@ -72,8 +72,12 @@ func TestOpenCreatesPrivateWALDatabase(t *testing.T) {
 			t.Errorf("table %s missing", table)
 		}
 	}
-	if v := queryInt(t, db, "SELECT version FROM schema_version"); v < 3 {
-		t.Errorf("schema version %d, want every migration applied (3 or more)", v)
+	report, err := st.Schema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := queryInt(t, db, "SELECT version FROM schema_version"); v != report.LatestVersion || v < 3 {
+		t.Errorf("schema version %d, want every migration applied (%d)", v, report.LatestVersion)
 	}
 }
 

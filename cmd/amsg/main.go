@@ -2,12 +2,15 @@
 //
 //	amsg serve     run the server (amsg serve -h lists its settings)
 //	amsg vapid     print a fresh VAPID key pair as environment lines
+//	amsg token     mint a Bearer token for /instant (AMSG_TOKEN_SIGNING_KEY)
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
 //	amsg version   print the version
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"amsg/api"
 	"amsg/push/webpush"
 )
 
@@ -37,6 +41,7 @@ const usage = `Usage: amsg <command> [flags]
 Commands:
   serve     run the server (amsg serve -h lists its settings)
   vapid     print a fresh VAPID key pair as environment lines
+  token     mint a Bearer token for /instant and /continue (amsg token -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
   version   print the version
 `
@@ -59,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 		fmt.Fprintf(stdout, "AMSG_VAPID_PUBLIC_KEY=%s\nAMSG_VAPID_PRIVATE_KEY=%s\n", public, private)
 		return 0
+	case "token":
+		return runToken(args[1:], stdout, stderr, getenv)
 	case "health":
 		return runHealth(ctx, getenv, stderr)
 	case "version", "-version", "--version":
@@ -92,6 +99,33 @@ func buildVersion() string {
 		}
 	}
 	return v
+}
+
+// runToken mints a Bearer token signed with AMSG_TOKEN_SIGNING_KEY, for
+// clients of /instant when the server requires one.
+func runToken(args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("amsg token", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ttl := fs.Duration("ttl", 30*24*time.Hour, "how long the token is valid")
+	subject := fs.String("subject", "", "who the token is for (recorded in the token, not checked)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	key := getenv("AMSG_TOKEN_SIGNING_KEY")
+	if key == "" {
+		fmt.Fprintln(stderr, "amsg token: set AMSG_TOKEN_SIGNING_KEY to the server's signing key")
+		return 2
+	}
+	token, err := api.SignToken(key, *subject, time.Now(), *ttl)
+	if err != nil {
+		fmt.Fprintf(stderr, "amsg token: %v\n", err)
+		return 2
+	}
+	fmt.Fprintln(stdout, token)
+	return 0
 }
 
 // runHealth asks the local server for /healthz; it is the container's

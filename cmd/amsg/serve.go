@@ -19,6 +19,7 @@ import (
 	"amsg/push/webpush"
 	"amsg/store"
 	"amsg/sw"
+	"amsg/web"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -117,6 +118,13 @@ func (s *server) build() error {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
+	// The worker's version hashes the page's files, so a build with a new
+	// page is a byte-different worker: browsers update it and it re-caches
+	// the offline shell.
+	assets, err := sw.AssetVersion(web.FS())
+	if err != nil {
+		return err
+	}
 	handler, err := api.New(api.Config{
 		ServerVersion:         buildVersion(),
 		ClientToken:           s.cfg.ClientToken,
@@ -128,7 +136,8 @@ func (s *server) build() error {
 		Store:         s.store,
 		Dispatcher:    dispatcher,
 		Metrics:       reg,
-		ServiceWorker: sw.Handler(buildVersion()),
+		ServiceWorker: sw.Handler(buildVersion() + "-" + assets),
+		Web:           web.Handler(),
 		Instant:       s.instant(),
 	})
 	if err != nil {

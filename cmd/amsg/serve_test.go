@@ -155,3 +155,32 @@ func TestVersionCommand(t *testing.T) {
 		t.Errorf("version: %d %q", code, out.String())
 	}
 }
+
+func TestTokenCommand(t *testing.T) {
+	key := func(k string) string {
+		if k == "AMSG_TOKEN_SIGNING_KEY" {
+			return "signing-key"
+		}
+		return ""
+	}
+	var out, errOut strings.Builder
+	if code := run(context.Background(), []string{"token", "--ttl", "1h", "--subject", "phone"}, &out, &errOut, key); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	parts := strings.Split(strings.TrimSpace(out.String()), ".")
+	if len(parts) != 3 {
+		t.Fatalf("token %q", out.String())
+	}
+	claims, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	var c struct {
+		Tid      string
+		Iat, Exp int64
+		V        int
+	}
+	if err := json.Unmarshal(claims, &c); err != nil || c.V != 1 || c.Tid != "phone" || c.Exp-c.Iat != 3600 {
+		t.Errorf("claims %s (%v)", claims, err)
+	}
+	if code := run(context.Background(), []string{"token"}, io.Discard, io.Discard, func(string) string { return "" }); code != 2 {
+		t.Errorf("without a signing key: exit %d, want 2", code)
+	}
+}

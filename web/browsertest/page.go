@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/serviceworker"
@@ -411,6 +412,16 @@ func (p *Page) Screenshot(v Viewport) []byte {
 		p.t.Fatalf("browsertest: screenshot at %dx%d: %v", v.Width, v.Height, err)
 	}
 	return png
+}
+
+// EmulateColorScheme makes prefers-color-scheme match scheme ("light" or
+// "dark") in the tab; "" restores the browser's own.
+func (p *Page) EmulateColorScheme(scheme string) {
+	p.t.Helper()
+	features := []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}
+	if err := p.b.run(p.ctx, emulation.SetEmulatedMedia().WithFeatures(features)); err != nil {
+		p.t.Fatalf("browsertest: emulate color scheme %q: %v", scheme, err)
+	}
 }
 
 // SaveScreenshot writes Screenshot(v) to path.

@@ -1,0 +1,216 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"amsg/store"
+)
+
+// outboxFeature lets a client catch up on pushes it missed: GET /outbox pages
+// through the user's unacknowledged pushes with an id cursor, POST
+// /outbox/ack acknowledges them. Senders record every push before sending
+// (store.AppendOutbox).
+func (s *Server) outboxFeature() feature {
+	return feature{
+		capabilities: []string{"message-outbox"},
+		routes: []route{
+			{http.MethodGet, "outbox", authClient, s.handleOutbox},
+			{http.MethodPost, "outbox/ack", authClient, s.handleOutboxAck},
+		},
+	}
+}
+
+var (
+	errInvalidOutboxCursor = newError(http.StatusBadRequest, "INVALID_OUTBOX_CURSOR", "since 必须是非负整数（上一页响应里的 cursor）")
+	errInvalidOutboxLimit  = newError(http.StatusBadRequest, "INVALID_OUTBOX_LIMIT", fmt.Sprintf("limit 必须是 1-%d 的整数", store.MaxOutboxPage))
+	errInvalidOutboxAckIDs = newError(http.StatusBadRequest, "INVALID_OUTBOX_ACK", "messageIds 必须是非空数组")
+	errInvalidOutboxAckID  = newError(http.StatusBadRequest, "INVALID_OUTBOX_ACK", "messageIds 的每一项必须是非空字符串")
+)
+
+// outboxEntryJSON is one entry of GET /outbox; absent identity fields are
+// null, as upstream writes them.
+type outboxEntryJSON struct {
+	ID            int64           `json:"id"`
+	MessageID     string          `json:"messageId"`
+	TaskUUID      *string         `json:"taskUuid"`
+	SessionID     *string         `json:"sessionId"`
+	MessageIndex  *int            `json:"messageIndex"`
+	TotalMessages *int            `json:"totalMessages"`
+	CreatedAt     int64           `json:"createdAt"`
+	DeliveredAt   *int64          `json:"deliveredAt"`
+	Push          json.RawMessage `json:"push"`
+}
+
+func (s *Server) handleOutbox(w http.ResponseWriter, r *http.Request) error {
+	userID, err := requireUserID(r)
+	if err != nil {
+		return err
+	}
+	since, limit, err := outboxQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	page, err := s.deps.Store.UnackedOutbox(r.Context(), userID, since, limit)
+	if err != nil {
+		return err
+	}
+	entries := make([]outboxEntryJSON, len(page.Entries))
+	for i, e := range page.Entries {
+		entries[i] = outboxEntryJSON{
+			ID: e.ID, MessageID: e.MessageID,
+			TaskUUID: nonZero(e.TaskUUID), SessionID: nonZero(e.SessionID),
+			MessageIndex: nonZero(e.MessageIndex), TotalMessages: nonZero(e.TotalMessages),
+			CreatedAt: e.CreatedAt.UnixMilli(), Push: e.Payload,
+		}
+		if !e.DeliveredAt.IsZero() {
+			entries[i].DeliveredAt = nonZero(e.DeliveredAt.UnixMilli())
+		}
+	}
+	return s.writeEncrypted(w, userID, struct {
+		Entries []outboxEntryJSON `json:"entries"`
+		Cursor  int64             `json:"cursor"`
+		HasMore bool              `json:"hasMore"`
+	}{entries, page.Cursor, page.HasMore})
+}
+
+// nonZero returns a pointer to v, or nil (JSON null) for the zero value.
+func nonZero[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// outboxQuery reads since and limit as upstream does, with JavaScript's
+// Number(): since is 0 when absent or empty, else a non-negative integer;
+// limit is DefaultOutboxPage when absent or empty, else a positive integer,
+// capped at MaxOutboxPage.
+func outboxQuery(q url.Values) (since int64, limit int, err error) {
+	if raw := q.Get("since"); raw != "" {
+		n, ok := jsNumber(raw)
+		// An integer above 2^53 cannot be a cursor this server wrote.
+		if !ok || n != math.Trunc(n) || n < 0 || n > maxSafeInteger {
+			return 0, 0, errInvalidOutboxCursor
+		}
+		since = int64(n)
+	}
+	limit = store.DefaultOutboxPage
+	if raw := q.Get("limit"); raw != "" {
+		n, ok := jsNumber(raw)
+		if !ok || math.IsInf(n, 0) || n != math.Trunc(n) || n <= 0 {
+			return 0, 0, errInvalidOutboxLimit
+		}
+		limit = int(min(n, store.MaxOutboxPage))
+	}
+	return since, limit, nil
+}
+
+var jsDecimalLiteral = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$`)
+
+// jsNumber is JavaScript's Number(s) for a string: surrounding whitespace
+// ignored, "" is 0, decimal literals with an optional sign and exponent,
+// Infinity, and unsigned 0x, 0o and 0b integers. ok is false where
+// JavaScript gives NaN.
+func jsNumber(s string) (n float64, ok bool) {
+	s = strings.TrimFunc(s, isJSSpace)
+	switch {
+	case s == "":
+		return 0, true
+	case s == "Infinity" || s == "+Infinity":
+		return math.Inf(1), true
+	case s == "-Infinity":
+		return math.Inf(-1), true
+	case len(s) > 2 && s[0] == '0' && radix(s[1]) > 0:
+		base := radix(s[1])
+		for _, c := range s[2:] {
+			d := digitValue(c)
+			if d >= base {
+				return 0, false
+			}
+			n = n*float64(base) + float64(d) // past 2^53 precision is lost, as in JavaScript
+		}
+		return n, true
+	case jsDecimalLiteral.MatchString(s):
+		n, err := strconv.ParseFloat(s, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) { // out of range is ±Inf, as in JavaScript
+			return 0, false
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+// radix is the base a 0x, 0o or 0b prefix letter names, 0 for others.
+func radix(letter byte) int {
+	switch letter | 0x20 {
+	case 'x':
+		return 16
+	case 'o':
+		return 8
+	case 'b':
+		return 2
+	}
+	return 0
+}
+
+// digitValue is the value of a hexadecimal digit, 16 for anything else.
+func digitValue(c rune) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c|0x20 && c|0x20 <= 'f':
+		return int(c|0x20-'a') + 10
+	}
+	return 16
+}
+
+// isJSSpace reports whether r is WhiteSpace or LineTerminator in ECMAScript,
+// what Number() and String.prototype.trim ignore.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200a
+}
+
+func (s *Server) handleOutboxAck(w http.ResponseWriter, r *http.Request) error {
+	userID, payload, err := s.decryptRequest(w, r)
+	if err != nil {
+		return err
+	}
+	items, ok := decodeObject(payload)["messageIds"].([]any)
+	if !ok || len(items) == 0 {
+		return errInvalidOutboxAckIDs
+	}
+	if len(items) > store.MaxOutboxIDs {
+		return newError(http.StatusBadRequest, "TOO_MANY_OUTBOX_ACK_IDS", fmt.Sprintf("单次最多 ack %d 条", store.MaxOutboxIDs)).
+			withDetails(map[string]int{"count": len(items)})
+	}
+	ids := make([]string, len(items))
+	for i, item := range items {
+		if ids[i], ok = item.(string); !ok {
+			return errInvalidOutboxAckID
+		}
+	}
+	acked, err := s.deps.Store.AckOutbox(r.Context(), userID, ids)
+	if errors.Is(err, store.ErrInvalidOutbox) { // a blank id
+		return errInvalidOutboxAckID
+	}
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, struct {
+		Acked int `json:"acked"`
+	}{acked})
+	return nil
+}

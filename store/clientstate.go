@@ -1,0 +1,390 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Client state is the browser's cloud mirror: one value per (user,
+// namespace, key), written last-write-wins. The layout is the standard's, so
+// rows exported from an upstream D1 database read unchanged: a value of at
+// most StateSliceBytes is one row sealed with the user key; a larger one is a
+// root row holding the plaintext marker "\x1famsg-chunked\x1fv1\x1f<count>"
+// plus <count> sealed slice rows in namespace "\x1famsg-chunks\x1f<ns>" under
+// keys "<key>\x1f<i>", all carrying the root's updated_at. Sealed values are
+// hex and never start with a control character, so the two cannot be
+// confused; user names may not contain control characters, so the internal
+// rows cannot be reached or overwritten through the API.
+const clientStateSchema = `
+CREATE TABLE client_state (
+	user_id    TEXT NOT NULL,
+	namespace  TEXT NOT NULL,
+	key        TEXT NOT NULL,
+	value      TEXT NOT NULL,    -- sealed value, or a chunk root's plaintext marker
+	updated_at INTEGER NOT NULL, -- the last-write-wins guard: version, else the client's epoch ms
+	PRIMARY KEY (user_id, namespace, key)
+) STRICT;
+`
+
+// Bounds of client state, the standard's.
+const (
+	// MaxStateEntries bounds the entries of one PutClientState call.
+	MaxStateEntries = 200
+	// MaxStateNamespaceLen and MaxStateKeyLen are in UTF-16 code units, as
+	// JavaScript's String length counts them.
+	MaxStateNamespaceLen = 128
+	MaxStateKeyLen       = 256
+	// DefaultMaxStateValueBytes is the default of Config.MaxStateValueBytes.
+	DefaultMaxStateValueBytes = 5 << 20
+	// StateSliceBytes is the largest value kept in one row; larger values are
+	// split into slices of at most this many UTF-8 bytes.
+	StateSliceBytes = 204800
+)
+
+const (
+	stateSep          = "\x1f"
+	stateChunkNSPfx   = stateSep + "amsg-chunks" + stateSep
+	stateRootMarkPfx  = stateSep + "amsg-chunked" + stateSep + "v1" + stateSep
+	stateSliceKeyStop = "\x20" // the byte after stateSep: "<key>\x1f…" < "<key>\x20"
+)
+
+var (
+	// ErrInvalidClientState reports an entry PutClientState cannot keep.
+	ErrInvalidClientState = errors.New("store: invalid client state entry")
+	// ErrStateNameBlank, ErrStateNameTooLong and ErrStateNameReserved are the
+	// reasons CheckStateNamespace and CheckStateKey refuse a name.
+	ErrStateNameBlank    = errors.New("store: client-state name is blank")
+	ErrStateNameTooLong  = errors.New("store: client-state name is too long")
+	ErrStateNameReserved = errors.New("store: client-state name contains a control character (U+0000 to U+001F are reserved)")
+)
+
+// ClientStateEntry is one value of a user's client state.
+type ClientStateEntry struct {
+	Namespace string
+	Key       string
+	Value     string
+	// UpdatedAt is the last-write-wins guard: the writer's version (or
+	// builtAt) when it gave one, else its epoch-ms updatedAt. A write lands
+	// when its guard is at least the stored one (ties overwrite); reads
+	// report the stored guard.
+	UpdatedAt int64
+}
+
+// StateKey names one client-state value.
+type StateKey struct {
+	Namespace string
+	Key       string
+}
+
+// ClientStatePut is what PutClientState did.
+type ClientStatePut struct {
+	Upserted int
+	// Skipped lists the entries a newer stored value kept out, in order.
+	Skipped []StateKey
+}
+
+// CheckStateNamespace applies the standard's namespace rule, in its order:
+// not blank (JavaScript trim), at most MaxStateNamespaceLen code units, no
+// control characters.
+func CheckStateNamespace(namespace string) error {
+	return checkStateName(namespace, MaxStateNamespaceLen)
+}
+
+// CheckStateKey is CheckStateNamespace for keys, at most MaxStateKeyLen code
+// units.
+func CheckStateKey(key string) error { return checkStateName(key, MaxStateKeyLen) }
+
+func checkStateName(name string, maxLen int) error {
+	switch {
+	case isBlankJS(name):
+		return ErrStateNameBlank
+	case utf16Len(name) > maxLen:
+		return ErrStateNameTooLong
+	case strings.ContainsFunc(name, isStateControl):
+		return ErrStateNameReserved
+	}
+	return nil
+}
+
+func isStateControl(r rune) bool { return r < 0x20 }
+
+// isBlankJS reports whether JavaScript's trim leaves nothing of s.
+func isBlankJS(s string) bool { return strings.TrimFunc(s, isJSSpace) == "" }
+
+// isJSSpace reports whether r is WhiteSpace or LineTerminator in ECMAScript,
+// what String.prototype.trim removes.
+func isJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200a
+}
+
+// utf16Len is JavaScript's String length of s.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// MaxStateValueBytes is the largest client-state value PutClientState
+// accepts, in UTF-8 bytes (Config.MaxStateValueBytes).
+func (s *Store) MaxStateValueBytes() int { return s.maxStateValueBytes }
+
+// PutClientState writes entries for userID in one transaction, in order. An
+// entry whose UpdatedAt is below the stored value's is skipped; otherwise it
+// replaces the value, and the slices of the value it replaces are deleted.
+// Entries are checked first: one that breaks a rule (CheckStateNamespace,
+// CheckStateKey, a value over MaxStateValueBytes or not UTF-8, UpdatedAt
+// not positive) fails the call with ErrInvalidClientState and nothing is
+// written.
+func (s *Store) PutClientState(ctx context.Context, userID string, entries []ClientStateEntry) (ClientStatePut, error) {
+	if len(entries) > MaxStateEntries {
+		return ClientStatePut{}, fmt.Errorf("%w: %d entries, limit %d", ErrInvalidClientState, len(entries), MaxStateEntries)
+	}
+	for i, e := range entries {
+		if err := s.checkStateEntry(e); err != nil {
+			return ClientStatePut{}, fmt.Errorf("%w: entry %d: %w", ErrInvalidClientState, i, err)
+		}
+	}
+	// Seal before taking the write lock: it is most of the work.
+	key := s.userKey(userID)
+	rows := make([]stateRows, len(entries))
+	for i, e := range entries {
+		rows[i] = sealStateValue(e.Value, key.SealAtRest)
+	}
+	var put ClientStatePut
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		put = ClientStatePut{}
+		for i, e := range entries {
+			var stored int64
+			err := tx.QueryRow(`SELECT updated_at FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
+				userID, e.Namespace, e.Key).Scan(&stored)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return err
+			case stored > e.UpdatedAt:
+				put.Skipped = append(put.Skipped, StateKey{e.Namespace, e.Key})
+				continue
+			}
+			chunkNS := stateChunkNSPfx + e.Namespace
+			if _, err := tx.Exec(`DELETE FROM client_state WHERE user_id = ? AND namespace = ? AND key > ? AND key < ?`,
+				userID, chunkNS, e.Key+stateSep, e.Key+stateSliceKeyStop); err != nil {
+				return err
+			}
+			if err := upsertStateRow(tx, userID, e.Namespace, e.Key, rows[i].root, e.UpdatedAt); err != nil {
+				return err
+			}
+			for j, slice := range rows[i].slices {
+				if err := upsertStateRow(tx, userID, chunkNS, e.Key+stateSep+strconv.Itoa(j), slice, e.UpdatedAt); err != nil {
+					return err
+				}
+			}
+			put.Upserted++
+		}
+		return nil
+	})
+	if err != nil {
+		return ClientStatePut{}, fmt.Errorf("store: put client state: %w", err)
+	}
+	return put, nil
+}
+
+func (s *Store) checkStateEntry(e ClientStateEntry) error {
+	if err := CheckStateNamespace(e.Namespace); err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	if err := CheckStateKey(e.Key); err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	switch {
+	case len(e.Value) > s.maxStateValueBytes:
+		return fmt.Errorf("value is %d bytes, limit %d", len(e.Value), s.maxStateValueBytes)
+	case !utf8.ValidString(e.Value):
+		return errors.New("value is not UTF-8")
+	case e.UpdatedAt <= 0:
+		return fmt.Errorf("updatedAt %d is not positive", e.UpdatedAt)
+	}
+	return nil
+}
+
+func upsertStateRow(tx *sql.Tx, userID, namespace, key, value string, updatedAt int64) error {
+	_, err := tx.Exec(`INSERT INTO client_state (user_id, namespace, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+		userID, namespace, key, value, updatedAt)
+	return err
+}
+
+// stateRows is one value as stored: the root row's value and, for a chunked
+// value, the sealed slices.
+type stateRows struct {
+	root   string
+	slices []string
+}
+
+// sealStateValue seals a value that fits one row, or splits a larger one on
+// code-point boundaries into slices of at most StateSliceBytes and seals
+// each behind a root marker.
+func sealStateValue(value string, seal func([]byte) string) stateRows {
+	if len(value) <= StateSliceBytes {
+		return stateRows{root: seal([]byte(value))}
+	}
+	var r stateRows
+	for value != "" {
+		cut := len(value)
+		if cut > StateSliceBytes {
+			cut = StateSliceBytes
+			for !utf8.RuneStart(value[cut]) {
+				cut--
+			}
+		}
+		r.slices = append(r.slices, seal([]byte(value[:cut])))
+		value = value[cut:]
+	}
+	r.root = stateRootMarkPfx + strconv.Itoa(len(r.slices))
+	return r
+}
+
+// stateRootCount parses a chunk root's marker: the slice count, or false
+// when value is not a marker (then it is a sealed value).
+func stateRootCount(value string) (int, bool) {
+	digits, ok := strings.CutPrefix(value, stateRootMarkPfx)
+	if !ok || digits == "" || digits[0] == '0' || strings.ContainsFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
+}
+
+// ClientState returns userID's values in namespace, ordered by key, chunked
+// values reassembled. A chunked value whose slices are missing or carry
+// another updated_at than its root (a write cut short, or interleaved with
+// another) is left out, and so is a row that does not decrypt (logged): a
+// reader gets whole values or none. A namespace that is blank or holds a
+// control character is refused (ErrStateNameBlank, ErrStateNameReserved);
+// the internal slice rows are not readable directly.
+func (s *Store) ClientState(ctx context.Context, userID, namespace string) ([]ClientStateEntry, error) {
+	// The standard checks no length here: a long name is simply not found.
+	switch {
+	case isBlankJS(namespace):
+		return nil, fmt.Errorf("store: client state: %w", ErrStateNameBlank)
+	case strings.ContainsFunc(namespace, isStateControl):
+		return nil, fmt.Errorf("store: client state: %w", ErrStateNameReserved)
+	}
+	// One read transaction: roots and slices come from one snapshot, so a
+	// concurrent write cannot make a whole value look torn.
+	tx, err := s.reader.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: client state: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	roots, err := queryStateRows(ctx, tx, `SELECT key, value, updated_at FROM client_state
+		WHERE user_id = ? AND namespace = ? ORDER BY key`, userID, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("store: client state: %w", err)
+	}
+	key := s.userKey(userID)
+	entries := make([]ClientStateEntry, 0, len(roots))
+	for _, root := range roots {
+		var value string
+		var ok bool
+		if count, chunked := stateRootCount(root.value); chunked {
+			value, ok, err = s.joinStateSlices(ctx, tx, userID, namespace, root, count)
+			if err != nil {
+				return nil, fmt.Errorf("store: client state: %w", err)
+			}
+		} else {
+			plaintext, err := key.OpenAtRest(root.value)
+			if err != nil {
+				s.log.Warn("store: skipping a client-state value that does not decrypt", "user_id", userID, "namespace", namespace, "err", err)
+			}
+			value, ok = string(plaintext), err == nil
+		}
+		if ok {
+			entries = append(entries, ClientStateEntry{Namespace: namespace, Key: root.key, Value: value, UpdatedAt: root.updatedAt})
+		}
+	}
+	return entries, nil
+}
+
+type stateRow struct {
+	key, value string
+	updatedAt  int64
+}
+
+func queryStateRows(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]stateRow, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []stateRow
+	for rows.Next() {
+		var r stateRow
+		if err := rows.Scan(&r.key, &r.value, &r.updatedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// joinStateSlices reassembles a chunked value; ok is false when its slice
+// set is incomplete, stale or undecryptable.
+func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, userID, namespace string, root stateRow, count int) (value string, ok bool, err error) {
+	prefix := root.key + stateSep
+	rows, err := queryStateRows(ctx, tx, `SELECT key, value, updated_at FROM client_state
+		WHERE user_id = ? AND namespace = ? AND key > ? AND key < ?`,
+		userID, stateChunkNSPfx+namespace, prefix, root.key+stateSliceKeyStop)
+	if err != nil || len(rows) < count {
+		return "", false, err
+	}
+	// Only existing rows are indexed, so a forged count allocates nothing.
+	sealed := make([]string, count)
+	found, size := 0, 0
+	for _, r := range rows {
+		i, err := strconv.Atoi(strings.TrimPrefix(r.key, prefix))
+		if err != nil || i < 0 || i >= count || r.key != prefix+strconv.Itoa(i) || r.updatedAt != root.updatedAt {
+			continue
+		}
+		sealed[i] = r.value
+		found++
+		size += len(r.value) / 2 // hex: about twice the plaintext
+	}
+	if found != count {
+		return "", false, nil
+	}
+	key := s.userKey(userID)
+	var b strings.Builder
+	b.Grow(size)
+	for _, v := range sealed {
+		plaintext, err := key.OpenAtRest(v)
+		if err != nil {
+			s.log.Warn("store: skipping a chunked client-state value whose slice does not decrypt", "user_id", userID, "namespace", namespace, "err", err)
+			return "", false, nil
+		}
+		b.Write(plaintext)
+	}
+	return b.String(), true, nil
+}
+
+// DeleteClientState deletes all of userID's client state, slice rows
+// included, and returns the number of rows deleted, as the standard counts.
+func (s *Store) DeleteClientState(ctx context.Context, userID string) (int, error) {
+	res, err := s.writer.ExecContext(ctx, `DELETE FROM client_state WHERE user_id = ?`, userID)
+	if err != nil {
+		return 0, fmt.Errorf("store: delete client state: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -1,0 +1,306 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"amsg/push"
+)
+
+// The outbox is the ledger of every push amsg sends: a row per (user,
+// messageId), written before the push goes out, marked delivered once a
+// push service took it, acknowledged by the client that received it. A
+// client that was offline pages through its unacknowledged rows with an id
+// cursor. AUTOINCREMENT keeps ids from being reused after cleanup deletes the
+// newest rows, so a cursor never skips a new row. The created_at and acked_at
+// indexes keep CleanupOutbox cheap enough to run on every scheduler tick.
+const outboxSchema = `
+CREATE TABLE message_outbox (
+	id             INTEGER PRIMARY KEY AUTOINCREMENT,
+	user_id        TEXT NOT NULL,
+	message_id     TEXT NOT NULL,
+	task_uuid      TEXT,
+	session_id     TEXT,
+	message_index  INTEGER,
+	total_messages INTEGER,
+	payload        TEXT NOT NULL, -- sealed push JSON, as sent
+	created_at     INTEGER NOT NULL,
+	delivered_at   INTEGER,
+	acked_at       INTEGER,
+	UNIQUE (user_id, message_id)
+) STRICT;
+CREATE INDEX message_outbox_unacked ON message_outbox (user_id, id) WHERE acked_at IS NULL;
+CREATE INDEX message_outbox_created ON message_outbox (created_at);
+CREATE INDEX message_outbox_acked ON message_outbox (acked_at) WHERE acked_at IS NOT NULL;
+`
+
+// Bounds of the outbox, the standard's.
+const (
+	// DefaultOutboxPage and MaxOutboxPage are the page sizes of
+	// UnackedOutbox.
+	DefaultOutboxPage = 50
+	MaxOutboxPage     = 100
+	// MaxOutboxIDs bounds the message ids of one AckOutbox or
+	// MarkOutboxDelivered call.
+	MaxOutboxIDs = 200
+	// maxOutboxFieldBytes bounds messageId, taskUuid and sessionId; amsg's
+	// own are well under 100 bytes.
+	maxOutboxFieldBytes = 1024
+)
+
+// ErrInvalidOutbox reports outbox input the store cannot keep or look up.
+var ErrInvalidOutbox = errors.New("store: invalid outbox input")
+
+// OutboxMessage is one finalized push as the outbox keeps it.
+type OutboxMessage struct {
+	MessageID string
+	TaskUUID  string // "" when the push belongs to no task
+	SessionID string // "" when the push has none
+	// MessageIndex (1-based) and TotalMessages place the push in its burst;
+	// 0 when the push has none.
+	MessageIndex  int
+	TotalMessages int
+	// Payload is the push as encoded for sending: a JSON object of at most
+	// push.MaxDecodeBytes.
+	Payload json.RawMessage
+}
+
+// NewOutboxMessage encodes p and lifts its identity fields, so every sender
+// records pushes the same way.
+func NewOutboxMessage(p push.Push) (OutboxMessage, error) {
+	payload, err := push.Encode(p)
+	if err != nil {
+		return OutboxMessage{}, fmt.Errorf("store: outbox message: %w", err)
+	}
+	c := p.CommonFields()
+	m := OutboxMessage{MessageID: c.MessageID, SessionID: c.SessionID, Payload: payload}
+	m.TaskUUID, _ = c.TaskUUID.Get()
+	if content, ok := p.(*push.ContentPush); ok {
+		m.MessageIndex, _ = content.MessageIndex.Get()
+		m.TotalMessages, _ = content.TotalMessages.Get()
+	}
+	return m, nil
+}
+
+// OutboxEntry is a stored outbox row.
+type OutboxEntry struct {
+	ID int64
+	OutboxMessage
+	CreatedAt   time.Time
+	DeliveredAt time.Time // zero until a push service accepted the push
+}
+
+// OutboxPage is one page of a user's unacknowledged pushes.
+type OutboxPage struct {
+	Entries []OutboxEntry
+	// Cursor is the largest id the page covered (rows that did not decrypt
+	// included), or the since it was asked with; pass it as the next since.
+	Cursor int64
+	// HasMore reports a full page: there may be more after Cursor.
+	HasMore bool
+}
+
+// AppendOutbox records a batch of finalized pushes for userID before they are
+// sent, in one transaction. A messageId already recorded for the user is a
+// retry of the same push: its payload and created_at are replaced and it
+// counts as undelivered again, unless the client already acknowledged it,
+// in which case the row is left as it is. Messages are checked first; an
+// invalid one fails the batch with ErrInvalidOutbox and nothing is written.
+func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []OutboxMessage) error {
+	for i, m := range messages {
+		if err := checkOutboxMessage(m); err != nil {
+			return fmt.Errorf("%w: message %d: %w", ErrInvalidOutbox, i, err)
+		}
+	}
+	key := s.userKey(userID)
+	sealed := make([]string, len(messages))
+	for i, m := range messages {
+		sealed[i] = key.SealAtRest(m.Payload)
+	}
+	now := millis(s.now())
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for i, m := range messages {
+			if _, err := tx.Exec(`INSERT INTO message_outbox
+					(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (user_id, message_id) DO UPDATE SET
+					payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
+				WHERE acked_at IS NULL`,
+				userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
+				nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed[i], now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: append outbox: %w", err)
+	}
+	return nil
+}
+
+func checkOutboxMessage(m OutboxMessage) error {
+	switch {
+	case strings.TrimSpace(m.MessageID) == "":
+		return errors.New("messageId is blank")
+	case len(m.MessageID) > maxOutboxFieldBytes || len(m.TaskUUID) > maxOutboxFieldBytes || len(m.SessionID) > maxOutboxFieldBytes:
+		return fmt.Errorf("messageId, taskUuid or sessionId is over %d bytes", maxOutboxFieldBytes)
+	case m.MessageIndex < 0 || m.TotalMessages < 0:
+		return errors.New("messageIndex or totalMessages is negative")
+	case len(m.Payload) > push.MaxDecodeBytes:
+		return fmt.Errorf("payload is %d bytes, limit %d", len(m.Payload), push.MaxDecodeBytes)
+	case !isJSONObject(m.Payload):
+		return errors.New("payload is not a JSON object")
+	}
+	return nil
+}
+
+func isJSONObject(b []byte) bool {
+	return json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
+}
+
+// MarkOutboxDelivered records that push services accepted these pushes of
+// userID. Ids that are not recorded are ignored.
+func (s *Store) MarkOutboxDelivered(ctx context.Context, userID string, messageIDs []string) error {
+	_, err := s.updateOutbox(ctx, `UPDATE message_outbox SET delivered_at = ?
+		WHERE user_id = ? AND message_id IN (SELECT value FROM json_each(?))`, userID, messageIDs)
+	if err != nil {
+		return fmt.Errorf("store: mark outbox delivered: %w", err)
+	}
+	return nil
+}
+
+// AckOutbox records that userID's client received these pushes and returns
+// how many rows that changed: ids already acknowledged or never recorded
+// count nothing, so a repeated ack returns 0. Every id must be non-blank
+// (JavaScript trim), else ErrInvalidOutbox.
+func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []string) (int, error) {
+	for _, id := range messageIDs {
+		if isBlankJS(id) {
+			return 0, fmt.Errorf("store: ack outbox: %w: a message id is blank", ErrInvalidOutbox)
+		}
+	}
+	n, err := s.updateOutbox(ctx, `UPDATE message_outbox SET acked_at = ?
+		WHERE user_id = ? AND acked_at IS NULL AND message_id IN (SELECT value FROM json_each(?))`, userID, messageIDs)
+	if err != nil {
+		return 0, fmt.Errorf("store: ack outbox: %w", err)
+	}
+	return n, nil
+}
+
+// updateOutbox runs query with now, userID and messageIDs as a JSON array,
+// and returns the rows changed.
+func (s *Store) updateOutbox(ctx context.Context, query, userID string, messageIDs []string) (int, error) {
+	if len(messageIDs) > MaxOutboxIDs {
+		return 0, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, len(messageIDs), MaxOutboxIDs)
+	}
+	if len(messageIDs) == 0 {
+		return 0, nil
+	}
+	ids, err := json.Marshal(messageIDs)
+	if err != nil {
+		return 0, err
+	}
+	res, err := s.writer.ExecContext(ctx, query, millis(s.now()), userID, string(ids))
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// UnackedOutbox returns up to limit (1 to MaxOutboxPage) of userID's
+// unacknowledged pushes with ids above since, oldest first. A row that does
+// not decrypt is skipped (logged) but still moves the cursor, so one bad row
+// never stalls a client's catch-up.
+func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, limit int) (OutboxPage, error) {
+	if since < 0 || limit < 1 || limit > MaxOutboxPage {
+		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w: since %d, limit %d", ErrInvalidOutbox, since, limit)
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
+			payload, created_at, delivered_at
+		FROM message_outbox WHERE user_id = ? AND acked_at IS NULL AND id > ? ORDER BY id LIMIT ?`, userID, since, limit)
+	if err != nil {
+		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
+	}
+	defer rows.Close()
+	key := s.userKey(userID)
+	page := OutboxPage{Entries: []OutboxEntry{}, Cursor: since}
+	fetched := 0
+	for rows.Next() {
+		var e OutboxEntry
+		var taskUUID, sessionID sql.NullString
+		var index, total, delivered sql.NullInt64
+		var sealed string
+		var created int64
+		if err := rows.Scan(&e.ID, &e.MessageID, &taskUUID, &sessionID, &index, &total, &sealed, &created, &delivered); err != nil {
+			return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
+		}
+		fetched++
+		page.Cursor = max(page.Cursor, e.ID)
+		payload, err := key.OpenAtRest(sealed)
+		if err == nil && !isJSONObject(payload) {
+			err = errors.New("payload is not a JSON object")
+		}
+		if err != nil {
+			s.log.Warn("store: skipping an outbox row that does not decrypt", "user_id", userID, "outbox_id", e.ID, "err", err)
+			continue
+		}
+		e.TaskUUID, e.SessionID = taskUUID.String, sessionID.String
+		e.MessageIndex, e.TotalMessages = int(index.Int64), int(total.Int64)
+		e.Payload = payload
+		e.CreatedAt = fromMillis(created)
+		if delivered.Valid {
+			e.DeliveredAt = fromMillis(delivered.Int64)
+		}
+		page.Entries = append(page.Entries, e)
+	}
+	if err := rows.Err(); err != nil {
+		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
+	}
+	page.HasMore = fetched == limit
+	return page, nil
+}
+
+// DiscardUndeliveredOutbox deletes the pushes of a task that no push service
+// has accepted and no client acknowledged, and returns how many. Call it when
+// a task is cancelled or superseded mid-burst, so a client catching up later
+// does not receive the rest of a task the user cancelled; what already went
+// out stays for the client to acknowledge.
+func (s *Store) DiscardUndeliveredOutbox(ctx context.Context, userID, taskUUID string) (int, error) {
+	res, err := s.writer.ExecContext(ctx, `DELETE FROM message_outbox
+		WHERE user_id = ? AND task_uuid = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, taskUUID)
+	if err != nil {
+		return 0, fmt.Errorf("store: discard undelivered outbox: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// CleanupOutbox applies the retention (Config.OutboxAckedMaxAge,
+// Config.OutboxMaxAge): it deletes rows acknowledged longer ago than the
+// first and any row created longer ago than the second (a push service keeps
+// a push four weeks at most), and returns how many. The scheduler's tick
+// calls it.
+func (s *Store) CleanupOutbox(ctx context.Context) (int, error) {
+	now := s.now()
+	res, err := s.writer.ExecContext(ctx, `DELETE FROM message_outbox WHERE acked_at < ? OR created_at < ?`,
+		millis(now.Add(-s.outboxAckedMaxAge)), millis(now.Add(-s.outboxMaxAge)))
+	if err != nil {
+		return 0, fmt.Errorf("store: cleanup outbox: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// nullString stores "" as NULL, as the standard's optional columns are.
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// nullInt stores 0 as NULL.
+func nullInt(n int) sql.NullInt64 { return sql.NullInt64{Int64: int64(n), Valid: n != 0} }

@@ -1,0 +1,62 @@
+package store_test
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+
+	"amsg/store"
+)
+
+func TestSchemaReportsTheCatalogue(t *testing.T) {
+	st, db := openWithPath(t, store.Config{})
+	report, err := st.Schema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Version != report.LatestVersion || report.Version < 5 {
+		t.Errorf("version %d of %d, want every migration applied", report.Version, report.LatestVersion)
+	}
+	tables := map[string][]string{}
+	for _, tb := range report.Tables {
+		tables[tb.Name] = tb.Columns
+	}
+	if got := tables["client_state"]; !slices.Equal(got, []string{"user_id", "namespace", "key", "value", "updated_at"}) {
+		t.Errorf("client_state columns = %v", got)
+	}
+	if got := tables["message_outbox"]; !slices.Equal(got, []string{"id", "user_id", "message_id", "task_uuid", "session_id",
+		"message_index", "total_messages", "payload", "created_at", "delivered_at", "acked_at"}) {
+		t.Errorf("message_outbox columns = %v", got)
+	}
+	if _, ok := tables["sqlite_sequence"]; ok {
+		t.Error("SQLite's internal tables are reported")
+	}
+	indexes := map[string]store.SchemaIndex{}
+	for _, ix := range report.Indexes {
+		indexes[ix.Name] = ix
+	}
+	for name, want := range map[string]store.SchemaIndex{
+		"message_outbox_unacked": {Name: "message_outbox_unacked", Table: "message_outbox", Columns: []string{"user_id", "id"}, Partial: true, Origin: "c"},
+		"sqlite_autoindex_message_outbox_1": {Name: "sqlite_autoindex_message_outbox_1", Table: "message_outbox",
+			Columns: []string{"user_id", "message_id"}, Unique: true, Origin: "u"},
+		"sqlite_autoindex_client_state_1": {Name: "sqlite_autoindex_client_state_1", Table: "client_state",
+			Columns: []string{"user_id", "namespace", "key"}, Unique: true, Origin: "pk"},
+	} {
+		if got := indexes[name]; !reflect.DeepEqual(got, want) {
+			t.Errorf("index %s = %+v, want %+v", name, got, want)
+		}
+	}
+
+	// It is a report of the file, not a list kept in code: a new index shows.
+	if _, err := db.Exec(`CREATE INDEX extra_probe ON client_state (updated_at)`); err != nil {
+		t.Fatal(err)
+	}
+	again, err := st.Schema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Indexes) != len(report.Indexes)+1 || fmt.Sprint(again.Tables) != fmt.Sprint(report.Tables) {
+		t.Errorf("after adding an index: %d indexes (was %d)", len(again.Indexes), len(report.Indexes))
+	}
+}

@@ -1,0 +1,145 @@
+// The chat engine, apart from any view: it sends a turn to /instant, records
+// each pushed payload in the conversation as it streams in, hands it to the
+// service worker, runs requested browser tools and resumes the loop with
+// /continue until the model answers without tools.
+
+import * as conversations from './conversations.js';
+import * as settings from './settings.js';
+import * as tools from './tools.js';
+import * as worker from './worker.js';
+
+/** The turn in flight: {conversationId, controller} or null. */
+let inflight = null;
+
+export function busy(conversation) {
+  return Boolean(inflight && conversation && inflight.conversationId === conversation.id);
+}
+
+export function stop() {
+  if (inflight) inflight.controller.abort();
+}
+
+function changed(conversation) {
+  dispatchEvent(new CustomEvent('amsg:conversations', { detail: { id: conversation.id } }));
+}
+
+/**
+ * The copy of a payload the worker gets. The page renders it itself while
+ * visible, so a payload without its own display policy notifies only when
+ * the page is hidden; the messageId, the worker's dedupe key, is unchanged.
+ */
+export function bridgeCopy(payload) {
+  const n = payload.notification && typeof payload.notification === 'object' ? payload.notification : null;
+  if (n && n.show !== undefined && n.show !== 'auto') return payload;
+  if (payload.messageKind !== 'content') return payload;
+  return { ...payload, notification: { ...(n || {}), show: 'when-hidden' } };
+}
+
+function withSystemPrompt(history, systemPrompt) {
+  return systemPrompt ? [{ role: 'system', content: systemPrompt }, ...history] : history;
+}
+
+/**
+ * Sends text as a new turn of conversation (created when null) and follows
+ * it to its end. Returns {conversation, done} at once; done resolves when the
+ * turn ends. Failures become error items in the thread; nothing is thrown.
+ */
+export function send(app, conversation, text) {
+  const llm = settings.llm();
+  const sessionId = `sess_${crypto.randomUUID()}`;
+  if (!conversation) conversation = conversations.create({ sessionId, contactName: llm.contactName });
+  conversations.update(conversation, (c) => {
+    if (!c.sessionIds.includes(sessionId)) c.sessionIds.push(sessionId);
+    c.items.push({ id: `user_${crypto.randomUUID()}`, type: 'user', text, at: Date.now() });
+    c.history.push({ role: 'user', content: text });
+    if (!c.title) c.title = text.slice(0, 80);
+  });
+  const controller = new AbortController();
+  inflight = { conversationId: conversation.id, controller };
+  changed(conversation);
+  return { conversation, done: follow(app, conversation, sessionId, llm, controller) };
+}
+
+async function follow(app, conversation, sessionId, llm, controller) {
+  const base = {
+    contactName: conversation.contactName || llm.contactName,
+    apiUrl: llm.apiUrl,
+    apiKey: llm.apiKey,
+    primaryModel: llm.model,
+    sessionId,
+    messageSubtype: 'chat',
+    tools: tools.definitions(),
+  };
+  try {
+    await app.ready();
+    let path = 'instant';
+    let iteration = 0;
+    for (;;) {
+      const round = { contents: [], toolRequest: null };
+      const body = { ...base, messages: withSystemPrompt(conversation.history, llm.systemPrompt) };
+      if (path === 'continue') body.iteration = iteration;
+      await app.client.stream(path, body, {
+        signal: controller.signal,
+        onPayload: (payload) => receive(conversation, payload, round),
+      });
+      if (!round.toolRequest) {
+        if (round.contents.length) conversations.update(conversation, (c) => c.history.push({ role: 'assistant', content: round.contents.join(' ') }));
+        break;
+      }
+      await runTools(conversation, round);
+      iteration += 1;
+      path = 'continue';
+    }
+  } catch (err) {
+    if (err && err.name === 'AbortError') {
+      addNotice(conversation, 'Stopped following this reply here. If the server finishes it, it still arrives as a notification.');
+    } else {
+      addError(conversation, sessionId, err);
+    }
+  } finally {
+    inflight = null;
+    changed(conversation);
+  }
+}
+
+function receive(conversation, payload, round) {
+  if (typeof payload.sessionId === 'string' && payload.sessionId && !conversation.sessionIds.includes(payload.sessionId)) {
+    conversations.update(conversation, (c) => c.sessionIds.push(payload.sessionId));
+  }
+  conversations.ingest(payload);
+  worker.deliver(bridgeCopy(payload)).catch(() => {});
+  if (payload.messageKind === 'content') round.contents.push(String(payload.message ?? ''));
+  if (payload.messageKind === 'tool_request' && Array.isArray(payload.toolCalls) && payload.toolCalls.length) round.toolRequest = payload;
+}
+
+async function runTools(conversation, round) {
+  const push = round.toolRequest;
+  const item = conversation.items.find((i) => i.id === push.messageId);
+  const setState = (index, patch) => {
+    if (!item) return;
+    conversations.update(conversation, () => Object.assign(item.calls[index], patch));
+  };
+  const results = [];
+  for (const [index, call] of push.toolCalls.entries()) {
+    setState(index, { state: 'running' });
+    const { ok, result } = await tools.run(call);
+    setState(index, { state: ok ? 'done' : 'failed', result });
+    results.push({ role: 'tool', tool_call_id: call && call.id, content: result });
+  }
+  conversations.update(conversation, (c) => {
+    c.history.push({ role: 'assistant', content: round.contents.join(' ') || null, tool_calls: push.toolCalls }, ...results);
+  });
+}
+
+function addError(conversation, sessionId, err) {
+  const payload = err && err.payload && typeof err.payload === 'object' ? err.payload : null;
+  conversations.update(conversation, (c) => {
+    const id = (payload && payload.messageId) || `error_${crypto.randomUUID()}`;
+    if (c.items.some((i) => i.id === id)) return;
+    c.items.push({ id, type: 'error', code: String((err && err.code) || 'ERROR'), text: (err && err.message) || 'Something went wrong', at: Date.now(), sessionId });
+  });
+}
+
+function addNotice(conversation, text) {
+  conversations.update(conversation, (c) => c.items.push({ id: `notice_${crypto.randomUUID()}`, type: 'notice', text, at: Date.now() }));
+}

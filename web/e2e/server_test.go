@@ -1,0 +1,113 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"amsg/api"
+	"amsg/push"
+	"amsg/push/pushtest"
+	"amsg/push/webpush"
+	"amsg/store"
+	"amsg/store/storetest"
+	"amsg/sw"
+	"amsg/web"
+	"amsg/web/browsertest"
+)
+
+// server is the amsg HTTP server as cmd/amsg assembles it, on loopback,
+// with its pushes going to a fake push service.
+type server struct {
+	*httptest.Server
+	Store *store.Store
+	Push  *pushtest.Server
+}
+
+func newServer(t *testing.T) *server {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st := storetest.New(t)
+	sec := st.Secrets()
+	pushes := pushtest.NewServer(sec.VAPIDPublicKey)
+	t.Cleanup(pushes.Close)
+	sender, err := webpush.NewSender(webpush.Config{
+		VAPIDPublicKey:        sec.VAPIDPublicKey,
+		VAPIDPrivateKey:       sec.VAPIDPrivateKey,
+		Subject:               "https://amsg.dev/e2e",
+		AllowPrivateEndpoints: true,
+		Logger:                log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := sw.AssetVersion(web.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, Logger: log}, api.Deps{
+		Store:         st,
+		Dispatcher:    &webpush.Dispatcher{Sender: sender, Directory: st},
+		Web:           web.Handler(),
+		ServiceWorker: sw.Handler(version),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &server{Server: srv, Store: st, Push: pushes}
+}
+
+// waitPush waits for the n-th push the fake push service decrypted and
+// returns its plaintext.
+func (s *server) waitPush(t *testing.T, n int) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	pushes, err := s.Push.WaitPushes(ctx, n)
+	if err != nil {
+		t.Fatalf("waiting for push %d: %v (errors: %v)", n, err, s.Push.Errors())
+	}
+	return pushes[n-1].JSON
+}
+
+// openApp starts a browser with notifications granted and the page's
+// pushManager.subscribe stubbed with a subscription of the fake push
+// service, loads the page at hash and waits until the service worker
+// controls it.
+func openApp(t *testing.T, srv *server, hash string) (*browsertest.Browser, *browsertest.Page, push.Subscription) {
+	t.Helper()
+	b := browsertest.New(t, browsertest.Config{})
+	b.GrantNotifications(srv.URL)
+	p, sub := openPage(t, b, srv, hash)
+	return b, p, sub
+}
+
+// openPage is openApp in a browser the caller configured: notifications
+// stay as the browser has them.
+func openPage(t *testing.T, b *browsertest.Browser, srv *server, hash string) (*browsertest.Page, push.Subscription) {
+	t.Helper()
+	p := b.NewPage()
+	sub := srv.Push.Subscribe()
+	p.StubPushSubscribe(sub)
+	p.RecordWorkerMessages()
+	p.Navigate(srv.URL + "/" + hash)
+	p.WaitServiceWorker()
+	return p, sub
+}
+
+// userID reads the id the page generated for this browser.
+func userID(t *testing.T, p *browsertest.Page) string {
+	t.Helper()
+	var raw string
+	p.Eval(`localStorage.getItem('amsg.userId')`, &raw)
+	var id string
+	if err := json.Unmarshal([]byte(raw), &id); err != nil {
+		t.Fatalf("amsg.userId %q: %v", raw, err)
+	}
+	return id
+}
