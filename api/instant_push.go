@@ -9,6 +9,7 @@ import (
 
 	"amsg/push"
 	"amsg/push/webpush"
+	"amsg/store"
 )
 
 // deliveryError is a push that reached none of its recipients.
@@ -23,13 +24,21 @@ func (e *deliveryError) Unwrap() error { return e.err }
 // deliverPush sends p to the user's devices and to the request's
 // subscription at once, as an instant push (TTL 60 s, urgency high), and
 // fails only when no recipient took it. Attempts to the request's
-// subscription go to the delivery log like the devices' do.
+// subscription go to the delivery log like the devices' do. A user's pushes
+// are recorded in the outbox before they go and marked delivered after, so
+// a page that missed one catches up; the outbox is best effort and never
+// fails a delivery.
 func (s *Server) deliverPush(ctx context.Context, to recipients, p push.Push) error {
-	payload, err := push.Encode(p)
+	entry, err := store.NewOutboxMessage(p)
 	if err != nil {
 		return err
 	}
-	msg := webpush.Message{ID: p.CommonFields().MessageID, Kind: p.Kind(), Payload: payload, Source: push.SourceInstant}
+	msg := webpush.Message{ID: entry.MessageID, Kind: p.Kind(), Payload: entry.Payload, Source: push.SourceInstant}
+	if to.userID != "" {
+		if err := s.deps.Store.AppendOutbox(ctx, to.userID, []store.OutboxMessage{entry}); err != nil {
+			s.log.WarnContext(ctx, "could not record a push in the outbox", "messageId", msg.ID, "err", err)
+		}
+	}
 	var (
 		wg       sync.WaitGroup
 		devices  webpush.Result
@@ -63,6 +72,11 @@ func (s *Server) deliverPush(ctx context.Context, to recipients, p push.Push) er
 		delivered++
 	}
 	if delivered > 0 {
+		if to.userID != "" {
+			if err := s.deps.Store.MarkOutboxDelivered(context.WithoutCancel(ctx), to.userID, []string{msg.ID}); err != nil {
+				s.log.WarnContext(ctx, "could not mark a push delivered in the outbox", "messageId", msg.ID, "err", err)
+			}
+		}
 		return nil
 	}
 	for _, err := range []error{sendErr, devErr} {

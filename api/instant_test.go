@@ -316,6 +316,16 @@ func TestInstantToolLoop(t *testing.T) {
 			t.Errorf("transcript push %d = %s, delivered %s", i, ids[i], p.ID)
 		}
 	}
+	// The user's pushes are in the outbox, delivered, for a page that missed one.
+	page, err := f.store.UnackedOutbox(t.Context(), testUserID, 0, 100)
+	if err != nil || len(page.Entries) != len(all) {
+		t.Fatalf("outbox %+v, %v", page, err)
+	}
+	for i, e := range page.Entries {
+		if e.MessageID != all[i].ID || e.SessionID != "sess_tool" || e.DeliveredAt.IsZero() {
+			t.Errorf("outbox entry %d = %s delivered %v, want %s", i, e.MessageID, e.DeliveredAt, all[i].ID)
+		}
+	}
 	for i := 1; i < len(tr.Messages); i++ {
 		if tr.Messages[i].ID <= tr.Messages[i-1].ID {
 			t.Errorf("ULIDs out of order: %s after %s", tr.Messages[i].ID, tr.Messages[i-1].ID)
