@@ -33,14 +33,25 @@ func (s *Server) instantFeature() feature {
 	if s.deps.Instant == nil {
 		return feature{}
 	}
+	routes := []route{
+		{http.MethodPost, "instant", authInstant, s.handleInstant},
+		{http.MethodPost, "continue", authInstant, s.handleContinue},
+		{http.MethodGet, "sessions/{sessionId}", authClient, s.handleSession},
+	}
+	for _, name := range []string{"instant", "continue"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			routes = append(routes, route{method, name, authInstant, onlyPost})
+		}
+	}
 	return feature{
 		capabilities: []string{"instant", "instant-sse", "instant-tools", "continue-tool-results", "session-transcripts", "llm-extra-body"},
-		routes: []route{
-			{http.MethodPost, "instant", authInstant, s.handleInstant},
-			{http.MethodPost, "continue", authInstant, s.handleContinue},
-			{http.MethodGet, "sessions/{sessionId}", authClient, s.handleSession},
-		},
+		routes:       routes,
 	}
+}
+
+// onlyPost answers the instant path's other methods as the standard does.
+func onlyPost(http.ResponseWriter, *http.Request) error {
+	return newError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Only POST is supported")
 }
 
 // instantCall is an /instant or /continue request read, validated and

@@ -232,34 +232,28 @@ func TestDecodeAcceptsWhatUpstreamAccepts(t *testing.T) {
 	}
 }
 
-// FuzzInstantRequest sends arbitrary bodies (plain or gzipped) to the
-// request pipeline of /instant and /continue: every answer is a success or
-// one of the standard's 4xx errors, never a 500 or a panic.
-func FuzzInstantRequest(f *testing.F) {
-	for _, c := range append(append([]validationCase{}, instantRows...), continueRows...) {
+// fuzzRequestPipeline sends arbitrary bodies to the request pipeline of
+// path (gzipped when gz): every answer is a success or one of the
+// standard's 4xx errors, never a 500 or a panic. user sends X-User-Id.
+func fuzzRequestPipeline(f *testing.F, path string, decode decodeFunc, gz bool, seeds []validationCase, valid string) {
+	for _, c := range seeds {
 		body := c.raw
 		if body == "" {
 			b, _ := json.Marshal(c.set)
 			body = string(b)
 		}
-		f.Add(body, false, false, false)
+		f.Add([]byte(body), false)
 	}
-	f.Add(`{"contactName":"Rei","messages":[{"role":"user","content":"hi"}],"apiUrl":"u","apiKey":"k","primaryModel":"m","pushSubscription":{"endpoint":"http://127.0.0.1:1/p"}}`, false, false, false)
-	f.Add(`{"sessionId":"s","contactName":"Rei","messages":[{"role":"tool","tool_call_id":"a","content":""}],"apiUrl":"u","apiKey":"k","primaryModel":"m"}`, false, true, true)
-	f.Add(gzipped(f, `{"contactName":"Rei"}`), true, false, true)
-	f.Add("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", true, false, false)
+	f.Add([]byte(valid), false)
+	f.Add([]byte(valid), true)
 	s := newTestServer(f, Config{AllowPrivateEndpoints: true, MaxBodyBytes: 64 << 10}, Deps{Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{})}})
-	f.Fuzz(func(t *testing.T, body string, gz, isContinue, user bool) {
-		path, decode := "/api/v1/instant", decodeInstant
-		if isContinue {
-			path, decode = "/api/v1/continue", decodeContinue
-		}
-		req := newRequest(http.MethodPost, path, body, nil)
-		if user {
-			req.Header.Set("X-User-Id", testUserID)
-		}
+	f.Fuzz(func(t *testing.T, body []byte, user bool) {
+		req := newRequest(http.MethodPost, path, string(body), nil)
 		if gz {
 			req.Header.Set("X-Amsg-Request-Encoding", "gzip")
+		}
+		if user {
+			req.Header.Set("X-User-Id", testUserID)
 		}
 		_, err := s.readInstantCall(httptest.NewRecorder(), req, decode)
 		if err == nil {
@@ -270,4 +264,28 @@ func FuzzInstantRequest(f *testing.F) {
 			t.Fatalf("%q: %v", body, err)
 		}
 	})
+}
+
+const (
+	validInstantBody  = `{"contactName":"Rei","messages":[{"role":"user","content":"hi"}],"apiUrl":"u","apiKey":"k","primaryModel":"m","pushSubscription":{"endpoint":"http://127.0.0.1:1/p"}}`
+	validContinueBody = `{"sessionId":"s","contactName":"Rei","messages":[{"role":"tool","tool_call_id":"a","content":""}],"apiUrl":"u","apiKey":"k","primaryModel":"m"}`
+)
+
+func FuzzInstantBody(f *testing.F) {
+	fuzzRequestPipeline(f, "/api/v1/instant", decodeInstant, false, instantRows, validInstantBody)
+}
+
+func FuzzContinueBody(f *testing.F) {
+	fuzzRequestPipeline(f, "/api/v1/continue", decodeContinue, false, continueRows, validContinueBody)
+}
+
+// FuzzGzipBody feeds arbitrary bytes as a gzipped /instant body: bombs,
+// truncations and garbage included.
+func FuzzGzipBody(f *testing.F) {
+	f.Add([]byte(gzipped(f, validInstantBody)), false)
+	f.Add([]byte(gzipped(f, validContinueBody)), true)
+	f.Add([]byte(gzipped(f, strings.Repeat(" ", 1<<20))), false)
+	f.Add([]byte(gzipped(f, validInstantBody)+gzipped(f, "{}")), false)
+	f.Add([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"), false)
+	fuzzRequestPipeline(f, "/api/v1/instant", decodeInstant, true, nil, "")
 }

@@ -806,6 +806,16 @@ func TestInstantAuthAndCORS(t *testing.T) {
 	}
 }
 
+func TestInstantOnlyPost(t *testing.T) {
+	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
+	for _, path := range []string{"/api/v1/instant", "/api/v1/continue", "/instant/"} {
+		got := do(t, f.s, http.MethodGet, path, nil)
+		if got.status != http.StatusMethodNotAllowed || got.body != `{"success":false,"error":{"code":"METHOD_NOT_ALLOWED","message":"Only POST is supported"}}`+"\n" {
+			t.Errorf("GET %s = %d %s", path, got.status, got.body)
+		}
+	}
+}
+
 func TestAcceptsOnlyJSON(t *testing.T) {
 	for accept, want := range map[string]bool{
 		"application/json":                true,
