@@ -83,7 +83,7 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 		return nil, err
 	}
 	if strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Amsg-Request-Encoding")), "gzip") {
-		r.Body = &gunzipBody{src: r.Body}
+		r.Body = &gunzipBody{src: http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)}
 	}
 	var f fields
 	if encrypted {
@@ -121,7 +121,8 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 
 // gunzipBody decompresses a request body. The gzip header is read on the
 // first Read, so under readBody's deadline; readBody's limit then bounds
-// the decompressed bytes, which is what stops a gzip bomb.
+// the decompressed bytes, which is what stops a gzip bomb, and the same
+// limit on the compressed bytes stops a stream of empty gzip members.
 type gunzipBody struct {
 	src io.ReadCloser
 	zr  *gzip.Reader

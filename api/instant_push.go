@@ -40,18 +40,16 @@ func (s *Server) deliverPush(ctx context.Context, to recipients, p push.Push) er
 		}
 	}
 	var (
-		wg       sync.WaitGroup
-		devices  webpush.Result
-		devErr   error
-		single   webpush.Delivery
-		sendErr  error
-		delivery = s.deps.Dispatcher
+		wg              sync.WaitGroup
+		devices         webpush.Result
+		single          webpush.Delivery
+		devErr, sendErr error
 	)
 	if to.userID != "" {
-		wg.Go(func() { devices, devErr = delivery.Dispatch(ctx, to.userID, msg) })
+		wg.Go(func() { devices, devErr = s.deps.Dispatcher.Dispatch(ctx, to.userID, msg) })
 	}
 	if to.sub != nil {
-		wg.Go(func() { single, sendErr = delivery.Sender.Send(ctx, *to.sub, msg) })
+		wg.Go(func() { single, sendErr = s.deps.Dispatcher.Sender.Send(ctx, *to.sub, msg) })
 	}
 	wg.Wait()
 	if len(single.Attempts) > 0 {
@@ -63,15 +61,14 @@ func (s *Server) deliverPush(ctx context.Context, to recipients, p push.Push) er
 		}
 	}
 
-	delivered := devices.Delivered()
-	results := append([]webpush.Delivery(nil), single)
+	results := []webpush.Delivery{single}
 	for _, d := range devices.Devices {
 		results = append(results, d.Delivery)
 	}
-	if single.Outcome == push.OutcomeDelivered {
-		delivered++
-	}
-	if delivered > 0 {
+	for _, d := range results {
+		if d.Outcome != push.OutcomeDelivered {
+			continue
+		}
 		if to.userID != "" {
 			if err := s.deps.Store.MarkOutboxDelivered(context.WithoutCancel(ctx), to.userID, []string{msg.ID}); err != nil {
 				s.log.WarnContext(ctx, "could not mark a push delivered in the outbox", "messageId", msg.ID, "err", err)
@@ -79,18 +76,23 @@ func (s *Server) deliverPush(ctx context.Context, to recipients, p push.Push) er
 		}
 		return nil
 	}
-	for _, err := range []error{sendErr, devErr} {
+	return deliveryFailure(results, sendErr, devErr)
+}
+
+// deliveryFailure says why no recipient took a push: a push that could not
+// be sent at all, else what a push service answered, else why no answer
+// came, else that there was nobody to send to.
+func deliveryFailure(results []webpush.Delivery, errs ...error) *deliveryError {
+	for _, err := range errs {
 		if err != nil && !errors.Is(err, webpush.ErrNoDevices) {
 			return &deliveryError{err: err}
 		}
 	}
 	for _, d := range results {
-		if d.Status != 0 {
+		switch {
+		case d.Status != 0:
 			return &deliveryError{status: d.Status, err: fmt.Errorf("%d %s", d.Status, http.StatusText(d.Status))}
-		}
-	}
-	for _, d := range results {
-		if d.Err != nil {
+		case d.Err != nil:
 			return &deliveryError{err: d.Err}
 		}
 	}

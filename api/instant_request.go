@@ -301,15 +301,22 @@ func (v *requestValidator) credentials() *Error {
 }
 
 func (v *requestValidator) maxTokens() *Error {
-	if !v.f.given("maxTokens") {
-		return nil
-	}
-	n, ok := v.f.integer("maxTokens")
-	if !ok || n <= 0 || n > math.MaxInt32 {
-		return invalidFields("maxTokens 必须是正整数", "maxTokens")
-	}
+	n, err := v.positiveInteger("maxTokens", math.MaxInt32)
 	v.q.maxTokens = int(n)
-	return nil
+	return err
+}
+
+// positiveInteger reads an optional member (absent and null are 0) that
+// must otherwise be an integer in 1..limit.
+func (v *requestValidator) positiveInteger(key string, limit int64) (int64, *Error) {
+	if !v.f.given(key) {
+		return 0, nil
+	}
+	n, ok := v.f.integer(key)
+	if !ok || n <= 0 || n > limit {
+		return 0, invalidFields(key+" 必须是正整数", key)
+	}
+	return n, nil
 }
 
 // pushSubscription needs an object with a string endpoint, as upstream; it
@@ -408,13 +415,7 @@ func (v *requestValidator) tools() *Error {
 
 // tokenBudget (amsg's own) bounds the session's tokens.
 func (v *requestValidator) tokenBudget() *Error {
-	if !v.f.given("tokenBudget") {
-		return nil
-	}
-	n, ok := v.f.integer("tokenBudget")
-	if !ok || n <= 0 {
-		return invalidFields("tokenBudget 必须是正整数", "tokenBudget")
-	}
-	v.q.tokenBudget = n
-	return nil
+	var err *Error
+	v.q.tokenBudget, err = v.positiveInteger("tokenBudget", 1<<53)
+	return err
 }

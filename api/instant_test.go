@@ -770,6 +770,7 @@ func TestInstantGzipBodies(t *testing.T) {
 		{"not gzip", body, 400, "无法读取请求体"},
 		{"truncated", gzipped(t, body)[:100], 400, "无法读取请求体"},
 		{"trailing garbage", gzipped(t, body) + "garbage", 400, "无法读取请求体"},
+		{"endless empty members", strings.Repeat(gzipped(t, ""), 4000), 413, "请求体超过 65536 字节上限"},
 	} {
 		got := post(f.s, "/api/v1/instant", c.body, gz)
 		if got.status != c.status || !strings.Contains(got.body, c.message) {
