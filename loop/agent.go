@@ -365,6 +365,14 @@ func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
 		r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
 	}
 	out.SessionID, out.MessagesSent, out.SentAt = r.sessionID, p.sent, r.a.now()
+	attrs := []any{"sessionId", r.sessionID, "iteration", r.iteration, "pushes", p.sent}
+	if f := (*Failure)(nil); errors.As(err, &f) {
+		// The code only: an LLM error's text holds the endpoint URL, whose
+		// query may carry a key.
+		r.a.log.WarnContext(ctx, "agent round failed", append(attrs, "code", f.Code)...)
+	} else {
+		r.a.log.DebugContext(ctx, "agent round", append(attrs, "status", out.Status, "sessionTokens", r.used.Total())...)
+	}
 	return out, err
 }
 
