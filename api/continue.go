@@ -31,14 +31,14 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, loop.ErrSessionNotFound):
 		return errSessionNotFound.withDetails(map[string]any{"sessionId": c.req.sessionID})
 	case errors.As(err, &ce) && ce.Conflict:
-		details := map[string]any{"sessionId": c.req.sessionID}
+		details := map[string]any{"sessionId": c.req.sessionID, "reason": ce.Reason}
 		if ce.Expected >= 0 {
 			details["expectedIteration"] = ce.Expected
 		}
-		return newError(http.StatusConflict, "CONCURRENT_CONTINUE", "该会话的这一轮已由另一个 /continue 处理，或会话没有等待工具结果："+ce.Reason).
+		return newError(http.StatusConflict, "CONCURRENT_CONTINUE", "这一轮已由另一个 /continue 处理，或会话没有在等待工具结果").
 			withDetails(details)
 	case errors.As(err, &ce):
-		return invalidFields("工具结果与会话等待的工具调用不符："+ce.Reason, "messages")
+		return invalidPayload("工具结果与会话等待的工具调用不符", map[string]any{"invalidFields": []string{"messages"}, "reason": ce.Reason})
 	case err != nil:
 		return err
 	}
