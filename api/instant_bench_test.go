@@ -33,7 +33,7 @@ func reportLatencies(b *testing.B, samples []time.Duration, unit string) {
 func BenchmarkInstantRequest(b *testing.B) {
 	f := newInstantFixture(b, Config{}, loop.AgentConfig{})
 	sub := f.push.Subscribe()
-	body := mustJSON(b, f.body(map[string]any{"pushSubscription": sub}))
+	body := jsonBody(b, f.body(map[string]any{"pushSubscription": sub}))
 	reply := llmtest.Reply{Content: "好的，我记下了。明天见！", Usage: &llmtest.Usage{PromptTokens: 20, CompletionTokens: 8}}
 	var samples []time.Duration
 	b.ReportAllocs()
@@ -56,7 +56,7 @@ func BenchmarkInstantRequest(b *testing.B) {
 func BenchmarkFirstSentenceToFrame(b *testing.B) {
 	f := newInstantFixture(b, Config{}, loop.AgentConfig{})
 	sub := f.push.Subscribe()
-	body := mustJSON(b, f.body(map[string]any{"pushSubscription": sub}))
+	body := jsonBody(b, f.body(map[string]any{"pushSubscription": sub}))
 	var samples []time.Duration
 	for b.Loop() {
 		st := f.llm.Stream()

@@ -1,12 +1,10 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 
 	"amsg/builders"
 	"amsg/loop"
@@ -60,49 +58,17 @@ func bodyFields(body []byte) (fields, error) {
 	if !json.Valid(body) {
 		return nil, errBodyNotJSON
 	}
-	var f fields
-	if jsonKindOf(body) != '{' || json.Unmarshal(body, &f) != nil {
+	if !isJSONObject(body) {
 		return nil, invalidPayload("payload 必须是 JSON 对象", nil)
 	}
-	return f, nil
-}
-
-// fields are a request object's members as raw JSON.
-type fields map[string]json.RawMessage
-
-func (f fields) has(key string) bool { _, ok := f[key]; return ok }
-
-// given reports whether key is present and not null.
-func (f fields) given(key string) bool {
-	raw, ok := f[key]
-	return ok && jsonKindOf(raw) != 'n'
-}
-
-// text returns a string member; ok is false for anything else.
-func (f fields) text(key string) (s string, ok bool) {
-	raw := f[key]
-	if jsonKindOf(raw) != '"' {
-		return "", false
-	}
-	return s, json.Unmarshal(raw, &s) == nil
+	return decodeFields(body), nil
 }
 
 // nonBlank returns a string member that is not blank after JavaScript's
 // trim, the standard's "required".
 func (f fields) nonBlank(key string) (string, bool) {
-	s, ok := f.text(key)
+	s, ok := f.str(key)
 	return s, ok && !loop.IsBlank(s)
-}
-
-// number returns a numeric member, ok false for anything else or a number
-// JavaScript reads as ±Infinity.
-func (f fields) number(key string) (float64, bool) {
-	raw := bytes.TrimSpace(f[key])
-	if k := jsonKindOf(raw); k != '-' && (k < '0' || k > '9') {
-		return 0, false
-	}
-	n, err := strconv.ParseFloat(string(raw), 64)
-	return n, err == nil
 }
 
 // integer returns an integral numeric member within JavaScript's safe
@@ -113,14 +79,6 @@ func (f fields) integer(key string) (int64, bool) {
 		return 0, false
 	}
 	return int64(n), true
-}
-
-func jsonKindOf(raw []byte) byte {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
-		return 0
-	}
-	return raw[0]
 }
 
 func invalidPayload(message string, details any) *Error {
@@ -214,7 +172,7 @@ func decodeContinue(f fields, haveUser bool, maxIter int, warn func(builders.War
 		v.shared,
 		v.tools,
 	)
-	if s, ok := f.text("messageSubtype"); ok {
+	if s, ok := f.str("messageSubtype"); ok {
 		v.q.messageSubtype = s // not checked on /continue: anything else is the default
 	}
 	return v.q, err
@@ -231,7 +189,7 @@ func (v *requestValidator) forbidden(key, message string) func() *Error {
 
 func (v *requestValidator) onlyValue(key, allowed, message string) func() *Error {
 	return func() *Error {
-		if s, ok := v.f.text(key); v.f.has(key) && (!ok || s != allowed) {
+		if s, ok := v.f.str(key); v.f.has(key) && (!ok || s != allowed) {
 			return invalidFields(message, key)
 		}
 		return nil
@@ -279,7 +237,7 @@ func (v *requestValidator) temperature() *Error {
 		return nil
 	}
 	t, ok := v.f.number("temperature")
-	if !ok || math.IsInf(t, 0) {
+	if !ok {
 		return invalidFields("temperature 必须是有限数字", "temperature")
 	}
 	v.q.temperature = &t
@@ -326,10 +284,10 @@ func (v *requestValidator) pushSubscription() *Error {
 	if !v.f.given("pushSubscription") && v.haveUser {
 		return nil
 	}
-	var sub fields
-	var endpoint string
-	if raw := v.f["pushSubscription"]; jsonKindOf(raw) != '{' || json.Unmarshal(raw, &sub) != nil ||
-		jsonKindOf(sub["endpoint"]) != '"' || json.Unmarshal(sub["endpoint"], &endpoint) != nil {
+	raw := v.f["pushSubscription"]
+	sub := decodeFields(raw)
+	endpoint, ok := sub.str("endpoint")
+	if !isJSONObject(raw) || !ok {
 		return missingFields("pushSubscription 必须是合法 Web Push 订阅对象", "pushSubscription.endpoint")
 	}
 	v.q.subscription = &push.Subscription{Endpoint: endpoint}
@@ -351,7 +309,7 @@ func (v *requestValidator) messageSubtype() *Error {
 	if !v.f.given("messageSubtype") {
 		return nil
 	}
-	s, ok := v.f.text("messageSubtype")
+	s, ok := v.f.str("messageSubtype")
 	if !ok {
 		return invalidFields("messageSubtype 必须是字符串", "messageSubtype")
 	}
@@ -388,7 +346,7 @@ func (v *requestValidator) shared() *Error {
 		v.q.iteration = int(n)
 	}
 	if v.f.given("metadata") {
-		if jsonKindOf(v.f["metadata"]) != '{' {
+		if !isJSONObject(v.f["metadata"]) {
 			return invalidFields("metadata 必须是普通对象", "metadata")
 		}
 		v.q.metadata = v.f["metadata"]
@@ -403,7 +361,7 @@ func (v *requestValidator) tools() *Error {
 	if !v.f.given("tools") {
 		return nil
 	}
-	if jsonKindOf(v.f["tools"]) != '[' {
+	if v.f["tools"][0] != '[' { // given: neither absent nor null, so not empty
 		return invalidFields("tools 必须是数组", "tools")
 	}
 	v.q.tools = v.f["tools"]

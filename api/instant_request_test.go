@@ -167,7 +167,7 @@ func validationBody(t *testing.T, base map[string]any, c validationCase) string 
 			b[k] = v
 		}
 	}
-	return mustJSON(t, b)
+	return jsonBody(t, b)
 }
 
 func runValidationRows(t *testing.T, path string, base map[string]any, rows []validationCase) {
@@ -175,7 +175,7 @@ func runValidationRows(t *testing.T, path string, base map[string]any, rows []va
 	for _, c := range rows {
 		t.Run(c.name, func(t *testing.T) {
 			got := post(s, path, validationBody(t, base, c), jsonHeaders)
-			want := `{"success":false,"error":{"code":"` + c.code + `","message":` + mustJSON(t, c.message)
+			want := `{"success":false,"error":{"code":"` + c.code + `","message":` + jsonBody(t, c.message)
 			if c.details != "" {
 				want += `,"details":` + c.details
 			}

@@ -74,7 +74,7 @@ func (f *instantFixture) body(extra map[string]any) map[string]any {
 
 var getTimeTool = []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_time", "parameters": map[string]any{"type": "object"}}}}
 
-func mustJSON(t testing.TB, v any) string {
+func jsonBody(t testing.TB, v any) string {
 	t.Helper()
 	b, err := marshalJSON(v)
 	if err != nil {
@@ -233,7 +233,7 @@ const toolResult = `[{"role":"tool","tool_call_id":"call_1","content":"12:00"}]`
 func TestInstantToolLoop(t *testing.T) {
 	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
 	device := f.push.Subscribe()
-	if _, err := f.store.PutSubscription(t.Context(), testUserID, json.RawMessage(mustJSON(t, device)), time.Time{}); err != nil {
+	if _, err := f.store.PutSubscription(t.Context(), testUserID, json.RawMessage(jsonBody(t, device)), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	f.llm.Enqueue(toolReply, answerReply)
@@ -417,7 +417,7 @@ func TestInstantToolLoopOverSSE(t *testing.T) {
 	slow.Release = release
 	f.llm.Enqueue(slow, answerReply)
 
-	resp, frames := f.stream(t, t.Context(), "/api/v1/instant", mustJSON(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": "sess_sse"})))
+	resp, frames := f.stream(t, t.Context(), "/api/v1/instant", jsonBody(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": "sess_sse"})))
 	// The first keepalive comes at once, before the model answers; more
 	// follow while it is held.
 	for i := range 3 {
@@ -456,7 +456,7 @@ func TestInstantToolLoopOverSSE(t *testing.T) {
 		}
 	}
 
-	resp, frames = f.stream(t, t.Context(), "/api/v1/continue", mustJSON(t, map[string]any{
+	resp, frames = f.stream(t, t.Context(), "/api/v1/continue", jsonBody(t, map[string]any{
 		"sessionId": "sess_sse", "iteration": 1, "contactName": "Rei", "messages": json.RawMessage(toolResult),
 		"apiUrl": f.llm.APIURL(), "apiKey": "sk-test", "primaryModel": "m", "pushSubscription": sub,
 	}))
@@ -495,7 +495,7 @@ func TestSSEClientDisconnectStillDelivers(t *testing.T) {
 	sub := f.push.Subscribe()
 	st := f.llm.Stream()
 	ctx, cancel := context.WithCancel(t.Context())
-	_, frames := f.stream(t, ctx, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"pushSubscription": sub})))
+	_, frames := f.stream(t, ctx, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": sub})))
 	st.Content("第一句。第二")
 	for {
 		fr, err := frames.next()
@@ -526,7 +526,7 @@ func TestInstantLLMFailure(t *testing.T) {
 			f := newInstantFixture(t, Config{}, loop.AgentConfig{})
 			sub := f.push.Subscribe()
 			f.llm.Enqueue(llmtest.Reply{Status: 500})
-			body := mustJSON(t, f.body(map[string]any{"pushSubscription": sub, "sessionId": "sess_fail"}))
+			body := jsonBody(t, f.body(map[string]any{"pushSubscription": sub, "sessionId": "sess_fail"}))
 			var streamed string
 			if transport == "json" {
 				got := post(f.s, "/api/v1/instant", body, jsonHeaders)
@@ -582,7 +582,7 @@ func TestInstantStopsTheLoop(t *testing.T) {
 				for k, v := range c.extra {
 					extra[k] = v
 				}
-				body := mustJSON(t, f.body(extra))
+				body := jsonBody(t, f.body(extra))
 				if transport == "json" {
 					got := post(f.s, "/api/v1/instant", body, jsonHeaders)
 					var res roundResult
@@ -612,10 +612,10 @@ func TestContinueRace(t *testing.T) {
 	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
 	sub := f.push.Subscribe()
 	f.llm.Enqueue(toolReply, answerReply)
-	if got := post(f.s, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": "race"})), jsonHeaders); got.status != 200 {
+	if got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": "race"})), jsonHeaders); got.status != 200 {
 		t.Fatalf("/instant = %d %s", got.status, got.body)
 	}
-	body := mustJSON(t, map[string]any{"sessionId": "race", "iteration": 1, "contactName": "Rei", "messages": json.RawMessage(toolResult),
+	body := jsonBody(t, map[string]any{"sessionId": "race", "iteration": 1, "contactName": "Rei", "messages": json.RawMessage(toolResult),
 		"apiUrl": f.llm.APIURL(), "apiKey": "sk-test", "primaryModel": "m", "pushSubscription": sub})
 	var wg sync.WaitGroup
 	results := make([]response, 2)
@@ -646,7 +646,7 @@ func TestContinueErrors(t *testing.T) {
 	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
 	sub := f.push.Subscribe()
 	f.llm.Enqueue(toolReply)
-	if got := post(f.s, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": "s"})), jsonHeaders); got.status != 200 {
+	if got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": "s"})), jsonHeaders); got.status != 200 {
 		t.Fatal(got.body)
 	}
 	base := func(extra map[string]any) string {
@@ -655,7 +655,7 @@ func TestContinueErrors(t *testing.T) {
 		for k, v := range extra {
 			b[k] = v
 		}
-		return mustJSON(t, b)
+		return jsonBody(t, b)
 	}
 	other := f.push.Subscribe()
 	for _, c := range []struct {
@@ -682,7 +682,7 @@ func TestInstantRecipients(t *testing.T) {
 	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
 	phone, laptop, extra := f.push.Subscribe(), f.push.Subscribe(), f.push.Subscribe()
 	for _, d := range []any{phone, laptop} {
-		if _, err := f.store.PutSubscription(t.Context(), testUserID, json.RawMessage(mustJSON(t, d)), time.Time{}); err != nil {
+		if _, err := f.store.PutSubscription(t.Context(), testUserID, json.RawMessage(jsonBody(t, d)), time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -690,10 +690,10 @@ func TestInstantRecipients(t *testing.T) {
 	// Every device of the user, and the request's subscription once even
 	// when it is one of them.
 	headers := withHeaders(jsonHeaders, map[string]string{"X-User-Id": testUserID})
-	if got := post(f.s, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"pushSubscription": laptop})), headers); got.status != 200 {
+	if got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": laptop})), headers); got.status != 200 {
 		t.Fatalf("%d %s", got.status, got.body)
 	}
-	if got := post(f.s, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"pushSubscription": extra})), headers); got.status != 200 {
+	if got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": extra})), headers); got.status != 200 {
 		t.Fatalf("%d %s", got.status, got.body)
 	}
 	counts := map[string]int{}
@@ -712,13 +712,13 @@ func TestInstantRecipients(t *testing.T) {
 	}
 
 	// A user with no device and no subscription in the request.
-	got := post(f.s, "/api/v1/instant", mustJSON(t, f.body(nil)), withHeaders(jsonHeaders, map[string]string{"X-User-Id": "123e4567-e89b-42d3-a456-426614174000"}))
+	got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(nil)), withHeaders(jsonHeaders, map[string]string{"X-User-Id": "123e4567-e89b-42d3-a456-426614174000"}))
 	if got.status != http.StatusConflict || !strings.Contains(got.body, "PUSH_SUBSCRIPTION_MISSING") {
 		t.Errorf("no recipient: %d %s", got.status, got.body)
 	}
 	// A subscription into a private network, when that is not allowed.
 	strict := newTestServer(t, Config{}, Deps{Instant: f.s.deps.Instant})
-	got = post(strict, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"pushSubscription": phone})), jsonHeaders)
+	got = post(strict, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": phone})), jsonHeaders)
 	if got.status != http.StatusBadRequest || !strings.Contains(got.body, `"code":"INVALID_PUSH_SUBSCRIPTION"`) || !strings.Contains(got.body, `"field":"pushSubscription.endpoint"`) {
 		t.Errorf("private endpoint: %d %s", got.status, got.body)
 	}
@@ -729,7 +729,7 @@ func TestInstantPushFailure(t *testing.T) {
 	sub := f.push.Subscribe()
 	f.push.Unsubscribe(sub) // 410 Gone from now on
 	f.llm.Enqueue(llmtest.Reply{Content: "一。二。"})
-	got := post(f.s, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"pushSubscription": sub})), jsonHeaders)
+	got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": sub})), jsonHeaders)
 	want := `{"success":false,"error":{"code":"PUSH_SEND_FAILED","message":"Web Push delivery failed: 410 Gone","details":{"messageIndex":1,"statusCode":410}}}` + "\n"
 	if got.status != http.StatusBadGateway || got.body != want {
 		t.Errorf("= %d %s\nwant %s", got.status, got.body, want)
@@ -752,7 +752,7 @@ func TestInstantGzipBodies(t *testing.T) {
 	f.llm.Enqueue(llmtest.Reply{Content: "收到。"})
 	gz := withHeaders(jsonHeaders, map[string]string{"X-Amsg-Request-Encoding": " GZIP "})
 	long := strings.Repeat("很长的历史。", 3000) // over the client's 16 KB threshold
-	body := mustJSON(t, f.body(map[string]any{"pushSubscription": sub, "messages": []any{map[string]any{"role": "user", "content": long}}}))
+	body := jsonBody(t, f.body(map[string]any{"pushSubscription": sub, "messages": []any{map[string]any{"role": "user", "content": long}}}))
 	if got := post(f.s, "/api/v1/instant", gzipped(t, body), gz); got.status != 200 {
 		t.Fatalf("gzipped body: %d %s", got.status, got.body)
 	}
@@ -782,7 +782,7 @@ func TestInstantGzipBodies(t *testing.T) {
 func TestInstantAuthAndCORS(t *testing.T) {
 	f := newInstantFixture(t, Config{TokenSigningKey: "k", ClientToken: "ct", CORSOrigin: "https://app.example"}, loop.AgentConfig{})
 	sub := f.push.Subscribe()
-	body := mustJSON(t, f.body(map[string]any{"pushSubscription": sub}))
+	body := jsonBody(t, f.body(map[string]any{"pushSubscription": sub}))
 	token := signBearer("k", fmt.Sprintf(`{"v":1,"exp":%d}`, time.Now().Add(time.Hour).Unix()))
 	for _, c := range []struct {
 		name    string

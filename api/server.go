@@ -17,6 +17,7 @@ import (
 
 	"amsg/builders"
 	"amsg/push/webpush"
+	"amsg/scheduler"
 	"amsg/store"
 
 	"github.com/go-chi/chi/v5"
@@ -55,6 +56,8 @@ type Deps struct {
 	Store *store.Store
 	// Dispatcher delivers pushes to every device of a user.
 	Dispatcher *webpush.Dispatcher
+	// Scheduler delivers tasks; the task endpoints need it.
+	Scheduler *scheduler.Scheduler
 	// Metrics receives the HTTP metrics; /metrics serves its gatherer.
 	Metrics *prometheus.Registry
 	// Web serves the PWA's files (GET and HEAD only); nil serves none.
@@ -138,6 +141,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.metaFeature(),
 		s.userKeyFeature(),
 		s.subscriptionFeature(),
+		s.taskFeature(),
 		s.clientStateFeature(),
 		s.outboxFeature(),
 		s.tenantFeature(),

@@ -16,7 +16,7 @@ func TestGetSession(t *testing.T) {
 	f.llm.Enqueue(toolReply)
 	const session = "chat/42 ünïcode"
 	headers := withHeaders(jsonHeaders, map[string]string{"X-User-Id": testUserID, "X-Client-Token": "ct"})
-	if got := post(f.s, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": session})), headers); got.status != 200 {
+	if got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": session})), headers); got.status != 200 {
 		t.Fatalf("/instant = %d %s", got.status, got.body)
 	}
 	path := "/api/v1/sessions/" + url.PathEscape(session)
@@ -62,10 +62,10 @@ func TestSessionsWithoutAUserBelongToTheSubscription(t *testing.T) {
 	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
 	sub := f.push.Subscribe()
 	f.llm.Enqueue(toolReply, llmtest.Reply{Content: "中午。"})
-	if got := post(f.s, "/api/v1/instant", mustJSON(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": "s"})), jsonHeaders); got.status != 200 {
+	if got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"tools": getTimeTool, "pushSubscription": sub, "sessionId": "s"})), jsonHeaders); got.status != 200 {
 		t.Fatal(got.body)
 	}
-	got := post(f.s, "/api/v1/continue", mustJSON(t, map[string]any{"sessionId": "s", "contactName": "Rei", "messages": rawJSON(toolResult),
+	got := post(f.s, "/api/v1/continue", jsonBody(t, map[string]any{"sessionId": "s", "contactName": "Rei", "messages": rawJSON(toolResult),
 		"apiUrl": f.llm.APIURL(), "apiKey": "sk-test", "primaryModel": "m", "pushSubscription": sub}), jsonHeaders)
 	if got.status != 200 || !strings.Contains(got.body, `"status":"finished"`) {
 		t.Errorf("/continue = %d %s", got.status, got.body)

@@ -16,6 +16,7 @@ var migrations = []func(*sql.Tx) error{
 	schema(deliveryLogSchema),   // deliverylog.go
 	schema(clientStateSchema),   // clientstate.go
 	schema(outboxSchema),        // outbox.go
+	schema(tasksSchema),         // tasks.go
 	schema(transcriptsSchema),   // transcripts.go
 }
 

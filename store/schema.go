@@ -85,7 +85,7 @@ func tableIndexes(ctx context.Context, tx *sql.Tx, table string) ([]SchemaIndex,
 	}
 	rows.Close() // before the next queries on the transaction's one connection
 	for i := range indexes {
-		if indexes[i].Columns, err = queryStrings(ctx, tx, `SELECT name FROM pragma_index_info(?) ORDER BY seqno`, indexes[i].Name); err != nil {
+		if indexes[i].Columns, err = queryStrings(ctx, tx, `SELECT coalesce(name, '<expression>') FROM pragma_index_info(?) ORDER BY seqno`, indexes[i].Name); err != nil {
 			return nil, err
 		}
 	}

@@ -24,7 +24,8 @@ type config struct {
 	LogLevel              slog.Level
 	LogFormat             string
 	ShutdownTimeout       time.Duration
-	Instant               instantConfig // instant.go
+	Scheduler             schedulerConfig // scheduler.go
+	Instant               instantConfig   // instant.go
 
 	// Environment only.
 	MasterKey       string
@@ -69,6 +70,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second,
 		"how long a graceful shutdown waits for open requests")
+	c.Scheduler.register(fs)
 	c.Instant.register(fs)
 	fs.Usage = func() {} // a parse error is reported in one line by the caller
 
@@ -118,6 +120,9 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
+	}
+	if err := c.Scheduler.validate(); err != nil {
+		return err
 	}
 	return c.Instant.validate()
 }

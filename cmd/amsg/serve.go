@@ -17,6 +17,7 @@ import (
 
 	"amsg/api"
 	"amsg/push/webpush"
+	"amsg/scheduler"
 	"amsg/store"
 	"amsg/sw"
 	"amsg/web"
@@ -67,11 +68,12 @@ func (e *configError) Unwrap() error { return e.err }
 // server is the running process: the store, the HTTP server and the
 // background work.
 type server struct {
-	cfg      config
-	log      *slog.Logger
-	store    *store.Store
-	http     *http.Server
-	listener net.Listener
+	cfg       config
+	log       *slog.Logger
+	store     *store.Store
+	http      *http.Server
+	listener  net.Listener
+	scheduler *scheduler.Scheduler
 }
 
 // openServer opens the store, builds the components and binds the listen
@@ -118,6 +120,9 @@ func (s *server) build() error {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
+	if err := s.newScheduler(dispatcher); err != nil {
+		return err
+	}
 	// The worker's version hashes the page's files, so a build with a new
 	// page is a byte-different worker: browsers update it and it re-caches
 	// the offline shell.
@@ -135,6 +140,7 @@ func (s *server) build() error {
 	}, api.Deps{
 		Store:         s.store,
 		Dispatcher:    dispatcher,
+		Scheduler:     s.scheduler,
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(buildVersion() + "-" + assets),
 		Web:           web.Handler(),
@@ -171,6 +177,7 @@ func (s *server) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.maintain(background) })
 
+	s.scheduler.Start()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.http.Serve(s.listener) }()
 
@@ -190,6 +197,7 @@ func (s *server) run(ctx context.Context) error {
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
+	s.stopScheduler(ctx)
 	stopBackground()
 	wg.Wait()
 	return errors.Join(err, s.store.Close())

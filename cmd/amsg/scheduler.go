@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"time"
+
+	"amsg/loop"
+	"amsg/scheduler"
+)
+
+// schedulerConfig holds the scheduler's settings beyond --tick.
+type schedulerConfig struct {
+	Lease        time.Duration
+	Heartbeat    time.Duration
+	PushInterval time.Duration
+	Concurrency  int
+}
+
+// register adds the scheduler's flags; each gets its AMSG_ twin like every
+// other flag.
+func (c *schedulerConfig) register(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Lease, "task-lease", scheduler.DefaultLeaseTTL,
+		"how long a claimed task is held; a crashed process's tasks are delivered again once it ends")
+	fs.DurationVar(&c.Heartbeat, "task-heartbeat", scheduler.DefaultHeartbeat,
+		"how often a delivery under way renews its lease (shorter than --task-lease)")
+	fs.DurationVar(&c.PushInterval, "push-interval", scheduler.DefaultPushInterval,
+		"pause between the pushes of one burst")
+	fs.IntVar(&c.Concurrency, "task-concurrency", scheduler.DefaultConcurrency, "tasks delivered at once")
+}
+
+func (c schedulerConfig) validate() error {
+	switch {
+	case c.Heartbeat <= 0 || c.Lease <= c.Heartbeat:
+		return fmt.Errorf("%w: --task-heartbeat must be positive and shorter than --task-lease", errUsage)
+	case c.PushInterval < time.Millisecond:
+		return fmt.Errorf("%w: --push-interval must be at least 1ms", errUsage)
+	case c.Concurrency < 1:
+		return fmt.Errorf("%w: --task-concurrency must be at least 1", errUsage)
+	}
+	return nil
+}
+
+// newScheduler builds the scheduler, which delivers tasks through p.
+func (s *server) newScheduler(p scheduler.Pusher) error {
+	c := s.cfg.Scheduler
+	sched, err := scheduler.New(scheduler.Config{
+		Tick:         s.cfg.Tick,
+		LeaseTTL:     c.Lease,
+		Heartbeat:    c.Heartbeat,
+		PushInterval: c.PushInterval,
+		Concurrency:  c.Concurrency,
+		Logger:       s.log,
+	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: loop.NewClient(loop.Config{Logger: s.log})})
+	if err != nil {
+		return &configError{err}
+	}
+	s.scheduler = sched
+	return nil
+}
+
+// stopScheduler lets deliveries under way finish for up to the shutdown
+// timeout, then interrupts them; unfinished tasks get their leases released
+// so the next start delivers them at once.
+func (s *server) stopScheduler(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.scheduler.Stop(ctx); err != nil {
+		s.log.Warn("deliveries did not finish in time; their tasks will be delivered on the next start", "err", err)
+	}
+}

@@ -1,0 +1,296 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"amsg/builders"
+	"amsg/loop"
+	"amsg/push"
+	"amsg/push/webpush"
+	"amsg/store"
+)
+
+// Error codes of failed deliveries, as the standard names them.
+const (
+	CodeSubscriptionMissing = "PUSH_SUBSCRIPTION_MISSING"
+	CodePayloadTooLarge     = "PUSH_PAYLOAD_TOO_LARGE"
+	CodePushFailed          = "PUSH_SEND_FAILED"
+)
+
+// subscriptionMissingText is the standard's reason for a user without a
+// push subscription.
+const subscriptionMissingText = "PUSH_SUBSCRIPTION_MISSING: 该用户还没有登记推送订阅（PUT /push-subscription）"
+
+// FireError is a failed delivery of one occurrence. Permanent failures are
+// not retried: a one-off task fails, a recurring one skips the occurrence.
+type FireError struct {
+	Code      string // a standard code, or "" for an ordinary failure
+	Permanent bool
+	Err       error
+}
+
+func (e *FireError) Error() string { return e.Err.Error() }
+func (e *FireError) Unwrap() error { return e.Err }
+
+// textError is an error whose text is the standard's wording, capitals
+// included.
+type textError string
+
+func (e textError) Error() string { return string(e) }
+
+func permanent(code string, err error) *FireError {
+	return &FireError{Code: code, Permanent: true, Err: err}
+}
+
+// fireErr views any error as a *FireError.
+func fireErr(err error) *FireError {
+	var fe *FireError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &FireError{Err: err}
+}
+
+// Ids of one occurrence: deterministic, so every retry of the occurrence
+// sends the same messageIds and the service worker shows each push once,
+// while the next occurrence of a recurring task gets new ones.
+func sessionID(taskID int64, occurrence time.Time) string {
+	return "sess_task_" + strconv.FormatInt(taskID, 10) + "@" + strconv.FormatInt(occurrence.UnixMilli(), 10)
+}
+
+func messageIDBase(taskID int64, occurrence time.Time) string {
+	return "msg_task_" + strconv.FormatInt(taskID, 10) + "@" + strconv.FormatInt(occurrence.UnixMilli(), 10)
+}
+
+// outgoing is one built push of a burst, as the outbox records it.
+type outgoing struct {
+	store.OutboxMessage
+	kind  push.Kind
+	total int // content pushes in the burst
+}
+
+// fire delivers one occurrence of task: content (the stored message, or an
+// LLM answer), then its pushes, reasoning first, paced. It returns how many
+// content pushes went out.
+func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (int, error) {
+	reasoning, text, err := s.content(ctx, task, p)
+	if err != nil {
+		return 0, err
+	}
+	burst, err := s.build(task, p, rec, reasoning, text)
+	if err != nil {
+		return 0, err
+	}
+	// Every push goes into the outbox before it is sent, for clients that
+	// were offline; the outbox is best effort and never fails a delivery.
+	messages := make([]store.OutboxMessage, len(burst))
+	for i, o := range burst {
+		messages[i] = o.OutboxMessage
+	}
+	if err := s.deps.Store.AppendOutbox(ctx, task.UserID, messages); err != nil {
+		s.log.Warn("scheduler: outbox append failed; sending anyway", "task_id", task.ID, "err", err)
+	}
+	var sent []string
+	defer func() { s.markDelivered(task, sent) }()
+	source := p.MessageType.Source()
+	for i, o := range burst {
+		if i > 0 {
+			if err := s.sleep(ctx, s.cfg.PushInterval); err != nil {
+				return 0, err
+			}
+		}
+		if err := s.send(ctx, task.UserID, source, o); err != nil {
+			return 0, err
+		}
+		sent = append(sent, o.MessageID)
+	}
+	return burst[len(burst)-1].total, nil
+}
+
+// markDelivered records in the outbox the pushes that went out, also those
+// of a burst cut short.
+func (s *Scheduler) markDelivered(task store.Task, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	if err := s.deps.Store.MarkOutboxDelivered(ctx, task.UserID, ids); err != nil {
+		s.log.Warn("scheduler: marking outbox rows delivered failed", "task_id", task.ID, "err", err)
+	}
+}
+
+// content returns the reasoning and the text of an occurrence: the stored
+// userMessage for fixed tasks (and instant ones without an LLM), else one
+// LLM call with the stored prompt.
+func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (reasoning, text string, err error) {
+	useLLM := p.MessageType == push.TypePrompted || p.MessageType == push.TypeAuto ||
+		(p.MessageType == push.TypeInstant && p.HasAIConfig())
+	if !useLLM {
+		if p.UserMessage == nil {
+			return "", "", textError("Invalid instant message: no content source available")
+		}
+		return "", *p.UserMessage, nil
+	}
+	// Check for a device before spending LLM tokens on a message nobody
+	// can receive; without an LLM call, sending finds out by itself.
+	devices, err := s.deps.Store.Devices(ctx, task.UserID)
+	if err != nil {
+		return "", "", fmt.Errorf("list push subscriptions: %w", err)
+	}
+	if len(devices) == 0 {
+		return "", "", permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+	}
+	req := loop.Request{
+		APIURL:         deref(p.APIURL),
+		APIKey:         deref(p.APIKey),
+		Model:          deref(p.PrimaryModel),
+		Messages:       p.Messages,
+		Prompt:         deref(p.CompletePrompt),
+		Temperature:    p.Temperature,
+		MaxTokens:      deref(p.MaxTokens),
+		ExtraBody:      p.LLMExtraBody,
+		RequireContent: true,
+	}
+	resp, err := s.deps.LLM.Complete(ctx, req)
+	if err != nil {
+		return "", "", err
+	}
+	reasoning, text = resp.Output()
+	return reasoning, text, nil
+}
+
+// build makes the pushes of one occurrence: the reasoning push, then one
+// content push per segment of text.
+func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning, text string) ([]outgoing, error) {
+	splitter, err := loop.ParseSplitPattern(p.SplitPattern)
+	if err != nil {
+		return nil, fmt.Errorf("splitPattern: %w", err)
+	}
+	segments, err := splitter.Split(text)
+	if errors.Is(err, loop.ErrSplitTimeout) || errors.Is(err, loop.ErrSplitInputTooLarge) {
+		s.log.Warn("scheduler: splitPattern gave up; sending the text as one message", "task_id", task.ID, "err", err)
+		segments, err = []string{text}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("splitPattern: %w", err)
+	}
+
+	occurrence := task.NextSendAt
+	base := messageIDBase(task.ID, occurrence)
+	avatar := json.RawMessage("null")
+	if p.AvatarURL != nil {
+		avatar, _ = json.Marshal(*p.AvatarURL)
+	}
+	common := builders.Common{
+		MessageType:    p.MessageType,
+		Source:         p.MessageType.Source(),
+		SessionID:      sessionID(task.ID, occurrence),
+		MessageSubtype: p.MessageSubtype,
+		Metadata:       p.Metadata,
+		TaskIdentity: push.TaskIdentity{
+			TaskID:       push.Some(push.NumericTaskID(task.ID)),
+			TaskUUID:     push.Some(task.UUID),
+			OccurrenceMs: push.Some(occurrence.UnixMilli()),
+		},
+	}
+	if rec.Type != RecurrenceCron {
+		common.RecurrenceType = push.Some(push.Recurrence(rec.Type))
+	}
+	b := builders.Builder{Now: s.now}
+	title := "来自 " + p.ContactName
+	var burst []outgoing
+	add := func(pu push.Push) error {
+		if rec.Type == RecurrenceCron {
+			// The builders check recurrenceType against the standard's
+			// three; cron is amsg's own.
+			pu.CommonFields().RecurrenceType = push.Some(push.Recurrence(RecurrenceCron))
+		}
+		m, err := store.NewOutboxMessage(pu)
+		if err != nil {
+			return err
+		}
+		burst = append(burst, outgoing{OutboxMessage: m, kind: pu.Kind(), total: len(segments)})
+		return nil
+	}
+	if reasoning != "" {
+		c := common
+		c.MessageID = base + "_reasoning"
+		rp, _, err := b.BuildReasoningPush(builders.ReasoningArgs{Common: c, ReasoningContent: reasoning,
+			Title: title, ContactName: p.ContactName, AvatarURL: avatar})
+		if err == nil {
+			err = add(rp)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("build reasoning push: %w", err)
+		}
+	}
+	for i, seg := range segments {
+		c := common
+		c.MessageID = base + "_" + strconv.Itoa(i)
+		cp, _, err := b.BuildContentPush(builders.ContentArgs{Common: c, Message: seg, Title: title,
+			ContactName: p.ContactName, AvatarURL: avatar, MessageIndex: i + 1, TotalMessages: len(segments)})
+		if err == nil {
+			err = add(cp)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("build content push: %w", err)
+		}
+	}
+	return burst, nil
+}
+
+// send delivers one push to every device of the user. It succeeds when at
+// least one device took it: retrying would only repeat it on the others.
+func (s *Scheduler) send(ctx context.Context, userID string, source push.Source, o outgoing) error {
+	res, err := s.deps.Pusher.Dispatch(ctx, userID, webpush.Message{ID: o.MessageID, Kind: o.kind, Payload: o.Payload, Source: source})
+	switch {
+	case errors.Is(err, webpush.ErrNoDevices):
+		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+	case errors.Is(err, push.ErrPayloadTooLarge):
+		return permanent(CodePayloadTooLarge, fmt.Errorf("%s: %w", CodePayloadTooLarge, err))
+	case err != nil:
+		return err
+	}
+	if res.Delivered() > 0 {
+		return nil
+	}
+	gone := 0
+	var reasons []string
+	for _, d := range res.Devices {
+		if d.Outcome == push.OutcomeGone {
+			gone++
+		}
+		if d.Err != nil {
+			reasons = append(reasons, d.Err.Error())
+		}
+	}
+	if gone == len(res.Devices) {
+		// The push service dropped every subscription; the devices are
+		// deleted, so retrying cannot help until the page registers again.
+		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+	}
+	return &FireError{Code: CodePushFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
+		len(res.Devices), strings.Join(reasons, "; ")))}
+}
+
+// sleep waits d or until ctx ends.
+func defaultSleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,77 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"amsg/store"
+)
+
+// InstantResult is an instant task delivered inside its schedule request.
+type InstantResult struct {
+	MessagesSent int
+	RetriesUsed  int
+}
+
+// InstantError is why an instant task was not delivered: the details of the
+// standard's 500 MESSAGE_SEND_FAILED.
+type InstantError struct {
+	Code             string `json:"code"`
+	Message          string `json:"message"`
+	RetriesAttempted *int   `json:"retriesAttempted,omitempty"`
+	Permanent        bool   `json:"permanent,omitempty"`
+	Details          any    `json:"details,omitempty"`
+}
+
+func (e *InstantError) Error() string { return e.Code + ": " + e.Message }
+
+// LeaseEnd is the lease an instant task is inserted with
+// (store.NewTask.LeaseUntil), so the ticker leaves it to DeliverInstant.
+func (s *Scheduler) LeaseEnd() time.Time { return s.now().Add(s.cfg.LeaseTTL) }
+
+// DeliverInstant delivers an instant task that was inserted leased, through
+// the same pipeline as the ticker, making up to InstantAttempts attempts.
+// Delivered, the task is deleted; failed, it is marked failed with its
+// last error. The pushes carry source "instant" and the push service's
+// short instant TTL.
+func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantResult, *InstantError) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	held := s.hold(t.Lease(), cancel)
+	p, err := s.decode(t)
+	var rec Recurrence
+	if err == nil {
+		rec, err = p.Recurrence()
+	}
+	var sent, attempts int
+	if err == nil {
+		for attempts = 1; ; attempts++ {
+			sent, err = s.fire(ctx, t, p, rec)
+			if err == nil || fireErr(err).Permanent || attempts == s.cfg.InstantAttempts ||
+				s.sleep(ctx, time.Duration(attempts)*s.cfg.InstantBackoff) != nil {
+				break
+			}
+		}
+	}
+	retries := max(attempts-1, 0)
+	lease, lost := held.end()
+	if lost {
+		return InstantResult{}, &InstantError{Code: "TASK_NOT_FOUND", Message: "任务不存在或已处理"}
+	}
+	if err != nil {
+		fe := fireErr(err)
+		le := newLastError(s.now(), t.NextSendAt, fe.Error())
+		le.Code, le.Permanent = fe.Code, fe.Permanent
+		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+		defer bcancel()
+		if ferr := s.deps.Store.FailTask(bctx, lease, retries, le.json()); ferr != nil {
+			s.log.Error("scheduler: recording a failed instant task failed", "task_id", t.ID, "err", ferr)
+		}
+		return InstantResult{}, &InstantError{Code: "PROCESSING_ERROR", Message: fe.Error(), RetriesAttempted: &retries, Permanent: fe.Permanent}
+	}
+	if err := s.complete(lease, time.Time{}); err != nil {
+		return InstantResult{}, &InstantError{Code: "POST_SEND_CLEANUP_FAILED", Message: "消息已发送，但任务清理失败",
+			Details: map[string]string{"error": err.Error()}}
+	}
+	return InstantResult{MessagesSent: sent, RetriesUsed: retries}, nil
+}

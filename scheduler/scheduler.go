@@ -1,0 +1,591 @@
+// Package scheduler is amsg's durable scheduler. The database is the source
+// of truth: a task's next occurrence is its next_send_at column, and the
+// scheduler claims due tasks with a lease (an atomic UPDATE … RETURNING),
+// renews the lease while it delivers, and finishes each occurrence with one
+// fenced write: delete a one-off task, advance a recurring one, back off, or
+// fail. A crash loses nothing: leases expire and the occurrence is delivered
+// again with the same push ids, which the service worker deduplicates.
+//
+// The background loop claims as many due tasks as there are free delivery
+// slots (Config.Concurrency, default 8), claims again as soon as a slot
+// frees while work remains, so a backlog drains at the speed of delivery
+// rather than one batch per tick, and otherwise sleeps until the next task
+// is due or Config.Tick (default 1 s) has passed, whichever is sooner.
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"amsg/loop"
+	"amsg/push"
+	"amsg/push/webpush"
+	"amsg/store"
+)
+
+// Defaults of Config, the standard's constants where it has them.
+const (
+	DefaultTick              = time.Second
+	DefaultLeaseTTL          = 90 * time.Second
+	DefaultHeartbeat         = 30 * time.Second
+	DefaultConcurrency       = 8
+	DefaultFetchLimit        = 50
+	DefaultPushInterval      = 1500 * time.Millisecond
+	DefaultStaleAfter        = 60 * time.Minute
+	DefaultRetryBackoff      = 2 * time.Minute
+	DefaultMaxRetries        = 3
+	DefaultFinishedRetention = 7 * 24 * time.Hour
+	DefaultCleanupInterval   = time.Minute
+	// Instant deliveries inside the schedule request: 3 attempts, waiting
+	// 1 s then 2 s.
+	DefaultInstantAttempts = 3
+	DefaultInstantBackoff  = time.Second
+)
+
+// Config configures a Scheduler. Zero values take the defaults.
+type Config struct {
+	// Tick is how often due tasks are looked for (AMSG_TICK).
+	Tick time.Duration
+	// LeaseTTL is how long a claim holds a task; Heartbeat is how often a
+	// delivery under way renews it to now+LeaseTTL. A crashed process's
+	// tasks are delivered again once their leases end.
+	LeaseTTL  time.Duration
+	Heartbeat time.Duration
+	// Concurrency bounds the tasks delivered at once.
+	Concurrency int
+	// FetchLimit bounds the tasks one Tick call claims.
+	FetchLimit int
+	// PushInterval is the pause between the pushes of one burst.
+	PushInterval time.Duration
+	// StaleAfter is how late an occurrence may be delivered; later ones are
+	// skipped (recurring) or failed (one-off).
+	StaleAfter time.Duration
+	// RetryBackoff is the unit of the retry wait, (retry_count+1) ×
+	// RetryBackoff; MaxRetries how many retries an occurrence gets.
+	RetryBackoff time.Duration
+	MaxRetries   int
+	// FinishedRetention is how long sent and failed tasks are kept;
+	// CleanupInterval how often they (and the outbox) are pruned.
+	FinishedRetention time.Duration
+	CleanupInterval   time.Duration
+	// InstantAttempts and InstantBackoff shape the in-request delivery of
+	// instant tasks: attempt n+1 waits n × InstantBackoff.
+	InstantAttempts int
+	InstantBackoff  time.Duration
+
+	Logger *slog.Logger     // nil: slog.Default()
+	Now    func() time.Time // nil: time.Now
+	// Sleep waits between pushes and between instant attempts; nil waits
+	// on a timer that ends early with the context.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Pusher fans a push out to a user's devices; *webpush.Dispatcher is one.
+type Pusher interface {
+	Dispatch(ctx context.Context, userID string, msg webpush.Message) (webpush.Result, error)
+}
+
+// Completer calls an LLM; *loop.Client is one.
+type Completer interface {
+	Complete(ctx context.Context, req loop.Request) (*loop.Response, error)
+}
+
+// Deps are the components the scheduler uses.
+type Deps struct {
+	Store  *store.Store
+	Pusher Pusher
+	LLM    Completer
+}
+
+// Scheduler delivers scheduled tasks. Start it once; Stop ends it.
+type Scheduler struct {
+	cfg  Config
+	deps Deps
+	log  *slog.Logger
+	now  func() time.Time
+
+	slots chan struct{} // one token per delivery under way
+	freed chan struct{} // signalled when a delivery ends
+	wake  chan struct{} // signalled by Wake
+
+	// runCtx is the context of deliveries; Stop cancels it when its grace
+	// period is over. stopping is closed when Stop begins.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	stopping  chan struct{}
+	stopOnce  sync.Once
+	loopDone  chan struct{}
+	started   bool
+	wg        sync.WaitGroup // deliveries
+	mu        sync.Mutex
+	closing   bool // set by Stop: launch refuses
+
+	cleanupMu   sync.Mutex
+	lastCleanup time.Time
+}
+
+// New checks deps and applies the defaults.
+func New(cfg Config, deps Deps) (*Scheduler, error) {
+	if deps.Store == nil || deps.Pusher == nil || deps.LLM == nil {
+		return nil, errors.New("scheduler: Store, Pusher and LLM are required")
+	}
+	setDefault(&cfg.Tick, DefaultTick)
+	setDefault(&cfg.LeaseTTL, DefaultLeaseTTL)
+	setDefault(&cfg.Heartbeat, DefaultHeartbeat)
+	setDefault(&cfg.Concurrency, DefaultConcurrency)
+	setDefault(&cfg.FetchLimit, DefaultFetchLimit)
+	setDefault(&cfg.PushInterval, DefaultPushInterval)
+	setDefault(&cfg.StaleAfter, DefaultStaleAfter)
+	setDefault(&cfg.RetryBackoff, DefaultRetryBackoff)
+	setDefault(&cfg.MaxRetries, DefaultMaxRetries)
+	setDefault(&cfg.FinishedRetention, DefaultFinishedRetention)
+	setDefault(&cfg.CleanupInterval, DefaultCleanupInterval)
+	setDefault(&cfg.InstantAttempts, DefaultInstantAttempts)
+	setDefault(&cfg.InstantBackoff, DefaultInstantBackoff)
+	if cfg.Heartbeat >= cfg.LeaseTTL {
+		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
+	}
+	s := &Scheduler{
+		cfg:      cfg,
+		deps:     deps,
+		log:      cmp.Or(cfg.Logger, slog.Default()),
+		now:      cfg.Now,
+		slots:    make(chan struct{}, cfg.Concurrency),
+		freed:    make(chan struct{}, 1),
+		wake:     make(chan struct{}, 1),
+		stopping: make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.cfg.Sleep == nil {
+		s.cfg.Sleep = defaultSleep
+	}
+	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	return s, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+func (s *Scheduler) sleep(ctx context.Context, d time.Duration) error { return s.cfg.Sleep(ctx, d) }
+
+// Start runs the background loop: it claims due tasks at once (tasks that
+// fell due while the server was down fire now, unless stale), then whenever
+// the next task is due, a slot frees, Wake is called or Tick has passed.
+func (s *Scheduler) Start() {
+	s.started = true
+	go s.loop()
+}
+
+// Stop stops claiming, lets deliveries under way finish until ctx ends,
+// then interrupts the rest. Tasks it claimed but did not finish get their
+// leases released, so the next start delivers them at once.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	if s.started {
+		<-s.loopDone
+	}
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.cancelRun()
+		return nil
+	case <-ctx.Done():
+		s.cancelRun()
+		<-done
+		return ctx.Err()
+	}
+}
+
+func (s *Scheduler) loop() {
+	defer close(s.loopDone)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		s.cleanup(s.runCtx, false)
+		var freed <-chan struct{}
+		wait := s.cfg.Tick
+		if free := cap(s.slots) - len(s.slots); free == 0 {
+			freed = s.freed
+		} else if n, err := s.claimAndStart(free); err != nil {
+			s.log.Error("scheduler: claiming due tasks failed", "err", err)
+		} else if n == free {
+			// A full claim: more may be due. Claim again when a slot frees.
+			freed = s.freed
+		} else {
+			wait = s.untilNextDue(wait)
+		}
+		timer.Reset(wait)
+		select {
+		case <-s.stopping:
+			return
+		case <-timer.C:
+		case <-freed:
+		case <-s.wake:
+		}
+	}
+}
+
+// untilNextDue shortens wait to when the next pending task becomes
+// claimable, so a task fires within milliseconds of its time rather than
+// at the next tick.
+func (s *Scheduler) untilNextDue(wait time.Duration) time.Duration {
+	next, ok, err := s.deps.Store.NextClaimableAt(s.runCtx)
+	if err != nil {
+		s.log.Error("scheduler: looking up the next due task failed", "err", err)
+		return wait
+	}
+	if !ok {
+		return wait
+	}
+	return max(min(wait, next.Sub(s.now())), 0)
+}
+
+// Wake makes the background loop look for due tasks now; the API calls it
+// after creating or moving a task, which may be due before the loop's next
+// wake-up.
+func (s *Scheduler) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// claimAndStart claims up to n due tasks and starts delivering them,
+// logging each result.
+func (s *Scheduler) claimAndStart(n int) (int, error) {
+	tasks, err := s.deps.Store.ClaimDueTasks(s.runCtx, s.now(), s.cfg.LeaseTTL, n)
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range tasks {
+		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
+		if !s.launch(func() {
+			defer s.release()
+			s.logResult(s.process(t))
+		}) {
+			s.release()
+			s.releaseLease(t.ID, t.Lease())
+		}
+	}
+	return len(tasks), nil
+}
+
+// launch runs fn as a delivery Stop waits for, unless Stop has begun.
+func (s *Scheduler) launch(fn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Go(fn)
+	return true
+}
+
+func (s *Scheduler) release() {
+	<-s.slots
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+// Tick runs one tick now, as POST /send-notifications does: it claims up to
+// FetchLimit due tasks, delivers them within the concurrency bound, prunes
+// old rows and returns the summary of the standard's tick.
+func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
+	start := s.now()
+	tasks, err := s.deps.Store.ClaimDueTasks(ctx, start, s.cfg.LeaseTTL, s.cfg.FetchLimit)
+	if err != nil {
+		return Summary{}, err
+	}
+	results := make([]result, len(tasks))
+	var wg sync.WaitGroup
+	// Slots are taken in claim order, so tasks start in next_send_at order;
+	// the ones still waiting when the scheduler stops are released.
+	for i, t := range tasks {
+		acquired := false
+		select {
+		case s.slots <- struct{}{}:
+			acquired = true
+		case <-s.stopping:
+		case <-ctx.Done():
+		}
+		wg.Add(1)
+		if !acquired || !s.launch(func() {
+			defer wg.Done()
+			defer s.release()
+			results[i] = s.process(t)
+		}) {
+			if acquired {
+				s.release()
+			}
+			results[i] = s.releaseLease(t.ID, t.Lease())
+			wg.Done()
+		}
+	}
+	wg.Wait()
+	s.cleanup(ctx, true)
+	return summarize(start, s.now(), results), nil
+}
+
+// releaseLease gives up a claimed task this process will not deliver (it
+// is stopping), so the next start delivers it without waiting for the lease
+// to run out.
+func (s *Scheduler) releaseLease(taskID int64, l store.Lease) result {
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	if err := s.deps.Store.ReleaseLease(ctx, l); err != nil {
+		s.log.Error("scheduler: releasing a lease failed", "task_id", taskID, "err", err)
+	}
+	return result{taskID: taskID, kind: resultReleased}
+}
+
+// cleanup deletes sent and failed tasks older than FinishedRetention and
+// applies the outbox retention, at most every CleanupInterval unless forced.
+func (s *Scheduler) cleanup(ctx context.Context, force bool) {
+	s.cleanupMu.Lock()
+	defer s.cleanupMu.Unlock()
+	now := s.now()
+	if !force && now.Sub(s.lastCleanup) < s.cfg.CleanupInterval {
+		return
+	}
+	s.lastCleanup = now
+	n, err := s.deps.Store.DeleteFinishedTasks(ctx, now.Add(-s.cfg.FinishedRetention))
+	if err != nil {
+		s.log.Error("scheduler: deleting finished tasks failed", "err", err)
+	} else if n > 0 {
+		s.log.Info("scheduler: deleted finished tasks", "count", n)
+	}
+	if n, err := s.deps.Store.CleanupOutbox(ctx); err != nil {
+		s.log.Warn("scheduler: outbox cleanup failed", "err", err)
+	} else if n > 0 {
+		s.log.Info("scheduler: deleted old outbox rows", "count", n)
+	}
+}
+
+// bookkeepingTimeout bounds the writes that finish an occurrence; they run
+// even when the delivery's context has ended.
+const bookkeepingTimeout = 10 * time.Second
+
+// heldLease is a lease kept alive by a heartbeat while a task is delivered.
+type heldLease struct {
+	mu    sync.Mutex
+	lease store.Lease
+	lost  bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// hold starts renewing l every Heartbeat. If the lease is lost, cancel is
+// called: another process owns the task now, or its owner deleted it.
+func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
+	h := &heldLease{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		ticker := time.NewTicker(s.cfg.Heartbeat)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-h.stop:
+				return
+			case <-ticker.C:
+			}
+			h.mu.Lock()
+			current := h.lease
+			h.mu.Unlock()
+			ctx, stop := context.WithTimeout(context.Background(), bookkeepingTimeout)
+			renewed, err := s.deps.Store.RenewLease(ctx, current, s.now().Add(s.cfg.LeaseTTL))
+			stop()
+			switch {
+			case errors.Is(err, store.ErrLeaseLost):
+				h.mu.Lock()
+				h.lost = true
+				h.mu.Unlock()
+				s.log.Warn("scheduler: lease lost while delivering; stopping", "task_id", l.TaskID)
+				cancel()
+				return
+			case err != nil:
+				s.log.Error("scheduler: renewing a lease failed", "task_id", l.TaskID, "err", err)
+			default:
+				h.mu.Lock()
+				h.lease = renewed
+				h.mu.Unlock()
+			}
+		}
+	}()
+	return h
+}
+
+// end stops the heartbeat and returns the lease as last renewed.
+func (h *heldLease) end() (store.Lease, bool) {
+	close(h.stop)
+	<-h.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease, h.lost
+}
+
+// process delivers one claimed occurrence and records its outcome.
+func (s *Scheduler) process(t store.Task) result {
+	ctx, cancel := context.WithCancel(s.runCtx)
+	defer cancel()
+	held := s.hold(t.Lease(), cancel)
+	started := s.now()
+
+	p, perr := s.decode(t)
+	var rec Recurrence
+	if perr == nil {
+		rec, perr = p.Recurrence()
+	}
+	if perr == nil && s.stale(t, started) {
+		lease, _ := held.end()
+		return s.expire(t, lease, rec, started)
+	}
+	var sent int
+	err := perr
+	if err == nil {
+		sent, err = s.fire(ctx, t, p, rec)
+	}
+	lease, lost := held.end()
+	if lost {
+		return result{taskID: t.ID, kind: resultLeaseLost}
+	}
+	if err != nil && s.runCtx.Err() != nil {
+		// Interrupted by shutdown: the task did nothing wrong.
+		return s.releaseLease(t.ID, lease)
+	}
+	if err != nil {
+		return s.failed(t, lease, rec, err)
+	}
+	return s.delivered(t, lease, rec, sent, started)
+}
+
+func (s *Scheduler) decode(t store.Task) (Payload, error) {
+	if t.PayloadErr != nil {
+		return Payload{}, t.PayloadErr
+	}
+	return DecodePayload(t.Payload)
+}
+
+// stale reports whether the occurrence is too late to deliver: more than
+// StaleAfter past its nominal time, on its first attempt or with a retry
+// that itself fell that far behind.
+func (s *Scheduler) stale(t store.Task, now time.Time) bool {
+	if now.Sub(t.NextSendAt) <= s.cfg.StaleAfter {
+		return false
+	}
+	return t.RetryCount == 0 || (!t.RetryAfter.IsZero() && now.Sub(t.RetryAfter) > s.cfg.StaleAfter)
+}
+
+// expire applies the stale guard: nothing is sent; a one-off task fails, a
+// recurring one moves to its first future occurrence.
+func (s *Scheduler) expire(t store.Task, l store.Lease, rec Recurrence, now time.Time) result {
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	le := newLastError(now, t.NextSendAt, "stale")
+	r := result{taskID: t.ID, kind: resultStale, reason: "stale", skipped: 1}
+	var err error
+	if rec.Recurring() {
+		r.next, r.skipped = rec.NextAfter(t.NextSendAt, now)
+		le.SkippedCount, le.NextSendAt = r.skipped, push.FormatTimestamp(r.next)
+		err = s.deps.Store.RescheduleTask(ctx, l, r.next, le.json())
+	} else {
+		err = s.deps.Store.FailTask(ctx, l, t.RetryCount, le.json())
+	}
+	return s.bookkept(r, err)
+}
+
+// failed records a failed attempt: back off, or when the failure is
+// permanent or the retries are spent, skip the occurrence (recurring) or
+// fail the task (one-off).
+func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err error) result {
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	now := s.now()
+	fe := fireErr(err)
+	le := newLastError(now, t.NextSendAt, fe.Error())
+	le.Code, le.Permanent = fe.Code, fe.Permanent
+	r := result{taskID: t.ID, reason: fe.Error(), permanent: fe.Permanent, retryCount: t.RetryCount}
+	var werr error
+	switch {
+	case fe.Permanent || t.RetryCount >= s.cfg.MaxRetries:
+		if rec.Recurring() {
+			r.kind = resultSkipped
+			r.next, _ = rec.NextAfter(t.NextSendAt, now)
+			werr = s.deps.Store.RescheduleTask(ctx, l, r.next, le.json())
+		} else {
+			r.kind = resultFailed
+			werr = s.deps.Store.FailTask(ctx, l, t.RetryCount, le.json())
+		}
+	default:
+		r.kind = resultBackoff
+		r.retryCount = t.RetryCount + 1
+		r.next = now.Add(time.Duration(t.RetryCount+1) * s.cfg.RetryBackoff)
+		werr = s.deps.Store.BackOffTask(ctx, l, r.next, le.json())
+	}
+	return s.bookkept(r, werr)
+}
+
+// delivered records a delivered occurrence: a one-off task is deleted, a
+// recurring one advances from its nominal time.
+func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time) result {
+	r := result{taskID: t.ID, kind: resultDeleted, sent: sent, late: started.Sub(t.NextSendAt)}
+	var next time.Time
+	if rec.Recurring() {
+		r.kind = resultAdvanced
+		next, _ = rec.NextAfter(t.NextSendAt, s.now())
+		r.next = next
+	}
+	if err := s.complete(l, next); err != nil {
+		return result{taskID: t.ID, kind: resultCleanupFailed, reason: err.Error(), sent: sent}
+	}
+	return r
+}
+
+// complete writes a delivered occurrence, trying twice: the pushes went
+// out, and if the write still fails the lease runs out and the occurrence is
+// sent again with the same ids, which the service worker drops.
+func (s *Scheduler) complete(l store.Lease, next time.Time) error {
+	var err error
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+		err = s.deps.Store.CompleteTask(ctx, l, next)
+		cancel()
+		if err == nil || errors.Is(err, store.ErrLeaseLost) {
+			return nil
+		}
+	}
+	return err
+}
+
+// bookkept turns a failed bookkeeping write into the standard's
+// *_update_failed entries.
+func (s *Scheduler) bookkept(r result, err error) result {
+	switch {
+	case err == nil, errors.Is(err, store.ErrLeaseLost):
+		return r
+	case r.kind == resultStale:
+		return result{taskID: r.taskID, kind: resultStaleUpdateFailed, reason: r.reason, updateError: err.Error()}
+	default:
+		return result{taskID: r.taskID, kind: resultUpdateFailed, reason: r.reason, updateError: err.Error()}
+	}
+}

@@ -1,0 +1,719 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"amsg/loop"
+	"amsg/loop/llmtest"
+	"amsg/push"
+	"amsg/push/pushtest"
+	"amsg/push/webpush"
+	"amsg/store"
+	"amsg/store/storetest"
+)
+
+const (
+	alice = "550e8400-e29b-41d4-a716-446655440000"
+	bob   = "123e4567-e89b-42d3-a456-426614174000"
+)
+
+// clock is a settable clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
+
+// harness is a scheduler wired to a real store, a fake push service and a
+// fake LLM, with a settable clock and sleeps that return at once (and are
+// recorded).
+type harness struct {
+	t     *testing.T
+	st    *store.Store
+	push  *pushtest.Server
+	llm   *llmtest.Server
+	clk   *clock
+	sched *Scheduler
+
+	mu     sync.Mutex
+	sleeps []time.Duration
+}
+
+var start = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	h := &harness{t: t, clk: &clock{now: start}}
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	h.st = storetest.Open(t, store.Config{Now: h.clk.Now, Logger: logger})
+	sec := h.st.Secrets()
+	h.push = pushtest.NewServer(sec.VAPIDPublicKey)
+	t.Cleanup(h.push.Close)
+	h.llm = llmtest.NewServer(t)
+	sender, err := webpush.NewSender(webpush.Config{VAPIDPublicKey: sec.VAPIDPublicKey, VAPIDPrivateKey: sec.VAPIDPrivateKey,
+		Subject: "mailto:ops@amsg.test", AllowPrivateEndpoints: true, MaxAttempts: 1, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger, cfg.Now = logger, h.clk.Now
+	if cfg.Sleep == nil {
+		cfg.Sleep = func(ctx context.Context, d time.Duration) error {
+			h.mu.Lock()
+			h.sleeps = append(h.sleeps, d)
+			h.mu.Unlock()
+			return ctx.Err()
+		}
+	}
+	h.sched, err = New(cfg, Deps{Store: h.st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: h.st},
+		LLM: loop.NewClient(loop.Config{Logger: logger})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.sched.Stop(context.Background()) })
+	return h
+}
+
+// subscribe registers a device for userID at the fake push service.
+func (h *harness) subscribe(userID string) push.Subscription {
+	h.t.Helper()
+	sub := h.push.Subscribe()
+	raw, _ := json.Marshal(sub)
+	if _, err := h.st.PutSubscription(h.t.Context(), userID, raw, time.Time{}); err != nil {
+		h.t.Fatal(err)
+	}
+	return sub
+}
+
+var uuidCounter int
+
+func (h *harness) insert(userID string, p Payload, next time.Time) store.Task {
+	h.t.Helper()
+	if p.ContactName == "" {
+		p.ContactName = "Rei"
+	}
+	if p.MessageSubtype == "" {
+		p.MessageSubtype = "chat"
+	}
+	if p.RecurrenceType == "" {
+		p.RecurrenceType = RecurrenceNone
+	}
+	p.FirstSendTime = push.FormatTimestamp(next)
+	raw, err := p.Encode()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	uuidCounter++
+	task, _, err := h.st.InsertTask(h.t.Context(), store.NewTask{UserID: userID, UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", uuidCounter),
+		MessageType: p.MessageType, NextSendAt: next, Payload: raw})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return task
+}
+
+func (h *harness) tick() Summary {
+	h.t.Helper()
+	s, err := h.sched.Tick(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return s
+}
+
+func (h *harness) task(userID, uuid string) store.Task {
+	h.t.Helper()
+	task, err := h.st.Task(h.t.Context(), userID, uuid)
+	if err != nil {
+		h.t.Fatalf("task %s: %v", uuid, err)
+	}
+	return task
+}
+
+func (h *harness) gone(userID, uuid string) bool {
+	_, err := h.st.Task(h.t.Context(), userID, uuid)
+	return err != nil
+}
+
+// pushes returns the pushes the fake service received, decoded as maps.
+func (h *harness) pushes() []map[string]any {
+	var out []map[string]any
+	for _, p := range h.push.Pushes() {
+		var m map[string]any
+		if err := json.Unmarshal(p.JSON, &m); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func ids(pushes []map[string]any) []string {
+	var out []string
+	for _, p := range pushes {
+		out = append(out, fmt.Sprint(p["messageId"]))
+	}
+	return out
+}
+
+func str(s string) *string { return &s }
+
+func mustJSON(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestFixedTaskDeliversTheStandardsPushAndIsDeleted(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, ContactName: "Rei", UserMessage: str("该喝水了"),
+		Metadata: json.RawMessage(`{"charId":"c1"}`)}, start)
+
+	sum := h.tick()
+	if sum.TotalTasks != 1 || sum.SuccessCount != 1 || sum.Details.DeletedOnceOffTasks != 1 || sum.ProcessedAt != "2026-06-01T09:00:00.000Z" {
+		t.Errorf("summary %+v", sum)
+	}
+	pushes := h.push.Pushes()
+	if len(pushes) != 1 {
+		t.Fatalf("%d pushes", len(pushes))
+	}
+	want := fmt.Sprintf(`{"messageKind":"content","messageType":"fixed","source":"scheduled","messageId":"msg_task_%[1]d@%[2]d_0",`+
+		`"sessionId":"sess_task_%[1]d@%[2]d","timestamp":"2026-06-01T09:00:00.000Z","message":"该喝水了","title":"来自 Rei",`+
+		`"contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":1,`+
+		`"taskId":%[1]d,"taskUuid":"%[3]s","recurrenceType":"none","occurrenceMs":%[2]d,"metadata":{"charId":"c1"}}`,
+		task.ID, start.UnixMilli(), task.UUID)
+	if string(pushes[0].JSON) != want {
+		t.Errorf("push\n got %s\nwant %s", pushes[0].JSON, want)
+	}
+	if hdr := h.push.Messages()[0].Header.Get("TTL"); hdr != "2419200" {
+		t.Errorf("TTL %q, want four weeks for a scheduled push", hdr)
+	}
+	if !h.gone(alice, task.UUID) {
+		t.Error("a delivered one-off task was kept")
+	}
+	if errs := h.push.Errors(); len(errs) != 0 {
+		t.Errorf("push service errors: %v", errs)
+	}
+}
+
+func TestTickLeavesTasksThatAreNotDue(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("later")}, start.Add(time.Millisecond))
+	if sum := h.tick(); sum.TotalTasks != 0 || len(h.push.Pushes()) != 0 {
+		t.Fatalf("a task due in 1 ms fired: %+v", sum)
+	}
+	h.clk.Add(time.Millisecond)
+	if sum := h.tick(); sum.SuccessCount != 1 || !h.gone(alice, task.UUID) {
+		t.Errorf("due task: %+v", sum)
+	}
+}
+
+func TestBurstIsSegmentedAndPacedWithOneSessionID(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("早上好。今天下雨！记得带伞？")}, start)
+	h.tick()
+	pushes := h.pushes()
+	base := fmt.Sprintf("msg_task_%d@%d_", task.ID, start.UnixMilli())
+	if got := strings.Join(ids(pushes), " "); got != base+"0 "+base+"1 "+base+"2" {
+		t.Fatalf("ids %s", got)
+	}
+	for i, p := range pushes {
+		if p["message"] != []string{"早上好。", "今天下雨！", "记得带伞？"}[i] || p["messageIndex"] != float64(i+1) ||
+			p["totalMessages"] != float64(3) || p["sessionId"] != pushes[0]["sessionId"] {
+			t.Errorf("push %d: %v", i, p)
+		}
+	}
+	if fmt.Sprint(h.sleeps) != "[1.5s 1.5s]" {
+		t.Errorf("pacing %v, want 1.5 s between pushes", h.sleeps)
+	}
+	page, err := h.st.UnackedOutbox(t.Context(), alice, 0, 10)
+	if err != nil || len(page.Entries) != 3 {
+		t.Fatalf("outbox %+v, %v", page, err)
+	}
+	for i, e := range page.Entries {
+		if e.MessageID != ids(pushes)[i] || e.TaskUUID != task.UUID || e.MessageIndex != i+1 || e.TotalMessages != 3 ||
+			e.DeliveredAt.IsZero() || string(e.Payload) != string(h.push.Pushes()[i].JSON) {
+			t.Errorf("outbox entry %d: %+v", i, e)
+		}
+	}
+}
+
+func TestPromptedTaskSendsReasoningFirstThenTheAnswer(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	h.llm.Enqueue(llmtest.Reply{ReasoningContent: "用户早上要提醒。", Content: "早安！今天也加油。"})
+	task := h.insert(alice, Payload{MessageType: push.TypePrompted, CompletePrompt: str("say good morning"),
+		APIURL: str(h.llm.APIURL()), APIKey: str("sk-test"), PrimaryModel: str("m1"),
+		LLMExtraBody: json.RawMessage(`{"top_p":0.5,"model":"ignored"}`)}, start)
+	h.tick()
+	pushes := h.pushes()
+	base := fmt.Sprintf("msg_task_%d@%d_", task.ID, start.UnixMilli())
+	if got := strings.Join(ids(pushes), " "); got != base+"reasoning "+base+"0 "+base+"1" {
+		t.Fatalf("ids %s", got)
+	}
+	if pushes[0]["messageKind"] != "reasoning" || pushes[0]["reasoningContent"] != "用户早上要提醒。" || pushes[0]["messageIndex"] != nil ||
+		pushes[1]["message"] != "早安！" || pushes[2]["message"] != "今天也加油。" || pushes[1]["sessionId"] != pushes[0]["sessionId"] ||
+		pushes[1]["messageType"] != "prompted" || pushes[1]["source"] != "scheduled" {
+		t.Errorf("pushes %v", pushes)
+	}
+	req := h.llm.Requests()[0]
+	if req.Header.Get("Authorization") != "Bearer sk-test" || string(req.Body["model"]) != `"m1"` || string(req.Body["top_p"]) != "0.5" ||
+		string(req.Body["temperature"]) != "0.8" || string(req.Body["messages"]) != `[{"role":"user","content":"say good morning"}]` {
+		t.Errorf("LLM request %s", req.Raw)
+	}
+}
+
+func TestRecurringTaskAdvancesOnItsWallClockAndClearsLastError(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	nominal := time.Date(2026, 3, 7, 13, 0, 0, 0, time.UTC) // 08:00 in New York, the day before DST
+	h.clk.Set(nominal)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("早"), RecurrenceType: RecurrenceDaily,
+		TzID: str("america/new_york")}, nominal)
+
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
+	sum := h.tick()
+	if sum.FailedCount != 1 || sum.Details.FailedTasks[0].NextRetryAt != "2026-03-07T13:02:00.000Z" || *sum.Details.FailedTasks[0].RetryCount != 1 {
+		t.Fatalf("first attempt %s", mustJSON(t, sum))
+	}
+	got := h.task(alice, task.UUID)
+	if !got.NextSendAt.Equal(nominal) || got.RetryCount != 1 || got.LastError == nil {
+		t.Fatalf("after the failure %+v: next_send_at must not move", got)
+	}
+	h.clk.Add(2 * time.Minute)
+	sum = h.tick()
+	if sum.SuccessCount != 1 || sum.Details.UpdatedRecurringTasks != 1 {
+		t.Fatalf("retry %s", mustJSON(t, sum))
+	}
+	got = h.task(alice, task.UUID)
+	if want := time.Date(2026, 3, 8, 12, 0, 0, 0, time.UTC); !got.NextSendAt.Equal(want) || got.RetryCount != 0 ||
+		!got.RetryAfter.IsZero() || got.LastError != nil || !got.LeaseUntil.IsZero() {
+		t.Errorf("after the retry %+v, want next %s and no error", got, want)
+	}
+	// Both attempts carried the same ids: the service worker shows one.
+	msgs := h.push.Requests()
+	var first, second map[string]any
+	_ = json.Unmarshal(msgs[0].Plaintext, &first)
+	_ = json.Unmarshal(msgs[1].Plaintext, &second)
+	if first["messageId"] != second["messageId"] || first["messageId"] != fmt.Sprintf("msg_task_%d@%d_0", task.ID, nominal.UnixMilli()) {
+		t.Errorf("retry ids %v and %v", first["messageId"], second["messageId"])
+	}
+}
+
+func TestRetriesEndInFailureOrASkippedOccurrence(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	oneOff := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("a")}, start)
+	weekly := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("b"), RecurrenceType: RecurrenceWeekly}, start)
+	h.push.Respond(sub, 8, pushtest.Response{Status: http.StatusServiceUnavailable, Body: "overloaded"})
+	waits := []time.Duration{2 * time.Minute, 4 * time.Minute, 6 * time.Minute}
+	for i, wait := range waits {
+		sum := h.tick()
+		if sum.FailedCount != 2 || sum.Details.FailedTasks[0].Status != "" {
+			t.Fatalf("attempt %d: %s", i+1, mustJSON(t, sum))
+		}
+		h.clk.Add(wait)
+	}
+	sum := h.tick()
+	byID := map[int64]FailedTask{}
+	for _, f := range sum.Details.FailedTasks {
+		byID[f.TaskID] = f
+	}
+	if f := byID[oneOff.ID]; f.Status != "permanently_failed" || *f.RetryCount != 3 || !strings.Contains(f.Reason, "Web Push delivery failed") {
+		t.Errorf("one-off after 4 attempts: %+v", f)
+	}
+	if f := byID[weekly.ID]; f.Status != "occurrence_skipped" || f.NextSendAt != "2026-06-08T09:00:00.000Z" {
+		t.Errorf("weekly after 4 attempts: %+v", f)
+	}
+	failed := h.task(alice, oneOff.UUID)
+	var le map[string]any
+	_ = json.Unmarshal(failed.LastError, &le)
+	if failed.Status != store.TaskFailed || failed.RetryCount != 3 || le["occurrence"] != "2026-06-01T09:00:00.000Z" || le["code"] != "PUSH_SEND_FAILED" {
+		t.Errorf("failed task %+v %s", failed, failed.LastError)
+	}
+	skipped := h.task(alice, weekly.UUID)
+	if skipped.Status != store.TaskPending || skipped.RetryCount != 0 || skipped.LastError == nil ||
+		!skipped.NextSendAt.Equal(start.Add(7*24*time.Hour)) {
+		t.Errorf("skipped task %+v", skipped)
+	}
+}
+
+func TestNoDeviceIsPermanentAndSpendsNoTokens(t *testing.T) {
+	h := newHarness(t, Config{})
+	task := h.insert(alice, Payload{MessageType: push.TypeAuto, CompletePrompt: str("hi"), APIURL: str(h.llm.APIURL()),
+		APIKey: str("k"), PrimaryModel: str("m")}, start)
+	sum := h.tick()
+	if f := sum.Details.FailedTasks; len(f) != 1 || f[0].Status != "permanently_failed" || !f[0].Permanent ||
+		f[0].Reason != "PUSH_SUBSCRIPTION_MISSING: 该用户还没有登记推送订阅（PUT /push-subscription）" {
+		t.Fatalf("summary %s", mustJSON(t, sum))
+	}
+	if n := len(h.llm.Requests()); n != 0 {
+		t.Errorf("%d LLM calls for a user without devices", n)
+	}
+	if got := h.task(alice, task.UUID); got.Status != store.TaskFailed || got.RetryCount != 0 {
+		t.Errorf("task %+v", got)
+	}
+}
+
+func TestEveryDeviceGoneIsPermanent(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	h.push.Unsubscribe(sub)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("x")}, start)
+	sum := h.tick()
+	if f := sum.Details.FailedTasks; len(f) != 1 || f[0].Status != "permanently_failed" || !f[0].Permanent {
+		t.Fatalf("summary %s", mustJSON(t, sum))
+	}
+	if h.task(alice, task.UUID).Status != store.TaskFailed {
+		t.Error("task not failed")
+	}
+	if devices, _ := h.st.Devices(t.Context(), alice); len(devices) != 0 {
+		t.Errorf("the gone device was kept")
+	}
+}
+
+func TestOneDeviceDeliveredIsSuccess(t *testing.T) {
+	h := newHarness(t, Config{})
+	gone := h.subscribe(alice)
+	h.subscribe(alice)
+	h.push.Unsubscribe(gone)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("x")}, start)
+	if sum := h.tick(); sum.SuccessCount != 1 || !h.gone(alice, task.UUID) {
+		t.Errorf("summary %s", mustJSON(t, sum))
+	}
+}
+
+func TestStaleGuard(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	late := start.Add(-61 * time.Minute)
+	oneOff := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("a")}, late)
+	daily := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("b"), RecurrenceType: RecurrenceDaily,
+		TzID: str("UTC")}, late.Add(-3*24*time.Hour))
+	onTime := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("c")}, start.Add(-60*time.Minute))
+	sum := h.tick()
+	if sum.SuccessCount != 1 || len(sum.Details.StaleTasks) != 2 || sum.FailedCount != 0 {
+		t.Fatalf("summary %s", mustJSON(t, sum))
+	}
+	stale := map[int64]StaleTask{}
+	for _, s := range sum.Details.StaleTasks {
+		stale[s.TaskID] = s
+	}
+	if s := stale[oneOff.ID]; s.Action != "expired" || s.SkippedCount != 1 || s.NextSendAt != "" {
+		t.Errorf("one-off %+v", s)
+	}
+	if s := stale[daily.ID]; s.Action != "fast_forwarded" || s.SkippedCount != 4 || s.NextSendAt != "2026-06-02T07:59:00.000Z" {
+		t.Errorf("daily %+v", s)
+	}
+	if len(h.push.Pushes()) != 1 || !h.gone(alice, onTime.UUID) {
+		t.Errorf("only the task exactly 60 min late is delivered; got %d pushes", len(h.push.Pushes()))
+	}
+	if got := h.task(alice, oneOff.UUID); got.Status != store.TaskFailed || !strings.Contains(string(got.LastError), `"reason":"stale"`) {
+		t.Errorf("expired %+v %s", got, got.LastError)
+	}
+	if got := h.task(alice, daily.UUID); got.Status != store.TaskPending || !strings.Contains(string(got.LastError), `"skippedCount":4`) {
+		t.Errorf("fast-forwarded %+v %s", got, got.LastError)
+	}
+}
+
+// A crashed process left its lease behind: the task waits for the lease to
+// end, then goes out with the ids the first attempt used.
+func TestAnExpiredLeaseOfACrashedProcessIsDeliveredAgain(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("x")}, start)
+	if _, err := h.st.ClaimDueTasks(t.Context(), start, DefaultLeaseTTL, 10); err != nil { // the dead process's claim
+		t.Fatal(err)
+	}
+	if sum := h.tick(); sum.TotalTasks != 0 {
+		t.Fatalf("a leased task was claimed: %+v", sum)
+	}
+	h.clk.Add(DefaultLeaseTTL)
+	if sum := h.tick(); sum.SuccessCount != 1 {
+		t.Fatalf("after the lease: %s", mustJSON(t, sum))
+	}
+	if got := ids(h.pushes()); fmt.Sprint(got) != fmt.Sprintf("[msg_task_%d@%d_0]", task.ID, start.UnixMilli()) {
+		t.Errorf("ids %v", got)
+	}
+}
+
+func TestHeartbeatRenewsTheLeaseAndStopsWhenTheTaskIsGone(t *testing.T) {
+	h := newHarness(t, Config{Heartbeat: 5 * time.Millisecond, LeaseTTL: time.Minute})
+	h.subscribe(alice)
+	release := make(chan struct{})
+	h.llm.Enqueue(llmtest.Reply{Content: "late", Release: release})
+	task := h.insert(alice, Payload{MessageType: push.TypeAuto, CompletePrompt: str("p"), APIURL: str(h.llm.APIURL()),
+		APIKey: str("k"), PrimaryModel: str("m")}, start)
+	done := make(chan Summary)
+	go func() {
+		s, _ := h.sched.Tick(context.Background())
+		done <- s
+	}()
+	h.llm.WaitRequests(1)
+	h.clk.Add(10 * time.Second)
+	waitFor(t, "the lease renewed", func() bool {
+		return h.task(alice, task.UUID).LeaseUntil.Equal(start.Add(10*time.Second + time.Minute))
+	})
+	// The owner cancels the task mid-delivery: the next renewal fails and
+	// the delivery stops without sending.
+	if _, err := h.st.DeleteTask(t.Context(), alice, task.UUID); err != nil {
+		t.Fatal(err)
+	}
+	sum := <-done
+	close(release)
+	if sum.SuccessCount != 0 || sum.FailedCount != 0 || len(h.push.Pushes()) != 0 {
+		t.Errorf("a cancelled task was delivered: %s, %d pushes", mustJSON(t, sum), len(h.push.Pushes()))
+	}
+}
+
+// waitFor polls cond until it holds, failing after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestStopReleasesLeasesOfTasksItDidNotFinish(t *testing.T) {
+	h := newHarness(t, Config{Concurrency: 1})
+	h.subscribe(alice)
+	release := make(chan struct{})
+	defer close(release)
+	h.llm.Enqueue(llmtest.Reply{Content: "x", Release: release})
+	llmTask := h.insert(alice, Payload{MessageType: push.TypeAuto, CompletePrompt: str("p"), APIURL: str(h.llm.APIURL()),
+		APIKey: str("k"), PrimaryModel: str("m")}, start)
+	waiting := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("x")}, start.Add(time.Millisecond))
+	h.clk.Add(time.Millisecond)
+	done := make(chan Summary)
+	go func() {
+		s, _ := h.sched.Tick(context.Background())
+		done <- s
+	}()
+	h.llm.WaitRequests(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no grace period: interrupt the delivery under way
+	if err := h.sched.Stop(ctx); err == nil {
+		t.Error("Stop with an ended context reported a clean stop")
+	}
+	sum := <-done
+	for _, task := range []store.Task{llmTask, waiting} {
+		got := h.task(alice, task.UUID)
+		if !got.LeaseUntil.IsZero() || got.RetryCount != 0 || got.LastError != nil {
+			t.Errorf("task %d after Stop: %+v, want its lease released and no failure", task.ID, got)
+		}
+	}
+	if sum.FailedCount != 0 || len(h.push.Pushes()) != 0 {
+		t.Errorf("summary %s", mustJSON(t, sum))
+	}
+}
+
+func TestBackgroundLoopDrainsABacklogWithinTheConcurrencyBound(t *testing.T) {
+	h := newHarness(t, Config{Concurrency: 3, Tick: time.Hour})
+	h.subscribe(alice)
+	const n = 40
+	for i := range n {
+		h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str(fmt.Sprint(i))}, start)
+	}
+	h.sched.Start()
+	// One tick an hour: only claiming again as slots free drains the backlog.
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := h.push.WaitPushes(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every task deleted", func() bool {
+		tasks, _, _ := h.st.Tasks(t.Context(), alice, "", 100, 0)
+		return len(tasks) == 0
+	})
+}
+
+func TestConcurrencyBoundHoldsTheClaims(t *testing.T) {
+	h := newHarness(t, Config{Concurrency: 2, Tick: time.Hour})
+	h.subscribe(alice)
+	release := make(chan struct{})
+	for range 5 {
+		h.llm.Enqueue(llmtest.Reply{Content: "x", Release: release})
+		h.insert(alice, Payload{MessageType: push.TypeAuto, CompletePrompt: str("p"), APIURL: str(h.llm.APIURL()),
+			APIKey: str("k"), PrimaryModel: str("m")}, start)
+	}
+	h.sched.Start()
+	h.llm.WaitRequests(2)
+	tasks, _, _ := h.st.Tasks(t.Context(), alice, "", 10, 0)
+	leased := 0
+	for _, task := range tasks {
+		if !task.LeaseUntil.IsZero() {
+			leased++
+		}
+	}
+	if leased != 2 || len(h.llm.Requests()) != 2 {
+		t.Errorf("%d leased, %d LLM calls under way; want 2 and 2", leased, len(h.llm.Requests()))
+	}
+	close(release)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := h.push.WaitPushes(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCronTaskPushesCarryCronAndFireOnConsecutiveMinutes(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("tick"), RecurrenceType: RecurrenceCron,
+		CronExpr: "*/1 * * * *"}, start)
+	for minute := range 3 {
+		h.clk.Set(start.Add(time.Duration(minute)*time.Minute + 300*time.Millisecond))
+		if sum := h.tick(); sum.SuccessCount != 1 {
+			t.Fatalf("minute %d: %s", minute, mustJSON(t, sum))
+		}
+		if got := h.task(alice, task.UUID); !got.NextSendAt.Equal(start.Add(time.Duration(minute+1) * time.Minute)) {
+			t.Fatalf("minute %d: next %s", minute, got.NextSendAt)
+		}
+	}
+	pushes := h.pushes()
+	for i, p := range pushes {
+		if p["recurrenceType"] != "cron" || p["occurrenceMs"] != float64(start.Add(time.Duration(i)*time.Minute).UnixMilli()) {
+			t.Errorf("push %d: %v", i, p)
+		}
+	}
+	if len(pushes) != 3 || pushes[0]["messageId"] == pushes[1]["messageId"] {
+		t.Errorf("pushes %v", ids(pushes))
+	}
+}
+
+func TestDeliverInstant(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	insertLeased := func(p Payload) store.Task {
+		t.Helper()
+		p.ContactName, p.MessageSubtype, p.RecurrenceType = "Rei", "chat", RecurrenceNone
+		raw, _ := p.Encode()
+		uuidCounter++
+		task, _, err := h.st.InsertTask(t.Context(), store.NewTask{UserID: alice, UUID: fmt.Sprintf("10000000-0000-4000-8000-%012d", uuidCounter),
+			MessageType: push.TypeInstant, NextSendAt: start.Add(time.Minute), Payload: raw, LeaseUntil: h.sched.LeaseEnd()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	ok := insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("马上。到")})
+	if sum := h.tick(); sum.TotalTasks != 0 {
+		t.Fatalf("the ticker claimed a leased instant task: %+v", sum)
+	}
+	res, ierr := h.sched.DeliverInstant(t.Context(), ok)
+	if ierr != nil || res.MessagesSent != 2 || res.RetriesUsed != 0 || !h.gone(alice, ok.UUID) {
+		t.Fatalf("instant = %+v, %v", res, ierr)
+	}
+	p := h.pushes()[0]
+	if p["source"] != "instant" || p["messageType"] != "instant" || h.push.Messages()[0].Header.Get("TTL") != "60" {
+		t.Errorf("instant push %v", p)
+	}
+
+	h.sleeps = nil
+	failing := insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")})
+	h.push.Respond(sub, 3, pushtest.Response{Status: http.StatusBadGateway})
+	_, ierr = h.sched.DeliverInstant(t.Context(), failing)
+	if ierr == nil || ierr.Code != "PROCESSING_ERROR" || *ierr.RetriesAttempted != 2 || ierr.Permanent {
+		t.Fatalf("failing instant: %+v", ierr)
+	}
+	if fmt.Sprint(h.sleeps) != "[1s 2s]" {
+		t.Errorf("waits between attempts %v", h.sleeps)
+	}
+	if got := h.task(alice, failing.UUID); got.Status != store.TaskFailed || got.RetryCount != 2 || got.LastError == nil {
+		t.Errorf("failed instant row %+v", got)
+	}
+
+	if _, err := h.st.DeleteSubscriptions(t.Context(), alice); err != nil {
+		t.Fatal(err)
+	}
+	h.sleeps = nil
+	_, ierr = h.sched.DeliverInstant(t.Context(), insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")}))
+	if ierr == nil || !ierr.Permanent || *ierr.RetriesAttempted != 0 || len(h.sleeps) != 0 {
+		t.Errorf("no device: %+v after %v", ierr, h.sleeps)
+	}
+}
+
+func TestCleanupDeletesOldFinishedTasks(t *testing.T) {
+	h := newHarness(t, Config{})
+	old := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("x")}, start)
+	h.tick() // no device: fails for good
+	if h.task(alice, old.UUID).Status != store.TaskFailed {
+		t.Fatal("not failed")
+	}
+	h.clk.Add(DefaultFinishedRetention)
+	h.tick()
+	if h.gone(alice, old.UUID) {
+		t.Error("deleted at exactly seven days")
+	}
+	h.clk.Add(time.Millisecond)
+	h.tick()
+	if !h.gone(alice, old.UUID) {
+		t.Error("kept after seven days")
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"  a \n\t b  ", "a b"},
+		{"AI API error: 401 Unauthorized, Bearer sk-abcdefghijklmnop used", "AI API error: 401 Unauthorized, Bearer [redacted] used"},
+		{"key sk-proj-ABCDEFGHIJKLMNOP1234 leaked", "key [redacted] leaked"},
+		{"token " + strings.Repeat("x", 48) + " end", "token [redacted] end"},
+		{"short token abcdefgh stays", "short token abcdefgh stays"},
+		{strings.Repeat("好", 600), strings.Repeat("好", 497) + "…"},
+	} {
+		if got := Sanitize(c.in); got != c.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestWakeAndTheNextDueTimeShortenTheTick(t *testing.T) {
+	h := newHarness(t, Config{Tick: time.Hour})
+	h.subscribe(alice)
+	h.sched.Start()
+	// Created after the loop went to sleep for an hour: Wake makes it look.
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("now")}, start)
+	h.sched.Wake()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := h.push.WaitPushes(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// A task due shortly: the loop sleeps until then, not for the tick.
+	h.clk.Set(time.Now())
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, h.clk.Now().Add(50*time.Millisecond))
+	h.sched.Wake()
+	waitFor(t, "the loop to wait for the due time", func() bool {
+		h.clk.Set(time.Now())
+		return len(h.push.Pushes()) == 2
+	})
+}

@@ -1,0 +1,462 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"amsg/push"
+)
+
+// Scheduled tasks, one row per task. next_send_at is the nominal time of the
+// next occurrence and is never moved by leases or backoff: lease_until says
+// someone is delivering the row, retry_after that a failed attempt waits.
+// The payload is the task's JSON, sealed with the user key. last_error is
+// plaintext, already sanitized by the scheduler.
+//
+// AUTOINCREMENT keeps ids from being reused: push ids embed the task id
+// (msg_task_<id>@<occurrenceMs>_<i>) and the service worker drops a push
+// whose id it has seen.
+//
+// tasks_due indexes the instant a pending row becomes claimable, the latest
+// of next_send_at, lease_until and retry_after, so the claim query is one
+// range scan however many due rows are leased or backing off.
+const tasksSchema = `
+CREATE TABLE tasks (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	user_id      TEXT NOT NULL,
+	uuid         TEXT NOT NULL UNIQUE,
+	payload      TEXT NOT NULL,
+	message_type TEXT NOT NULL CHECK (message_type IN ('fixed', 'prompted', 'auto', 'instant')),
+	next_send_at INTEGER NOT NULL,
+	lease_until  INTEGER,
+	retry_after  INTEGER,
+	status       TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed')),
+	retry_count  INTEGER NOT NULL DEFAULT 0,
+	last_error   TEXT,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX tasks_due ON tasks (max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0)), id)
+	WHERE status = 'pending';
+CREATE INDEX tasks_user ON tasks (user_id, next_send_at);
+CREATE INDEX tasks_finished ON tasks (updated_at) WHERE status IN ('sent', 'failed');
+`
+
+// claimableAt is the indexed expression of tasks_due; queries must spell it
+// exactly so for SQLite to use the index.
+const claimableAt = `max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0))`
+
+// TaskStatus is a task's status.
+type TaskStatus string
+
+// Task statuses. Every live task is pending, also while it is being
+// delivered or waits to retry.
+const (
+	TaskPending TaskStatus = "pending"
+	TaskSent    TaskStatus = "sent"
+	TaskFailed  TaskStatus = "failed"
+)
+
+// Errors of the task operations.
+var (
+	ErrTaskNotFound = errors.New("store: task not found")
+	// ErrTaskUUIDConflict: a task with this uuid exists, in any status and
+	// for any user.
+	ErrTaskUUIDConflict = errors.New("store: task uuid already exists")
+	// ErrTaskNotPending: the task exists but was sent or failed.
+	ErrTaskNotPending = errors.New("store: task is not pending")
+	// ErrLeaseLost: the task is gone, was claimed by someone else after the
+	// lease expired, or was rescheduled by its owner while being delivered.
+	ErrLeaseLost = errors.New("store: task lease lost")
+)
+
+// Task is one row of the task table, its payload opened.
+type Task struct {
+	ID          int64
+	UserID      string
+	UUID        string
+	MessageType push.MessageType
+	// NextSendAt is the nominal time of the next occurrence.
+	NextSendAt time.Time
+	// LeaseUntil and RetryAfter are zero when not set.
+	LeaseUntil time.Time
+	RetryAfter time.Time
+	Status     TaskStatus
+	RetryCount int
+	// LastError is the sanitized JSON object of the last failure, nil when
+	// there is none.
+	LastError json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// Payload is the task's JSON in plaintext, or nil with PayloadErr set
+	// when it does not decrypt (the master key changed).
+	Payload    json.RawMessage
+	PayloadErr error
+}
+
+// Lease is a claim on a task for one occurrence. Until doubles as the
+// claim's fencing token: the operations that finish a task apply only while
+// the row still carries this lease and this occurrence.
+type Lease struct {
+	TaskID     int64
+	Occurrence time.Time
+	Until      time.Time
+}
+
+// Lease returns the lease a claimed task carries.
+func (t Task) Lease() Lease {
+	return Lease{TaskID: t.ID, Occurrence: t.NextSendAt, Until: t.LeaseUntil}
+}
+
+// NewTask is a task to insert.
+type NewTask struct {
+	UserID      string
+	UUID        string
+	MessageType push.MessageType
+	NextSendAt  time.Time
+	Payload     json.RawMessage // plaintext JSON; sealed with the user key
+	// SupersedesUUID, when set, names a task of the same user deleted in the
+	// same transaction, in any status.
+	SupersedesUUID string
+	// LeaseUntil, when set, inserts the task already claimed, for delivery
+	// in the request that created it.
+	LeaseUntil time.Time
+}
+
+const taskColumns = `id, user_id, uuid, payload, message_type, next_send_at, lease_until, retry_after,
+	status, retry_count, last_error, created_at, updated_at`
+
+// InsertTask inserts a pending task and reports whether it superseded one.
+// A uuid that exists already is ErrTaskUUIDConflict, and then nothing is
+// deleted either.
+func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, bool, error) {
+	sealed := s.userKey(n.UserID).SealAtRest(n.Payload)
+	now := millis(s.now())
+	var t Task
+	var superseded bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if n.SupersedesUUID != "" {
+			res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE uuid = ? AND user_id = ?`, n.SupersedesUUID, n.UserID)
+			if err != nil {
+				return err
+			}
+			deleted, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			superseded = deleted > 0
+		}
+		var exists int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE uuid = ?`, n.UUID).Scan(&exists)
+		if err != nil {
+			return err
+		}
+		if exists > 0 {
+			return ErrTaskUUIDConflict
+		}
+		row := tx.QueryRowContext(ctx, `INSERT INTO tasks (user_id, uuid, payload, message_type, next_send_at, lease_until, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+taskColumns,
+			n.UserID, n.UUID, sealed, string(n.MessageType), millis(n.NextSendAt), nullMillis(n.LeaseUntil), now, now)
+		t, err = s.scanTask(row)
+		return err
+	})
+	if errors.Is(err, ErrTaskUUIDConflict) {
+		return Task{}, false, err
+	}
+	if err != nil {
+		return Task{}, false, fmt.Errorf("store: insert task: %w", err)
+	}
+	return t, superseded, nil
+}
+
+// Task returns userID's task with this uuid, in any status.
+func (s *Store) Task(ctx context.Context, userID, uuid string) (Task, error) {
+	t, err := s.scanTask(s.reader.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE uuid = ? AND user_id = ?`, uuid, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, ErrTaskNotFound
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("store: task: %w", err)
+	}
+	return t, nil
+}
+
+// Tasks returns a page of userID's tasks, in status unless status is empty,
+// ordered by next_send_at, and how many there are in all.
+func (s *Store) Tasks(ctx context.Context, userID string, status TaskStatus, limit, offset int) ([]Task, int, error) {
+	filter, args := `user_id = ?`, []any{userID}
+	if status != "" {
+		filter, args = filter+` AND status = ?`, append(args, string(status))
+	}
+	var total int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE `+filter, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("store: count tasks: %w", err)
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE `+filter+`
+		ORDER BY next_send_at, id LIMIT ? OFFSET ?`, append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: tasks: %w", err)
+	}
+	tasks, err := s.scanTasks(rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("store: tasks: %w", err)
+	}
+	return tasks, total, nil
+}
+
+// TaskUpdate is what UpdatePendingTask writes.
+type TaskUpdate struct {
+	Payload    json.RawMessage // plaintext JSON
+	NextSendAt time.Time       // zero: unchanged
+}
+
+// UpdatePendingTask reads userID's pending task with this uuid, lets update
+// compute its new payload and next time, and writes them with the retry
+// state reset, all in one transaction, so nothing can change the row in
+// between. A task that does not exist is ErrTaskNotFound, one that is no
+// longer pending ErrTaskNotPending; an error from update is returned as is.
+// A lease is kept: a delivery under way finishes, and if the update moved
+// the task, the delivery leaves the new time alone (see CompleteTask).
+func (s *Store) UpdatePendingTask(ctx context.Context, userID, uuid string, update func(Task) (TaskUpdate, error)) (Task, error) {
+	var t Task
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		t, err = s.scanTask(tx.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE uuid = ? AND user_id = ?`, uuid, userID))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return ErrTaskNotFound
+		case err != nil:
+			return err
+		case t.Status != TaskPending:
+			return ErrTaskNotPending
+		}
+		u, err := update(t)
+		if err != nil {
+			return err
+		}
+		next := t.NextSendAt
+		if !u.NextSendAt.IsZero() {
+			next = u.NextSendAt
+		}
+		t, err = s.scanTask(tx.QueryRowContext(ctx, `UPDATE tasks SET payload = ?, next_send_at = ?, retry_count = 0,
+			retry_after = NULL, updated_at = ? WHERE id = ? RETURNING `+taskColumns,
+			s.userKey(userID).SealAtRest(u.Payload), millis(next), millis(s.now()), t.ID))
+		return err
+	})
+	return t, err
+}
+
+// DeleteTask deletes userID's task with this uuid, in any status, and
+// reports whether there was one.
+func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (bool, error) {
+	res, err := s.writer.ExecContext(ctx, `DELETE FROM tasks WHERE uuid = ? AND user_id = ?`, uuid, userID)
+	if err != nil {
+		return false, fmt.Errorf("store: delete task: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// ClaimDueTasks leases up to limit pending tasks that are due at now and
+// neither leased nor waiting to retry, until now+ttl, and returns them
+// ordered by next_send_at. One statement in one IMMEDIATE transaction: two
+// claimers never get the same task.
+func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Duration, limit int) ([]Task, error) {
+	var tasks []Task
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE tasks SET lease_until = ?, updated_at = ?
+			WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND `+claimableAt+` <= ?
+				ORDER BY `+claimableAt+`, id LIMIT ?)
+			RETURNING `+taskColumns,
+			millis(now.Add(ttl)), millis(s.now()), millis(now), limit)
+		if err != nil {
+			return err
+		}
+		tasks, err = s.scanTasks(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: claim due tasks: %w", err)
+	}
+	sortTasks(tasks)
+	return tasks, nil
+}
+
+// NextClaimableAt returns the earliest time a pending task becomes
+// claimable, and false when there is no pending task. The scheduler sleeps
+// until then rather than a whole tick.
+func (s *Store) NextClaimableAt(ctx context.Context) (time.Time, bool, error) {
+	var next sql.NullInt64
+	err := s.reader.QueryRowContext(ctx, `SELECT min(`+claimableAt+`) FROM tasks WHERE status = 'pending'`).Scan(&next)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("store: next claimable task: %w", err)
+	}
+	return fromMillis(next.Int64), next.Valid, nil
+}
+
+// RenewLease extends l to until and returns the renewed lease, or
+// ErrLeaseLost.
+func (s *Store) RenewLease(ctx context.Context, l Lease, until time.Time) (Lease, error) {
+	err := s.finish(ctx, l, `UPDATE tasks SET lease_until = ?, updated_at = ?`, millis(until), millis(s.now()))
+	if err != nil {
+		return l, err
+	}
+	l.Until = fromMillis(millis(until))
+	return l, nil
+}
+
+// ReleaseLease gives l up without changing anything else, so the task is
+// claimable again at once. A lease already lost is not an error.
+func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
+	_, err := s.writer.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
+		millis(s.now()), l.TaskID, millis(l.Until))
+	if err != nil {
+		return fmt.Errorf("store: release lease: %w", err)
+	}
+	return nil
+}
+
+// CompleteTask records a delivered occurrence: a one-off task (next zero) is
+// deleted, a recurring one moves to next with its lease, retry state and
+// last error cleared. If the task's owner rescheduled it while it was being
+// delivered, the new time stands: only the lease is released, and the
+// result is ErrLeaseLost.
+func (s *Store) CompleteTask(ctx context.Context, l Lease, next time.Time) error {
+	if next.IsZero() {
+		return s.finish(ctx, l, `DELETE FROM tasks`)
+	}
+	return s.finish(ctx, l, `UPDATE tasks SET next_send_at = ?, lease_until = NULL, retry_after = NULL,
+		retry_count = 0, last_error = NULL, updated_at = ?`, millis(next), millis(s.now()))
+}
+
+// RescheduleTask skips the leased occurrence of a recurring task: it moves
+// to next with its lease and retry state cleared and lastError recorded.
+func (s *Store) RescheduleTask(ctx context.Context, l Lease, next time.Time, lastError json.RawMessage) error {
+	return s.finish(ctx, l, `UPDATE tasks SET next_send_at = ?, lease_until = NULL, retry_after = NULL,
+		retry_count = 0, last_error = ?, updated_at = ?`, millis(next), string(lastError), millis(s.now()))
+}
+
+// BackOffTask records a failed attempt that will be retried at retryAfter:
+// retry_count goes up by one, the lease is released and next_send_at stays.
+func (s *Store) BackOffTask(ctx context.Context, l Lease, retryAfter time.Time, lastError json.RawMessage) error {
+	return s.finish(ctx, l, `UPDATE tasks SET retry_after = ?, retry_count = retry_count + 1, lease_until = NULL,
+		last_error = ?, updated_at = ?`, millis(retryAfter), string(lastError), millis(s.now()))
+}
+
+// FailTask marks a one-off task failed for good, with its retry count and
+// last error.
+func (s *Store) FailTask(ctx context.Context, l Lease, retryCount int, lastError json.RawMessage) error {
+	return s.finish(ctx, l, `UPDATE tasks SET status = 'failed', retry_count = ?, lease_until = NULL, retry_after = NULL,
+		last_error = ?, updated_at = ?`, retryCount, string(lastError), millis(s.now()))
+}
+
+// finish runs statement (an UPDATE … SET … or DELETE FROM tasks, without
+// WHERE) on the task l leases, fenced by the lease and the occurrence. When
+// the fence fails but the lease is still held (the owner moved the task), the
+// lease is released. Either way the result is then ErrLeaseLost.
+func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...any) error {
+	lost := false
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, statement+` WHERE id = ? AND lease_until = ? AND next_send_at = ?`,
+			append(args, l.TaskID, millis(l.Until), millis(l.Occurrence))...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		lost = true
+		_, err = tx.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
+			millis(s.now()), l.TaskID, millis(l.Until))
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("store: task %d: %w", l.TaskID, err)
+	case lost:
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// DeleteFinishedTasks deletes sent and failed tasks last updated before
+// cutoff and returns how many it deleted.
+func (s *Store) DeleteFinishedTasks(ctx context.Context, cutoff time.Time) (int, error) {
+	res, err := s.writer.ExecContext(ctx, `DELETE FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`, millis(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("store: delete finished tasks: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+type rowScanner interface {
+	Scan(dest ...any) error
+}
+
+// scanTask reads one row of taskColumns and opens its payload.
+func (s *Store) scanTask(row rowScanner) (Task, error) {
+	var t Task
+	var sealed, messageType, status string
+	var next, created, updated int64
+	var lease, retry sql.NullInt64
+	var lastError sql.NullString
+	if err := row.Scan(&t.ID, &t.UserID, &t.UUID, &sealed, &messageType, &next, &lease, &retry,
+		&status, &t.RetryCount, &lastError, &created, &updated); err != nil {
+		return Task{}, err
+	}
+	t.MessageType, t.Status = push.MessageType(messageType), TaskStatus(status)
+	t.NextSendAt, t.CreatedAt, t.UpdatedAt = fromMillis(next), fromMillis(created), fromMillis(updated)
+	if lease.Valid {
+		t.LeaseUntil = fromMillis(lease.Int64)
+	}
+	if retry.Valid {
+		t.RetryAfter = fromMillis(retry.Int64)
+	}
+	if lastError.Valid {
+		t.LastError = json.RawMessage(lastError.String)
+	}
+	if plaintext, err := s.userKey(t.UserID).OpenAtRest(sealed); err != nil {
+		t.PayloadErr = fmt.Errorf("task %d payload does not decrypt: %w", t.ID, err)
+	} else {
+		t.Payload = plaintext
+	}
+	return t, nil
+}
+
+// scanTasks reads every row before returning, so the caller may issue the
+// next statement on the writer's one connection.
+func (s *Store) scanTasks(rows *sql.Rows) ([]Task, error) {
+	defer rows.Close()
+	var tasks []Task
+	for rows.Next() {
+		t, err := s.scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, rows.Err()
+}
+
+// sortTasks orders claimed tasks by next_send_at then id: RETURNING gives
+// rows in no promised order.
+func sortTasks(tasks []Task) {
+	slices.SortFunc(tasks, func(a, b Task) int {
+		return cmp.Or(a.NextSendAt.Compare(b.NextSendAt), cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// nullMillis stores a zero time as NULL.
+func nullMillis(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return millis(t)
+}
