@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -87,13 +88,8 @@ func jsonBody(t testing.TB, v any) string {
 var jsonHeaders = map[string]string{"Content-Type": "application/json", "Accept": "application/json"}
 
 func withHeaders(base map[string]string, extra map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range extra {
-		out[k] = v
-	}
+	out := maps.Clone(base)
+	maps.Copy(out, extra)
 	return out
 }
 
@@ -579,9 +575,7 @@ func TestInstantStopsTheLoop(t *testing.T) {
 				sub := f.push.Subscribe()
 				f.llm.Enqueue(toolCall)
 				extra := map[string]any{"pushSubscription": sub, "tools": getTimeTool}
-				for k, v := range c.extra {
-					extra[k] = v
-				}
+				maps.Copy(extra, c.extra)
 				body := jsonBody(t, f.body(extra))
 				if transport == "json" {
 					got := post(f.s, "/api/v1/instant", body, jsonHeaders)
