@@ -3,7 +3,6 @@ package api
 import (
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -91,7 +90,7 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 		if err != nil {
 			return nil, err
 		}
-		_ = json.Unmarshal(payload, &f) // the gate has checked it is an object
+		f = decodeFields(payload)
 	} else {
 		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
 		if err != nil {
