@@ -144,6 +144,7 @@ func (s *server) build() error {
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(buildVersion() + "-" + assets),
 		Web:           web.Handler(),
+		Instant:       s.instant(),
 	})
 	if err != nil {
 		return err
@@ -212,6 +213,7 @@ func (s *server) maintain(ctx context.Context) {
 		} else if n > 0 {
 			s.log.Info("pruned the delivery log", "rows", n)
 		}
+		s.pruneTranscripts(ctx)
 		select {
 		case <-ctx.Done():
 			return
