@@ -46,8 +46,8 @@ func (c instantConfig) validate() error {
 func (s *server) instant() *api.Instant {
 	c := s.cfg.Instant
 	return &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{
-		Client:        loop.NewClient(loop.Config{Timeout: c.LLMTimeout, Logger: s.log}),
-		Transcripts:   loop.NewTranscripts(s.store, nil),
+		Client:        s.llm,
+		Transcripts:   s.transcripts,
 		MaxIterations: c.MaxLoopIterations,
 		TokenBudget:   c.SessionTokenBudget,
 		Logger:        s.log,
