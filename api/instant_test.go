@@ -789,6 +789,9 @@ func TestInstantAuthAndCORS(t *testing.T) {
 		{"wrong client token", map[string]string{"Authorization": "Bearer " + token, "X-Client-Token": "x"}, 401, "INVALID_CLIENT_TOKEN"},
 		{"expired", map[string]string{"Authorization": "Bearer " + signBearer("k", `{"v":1,"exp":1}`), "X-Client-Token": "ct"}, 401, "UNAUTHORIZED"},
 		{"both, bad body", map[string]string{"Authorization": "Bearer " + token, "X-Client-Token": " ct "}, 400, "INVALID_PAYLOAD_FORMAT"},
+		// An encrypted body stands in for the token, but must open.
+		{"encrypted without token, not sealed with the user key", withHeaders(encryptedHeaders(testUserID),
+			map[string]string{"Authorization": "Bearer " + token}), 400, "INVALID_ENCRYPTED_PAYLOAD"},
 	} {
 		b := body
 		if c.status == 400 {
@@ -798,6 +801,16 @@ func TestInstantAuthAndCORS(t *testing.T) {
 		if got.status != c.status || !strings.Contains(got.body, `"code":"`+c.code+`"`) || got.header.Get("Access-Control-Allow-Origin") != "https://app.example" {
 			t.Errorf("%s: %d %s %v", c.name, got.status, got.body, got.header)
 		}
+	}
+
+	// amsg-client's encrypted instant mode: no X-Client-Token, a body sealed
+	// with the user key.
+	f.llm.Enqueue(llmtest.Reply{Content: "好。"})
+	sealed := browserEncrypt(t, browserUserKey(testUserID), f.body(map[string]any{"pushSubscription": sub}))
+	got := post(f.s, "/api/v1/instant", sealed, withHeaders(withHeaders(jsonHeaders, encryptedHeaders(testUserID)),
+		map[string]string{"Authorization": "Bearer " + token}))
+	if got.status != http.StatusOK || !strings.Contains(got.body, `"messagesSent":1`) {
+		t.Errorf("encrypted without a client token: %d %s", got.status, got.body)
 	}
 }
 
