@@ -12,7 +12,6 @@ import (
 	"amsg/builders"
 	"amsg/loop"
 	"amsg/push"
-	"amsg/push/webpush"
 )
 
 // Instant is what /instant, /continue and /sessions need beyond the
@@ -291,12 +290,7 @@ type recipients struct {
 func (s *Server) recipients(ctx context.Context, userID string, sub *push.Subscription) (recipients, error) {
 	to := recipients{userID: userID, sub: sub}
 	if sub != nil {
-		if err := s.endpoints.CheckSubscription(ctx, *sub); err != nil {
-			var invalid *webpush.InvalidSubscriptionError
-			if errors.As(err, &invalid) {
-				return to, newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅无效："+invalid.Error()).
-					withDetails(map[string]any{"field": "pushSubscription." + invalid.Field, "reason": invalid.Reason})
-			}
+		if err := s.checkSubscription(ctx, *sub, "pushSubscription."); err != nil {
 			return to, err
 		}
 	}

@@ -213,7 +213,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 	// Clients of the older generation send their subscription with every
 	// task; amsg keeps it as one of the user's devices instead of refusing.
 	if f.given("pushSubscription") {
-		if raw := f["pushSubscription"]; !validSubscriptionShape(raw) || s.checkSubscription(ctx, raw) != nil {
+		if sub, ok := subscriptionShape(f["pushSubscription"]); !ok || s.checkSubscription(ctx, sub, "pushSubscription.") != nil {
 			return req, newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅格式无效").
 				withDetails(map[string]any{"invalidFields": []string{"pushSubscription"}})
 		}
