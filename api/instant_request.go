@@ -58,7 +58,7 @@ func bodyFields(body []byte) (fields, error) {
 	if !json.Valid(body) {
 		return nil, errBodyNotJSON
 	}
-	if !isJSONObject(body) {
+	if push.JSONKind(body) != '{' {
 		return nil, invalidPayload("payload 必须是 JSON 对象", nil)
 	}
 	return decodeFields(body), nil
@@ -68,7 +68,7 @@ func bodyFields(body []byte) (fields, error) {
 // trim, the standard's "required".
 func (f fields) nonBlank(key string) (string, bool) {
 	s, ok := f.str(key)
-	return s, ok && !loop.IsBlank(s)
+	return s, ok && !push.IsJSBlank(s)
 }
 
 // integer returns an integral numeric member within JavaScript's safe
@@ -287,7 +287,7 @@ func (v *requestValidator) pushSubscription() *Error {
 	raw := v.f["pushSubscription"]
 	sub := decodeFields(raw)
 	endpoint, ok := sub.str("endpoint")
-	if !isJSONObject(raw) || !ok {
+	if push.JSONKind(raw) != '{' || !ok {
 		return missingFields("pushSubscription 必须是合法 Web Push 订阅对象", "pushSubscription.endpoint")
 	}
 	v.q.subscription = &push.Subscription{Endpoint: endpoint}
@@ -346,7 +346,7 @@ func (v *requestValidator) shared() *Error {
 		v.q.iteration = int(n)
 	}
 	if v.f.given("metadata") {
-		if !isJSONObject(v.f["metadata"]) {
+		if push.JSONKind(v.f["metadata"]) != '{' {
 			return invalidFields("metadata 必须是普通对象", "metadata")
 		}
 		v.q.metadata = v.f["metadata"]

@@ -183,7 +183,7 @@ func (s *Server) handleTestPush(w http.ResponseWriter, r *http.Request) error {
 // with a non-blank string endpoint.
 func subscriptionShape(raw json.RawMessage) (push.Subscription, bool) {
 	var sub push.Subscription
-	ok := isJSONObject(raw) && json.Unmarshal(raw, &sub) == nil && strings.TrimSpace(sub.Endpoint) != ""
+	ok := push.JSONKind(raw) == '{' && json.Unmarshal(raw, &sub) == nil && strings.TrimSpace(sub.Endpoint) != ""
 	return sub, ok
 }
 
@@ -205,18 +205,3 @@ func (s *Server) checkSubscription(ctx context.Context, sub push.Subscription, w
 // errSubscriptionMissing is the standard's answer when a user has no device
 // to push to.
 var errSubscriptionMissing = newError(http.StatusConflict, "PUSH_SUBSCRIPTION_MISSING", "该用户还没有登记推送订阅（PUT /push-subscription）")
-
-// isJSONObject reports whether raw is a JSON object (not null, an array or a
-// scalar).
-func isJSONObject(raw json.RawMessage) bool {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{':
-			return true
-		}
-		return false
-	}
-	return false
-}

@@ -170,7 +170,7 @@ func (a *Agent) Start(ctx context.Context, s Start) (*Run, error) {
 	}
 	settings := Settings{Tools: s.Call.Tools, ToolChoice: s.Call.ToolChoice, TokenBudget: budget}
 	input := s.Call.Messages
-	if jsonKind(input) != '[' {
+	if push.JSONKind(input) != '[' {
 		input = promptMessages(s.Call.Prompt)
 	}
 	// The session may be reused: what earlier loops spent counts.
@@ -235,7 +235,7 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 	}
 	run.iteration, run.budget, run.used = next, tr.Settings.TokenBudget, tr.Usage
 	var settings *Settings
-	if jsonKind(r.Call.Tools) == '[' {
+	if push.JSONKind(r.Call.Tools) == '[' {
 		settings = &Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget}
 	} else {
 		run.call.Tools, run.call.ToolChoice = tr.Settings.Tools, tr.Settings.ToolChoice
@@ -360,7 +360,7 @@ func (f *Failure) Unwrap() error { return f.Err }
 func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
 	p := &roundPusher{run: r, emit: emit, seg: DefaultSplitter().NewSegmenter(), round: Round{Iteration: r.iteration}}
 	out, err := r.execute(ctx, p)
-	p.round.Text = jsTrim(p.visible.String())
+	p.round.Text = push.JSTrim(p.visible.String())
 	if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, p.round.messages()...); rerr != nil {
 		r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
 	}
@@ -464,7 +464,7 @@ func (r *Run) messageID(suffix string) string {
 
 func (r *Run) common(suffix string) builders.Common {
 	metadata := r.pres.Metadata
-	if k := jsonKind(metadata); k == 0 || k == 'n' {
+	if k := push.JSONKind(metadata); k == 0 || k == 'n' {
 		metadata = json.RawMessage("{}")
 	}
 	return builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant, MessageID: r.messageID(suffix),
@@ -523,7 +523,7 @@ type roundPusher struct {
 func (p *roundPusher) delta(d Delta) error {
 	p.reasoning.WriteString(d.ReasoningContent)
 	text := p.think.Write(d.Content)
-	if !p.reasoningDone && (!IsBlank(text) || len(d.ToolCalls) > 0) {
+	if !p.reasoningDone && (!push.IsJSBlank(text) || len(d.ToolCalls) > 0) {
 		p.pushReasoning() // the model has moved on from reasoning
 	}
 	return p.feed(text, false)
@@ -532,7 +532,7 @@ func (p *roundPusher) delta(d Delta) error {
 // end finishes the answer: the rest of the text, then the checks the
 // standard makes on a complete answer.
 func (p *roundPusher) end(resp *Response) error {
-	if resp.ToolCalls == nil && IsBlank(resp.Content) {
+	if resp.ToolCalls == nil && push.IsJSBlank(resp.Content) {
 		return &Error{kind: ErrMissingContent, Status: 200, msg: "AI API error: response missing choices[0].message.content"}
 	}
 	if err := p.feed(p.think.Flush(), true); err != nil {
@@ -551,7 +551,7 @@ func (p *roundPusher) pushReasoning() {
 		return
 	}
 	p.reasoningDone = true
-	text := jsTrim(p.reasoning.String())
+	text := push.JSTrim(p.reasoning.String())
 	if text == "" {
 		text = p.think.Reasoning()
 	}
@@ -612,7 +612,7 @@ func (p *roundPusher) feed(text string, end bool) error {
 	if err != nil {
 		return fmt.Errorf("segment the reply: %w", err)
 	}
-	if len(segs) == 1 && IsBlank(segs[0]) {
+	if len(segs) == 1 && push.IsJSBlank(segs[0]) {
 		segs = nil // an answer that is only tool calls, or only a think span
 	}
 	p.held = append(p.held, segs...)
@@ -690,13 +690,9 @@ func (s *sentenceStarts) add(text string) {
 		switch {
 		case strings.ContainsRune(defaultDelimiters, c):
 			s.inRun = false
-		case !s.inRun && !isJSSpace(c):
+		case !s.inRun && !push.IsJSSpace(c):
 			s.n++
 			s.inRun = true
 		}
 	}
 }
-
-// IsBlank reports whether s is empty after JavaScript's trim: the
-// standard's test for a missing string.
-func IsBlank(s string) bool { return jsTrim(s) == "" }
