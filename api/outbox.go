@@ -1,6 +1,8 @@
 package api
 
 import (
+	"amsg/push"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"amsg/store"
 )
@@ -121,7 +122,7 @@ var jsDecimalLiteral = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+
 // Infinity, and unsigned 0x, 0o and 0b integers. ok is false where
 // JavaScript gives NaN.
 func jsNumber(s string) (n float64, ok bool) {
-	s = strings.TrimFunc(s, isJSSpace)
+	s = push.JSTrim(s)
 	switch {
 	case s == "":
 		return 0, true
@@ -171,16 +172,6 @@ func digitValue(c rune) int {
 		return int(c|0x20-'a') + 10
 	}
 	return 16
-}
-
-// isJSSpace reports whether r is WhiteSpace or LineTerminator in ECMAScript,
-// what Number() and String.prototype.trim ignore.
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
 }
 
 func (s *Server) handleOutboxAck(w http.ResponseWriter, r *http.Request) error {

@@ -64,6 +64,8 @@ type Deps struct {
 	Web http.Handler
 	// ServiceWorker serves /sw.js; nil serves none.
 	ServiceWorker http.Handler
+	// Instant serves /instant, /continue and /sessions; nil serves none.
+	Instant *Instant
 }
 
 // handlerFunc is an endpoint: it writes a success response or returns an
@@ -143,6 +145,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.clientStateFeature(),
 		s.outboxFeature(),
 		s.tenantFeature(),
+		s.instantFeature(),
 	} {
 		s.features = append(s.features, f.capabilities...)
 		s.routes = append(s.routes, f.routes...)

@@ -51,7 +51,8 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 	if err := json.Unmarshal(payload, &body); err != nil {
 		return errInvalidSubscription
 	}
-	if !validSubscriptionShape(body.Subscription) {
+	sub, ok := subscriptionShape(body.Subscription)
+	if !ok {
 		return errInvalidSubscription.withDetails(map[string]any{"reason": "subscription must be an object with a string endpoint"})
 	}
 	var updatedAt time.Time
@@ -62,12 +63,7 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 		}
 		updatedAt = time.UnixMilli(ms)
 	}
-	if err := s.checkSubscription(r.Context(), body.Subscription); err != nil {
-		var invalid *webpush.InvalidSubscriptionError
-		if errors.As(err, &invalid) {
-			return newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅无效："+invalid.Error()).
-				withDetails(map[string]any{"field": invalid.Field, "reason": invalid.Reason})
-		}
+	if err := s.checkSubscription(r.Context(), sub, ""); err != nil {
 		return err
 	}
 	device, err := s.deps.Store.PutSubscription(r.Context(), userID, body.Subscription, updatedAt)
@@ -183,40 +179,29 @@ func (s *Server) handleTestPush(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// validSubscriptionShape is the standard's check of a subscription: an
-// object with a non-blank string endpoint.
-func validSubscriptionShape(raw json.RawMessage) bool {
+// subscriptionShape is the standard's check of a subscription: an object
+// with a non-blank string endpoint.
+func subscriptionShape(raw json.RawMessage) (push.Subscription, bool) {
 	var sub push.Subscription
-	return isJSONObject(raw) && json.Unmarshal(raw, &sub) == nil && strings.TrimSpace(sub.Endpoint) != ""
+	ok := push.JSONKind(raw) == '{' && json.Unmarshal(raw, &sub) == nil && strings.TrimSpace(sub.Endpoint) != ""
+	return sub, ok
 }
 
 // checkSubscription is amsg's stricter check of a subscription that has the
 // standard's shape: an https endpoint on a public host (unless private
-// endpoints are allowed) and usable keys. A refusal is a
-// *webpush.InvalidSubscriptionError.
-func (s *Server) checkSubscription(ctx context.Context, raw json.RawMessage) error {
-	var sub push.Subscription
-	if err := json.Unmarshal(raw, &sub); err != nil {
-		return err
+// endpoints are allowed) and usable keys. A refusal is 400
+// INVALID_PUSH_SUBSCRIPTION naming the field, prefixed with where the
+// subscription sat in the request ("pushSubscription.").
+func (s *Server) checkSubscription(ctx context.Context, sub push.Subscription, where string) error {
+	err := s.endpoints.CheckSubscription(ctx, sub)
+	var invalid *webpush.InvalidSubscriptionError
+	if errors.As(err, &invalid) {
+		return newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅无效："+invalid.Error()).
+			withDetails(map[string]any{"field": where + invalid.Field, "reason": invalid.Reason})
 	}
-	return s.endpoints.CheckSubscription(ctx, sub)
+	return err
 }
 
 // errSubscriptionMissing is the standard's answer when a user has no device
 // to push to.
 var errSubscriptionMissing = newError(http.StatusConflict, "PUSH_SUBSCRIPTION_MISSING", "该用户还没有登记推送订阅（PUT /push-subscription）")
-
-// isJSONObject reports whether raw is a JSON object (not null, an array or a
-// scalar).
-func isJSONObject(raw json.RawMessage) bool {
-	for _, c := range raw {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{':
-			return true
-		}
-		return false
-	}
-	return false
-}

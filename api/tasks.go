@@ -213,7 +213,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 	// Clients of the older generation send their subscription with every
 	// task; amsg keeps it as one of the user's devices instead of refusing.
 	if f.given("pushSubscription") {
-		if raw := f["pushSubscription"]; !validSubscriptionShape(raw) || s.checkSubscription(ctx, raw) != nil {
+		if sub, ok := subscriptionShape(f["pushSubscription"]); !ok || s.checkSubscription(ctx, sub, "pushSubscription.") != nil {
 			return req, newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅格式无效").
 				withDetails(map[string]any{"invalidFields": []string{"pushSubscription"}})
 		}
@@ -311,12 +311,12 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 	if err := loop.ValidateSplitPattern(f["splitPattern"]); err != nil {
 		return req, invalidParameters(err.Error(), "splitPattern")
 	}
-	if f.given("llmExtraBody") && !isJSONObject(f["llmExtraBody"]) {
+	if f.given("llmExtraBody") && push.JSONKind(f["llmExtraBody"]) != '{' {
 		return req, invalidParameters("llmExtraBody 必须是普通对象", "llmExtraBody")
 	}
 	// Upstream stores any metadata; the pushes it is copied into must carry
 	// an object, so anything else is refused now rather than at every fire.
-	if f.given("metadata") && !isJSONObject(f["metadata"]) {
+	if f.given("metadata") && push.JSONKind(f["metadata"]) != '{' {
 		return req, invalidParameters("metadata 必须是普通对象", "metadata")
 	}
 

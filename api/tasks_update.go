@@ -150,7 +150,7 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 			return time.Time{}, bad(err.Error(), "apiUrl")
 		}
 	}
-	if f.truthy("metadata") && !isJSONObject(f.fields["metadata"]) {
+	if f.truthy("metadata") && push.JSONKind(f.fields["metadata"]) != '{' {
 		return time.Time{}, bad("metadata 必须是普通对象", "metadata")
 	}
 	return next, nil

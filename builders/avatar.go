@@ -50,26 +50,13 @@ func checkAvatarURL(v json.RawMessage) (push.Optional[string], *Warning) {
 	if len(s) >= 5 && strings.EqualFold(s[:5], "data:") {
 		return clear(RuleDataURI, "must be an https:// image URL, not a data: URI")
 	}
-	if n := utf16Len(s); n > AvatarURLMaxLength {
+	if n := push.JSLength(s); n > AvatarURLMaxLength {
 		return clear(RuleTooLong, fmt.Sprintf("is %d UTF-16 code units long, over %d", n, AvatarURLMaxLength))
 	}
 	if !absoluteURL(s) {
 		return clear(RuleURL, "must be an absolute URL")
 	}
 	return push.Some(s), nil
-}
-
-// utf16Len is JavaScript's String length of s.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
 }
 
 // absoluteURL approximates the WHATWG URL parser the standard uses: a

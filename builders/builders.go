@@ -24,7 +24,6 @@
 package builders
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -224,7 +223,7 @@ func jsonKind(raw json.RawMessage) byte {
 	if !utf8.Valid(raw) || !json.Valid(raw) {
 		return 0
 	}
-	return bytes.TrimLeft(raw, " \t\r\n")[0]
+	return push.JSONKind(raw)
 }
 
 func optionalString(s string) push.Optional[string] {

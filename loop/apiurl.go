@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"amsg/push"
+
 	"errors"
 	"fmt"
 	"net/url"
@@ -25,7 +27,7 @@ var versionSuffix = regexp.MustCompile(`/v[0-9]+$`)
 // Unlike the standard, which accepts any absolute URL here and fails later
 // inside fetch, only http and https URLs with a host are accepted.
 func NormalizeAPIURL(apiURL string) (string, error) {
-	trimmed := jsTrim(apiURL)
+	trimmed := push.JSTrim(apiURL)
 	if trimmed == "" {
 		return "", &Error{kind: ErrInvalidAPIURL, msg: "Invalid apiUrl: apiUrl is required. Please provide a chat endpoint URL " +
 			"(for example: https://api.openai.com or https://api.openai.com/v1/chat/completions)."}

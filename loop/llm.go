@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"amsg/push"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -246,7 +248,7 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 		}
 		return nil, c.transportError(ctx, err, endpoint, req.APIKey)
 	}
-	if req.RequireContent && jsTrim(resp.Content) == "" {
+	if req.RequireContent && push.JSTrim(resp.Content) == "" {
 		return nil, &Error{kind: ErrMissingContent, Status: status, msg: "AI API error: response missing choices[0].message.content"}
 	}
 	return resp, nil
@@ -396,14 +398,14 @@ func (c *Client) readCompletion(body io.Reader, status int, endpoint string) (*R
 // setMessage keeps the assistant message verbatim and reads its fields.
 func (r *Response) setMessage(raw json.RawMessage) {
 	var m map[string]json.RawMessage
-	if jsonKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
+	if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
 		raw, m = json.RawMessage(`{"role":"assistant","content":""}`), nil
 	}
 	r.Message = raw
 	r.Content, _ = jsonString(m["content"])
 	r.ReasoningContent, _ = jsonString(m["reasoning_content"])
 	r.Refusal, _ = jsonString(m["refusal"])
-	if tc := m["tool_calls"]; jsonKind(tc) == '[' && !bytes.Equal(compactJSON(tc), []byte("[]")) {
+	if tc := m["tool_calls"]; push.JSONKind(tc) == '[' && !bytes.Equal(compactJSON(tc), []byte("[]")) {
 		r.ToolCalls = tc
 	}
 }
@@ -412,7 +414,7 @@ func (r *Response) setMessage(raw json.RawMessage) {
 // counts as 0 rather than failing the answer.
 func parseUsage(raw json.RawMessage) Usage {
 	var u map[string]json.RawMessage
-	if jsonKind(raw) != '{' || json.Unmarshal(raw, &u) != nil {
+	if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &u) != nil {
 		return Usage{}
 	}
 	var promptDetails, completionDetails map[string]json.RawMessage

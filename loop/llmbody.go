@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"amsg/push"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -31,7 +33,7 @@ func requestBody(req Request, stream bool) ([]byte, error) {
 	add := func(key string, value json.RawMessage) { core = append(core, field{key, value}) }
 
 	add("model", jsonText(req.Model))
-	messagesIsArray := jsonKind(req.Messages) == '['
+	messagesIsArray := push.JSONKind(req.Messages) == '['
 	if messagesIsArray && !bytes.Equal(compactJSON(req.Messages), []byte("[]")) {
 		add("messages", req.Messages)
 	} else {
@@ -61,9 +63,9 @@ func requestBody(req Request, stream bool) ([]byte, error) {
 	if req.MaxTokens > 0 {
 		add("max_tokens", json.RawMessage(strconv.Itoa(req.MaxTokens)))
 	}
-	if jsonKind(req.Tools) == '[' && !bytes.Equal(compactJSON(req.Tools), []byte("[]")) {
+	if push.JSONKind(req.Tools) == '[' && !bytes.Equal(compactJSON(req.Tools), []byte("[]")) {
 		add("tools", req.Tools)
-		if k := jsonKind(req.ToolChoice); k != 0 && k != 'n' {
+		if k := push.JSONKind(req.ToolChoice); k != 0 && k != 'n' {
 			add("tool_choice", req.ToolChoice)
 		}
 	}
@@ -73,7 +75,7 @@ func requestBody(req Request, stream bool) ([]byte, error) {
 		written[f.key] = true
 	}
 	var extra []field
-	if jsonKind(req.ExtraBody) == '{' {
+	if push.JSONKind(req.ExtraBody) == '{' {
 		keys, values, err := objectFields(req.ExtraBody)
 		if err != nil {
 			return nil, invalid("Invalid llmExtraBody: not valid JSON.")

@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"amsg/push"
+
 	"bytes"
 	"encoding/json"
 	"strconv"
@@ -69,7 +71,7 @@ func (e *MessagesError) fill(text string) string {
 // not an array.
 func ValidateMessages(messages json.RawMessage) *MessagesError {
 	var list []json.RawMessage
-	if jsonKind(messages) != '[' || json.Unmarshal(messages, &list) != nil || len(list) == 0 {
+	if push.JSONKind(messages) != '[' || json.Unmarshal(messages, &list) != nil || len(list) == 0 {
 		return &MessagesError{Code: MessagesNotArray, Index: -1, ToolCallIndex: -1}
 	}
 	for i, raw := range list {
@@ -77,7 +79,7 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 			return &MessagesError{Code: code, Index: i, ToolCallIndex: -1}
 		}
 		var m map[string]json.RawMessage
-		if jsonKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
+		if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
 			return fail(MessageNotObject)
 		}
 		role, _ := jsonString(m["role"])
@@ -89,11 +91,11 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 
 		// An assistant message carrying tool calls may have any content.
 		var calls []json.RawMessage
-		if role == "assistant" && jsonKind(m["tool_calls"]) == '[' && json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0 {
+		if role == "assistant" && push.JSONKind(m["tool_calls"]) == '[' && json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0 {
 			for j, rawCall := range calls {
 				var call map[string]json.RawMessage
-				if jsonKind(rawCall) != '{' || json.Unmarshal(rawCall, &call) != nil ||
-					jsonKind(call["id"]) != '"' || !jsonTruthy(call["function"]) {
+				if push.JSONKind(rawCall) != '{' || json.Unmarshal(rawCall, &call) != nil ||
+					push.JSONKind(call["id"]) != '"' || !jsonTruthy(call["function"]) {
 					return &MessagesError{Code: ToolCallMalformed, Index: i, ToolCallIndex: j}
 				}
 			}
@@ -102,7 +104,7 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 
 		content := m["content"]
 		if role == "tool" {
-			if k := jsonKind(content); k != '"' && k != '[' {
+			if k := push.JSONKind(content); k != '"' && k != '[' {
 				return fail(ToolContentInvalid)
 			}
 			if id, ok := jsonString(m["tool_call_id"]); !ok || id == "" {
@@ -110,7 +112,7 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 			}
 			continue
 		}
-		switch jsonKind(content) {
+		switch push.JSONKind(content) {
 		case '"':
 			if s, _ := jsonString(content); s == "" {
 				return fail(ContentEmptyString)
@@ -126,19 +128,9 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 	return nil
 }
 
-// jsonKind returns the first byte of a JSON value ('{', '[', '"', 't', 'f',
-// 'n', a digit or '-'), or 0 for an absent value.
-func jsonKind(raw json.RawMessage) byte {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
-		return 0
-	}
-	return raw[0]
-}
-
 // jsonString decodes a JSON string; ok is false for any other value.
 func jsonString(raw json.RawMessage) (s string, ok bool) {
-	if jsonKind(raw) != '"' {
+	if push.JSONKind(raw) != '"' {
 		return "", false
 	}
 	return s, json.Unmarshal(raw, &s) == nil
@@ -147,7 +139,7 @@ func jsonString(raw json.RawMessage) (s string, ok bool) {
 // jsonTruthy is JavaScript truthiness of a decoded JSON value: false for an
 // absent value, null, false, 0 and "".
 func jsonTruthy(raw json.RawMessage) bool {
-	switch k := jsonKind(raw); {
+	switch k := push.JSONKind(raw); {
 	case k == 0 || k == 'n' || k == 'f':
 		return false
 	case k == '"':

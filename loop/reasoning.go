@@ -1,6 +1,10 @@
 package loop
 
-import "strings"
+import (
+	"strings"
+
+	"amsg/push"
+)
 
 // The tags whose closed spans carry reasoning inside content, matched
 // case-insensitively (ASCII only, as JavaScript's non-Unicode /i does), the
@@ -51,11 +55,11 @@ func nextThinkSpan(s string, from int) (thinkSpan, bool) {
 // is not blank (later spans are not consulted), else "". The result is
 // trimmed.
 func ExtractReasoning(reasoningContent, content string) string {
-	if r := jsTrim(reasoningContent); r != "" {
+	if r := push.JSTrim(reasoningContent); r != "" {
 		return r
 	}
 	if sp, ok := nextThinkSpan(content, 0); ok {
-		return jsTrim(content[sp.innerStart:sp.innerEnd])
+		return push.JSTrim(content[sp.innerStart:sp.innerEnd])
 	}
 	return ""
 }
@@ -66,7 +70,7 @@ func StripReasoningTags(content string) string {
 	if !strings.Contains(content, "<") {
 		return content
 	}
-	return jsTrim(removeThinkSpans(content, nil))
+	return push.JSTrim(removeThinkSpans(content, nil))
 }
 
 // removeThinkSpans removes every closed span and reports each span's inner
@@ -96,7 +100,7 @@ func removeThinkSpans(s string, inner func(string)) string {
 // tags, as upstream does.
 func SeparateReasoning(reasoningContent, content string) (reasoning, text string) {
 	reasoning = ExtractReasoning(reasoningContent, content)
-	text = jsTrim(content)
+	text = push.JSTrim(content)
 	if reasoning != "" {
 		text = StripReasoningTags(text)
 	}
@@ -167,7 +171,7 @@ func (f *ThinkFilter) Flush() string {
 // Reasoning is the trimmed inner text of the first closed span seen so far,
 // "" when there was none or it was blank: what ExtractReasoning reads from
 // content.
-func (f *ThinkFilter) Reasoning() string { return jsTrim(f.firstInner) }
+func (f *ThinkFilter) Reasoning() string { return push.JSTrim(f.firstInner) }
 
 func (f *ThinkFilter) record(inner string) {
 	if f.spans == 0 {

@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"amsg/push"
+
 	"errors"
 	"fmt"
 	"time"
@@ -172,7 +174,7 @@ func (l *level) feed(text string, end bool) ([]string, error) {
 	l.elems = append(l.elems, string(l.text[l.p:]))
 	out := l.walk()
 	if len(l.elems) == 1 { // a last element at an even index has no partner
-		if t := jsTrim(l.elems[0]); t != "" {
+		if t := push.JSTrim(l.elems[0]); t != "" {
 			out = append(out, t)
 		}
 	}
@@ -215,7 +217,7 @@ func (l *level) scan(end bool) error {
 func (l *level) walk() []string {
 	var out []string
 	for len(l.elems) >= 2 {
-		if t := jsTrim(l.elems[0]); t != "" {
+		if t := push.JSTrim(l.elems[0]); t != "" {
 			out = append(out, t+l.elems[1])
 		}
 		l.elems = l.elems[2:]

@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"amsg/push"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,7 +102,7 @@ func NewSplitter(patterns ...string) (*Splitter, error) {
 // mean the default. Items are checked in order, each for type, length and
 // syntax, and errors carry the standard's messages.
 func ParseSplitPattern(raw json.RawMessage) (*Splitter, error) {
-	switch jsonKind(raw) {
+	switch push.JSONKind(raw) {
 	case 0, 'n':
 		return DefaultSplitter(), nil
 	case '"':
@@ -146,7 +148,7 @@ func ValidateSplitPattern(raw json.RawMessage) error {
 }
 
 func compileSplitItem(label, pattern string) (*splitPass, error) {
-	if jsLength(pattern) > MaxSplitPatternLength {
+	if push.JSLength(pattern) > MaxSplitPatternLength {
 		return nil, splitPatternError(fmt.Sprintf("%s 不能超过 %d 字符", label, MaxSplitPatternLength))
 	}
 	pass, err := compileSplitPass(pattern)

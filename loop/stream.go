@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"amsg/push"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -143,12 +145,12 @@ func (a *streamAccumulator) add(data []byte) (Delta, error) {
 	if err := json.Unmarshal(data, &ch); err != nil {
 		return Delta{}, err
 	}
-	if k := jsonKind(ch.Error); k != 0 && k != 'n' {
+	if k := push.JSONKind(ch.Error); k != 0 && k != 'n' {
 		e := &Error{kind: ErrBadResponse, Status: 200, msg: "AI API error: the stream reported an error"}
 		e.ProviderMessage, e.ProviderCode = providerDetail(data)
 		return Delta{}, e
 	}
-	if jsonKind(ch.Usage) == '{' {
+	if push.JSONKind(ch.Usage) == '{' {
 		a.usage = parseUsage(ch.Usage)
 	}
 	if len(ch.Choices) == 0 {

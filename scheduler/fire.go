@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,14 +79,26 @@ type outgoing struct {
 // fire delivers one occurrence of task: content (the stored message, or an
 // LLM answer), then its pushes, reasoning first, paced. It returns how many
 // content pushes went out.
-func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (int, error) {
-	reasoning, text, err := s.content(ctx, task, p)
+func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, err error) {
+	var round *loop.Round // set when the occurrence called the LLM
+	var pushed []string
+	defer func() { s.recordRound(task, round, pushed, err) }()
+
+	resp, err := s.content(ctx, task, p)
+	if resp == nil && err == nil {
+		resp = &contentResult{text: *p.UserMessage}
+	} else if resp != nil {
+		round = &loop.Round{Input: p.Messages, Prompt: deref(p.CompletePrompt), Response: resp.llm}
+	}
 	if err != nil {
 		return 0, err
 	}
-	burst, err := s.build(task, p, rec, reasoning, text)
+	burst, err := s.build(task, p, rec, resp.reasoning, resp.text)
 	if err != nil {
 		return 0, err
+	}
+	if round != nil {
+		round.Reasoning, round.Text = resp.reasoning, resp.text
 	}
 	// Every push goes into the outbox before it is sent, for clients that
 	// were offline; the outbox is best effort and never fails a delivery.
@@ -96,8 +109,7 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 	if err := s.deps.Store.AppendOutbox(ctx, task.UserID, messages); err != nil {
 		s.log.Warn("scheduler: outbox append failed; sending anyway", "task_id", task.ID, "err", err)
 	}
-	var sent []string
-	defer func() { s.markDelivered(task, sent) }()
+	defer func() { s.markDelivered(task, pushed) }()
 	source := p.MessageType.Source()
 	for i, o := range burst {
 		if i > 0 {
@@ -108,10 +120,45 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		if err := s.send(ctx, task.UserID, source, o); err != nil {
 			return 0, err
 		}
-		sent = append(sent, o.MessageID)
+		pushed = append(pushed, o.MessageID)
 	}
 	return burst[len(burst)-1].total, nil
 }
+
+// recordRound writes an occurrence's LLM round into the session transcript
+// (sess_task_<id>@<occurrence>), which GET /sessions/{id} reads: the prompt,
+// the reasoning and reply with the ids of the pushes that went out, the
+// usage, and why it failed. A retried occurrence adds a round to the same
+// session. Best effort: the delivery stands either way.
+func (s *Scheduler) recordRound(task store.Task, round *loop.Round, pushed []string, err error) {
+	if round == nil || s.deps.Transcripts == nil {
+		return
+	}
+	reasoningID := messageIDBase(task.ID, task.NextSendAt) + "_reasoning"
+	for _, id := range pushed {
+		if id == reasoningID {
+			round.ReasoningPush = id
+		} else {
+			round.ContentPushes = append(round.ContentPushes, id)
+		}
+	}
+	if err != nil {
+		code := fireErr(err).Code
+		if round.Response == nil {
+			code = codeLLMCallFailed
+		}
+		round.Error = &loop.RoundError{Code: cmp.Or(code, CodePushFailed), Message: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	if err := s.deps.Transcripts.Record(ctx, loop.UserOwner(task.UserID), sessionID(task.ID, task.NextSendAt), *round); err != nil {
+		s.log.Warn("scheduler: recording the round in the transcript failed", "task_id", task.ID, "err", err)
+	}
+}
+
+// codeLLMCallFailed names a failed LLM call in a transcript, as the instant
+// path does.
+const codeLLMCallFailed = "LLM_CALL_FAILED"
 
 // markDelivered records in the outbox the pushes that went out, also those
 // of a burst cut short.
@@ -126,26 +173,34 @@ func (s *Scheduler) markDelivered(task store.Task, ids []string) {
 	}
 }
 
-// content returns the reasoning and the text of an occurrence: the stored
-// userMessage for fixed tasks (and instant ones without an LLM), else one
-// LLM call with the stored prompt.
-func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (reasoning, text string, err error) {
+// contentResult is what an occurrence sends: the reasoning and the text,
+// and the LLM's answer when one was asked.
+type contentResult struct {
+	reasoning, text string
+	llm             *loop.Response
+}
+
+// content returns what an occurrence sends. For fixed tasks (and instant
+// ones without an LLM) it returns nil: the stored userMessage is the text.
+// Otherwise it makes one LLM call with the stored prompt; a failed call
+// returns a non-nil result without an answer, so the round is recorded.
+func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (*contentResult, error) {
 	useLLM := p.MessageType == push.TypePrompted || p.MessageType == push.TypeAuto ||
 		(p.MessageType == push.TypeInstant && p.HasAIConfig())
 	if !useLLM {
 		if p.UserMessage == nil {
-			return "", "", textError("Invalid instant message: no content source available")
+			return nil, textError("Invalid instant message: no content source available")
 		}
-		return "", *p.UserMessage, nil
+		return nil, nil
 	}
 	// Check for a device before spending LLM tokens on a message nobody
 	// can receive; without an LLM call, sending finds out by itself.
 	devices, err := s.deps.Store.Devices(ctx, task.UserID)
 	if err != nil {
-		return "", "", fmt.Errorf("list push subscriptions: %w", err)
+		return nil, fmt.Errorf("list push subscriptions: %w", err)
 	}
 	if len(devices) == 0 {
-		return "", "", permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+		return nil, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
 	req := loop.Request{
 		APIURL:         deref(p.APIURL),
@@ -160,10 +215,10 @@ func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (re
 	}
 	resp, err := s.deps.LLM.Complete(ctx, req)
 	if err != nil {
-		return "", "", err
+		return &contentResult{}, err
 	}
-	reasoning, text = resp.Output()
-	return reasoning, text, nil
+	reasoning, text := resp.Output()
+	return &contentResult{reasoning: reasoning, text: text, llm: resp}, nil
 }
 
 // build makes the pushes of one occurrence: the reasoning push, then one

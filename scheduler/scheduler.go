@@ -100,6 +100,8 @@ type Deps struct {
 	Store  *store.Store
 	Pusher Pusher
 	LLM    Completer
+	// Transcripts, when set, records every LLM round an occurrence runs.
+	Transcripts *loop.Transcripts
 }
 
 // Scheduler delivers scheduled tasks. Start it once; Stop ends it.

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -86,7 +87,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		}
 	}
 	h.sched, err = New(cfg, Deps{Store: h.st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: h.st},
-		LLM: loop.NewClient(loop.Config{Logger: logger})})
+		LLM: loop.NewClient(loop.Config{Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +286,66 @@ func TestPromptedTaskSendsReasoningFirstThenTheAnswer(t *testing.T) {
 	if req.Header.Get("Authorization") != "Bearer sk-test" || string(req.Body["model"]) != `"m1"` || string(req.Body["top_p"]) != "0.5" ||
 		string(req.Body["temperature"]) != "0.8" || string(req.Body["messages"]) != `[{"role":"user","content":"say good morning"}]` {
 		t.Errorf("LLM request %s", req.Raw)
+	}
+}
+
+// Each LLM round an occurrence runs is recorded in the occurrence's session
+// transcript, a failed call included, so GET /sessions/sess_task_… shows
+// what the model was asked, what it answered and which pushes carried it.
+func TestPromptedRoundsAreRecordedInTheOccurrencesTranscript(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	h.llm.Enqueue(
+		llmtest.Reply{Status: http.StatusServiceUnavailable, Body: `{"error":{"message":"busy"}}`},
+		llmtest.Reply{ReasoningContent: "想一想。", Content: "早安！加油。", Usage: &llmtest.Usage{PromptTokens: 7, CompletionTokens: 5}},
+	)
+	task := h.insert(alice, Payload{MessageType: push.TypeAuto, CompletePrompt: str("check in"),
+		APIURL: str(h.llm.APIURL()), APIKey: str("sk-test"), PrimaryModel: str("m1")}, start)
+	h.tick() // the call fails: the occurrence backs off
+	h.clk.Set(h.task(alice, task.UUID).RetryAfter)
+	h.tick() // the retry delivers
+
+	session := fmt.Sprintf("sess_task_%d@%d", task.ID, start.UnixMilli())
+	tr, err := loop.NewTranscripts(h.st, nil).Load(t.Context(), loop.UserOwner(alice), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range tr.Messages {
+		got = append(got, fmt.Sprintf("%s %q %s %v", m.Type, m.Text, m.Code, m.Pushes))
+	}
+	base := fmt.Sprintf("msg_task_%d@%d_", task.ID, start.UnixMilli())
+	url, _ := loop.NormalizeAPIURL(h.llm.APIURL())
+	want := []string{
+		`input "check in"  []`,
+		`error "AI API error: 503 Service Unavailable. Request URL: ` + url + `" LLM_CALL_FAILED []`,
+		`input "check in"  []`,
+		`reasoning "想一想。"  [` + base + `reasoning]`,
+		`reply "早安！加油。"  [` + base + `0 ` + base + `1]`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("transcript:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if string(tr.Messages[0].Messages) != `[{"role":"user","content":"check in"}]` {
+		t.Errorf("input messages %s", tr.Messages[0].Messages)
+	}
+	if tr.Usage.Input != 7 || tr.Usage.Output != 5 {
+		t.Errorf("usage %+v", tr.Usage)
+	}
+}
+
+// A fixed task has no LLM round, so nothing is recorded.
+func TestFixedTaskRecordsNoTranscript(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("hi")}, start)
+	h.tick()
+	if len(h.pushes()) != 1 {
+		t.Fatalf("pushes %v", h.pushes())
+	}
+	_, err := loop.NewTranscripts(h.st, nil).Load(t.Context(), loop.UserOwner(alice), fmt.Sprintf("sess_task_%d@%d", task.ID, start.UnixMilli()))
+	if !errors.Is(err, loop.ErrSessionNotFound) {
+		t.Errorf("a fixed task has a transcript: %v", err)
 	}
 }
 

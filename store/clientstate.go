@@ -1,13 +1,14 @@
 package store
 
 import (
+	"amsg/push"
+
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -102,9 +103,9 @@ func CheckStateKey(key string) error { return checkStateName(key, MaxStateKeyLen
 
 func checkStateName(name string, maxLen int) error {
 	switch {
-	case isBlankJS(name):
+	case push.IsJSBlank(name):
 		return ErrStateNameBlank
-	case utf16Len(name) > maxLen:
+	case push.JSLength(name) > maxLen:
 		return ErrStateNameTooLong
 	case strings.ContainsFunc(name, isStateControl):
 		return ErrStateNameReserved
@@ -113,28 +114,6 @@ func checkStateName(name string, maxLen int) error {
 }
 
 func isStateControl(r rune) bool { return r < 0x20 }
-
-// isBlankJS reports whether JavaScript's trim leaves nothing of s.
-func isBlankJS(s string) bool { return strings.TrimFunc(s, isJSSpace) == "" }
-
-// isJSSpace reports whether r is WhiteSpace or LineTerminator in ECMAScript,
-// what String.prototype.trim removes.
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
-}
-
-// utf16Len is JavaScript's String length of s.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
-}
 
 // MaxStateValueBytes is the largest client-state value PutClientState
 // accepts, in UTF-8 bytes (Config.MaxStateValueBytes).
@@ -276,7 +255,7 @@ func stateRootCount(value string) (int, bool) {
 func (s *Store) ClientState(ctx context.Context, userID, namespace string) ([]ClientStateEntry, error) {
 	// The standard checks no length here: a long name is simply not found.
 	switch {
-	case isBlankJS(namespace):
+	case push.IsJSBlank(namespace):
 		return nil, fmt.Errorf("store: client state: %w", ErrStateNameBlank)
 	case strings.ContainsFunc(namespace, isStateControl):
 		return nil, fmt.Errorf("store: client state: %w", ErrStateNameReserved)

@@ -17,6 +17,7 @@ var migrations = []func(*sql.Tx) error{
 	schema(clientStateSchema),   // clientstate.go
 	schema(outboxSchema),        // outbox.go
 	schema(tasksSchema),         // tasks.go
+	schema(transcriptsSchema),   // transcripts.go
 }
 
 // schema is a migration step that runs a fixed block of SQL statements.

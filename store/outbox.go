@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -162,7 +161,7 @@ func checkOutboxMessage(m OutboxMessage) error {
 }
 
 func isJSONObject(b []byte) bool {
-	return json.Valid(b) && bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{"))
+	return json.Valid(b) && push.JSONKind(b) == '{'
 }
 
 // MarkOutboxDelivered records that push services accepted these pushes of
@@ -182,7 +181,7 @@ func (s *Store) MarkOutboxDelivered(ctx context.Context, userID string, messageI
 // (JavaScript trim), else ErrInvalidOutbox.
 func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []string) (int, error) {
 	for _, id := range messageIDs {
-		if isBlankJS(id) {
+		if push.IsJSBlank(id) {
 			return 0, fmt.Errorf("store: ack outbox: %w: a message id is blank", ErrInvalidOutbox)
 		}
 	}

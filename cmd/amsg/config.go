@@ -25,6 +25,7 @@ type config struct {
 	LogFormat             string
 	ShutdownTimeout       time.Duration
 	Scheduler             schedulerConfig // scheduler.go
+	Instant               instantConfig   // instant.go
 
 	// Environment only.
 	MasterKey       string
@@ -70,6 +71,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second,
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
+	c.Instant.register(fs)
 	fs.Usage = func() {} // a parse error is reported in one line by the caller
 
 	if err := fs.Parse(args); err != nil {
@@ -119,7 +121,10 @@ func (c config) validate() error {
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
 	}
-	return c.Scheduler.validate()
+	if err := c.Scheduler.validate(); err != nil {
+		return err
+	}
+	return c.Instant.validate()
 }
 
 func printServeUsage(fs *flag.FlagSet, w io.Writer) {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-
 	"time"
 
-	"amsg/loop"
 	"amsg/scheduler"
 )
 
@@ -53,7 +51,7 @@ func (s *server) newScheduler(p scheduler.Pusher) error {
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
-	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: loop.NewClient(loop.Config{Logger: s.log})})
+	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: s.llm, Transcripts: s.transcripts})
 	if err != nil {
 		return &configError{err}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/loop"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
@@ -68,12 +69,14 @@ func (e *configError) Unwrap() error { return e.err }
 // server is the running process: the store, the HTTP server and the
 // background work.
 type server struct {
-	cfg       config
-	log       *slog.Logger
-	store     *store.Store
-	http      *http.Server
-	listener  net.Listener
-	scheduler *scheduler.Scheduler
+	cfg         config
+	log         *slog.Logger
+	store       *store.Store
+	http        *http.Server
+	listener    net.Listener
+	scheduler   *scheduler.Scheduler
+	llm         *loop.Client
+	transcripts *loop.Transcripts
 }
 
 // openServer opens the store, builds the components and binds the listen
@@ -120,6 +123,10 @@ func (s *server) build() error {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
+	// One LLM client and one transcript writer serve /instant, /continue and
+	// the scheduler's prompted and auto tasks.
+	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log})
+	s.transcripts = loop.NewTranscripts(s.store, nil)
 	if err := s.newScheduler(dispatcher); err != nil {
 		return err
 	}
@@ -144,6 +151,7 @@ func (s *server) build() error {
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(buildVersion() + "-" + assets),
 		Web:           web.Handler(),
+		Instant:       s.instant(),
 	})
 	if err != nil {
 		return err
@@ -212,6 +220,7 @@ func (s *server) maintain(ctx context.Context) {
 		} else if n > 0 {
 			s.log.Info("pruned the delivery log", "rows", n)
 		}
+		s.pruneTranscripts(ctx)
 		select {
 		case <-ctx.Done():
 			return

@@ -1,0 +1,46 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"amsg/loop"
+)
+
+var errSessionNotFound = newError(http.StatusNotFound, "SESSION_NOT_FOUND", "会话不存在或已过期")
+
+// handleContinue resumes a loop paused on a tool request. The body is the
+// standard's /continue body; its messages may be the whole history ending
+// with the tool results (upstream's way) or only the role "tool" results,
+// the history then restored from the transcript. Of two requests for the
+// same session and iteration exactly one proceeds; the other gets 409
+// CONCURRENT_CONTINUE before any LLM call.
+func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.readInstantCall(w, r, decodeContinue)
+	if err != nil {
+		return err
+	}
+	ctx := context.WithoutCancel(r.Context())
+	run, err := s.deps.Instant.Agent.Resume(ctx, loop.Resume{
+		Owner: c.owner, SessionID: c.req.sessionID, Iteration: c.req.iteration, Call: c.req.call(),
+		Presentation: c.req.presentation(),
+	})
+	var ce *loop.ContinueError
+	switch {
+	case errors.Is(err, loop.ErrSessionNotFound):
+		return errSessionNotFound.withDetails(map[string]any{"sessionId": c.req.sessionID})
+	case errors.As(err, &ce) && ce.Conflict:
+		details := map[string]any{"sessionId": c.req.sessionID, "reason": ce.Reason}
+		if ce.Expected >= 0 {
+			details["expectedIteration"] = ce.Expected
+		}
+		return newError(http.StatusConflict, "CONCURRENT_CONTINUE", "这一轮已由另一个 /continue 处理，或会话没有在等待工具结果").
+			withDetails(details)
+	case errors.As(err, &ce):
+		return invalidPayload("工具结果与会话等待的工具调用不符", map[string]any{"invalidFields": []string{"messages"}, "reason": ce.Reason})
+	case err != nil:
+		return err
+	}
+	return s.respondRound(ctx, w, r, run, c.to)
+}

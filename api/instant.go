@@ -1,0 +1,313 @@
+package api
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"amsg/builders"
+	"amsg/loop"
+	"amsg/push"
+)
+
+// Instant is what /instant, /continue and /sessions need beyond the
+// shared dependencies.
+type Instant struct {
+	Agent *loop.Agent
+	// KeepAlive is the interval of SSE keepalive comments; 0 means
+	// DefaultKeepAlive.
+	KeepAlive time.Duration
+}
+
+// instantFeature is the standard's instant path with amsg's agent loop:
+// POST /instant runs one LLM round and pushes what it produces, pausing on
+// tool calls; POST /continue resumes with the tool results; GET
+// /sessions/{sessionId} returns the session's transcript.
+func (s *Server) instantFeature() feature {
+	if s.deps.Instant == nil {
+		return feature{}
+	}
+	routes := []route{
+		{http.MethodPost, "instant", authInstant, s.handleInstant},
+		{http.MethodPost, "continue", authInstant, s.handleContinue},
+		{http.MethodGet, "sessions/{sessionId}", authClient, s.handleSession},
+	}
+	for _, name := range []string{"instant", "continue"} {
+		for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			routes = append(routes, route{method, name, authInstant, onlyPost})
+		}
+	}
+	return feature{
+		capabilities: []string{"instant", "instant-sse", "instant-tools", "continue-tool-results", "session-transcripts", "llm-extra-body"},
+		routes:       routes,
+	}
+}
+
+// onlyPost answers the instant path's other methods as the standard does.
+func onlyPost(http.ResponseWriter, *http.Request) error {
+	return newError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Only POST is supported")
+}
+
+// instantCall is an /instant or /continue request read, validated and
+// addressed.
+type instantCall struct {
+	req   *instantRequest
+	to    recipients
+	owner loop.Owner
+}
+
+type decodeFunc func(f fields, haveUser bool, maxIter int, warn func(builders.Warning)) (*instantRequest, error)
+
+// readInstantCall runs the standard's request pipeline after auth: the
+// user id when the request names one (required for an encrypted body),
+// the body (gunzipped on X-Amsg-Request-Encoding: gzip, decrypted when
+// X-Payload-Encrypted: true), validation, then amsg's checks of the
+// recipients.
+func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode decodeFunc) (*instantCall, error) {
+	encrypted := strings.TrimSpace(r.Header.Get("X-Payload-Encrypted")) == "true"
+	var userID string
+	var err error
+	switch {
+	case encrypted:
+		userID, err = requireEncryptionHeaders(r)
+	case strings.TrimSpace(r.Header.Get("X-User-Id")) != "":
+		userID, err = requireUserID(r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Amsg-Request-Encoding")), "gzip") {
+		r.Body = &gunzipBody{src: http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)}
+	}
+	var f fields
+	if encrypted {
+		payload, err := s.openBody(w, r, userID, s.cfg.MaxBodyBytes)
+		if err != nil {
+			return nil, err
+		}
+		f = decodeFields(payload)
+	} else {
+		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err != nil {
+			return nil, err
+		}
+		if f, err = bodyFields(body); err != nil {
+			return nil, err
+		}
+	}
+	warn := func(w builders.Warning) {
+		s.log.WarnContext(r.Context(), "avatarUrl 不合法，已置空", "path", r.URL.Path, "warning", w.String())
+	}
+	q, err := decode(f, userID != "", s.deps.Instant.Agent.MaxIterations(), warn)
+	if err != nil {
+		return nil, err
+	}
+	to, err := s.recipients(r.Context(), userID, q.subscription)
+	if err != nil {
+		return nil, err
+	}
+	owner := loop.UserOwner(userID)
+	if userID == "" {
+		owner = loop.SubscriptionOwner(q.subscription.Endpoint)
+	}
+	return &instantCall{req: q, to: to, owner: owner}, nil
+}
+
+// gunzipBody decompresses a request body. The gzip header is read on the
+// first Read, so under readBody's deadline; readBody's limit then bounds
+// the decompressed bytes, which is what stops a gzip bomb, and the same
+// limit on the compressed bytes stops a stream of empty gzip members.
+type gunzipBody struct {
+	src io.ReadCloser
+	zr  *gzip.Reader
+}
+
+func (g *gunzipBody) Read(p []byte) (int, error) {
+	if g.zr == nil {
+		zr, err := gzip.NewReader(g.src)
+		if err != nil {
+			return 0, err
+		}
+		g.zr = zr
+	}
+	return g.zr.Read(p)
+}
+
+func (g *gunzipBody) Close() error { return g.src.Close() }
+
+func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.readInstantCall(w, r, decodeInstant)
+	if err != nil {
+		return err
+	}
+	sessionID := c.req.sessionID
+	if sessionID == "" {
+		sessionID = "sess_" + push.NewUUID()
+	}
+	// The round outlives the request: a client that goes away must not
+	// stop the model or the pushes.
+	ctx := context.WithoutCancel(r.Context())
+	run, err := s.deps.Instant.Agent.Start(ctx, loop.Start{
+		Owner: c.owner, SessionID: sessionID, Iteration: max(c.req.iteration, 0), Call: c.req.call(),
+		Presentation: c.req.presentation(), TokenBudget: c.req.tokenBudget,
+	})
+	if err != nil {
+		return err
+	}
+	return s.respondRound(ctx, w, r, run, c.to)
+}
+
+// acceptsOnlyJSON is the standard's transport rule: a JSON envelope only
+// when Accept is not empty and every media range in it, parameters
+// dropped, is application/json; otherwise an event stream.
+func acceptsOnlyJSON(accept string) bool {
+	if strings.TrimSpace(accept) == "" {
+		return false
+	}
+	for part := range strings.SplitSeq(accept, ",") {
+		media, _, _ := strings.Cut(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(media), "application/json") {
+			return false
+		}
+	}
+	return true
+}
+
+// respondRound executes a prepared round over the transport the request
+// asked for.
+func (s *Server) respondRound(ctx context.Context, w http.ResponseWriter, r *http.Request, run *loop.Run, to recipients) error {
+	if acceptsOnlyJSON(strings.Join(r.Header.Values("Accept"), ",")) {
+		return s.respondJSON(ctx, w, run, to)
+	}
+	s.respondSSE(ctx, w, r, run, to)
+	return nil
+}
+
+// roundResult is the JSON envelope's data: the legacy path's fields and
+// the loop's, together, so clients of either shape find theirs.
+type roundResult struct {
+	MessagesSent int         `json:"messagesSent"`
+	SentAt       string      `json:"sentAt"`
+	SessionID    string      `json:"sessionId"`
+	Status       loop.Status `json:"status"`
+	Iteration    int         `json:"iteration"`
+}
+
+// respondJSON delivers each push before the next, by Web Push only, and
+// answers once all went out. A push that reaches no recipient ends the
+// round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
+// LLM_CALL_FAILED, after its error push.
+func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to recipients) error {
+	out, err := run.Execute(ctx, func(p push.Push) error { return s.deliverPush(ctx, to, p) })
+	var f *loop.Failure
+	if errors.As(err, &f) {
+		if f.Push != nil {
+			if derr := s.deliverPush(ctx, to, f.Push); derr != nil {
+				s.log.WarnContext(ctx, "could not deliver an error push", "sessionId", run.SessionID(), "code", f.Code, "err", derr)
+			}
+		}
+		return roundError(f)
+	}
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, roundResult{out.MessagesSent, push.FormatTimestamp(out.SentAt), out.SessionID, out.Status, out.Iteration})
+	return nil
+}
+
+// roundError is the JSON transport's answer to a failed round, with the
+// standard's statuses.
+func roundError(f *loop.Failure) *Error {
+	if f.Code == loop.CodeLLMCallFailed {
+		return newError(http.StatusBadGateway, f.Code, f.Message)
+	}
+	if errors.Is(f.Err, push.ErrPayloadTooLarge) {
+		return newError(http.StatusInternalServerError, "PAYLOAD_TOO_LARGE", f.Message)
+	}
+	details := map[string]any{"messageIndex": f.MessageIndex}
+	var de *deliveryError
+	if errors.As(f.Err, &de) && de.status != 0 {
+		details["statusCode"] = de.status
+	}
+	return newError(http.StatusBadGateway, f.Code, f.Message).withDetails(details)
+}
+
+// respondSSE streams each push as an `event: payload` frame the moment the
+// round produces it and sends the same bytes by Web Push (the backup, same
+// messageId), in order, on a goroutine of its own so a slow push service
+// never holds up the stream. A client that goes away stops only the frames.
+// The stream ends with `event: done`, or `event: error` carrying the error
+// push when the LLM call failed, and closes once every backup has settled.
+func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.Request, run *loop.Run, to recipients) {
+	keepAlive := s.deps.Instant.KeepAlive
+	if keepAlive <= 0 {
+		keepAlive = DefaultKeepAlive
+	}
+	stream := startSSE(w, r, keepAlive)
+	backups := s.newPushQueue(ctx, to)
+	_, err := run.Execute(ctx, func(p push.Push) error {
+		data, err := push.Encode(p)
+		if err != nil {
+			return err
+		}
+		stream.event("payload", data)
+		backups.add(p)
+		return nil
+	})
+	var f *loop.Failure
+	switch {
+	case errors.As(err, &f) && f.Push != nil:
+		// The client learns of it in the stream; by Web Push only when the
+		// stream is gone, so it is not told twice.
+		if data, eerr := push.Encode(f.Push); eerr != nil || !stream.event("error", data) {
+			backups.add(f.Push)
+		}
+	case err != nil:
+		s.log.ErrorContext(ctx, "instant round failed", "sessionId", run.SessionID(), "err", err)
+	default:
+		stream.event("done", []byte("{}"))
+	}
+	stream.close()
+	backups.wait()
+}
+
+// recipients are who a request's pushes go to: every device of the user it
+// names, and the push subscription it carries (unless that is one of the
+// user's devices already).
+type recipients struct {
+	userID string
+	sub    *push.Subscription
+}
+
+// recipients checks and resolves a request's recipients. The request's
+// subscription must be usable (https on a public host unless private
+// endpoints are allowed, keys that encrypt); a user without devices and
+// without a subscription in the request cannot be reached.
+func (s *Server) recipients(ctx context.Context, userID string, sub *push.Subscription) (recipients, error) {
+	to := recipients{userID: userID, sub: sub}
+	if sub != nil {
+		if err := s.checkSubscription(ctx, *sub, "pushSubscription."); err != nil {
+			return to, err
+		}
+	}
+	if userID == "" {
+		return to, nil
+	}
+	devices, err := s.deps.Store.Devices(ctx, userID)
+	if err != nil {
+		return to, err
+	}
+	for _, d := range devices {
+		if sub != nil && d.Subscription.Endpoint == sub.Endpoint {
+			to.sub = nil
+		}
+	}
+	if len(devices) == 0 && to.sub == nil {
+		return to, errSubscriptionMissing
+	}
+	return to, nil
+}

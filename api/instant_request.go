@@ -1,0 +1,379 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+
+	"amsg/builders"
+	"amsg/loop"
+	"amsg/push"
+)
+
+// instantRequest is a validated /instant or /continue body.
+type instantRequest struct {
+	contactName    string
+	completePrompt string
+	messages       json.RawMessage // nil when completePrompt is used
+	apiURL         string
+	apiKey         string
+	primaryModel   string
+	maxTokens      int
+	temperature    *float64
+	// subscription is the request's pushSubscription; nil when absent
+	// (allowed when the request names a user).
+	subscription   *push.Subscription
+	avatarURL      json.RawMessage // soft-cleared: nil (absent), null or a kept string
+	messageSubtype string
+	sessionID      string // "" when absent
+	iteration      int    // -1 when absent
+	metadata       json.RawMessage
+	llmExtraBody   json.RawMessage
+	tools          json.RawMessage // null and absent are nil
+	toolChoice     json.RawMessage
+	tokenBudget    int64
+}
+
+// call is the LLM call the request describes.
+func (q *instantRequest) call() loop.Request {
+	return loop.Request{APIURL: q.apiURL, APIKey: q.apiKey, Model: q.primaryModel, Messages: q.messages,
+		Prompt: q.completePrompt, Temperature: q.temperature, MaxTokens: q.maxTokens,
+		Tools: q.tools, ToolChoice: q.toolChoice, ExtraBody: q.llmExtraBody}
+}
+
+func (q *instantRequest) presentation() loop.Presentation {
+	return loop.Presentation{ContactName: q.contactName, AvatarURL: q.avatarURL, MessageSubtype: q.messageSubtype, Metadata: q.metadata}
+}
+
+// The split fields the standard removed in 0.8.0.
+var removedSplitFields = []string{"splitPattern", "reasoningSplitPattern", "errorSplitPattern"}
+
+// errBodyNotJSON is step 8 of the standard's pipeline.
+var errBodyNotJSON = newError(http.StatusBadRequest, "INVALID_PAYLOAD_FORMAT", "请求体不是合法 JSON")
+
+// bodyFields parses a plaintext body into its members, absent and null kept
+// apart. A repeated key keeps its last value, as JSON.parse does.
+func bodyFields(body []byte) (fields, error) {
+	if !json.Valid(body) {
+		return nil, errBodyNotJSON
+	}
+	if push.JSONKind(body) != '{' {
+		return nil, invalidPayload("payload 必须是 JSON 对象", nil)
+	}
+	return decodeFields(body), nil
+}
+
+// nonBlank returns a string member that is not blank after JavaScript's
+// trim, the standard's "required".
+func (f fields) nonBlank(key string) (string, bool) {
+	s, ok := f.str(key)
+	return s, ok && !push.IsJSBlank(s)
+}
+
+// integer returns an integral numeric member within JavaScript's safe
+// integers (1.0 counts, as Number.isInteger says).
+func (f fields) integer(key string) (int64, bool) {
+	n, ok := f.number(key)
+	if !ok || n != math.Trunc(n) || math.Abs(n) > 1<<53 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+func invalidPayload(message string, details any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: "INVALID_PAYLOAD_FORMAT", Message: message, Details: details}
+}
+
+func invalidFields(message string, names ...string) *Error {
+	return invalidPayload(message, map[string]any{"invalidFields": names})
+}
+
+func missingFields(message string, names ...string) *Error {
+	return invalidPayload(message, map[string]any{"missingFields": names})
+}
+
+// requestValidator runs the standard's checks in order; the first failure
+// is the answer.
+type requestValidator struct {
+	f        fields
+	q        *instantRequest
+	haveUser bool
+	maxIter  int
+	log      func(warning builders.Warning)
+}
+
+// check runs checks in order and returns the first failure.
+func (v *requestValidator) check(checks ...func() *Error) error {
+	for _, c := range checks {
+		if err := c(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeInstant validates an /instant body (validateInstantPayload on the
+// standard's legacy path, which amsg always takes: it has no onLLMOutput
+// hook, so completePrompt is accepted with or without tools), then amsg's
+// own fields.
+func decodeInstant(f fields, haveUser bool, maxIter int, warn func(builders.Warning)) (*instantRequest, error) {
+	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, log: warn}
+	err := v.check(
+		v.forbidden("firstSendTime", "amsg-instant 不接受 firstSendTime；该字段属于 amsg-server 的定时消息"),
+		v.onlyValue("recurrenceType", "none", `amsg-instant 不支持 recurrenceType（必须省略或为 "none"）`),
+		v.onlyValue("messageType", "instant", `amsg-instant 仅支持 messageType: "instant"（或省略）`),
+		v.contactName,
+		v.promptOrMessages,
+		v.temperature,
+		v.credentials,
+		v.maxTokens,
+		v.pushSubscription,
+		v.avatarURL,
+		v.messageSubtype,
+		v.splitFields,
+		v.shared,
+		v.tools,
+		v.tokenBudget,
+	)
+	return v.q, err
+}
+
+// decodeContinue validates a /continue body in validateContinuePayload's
+// order. Unlike upstream, messages may hold only the tool results.
+func decodeContinue(f fields, haveUser bool, maxIter int, warn func(builders.Warning)) (*instantRequest, error) {
+	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, log: warn}
+	err := v.check(
+		func() *Error {
+			if _, ok := f.nonBlank("sessionId"); !ok {
+				return missingFields("sessionId 必填且为非空字符串", "sessionId")
+			}
+			return nil
+		},
+		func() *Error {
+			if f.has("completePrompt") {
+				return &Error{Status: http.StatusBadRequest, Code: "COMPLETE_PROMPT_NOT_SUPPORTED_ON_HOOK_PATH",
+					Message: "completePrompt is not accepted on /continue; pass a `messages` array directly",
+					Details: map[string]any{"invalidFields": []string{"completePrompt"}}}
+			}
+			if !f.has("messages") {
+				return missingFields("`messages` is required on /continue", "messages")
+			}
+			return nil
+		},
+		v.messages,
+		v.contactName,
+		v.credentials,
+		v.maxTokens,
+		v.temperature,
+		v.pushSubscription,
+		v.avatarURL,
+		v.splitFields,
+		v.shared,
+		v.tools,
+	)
+	if s, ok := f.str("messageSubtype"); ok {
+		v.q.messageSubtype = s // not checked on /continue: anything else is the default
+	}
+	return v.q, err
+}
+
+func (v *requestValidator) forbidden(key, message string) func() *Error {
+	return func() *Error {
+		if v.f.has(key) {
+			return invalidFields(message, key)
+		}
+		return nil
+	}
+}
+
+func (v *requestValidator) onlyValue(key, allowed, message string) func() *Error {
+	return func() *Error {
+		if s, ok := v.f.str(key); v.f.has(key) && (!ok || s != allowed) {
+			return invalidFields(message, key)
+		}
+		return nil
+	}
+}
+
+func (v *requestValidator) contactName() *Error {
+	name, ok := v.f.nonBlank("contactName")
+	if !ok {
+		return missingFields("contactName 必填", "contactName")
+	}
+	v.q.contactName = name
+	return nil
+}
+
+func (v *requestValidator) promptOrMessages() *Error {
+	const oneOf = "exactly one of `completePrompt` or `messages` must be provided"
+	hasPrompt, hasMessages := v.f.has("completePrompt"), v.f.has("messages")
+	switch {
+	case hasPrompt && hasMessages:
+		return invalidFields(oneOf+"（两者不能同时出现）", "completePrompt", "messages")
+	case !hasPrompt && !hasMessages:
+		return missingFields(oneOf, "completePrompt", "messages")
+	case hasMessages:
+		return v.messages()
+	}
+	prompt, ok := v.f.nonBlank("completePrompt")
+	if !ok {
+		return invalidFields("completePrompt 必须是非空字符串", "completePrompt")
+	}
+	v.q.completePrompt = prompt
+	return nil
+}
+
+func (v *requestValidator) messages() *Error {
+	if err := loop.ValidateMessages(v.f["messages"]); err != nil {
+		return invalidFields(err.Chinese(), "messages")
+	}
+	v.q.messages = v.f["messages"]
+	return nil
+}
+
+func (v *requestValidator) temperature() *Error {
+	if !v.f.given("temperature") {
+		return nil
+	}
+	t, ok := v.f.number("temperature")
+	if !ok {
+		return invalidFields("temperature 必须是有限数字", "temperature")
+	}
+	v.q.temperature = &t
+	return nil
+}
+
+func (v *requestValidator) credentials() *Error {
+	for _, c := range []struct {
+		key string
+		dst *string
+	}{{"apiUrl", &v.q.apiURL}, {"apiKey", &v.q.apiKey}, {"primaryModel", &v.q.primaryModel}} {
+		s, ok := v.f.nonBlank(c.key)
+		if !ok {
+			return missingFields(c.key+" 必填", c.key)
+		}
+		*c.dst = s
+	}
+	return nil
+}
+
+func (v *requestValidator) maxTokens() *Error {
+	n, err := v.positiveInteger("maxTokens", math.MaxInt32)
+	v.q.maxTokens = int(n)
+	return err
+}
+
+// positiveInteger reads an optional member (absent and null are 0) that
+// must otherwise be an integer in 1..limit.
+func (v *requestValidator) positiveInteger(key string, limit int64) (int64, *Error) {
+	if !v.f.given(key) {
+		return 0, nil
+	}
+	n, ok := v.f.integer(key)
+	if !ok || n <= 0 || n > limit {
+		return 0, invalidFields(key+" 必须是正整数", key)
+	}
+	return n, nil
+}
+
+// pushSubscription needs an object with a string endpoint, as upstream; it
+// may be left out when the request names a user, whose devices receive the
+// pushes. Its endpoint and keys are checked after the body is valid.
+func (v *requestValidator) pushSubscription() *Error {
+	if !v.f.given("pushSubscription") && v.haveUser {
+		return nil
+	}
+	raw := v.f["pushSubscription"]
+	sub := decodeFields(raw)
+	endpoint, ok := sub.str("endpoint")
+	if push.JSONKind(raw) != '{' || !ok {
+		return missingFields("pushSubscription 必须是合法 Web Push 订阅对象", "pushSubscription.endpoint")
+	}
+	v.q.subscription = &push.Subscription{Endpoint: endpoint}
+	// Keys of the wrong type stay empty; the key check reports them.
+	_ = json.Unmarshal(sub["keys"], &v.q.subscription.Keys)
+	return nil
+}
+
+func (v *requestValidator) avatarURL() *Error {
+	avatar, warning := builders.CheckAvatarURL(v.f["avatarUrl"])
+	if warning != nil && v.log != nil {
+		v.log(*warning)
+	}
+	v.q.avatarURL = avatar
+	return nil
+}
+
+func (v *requestValidator) messageSubtype() *Error {
+	if !v.f.given("messageSubtype") {
+		return nil
+	}
+	s, ok := v.f.str("messageSubtype")
+	if !ok {
+		return invalidFields("messageSubtype 必须是字符串", "messageSubtype")
+	}
+	v.q.messageSubtype = s
+	return nil
+}
+
+func (v *requestValidator) splitFields() *Error {
+	for _, key := range removedSplitFields {
+		if v.f.has(key) {
+			return invalidFields(key+" is removed in 0.8.0; caller is responsible for splitting (return decision.pushPayloads with the exact pushes you want sent)", key)
+		}
+	}
+	return nil
+}
+
+// shared are the checks /instant and /continue end with: sessionId,
+// charId, iteration, metadata; llmExtraBody is passed on unchecked.
+func (v *requestValidator) shared() *Error {
+	for _, key := range []string{"sessionId", "charId"} {
+		s, ok := v.f.nonBlank(key)
+		if v.f.has(key) && !ok {
+			return invalidFields(key+" 必须是非空字符串", key)
+		}
+		if key == "sessionId" {
+			v.q.sessionID = s
+		}
+	}
+	if v.f.has("iteration") {
+		n, ok := v.f.integer("iteration")
+		if !ok || n < 0 || n >= int64(v.maxIter) {
+			return invalidFields(fmt.Sprintf("iteration 必须是 0..%d 范围内的整数", v.maxIter-1), "iteration")
+		}
+		v.q.iteration = int(n)
+	}
+	if v.f.given("metadata") {
+		if push.JSONKind(v.f["metadata"]) != '{' {
+			return invalidFields("metadata 必须是普通对象", "metadata")
+		}
+		v.q.metadata = v.f["metadata"]
+	}
+	v.q.llmExtraBody = v.f["llmExtraBody"]
+	return nil
+}
+
+// tools (amsg's own: forwarded to the LLM, with toolChoice) must be an
+// array when given.
+func (v *requestValidator) tools() *Error {
+	if !v.f.given("tools") {
+		return nil
+	}
+	if v.f["tools"][0] != '[' { // given: neither absent nor null, so not empty
+		return invalidFields("tools 必须是数组", "tools")
+	}
+	v.q.tools = v.f["tools"]
+	if v.f.given("toolChoice") {
+		v.q.toolChoice = v.f["toolChoice"]
+	}
+	return nil
+}
+
+// tokenBudget (amsg's own) bounds the session's tokens.
+func (v *requestValidator) tokenBudget() *Error {
+	var err *Error
+	v.q.tokenBudget, err = v.positiveInteger("tokenBudget", 1<<53)
+	return err
+}

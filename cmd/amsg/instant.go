@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"amsg/api"
+	"amsg/loop"
+)
+
+// instantConfig are the settings of /instant, /continue and the session
+// transcripts.
+type instantConfig struct {
+	MaxLoopIterations  int
+	SessionTokenBudget int64
+	LLMTimeout         time.Duration
+	TranscriptMaxAge   time.Duration
+}
+
+func (c *instantConfig) register(fs *flag.FlagSet) {
+	fs.IntVar(&c.MaxLoopIterations, "max-loop-iterations", loop.DefaultMaxIterations,
+		"LLM rounds one agent loop may run: /instant and each /continue count one")
+	fs.Int64Var(&c.SessionTokenBudget, "session-token-budget", 0,
+		"tokens (input plus output) one session may spend over all its rounds; 0 is no cap, a request's tokenBudget may ask for less")
+	fs.DurationVar(&c.LLMTimeout, "llm-timeout", loop.DefaultLLMTimeout, "bound on one LLM call, a streamed answer included")
+	fs.DurationVar(&c.TranscriptMaxAge, "transcript-max-age", 30*24*time.Hour, "how long session transcripts are kept")
+}
+
+func (c instantConfig) validate() error {
+	switch {
+	case c.MaxLoopIterations < 1:
+		return fmt.Errorf("%w: --max-loop-iterations must be at least 1, got %d", errUsage, c.MaxLoopIterations)
+	case c.SessionTokenBudget < 0:
+		return fmt.Errorf("%w: --session-token-budget must not be negative", errUsage)
+	case c.LLMTimeout <= 0:
+		return fmt.Errorf("%w: --llm-timeout must be positive", errUsage)
+	case c.TranscriptMaxAge < time.Hour:
+		return fmt.Errorf("%w: --transcript-max-age must be at least 1h, got %s", errUsage, c.TranscriptMaxAge)
+	}
+	return nil
+}
+
+// instant builds the agent loop behind the instant path.
+func (s *server) instant() *api.Instant {
+	c := s.cfg.Instant
+	return &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{
+		Client:        s.llm,
+		Transcripts:   s.transcripts,
+		MaxIterations: c.MaxLoopIterations,
+		TokenBudget:   c.SessionTokenBudget,
+		Logger:        s.log,
+	})}
+}
+
+// pruneTranscripts deletes what the transcripts recorded before the
+// retention.
+func (s *server) pruneTranscripts(ctx context.Context) {
+	n, err := s.store.PruneTranscripts(ctx, time.Now().Add(-s.cfg.Instant.TranscriptMaxAge))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.log.Warn("pruning the session transcripts failed", "err", err)
+	case n > 0:
+		s.log.Info("pruned the session transcripts", "messages", n)
+	}
+}

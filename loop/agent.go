@@ -1,0 +1,698 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"amsg/builders"
+	"amsg/push"
+	"amsg/store"
+)
+
+// DefaultMaxIterations bounds an agent loop's rounds, as the standard's
+// DEFAULT_MAX_LOOP_ITERATIONS does.
+const DefaultMaxIterations = 10
+
+// Codes of the error pushes and failures of a round.
+const (
+	CodeLLMCallFailed   = "LLM_CALL_FAILED"
+	CodePushSendFailed  = "PUSH_SEND_FAILED"
+	CodeLoopExceeded    = "LOOP_EXCEEDED"
+	CodeBudgetExhausted = "BUDGET_EXHAUSTED"
+)
+
+// Status is how a request's round ended, the standard's result status.
+type Status string
+
+// Statuses.
+const (
+	StatusFinished        Status = "finished"         // the model replied; the loop is over
+	StatusToolRequested   Status = "tool_requested"   // a tool_request push went out; /continue resumes
+	StatusLoopExceeded    Status = "loop_exceeded"    // the model asked for tools once more than allowed
+	StatusBudgetExhausted Status = "budget_exhausted" // the session's token budget is spent
+)
+
+// AgentConfig configures an Agent.
+type AgentConfig struct {
+	Client      *Client
+	Transcripts *Transcripts
+	// MaxIterations bounds a loop's rounds; 0 means DefaultMaxIterations.
+	MaxIterations int
+	// TokenBudget caps the tokens of every session (input plus output, all
+	// rounds); a request may ask for less. 0 is no cap.
+	TokenBudget int64
+	Now         func() time.Time // nil: time.Now
+	Logger      *slog.Logger     // nil: slog.Default()
+}
+
+// Agent runs the agent loop behind /instant and /continue. Each request
+// runs one round: one streamed LLM call whose reasoning, sentences and tool
+// calls become pushes as they arrive, recorded in the session's transcript.
+// A round that asks for tools ends with a tool_request push and pauses the
+// loop; Resume continues it with the results. It is safe for concurrent
+// use.
+type Agent struct {
+	client        *Client
+	transcripts   *Transcripts
+	maxIterations int
+	tokenBudget   int64
+	builder       builders.Builder
+	now           func() time.Time
+	log           *slog.Logger
+}
+
+// NewAgent returns an Agent for cfg.
+func NewAgent(cfg AgentConfig) *Agent {
+	a := &Agent{client: cfg.Client, transcripts: cfg.Transcripts, maxIterations: cfg.MaxIterations,
+		tokenBudget: cfg.TokenBudget, now: cfg.Now, log: cfg.Logger}
+	if a.maxIterations <= 0 {
+		a.maxIterations = DefaultMaxIterations
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	a.builder = builders.Builder{Now: a.now}
+	return a
+}
+
+// MaxIterations is the loop bound: iterations run from 0 to MaxIterations-1.
+func (a *Agent) MaxIterations() int { return a.maxIterations }
+
+// Transcripts is where the agent records its sessions.
+func (a *Agent) Transcripts() *Transcripts { return a.transcripts }
+
+// Presentation is how a request's pushes present themselves.
+type Presentation struct {
+	ContactName string
+	// AvatarURL is the request's avatarUrl as given (nil when absent); the
+	// builders clear a bad one to null.
+	AvatarURL      json.RawMessage
+	MessageSubtype string          // "" means push.DefaultSubtype
+	Metadata       json.RawMessage // the caller's object; nil or null means {}
+}
+
+// Start is a request that starts a loop (/instant).
+type Start struct {
+	Owner     Owner
+	SessionID string
+	Iteration int
+	// Call is the LLM call: credentials, Messages or Prompt, tools.
+	Call Request
+	Presentation
+	// TokenBudget is the session's budget the request asks for; 0 takes the
+	// agent's.
+	TokenBudget int64
+}
+
+// Resume is a request that continues a loop paused on a tool request
+// (/continue).
+type Resume struct {
+	Owner     Owner
+	SessionID string
+	// Iteration is the iteration the request says it continues with; -1
+	// when it does not say, which takes the session's.
+	Iteration int
+	// Call is the LLM call. Its Messages are either the whole history
+	// (ending with the tool results, the standard's way) or only role
+	// "tool" messages, in which case the history is restored from the
+	// transcript. Tools, when empty, are the session's.
+	Call Request
+	Presentation
+}
+
+// ContinueError is why a Resume cannot proceed.
+type ContinueError struct {
+	// Conflict is true when the iteration was claimed by another request
+	// or the session waits for no results (HTTP 409); false when the
+	// results do not answer the pending calls (HTTP 400).
+	Conflict bool
+	// Expected is the iteration the session waits for, -1 when none.
+	Expected int
+	Reason   string
+}
+
+func (e *ContinueError) Error() string { return e.Reason }
+
+// Run is a prepared round, claimed in the transcript and ready to execute.
+type Run struct {
+	a         *Agent
+	owner     Owner
+	sessionID string
+	iteration int
+	resumed   bool
+	call      Request
+	pres      Presentation
+	budget    int64
+	used      store.TokenUsage
+}
+
+// SessionID is the session the round belongs to.
+func (r *Run) SessionID() string { return r.sessionID }
+
+// Iteration is the round's iteration.
+func (r *Run) Iteration() int { return r.iteration }
+
+// Start records the request's input in its session (created if new, its
+// settings replaced by the request's) and returns the round to execute.
+func (a *Agent) Start(ctx context.Context, s Start) (*Run, error) {
+	budget := s.TokenBudget
+	if a.tokenBudget > 0 && (budget <= 0 || budget > a.tokenBudget) {
+		budget = a.tokenBudget
+	}
+	settings := Settings{Tools: s.Call.Tools, ToolChoice: s.Call.ToolChoice, TokenBudget: budget}
+	input := s.Call.Messages
+	if push.JSONKind(input) != '[' {
+		input = promptMessages(s.Call.Prompt)
+	}
+	// The session may be reused: what earlier loops spent counts.
+	head, err := a.transcripts.Append(ctx, s.Owner, s.SessionID, AnySeq, &settings, inputMessage(s.Iteration, input))
+	if err != nil {
+		return nil, err
+	}
+	return &Run{a: a, owner: s.Owner, sessionID: s.SessionID, iteration: s.Iteration, call: s.Call,
+		pres: s.Presentation, budget: budget, used: head.Usage}, nil
+}
+
+// Resume claims the iteration the session waits for and returns the round
+// to execute: exactly one of several requests for the same iteration gets
+// it, the others a conflict *ContinueError. A session the owner does not
+// have is ErrSessionNotFound when the request brings only the results; with
+// the whole history it is started afresh, as the standard's stateless
+// server would.
+func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(r.Call.Messages, &msgs); err != nil || len(msgs) == 0 {
+		return nil, &ContinueError{Expected: -1, Reason: "messages must be a non-empty array"}
+	}
+	split := len(msgs) // msgs[split:] are the trailing tool results
+	for split > 0 && roleOf(msgs[split-1]) == "tool" {
+		split--
+	}
+	resultsOnly := split == 0
+	run := &Run{a: a, owner: r.Owner, sessionID: r.SessionID, resumed: true, call: r.Call, pres: r.Presentation}
+
+	tr, err := a.transcripts.Load(ctx, r.Owner, r.SessionID)
+	switch {
+	case errors.Is(err, ErrSessionNotFound) && resultsOnly:
+		return nil, err
+	case errors.Is(err, ErrSessionNotFound):
+		run.iteration = max(r.Iteration, 0)
+		run.budget = a.tokenBudget
+		settings := Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget}
+		_, err = a.transcripts.Append(ctx, r.Owner, r.SessionID, 0, &settings,
+			inputMessage(run.iteration, mustMarshal(msgs[:split])),
+			toolResultsMessage(run.iteration, msgs[split:], nil))
+		return run, continueConflict(err, -1)
+	case err != nil:
+		return nil, err
+	}
+
+	calls, next, ok := tr.Pending()
+	if !ok {
+		return nil, &ContinueError{Conflict: true, Expected: -1, Reason: "the session waits for no tool results: another /continue handled them, or the loop is over"}
+	}
+	if r.Iteration >= 0 && r.Iteration != next {
+		return nil, &ContinueError{Conflict: true, Expected: next,
+			Reason: fmt.Sprintf("the session waits for the results of iteration %d, not %d", next, r.Iteration)}
+	}
+	results := msgs[split:]
+	if resultsOnly {
+		if err := checkResults(results, calls); err != nil {
+			return nil, &ContinueError{Expected: next, Reason: err.Error()}
+		}
+		if run.call.Messages, err = tr.Resume(results); err != nil {
+			return nil, err
+		}
+	}
+	run.iteration, run.budget, run.used = next, tr.Settings.TokenBudget, tr.Usage
+	var settings *Settings
+	if push.JSONKind(r.Call.Tools) == '[' {
+		settings = &Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget}
+	} else {
+		run.call.Tools, run.call.ToolChoice = tr.Settings.Tools, tr.Settings.ToolChoice
+	}
+	_, err = a.transcripts.Append(ctx, r.Owner, r.SessionID, tr.LastSeq(), settings, toolResultsMessage(next, results, calls))
+	return run, continueConflict(err, next)
+}
+
+// continueConflict turns a lost compare-and-append into the conflict error.
+func continueConflict(err error, expected int) error {
+	if errors.Is(err, ErrConcurrentAppend) {
+		return &ContinueError{Conflict: true, Expected: expected, Reason: "another /continue claimed this iteration first"}
+	}
+	return err
+}
+
+func roleOf(msg json.RawMessage) string {
+	var m struct {
+		Role string `json:"role"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	return m.Role
+}
+
+func toolCallID(msg json.RawMessage) string {
+	var m struct {
+		ID string `json:"tool_call_id"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	return m.ID
+}
+
+// checkResults requires one result per pending call, no more: a provider
+// refuses a history whose tool calls are not all answered.
+func checkResults(results []json.RawMessage, calls []ToolCallEntry) error {
+	want := map[string]bool{}
+	for _, c := range calls {
+		want[c.ID] = true
+	}
+	seen := map[string]bool{}
+	for i, r := range results {
+		id := toolCallID(r)
+		if !want[id] {
+			return fmt.Errorf("messages[%d].tool_call_id %q answers no pending tool call", i, id)
+		}
+		if seen[id] {
+			return fmt.Errorf("messages[%d] answers tool call %q a second time", i, id)
+		}
+		seen[id] = true
+	}
+	for _, c := range calls {
+		if !seen[c.ID] {
+			return fmt.Errorf("the result of tool call %q is missing", c.ID)
+		}
+	}
+	return nil
+}
+
+// toolResultsMessage records role "tool" messages, named after the calls
+// they answer when known.
+func toolResultsMessage(iteration int, results []json.RawMessage, calls []ToolCallEntry) Message {
+	names := map[string]string{}
+	for _, c := range calls {
+		names[c.ID] = c.Name
+	}
+	m := Message{Type: MessageToolResults, Iteration: iteration}
+	for _, raw := range results {
+		var r struct {
+			ID      string          `json:"tool_call_id"`
+			Content json.RawMessage `json:"content"`
+		}
+		_ = json.Unmarshal(raw, &r)
+		m.Results = append(m.Results, ToolResultEntry{CallID: r.ID, Name: names[r.ID], Output: compactJSON(r.Content)})
+	}
+	return m
+}
+
+func mustMarshal(msgs []json.RawMessage) json.RawMessage {
+	raw, err := marshalJSON(msgs)
+	if err != nil {
+		panic(err) // unreachable: the elements are valid JSON
+	}
+	return raw
+}
+
+// Emit delivers one push of a round, in order. For a content or tool_request
+// push an error aborts the round (a failure of code PUSH_SEND_FAILED); the
+// reasoning and error pushes are best effort.
+type Emit func(p push.Push) error
+
+// Outcome is how a round ended without failing.
+type Outcome struct {
+	SessionID string
+	Status    Status
+	Iteration int // the round's; for loop_exceeded the bound
+	// MessagesSent counts the content and tool_request pushes delivered.
+	MessagesSent int
+	SentAt       time.Time
+}
+
+// Failure is a round that could not finish.
+type Failure struct {
+	Code    string // CodeLLMCallFailed or CodePushSendFailed
+	Message string
+	// Push is the error push to deliver about the failure; nil when
+	// pushes themselves failed.
+	Push *push.ErrorPush
+	// MessageIndex is the 1-based position of the push that failed.
+	MessageIndex int
+	Err          error
+}
+
+func (f *Failure) Error() string { return f.Code + ": " + f.Message }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// Execute runs the round: it streams the LLM call and hands each push to
+// emit as soon as it is known, in this order: the reasoning (as soon as the
+// model moves on from it), each sentence of the reply once complete, then
+// the tool request or the push that stops the loop. The round is recorded
+// in the transcript whatever happens. ctx should not be the request's: a
+// client that goes away must not stop the round.
+func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
+	p := &roundPusher{run: r, emit: emit, seg: DefaultSplitter().NewSegmenter(), round: Round{Iteration: r.iteration}}
+	out, err := r.execute(ctx, p)
+	p.round.Text = push.JSTrim(p.visible.String())
+	if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, p.round.messages()...); rerr != nil {
+		r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
+	}
+	out.SessionID, out.MessagesSent, out.SentAt = r.sessionID, p.sent, r.a.now()
+	attrs := []any{"sessionId", r.sessionID, "iteration", r.iteration, "pushes", p.sent}
+	if f := (*Failure)(nil); errors.As(err, &f) {
+		// The code only: an LLM error's text holds the endpoint URL, whose
+		// query may carry a key.
+		r.a.log.WarnContext(ctx, "agent round failed", append(attrs, "code", f.Code)...)
+	} else {
+		r.a.log.DebugContext(ctx, "agent round", append(attrs, "status", out.Status, "sessionTokens", r.used.Total())...)
+	}
+	return out, err
+}
+
+func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
+	if r.budget > 0 && r.used.Total() >= r.budget {
+		return r.stop(p, CodeBudgetExhausted, r.iteration), nil
+	}
+	call := r.call
+	call.RequireContent = false // an answer may be tool calls only; checked below
+	resp, err := r.a.client.Stream(ctx, call, p.delta)
+	if err == nil {
+		err = p.end(resp)
+	}
+	var pf *pushFailure
+	switch {
+	case errors.As(err, &pf):
+		f := &Failure{Code: CodePushSendFailed, Message: pf.err.Error(), MessageIndex: pf.index, Err: pf.err}
+		p.round.Error = &RoundError{Code: f.Code, Message: f.Message}
+		return Outcome{}, f
+	case err != nil:
+		f := &Failure{Code: CodeLLMCallFailed, Message: err.Error(), Err: err}
+		f.Push = r.errorPush(CodeLLMCallFailed, f.Message, "error", push.Optional[int]{})
+		p.round.Error = &RoundError{Code: f.Code, Message: f.Message, Push: f.Push.MessageID}
+		return Outcome{}, f
+	}
+	p.round.Response = resp
+	r.used = r.used.Add(usageOf(resp.Usage))
+	if resp.ToolCalls == nil {
+		return Outcome{Status: StatusFinished, Iteration: r.iteration}, nil
+	}
+	switch {
+	case r.iteration+1 >= r.a.maxIterations:
+		return r.stop(p, CodeLoopExceeded, r.a.maxIterations), nil
+	case r.budget > 0 && r.used.Total() >= r.budget:
+		return r.stop(p, CodeBudgetExhausted, r.iteration), nil
+	}
+	tr, err := r.a.builder.BuildToolRequestPush(builders.ToolRequestArgs{
+		Common: r.common("tool_request"), ToolCalls: resp.ToolCalls, Title: r.title(), ContactName: r.pres.ContactName,
+	})
+	if err != nil {
+		// The model's tool_calls are not an array of objects.
+		f := &Failure{Code: CodeLLMCallFailed, Message: "AI API error: malformed tool_calls: " + err.Error(), Err: err}
+		f.Push = r.errorPush(CodeLLMCallFailed, f.Message, "error", push.Optional[int]{})
+		p.round.Error = &RoundError{Code: f.Code, Message: f.Message, Push: f.Push.MessageID}
+		return Outcome{}, f
+	}
+	if err := p.emitBurst(tr); err != nil {
+		f := &Failure{Code: CodePushSendFailed, Message: err.Error(), MessageIndex: p.sent + 1, Err: err}
+		p.round.Error = &RoundError{Code: f.Code, Message: f.Message}
+		return Outcome{}, f
+	}
+	p.round.ToolRequestPush = tr.MessageID
+	return Outcome{Status: StatusToolRequested, Iteration: r.iteration}, nil
+}
+
+// stop ends the loop with an error push instead of a call or a tool
+// request.
+func (r *Run) stop(p *roundPusher, code string, iteration int) Outcome {
+	var msg, suffix string
+	status := StatusLoopExceeded
+	if code == CodeLoopExceeded {
+		msg, suffix = fmt.Sprintf("Agentic loop exceeded %d iterations", r.a.maxIterations), "loop_exceeded"
+	} else {
+		msg = fmt.Sprintf("Session token budget of %d tokens exhausted (%d used)", r.budget, r.used.Total())
+		suffix, status = "budget_exhausted", StatusBudgetExhausted
+	}
+	ep := r.errorPush(code, msg, suffix, push.Some(iteration))
+	p.pushReasoning()
+	if err := p.emit(ep); err != nil {
+		r.a.log.Warn("could not deliver an error push", "sessionId", r.sessionID, "code", code, "err", err)
+	}
+	p.round.Error = &RoundError{Code: code, Message: msg, Push: ep.MessageID}
+	return Outcome{Status: status, Iteration: iteration}
+}
+
+// tag is the part of push ids that names the round: "instant" on /instant,
+// "iter_<n>" on /continue.
+func (r *Run) tag() string {
+	if r.resumed {
+		return "iter_" + strconv.Itoa(r.iteration)
+	}
+	return "instant"
+}
+
+// messageID is msg_<uuid>_<tag>_<suffix>, the standard's producer format.
+func (r *Run) messageID(suffix string) string {
+	return "msg_" + push.NewUUID() + "_" + r.tag() + "_" + suffix
+}
+
+func (r *Run) common(suffix string) builders.Common {
+	metadata := r.pres.Metadata
+	if k := push.JSONKind(metadata); k == 0 || k == 'n' {
+		metadata = json.RawMessage("{}")
+	}
+	return builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant, MessageID: r.messageID(suffix),
+		SessionID: r.sessionID, MessageSubtype: r.pres.MessageSubtype, Metadata: metadata}
+}
+
+func (r *Run) title() string {
+	if r.pres.ContactName == "" {
+		return ""
+	}
+	return "来自 " + r.pres.ContactName
+}
+
+// errorPush builds a diagnostic push. Its id is msg_<uuid>_<suffix> (no
+// round tag), as upstream's diagnostics are.
+func (r *Run) errorPush(code, message, suffix string, iteration push.Optional[int]) *push.ErrorPush {
+	ep, err := r.a.builder.BuildErrorPush(builders.ErrorArgs{
+		Common: builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
+			MessageID: "msg_" + push.NewUUID() + "_" + suffix, SessionID: r.sessionID, MessageSubtype: r.pres.MessageSubtype},
+		Code: code, Message: message, Iteration: iteration,
+	})
+	if err != nil {
+		panic(err) // unreachable: every argument is the agent's own
+	}
+	return ep
+}
+
+// pushFailure is an emit error of a content or tool_request push.
+type pushFailure struct {
+	index int
+	err   error
+}
+
+func (e *pushFailure) Error() string { return e.err.Error() }
+
+// roundPusher turns one streamed answer into pushes as it arrives.
+type roundPusher struct {
+	run   *Run
+	emit  Emit
+	round Round
+
+	reasoning     strings.Builder // reasoning_content so far
+	think         ThinkFilter
+	visible       strings.Builder // the text after the think filter
+	reasoningDone bool
+
+	seg    *Segmenter
+	fed    int
+	capped bool // past MaxSplitInput: the rest is not segmented or pushed
+	starts sentenceStarts
+	held   []string // complete sentences not known to be the last yet
+	sent   int      // content and tool_request pushes delivered
+}
+
+// delta is the stream callback.
+func (p *roundPusher) delta(d Delta) error {
+	p.reasoning.WriteString(d.ReasoningContent)
+	text := p.think.Write(d.Content)
+	if !p.reasoningDone && (!push.IsJSBlank(text) || len(d.ToolCalls) > 0) {
+		p.pushReasoning() // the model has moved on from reasoning
+	}
+	return p.feed(text, false)
+}
+
+// end finishes the answer: the rest of the text, then the checks the
+// standard makes on a complete answer.
+func (p *roundPusher) end(resp *Response) error {
+	if resp.ToolCalls == nil && push.IsJSBlank(resp.Content) {
+		return &Error{kind: ErrMissingContent, Status: 200, msg: "AI API error: response missing choices[0].message.content"}
+	}
+	if err := p.feed(p.think.Flush(), true); err != nil {
+		return err
+	}
+	p.pushReasoning()
+	return nil
+}
+
+// pushReasoning pushes the round's reasoning once, before any content.
+// Reasoning that shows up after content went out (a think span in the
+// middle of a reply) is recorded but not pushed: the standard's order is
+// reasoning first.
+func (p *roundPusher) pushReasoning() {
+	if p.reasoningDone {
+		return
+	}
+	p.reasoningDone = true
+	text := push.JSTrim(p.reasoning.String())
+	if text == "" {
+		text = p.think.Reasoning()
+	}
+	if text == "" {
+		return
+	}
+	p.round.Reasoning = text
+	r := p.run
+	rp, warnings, err := r.a.builder.BuildReasoningPush(builders.ReasoningArgs{
+		Common: r.common("reasoning"), ReasoningContent: text, Title: r.title(), ContactName: r.pres.ContactName,
+		AvatarURL: r.avatar(),
+	})
+	if err != nil {
+		panic(err) // unreachable: the text is not empty and the rest is the agent's own
+	}
+	r.logWarnings(warnings)
+	if err := p.emit(rp); err != nil {
+		r.a.log.Warn("could not deliver a reasoning push", "sessionId", r.sessionID, "err", err)
+		return
+	}
+	p.round.ReasoningPush = rp.MessageID
+}
+
+func (r *Run) avatar() json.RawMessage {
+	if r.pres.AvatarURL == nil {
+		return json.RawMessage("null") // always present, as upstream sends it
+	}
+	return r.pres.AvatarURL
+}
+
+func (r *Run) logWarnings(warnings []builders.Warning) {
+	for _, w := range warnings {
+		r.a.log.Warn("avatarUrl cleared", "sessionId", r.sessionID, "warning", w.String())
+	}
+}
+
+// feed segments text (end: the answer is complete) and pushes each
+// sentence once it is complete and known to be the last or not.
+func (p *roundPusher) feed(text string, end bool) error {
+	p.visible.WriteString(text)
+	if !p.capped && p.fed+len(text) > MaxSplitInput {
+		p.run.a.log.Warn("reply too long to push in full; the rest is only recorded", "sessionId", p.run.sessionID, "limit", MaxSplitInput)
+		p.capped = true
+	}
+	if !p.capped {
+		p.fed += len(text)
+		p.starts.add(text)
+		segs, err := p.seg.Write(text)
+		if err != nil {
+			return fmt.Errorf("segment the reply: %w", err)
+		}
+		p.held = append(p.held, segs...)
+	}
+	if !end {
+		return p.release(false)
+	}
+	segs, err := p.seg.Flush()
+	if err != nil {
+		return fmt.Errorf("segment the reply: %w", err)
+	}
+	if len(segs) == 1 && push.IsJSBlank(segs[0]) {
+		segs = nil // an answer that is only tool calls, or only a think span
+	}
+	p.held = append(p.held, segs...)
+	return p.release(true)
+}
+
+// release pushes held sentences. Until the answer is complete, a sentence
+// goes out once the next one has begun, with totalMessages counting the
+// sentences begun so far: a lower bound, so messageIndex < totalMessages
+// says more follow. The sentences left at the end go out with the exact
+// total, so the last push has messageIndex == totalMessages.
+func (p *roundPusher) release(final bool) error {
+	total := p.sent + len(p.held)
+	for len(p.held) > 0 {
+		index := p.sent + 1
+		if !final {
+			if p.starts.n <= index {
+				return nil
+			}
+			total = p.starts.n
+		}
+		if err := p.pushContent(p.held[0], index, total); err != nil {
+			return err
+		}
+		p.held = p.held[1:]
+	}
+	return nil
+}
+
+func (p *roundPusher) pushContent(text string, index, total int) error {
+	p.pushReasoning()
+	r := p.run
+	common := r.common(strconv.Itoa(index - 1))
+	common.TaskID = push.Null[push.TaskID]()
+	cp, warnings, err := r.a.builder.BuildContentPush(builders.ContentArgs{
+		Common: common, Message: text, Title: r.title(), ContactName: r.pres.ContactName, AvatarURL: r.avatar(),
+		MessageIndex: index, TotalMessages: total,
+	})
+	if err != nil {
+		panic(err) // unreachable: 1 ≤ index ≤ total and the rest is the agent's own
+	}
+	r.logWarnings(warnings)
+	if err := p.emitBurst(cp); err != nil {
+		return &pushFailure{index: index, err: err}
+	}
+	p.round.ContentPushes = append(p.round.ContentPushes, cp.MessageID)
+	return nil
+}
+
+// emitBurst emits a content or tool_request push and counts it.
+func (p *roundPusher) emitBurst(pp push.Push) error {
+	if err := p.emit(pp); err != nil {
+		return err
+	}
+	p.sent++
+	return nil
+}
+
+// sentenceStarts counts the sentences of the default split that have begun
+// in the text fed so far: runs of characters other than DefaultSplitPattern's
+// delimiters that hold something other than whitespace. Each such run is
+// one segment of Split, so the count is a lower bound of the segments of the
+// whole answer, exact once it is complete (unless it has none, when Split
+// returns the text whole).
+type sentenceStarts struct {
+	n     int
+	inRun bool // the current run has counted
+}
+
+// defaultDelimiters are the characters of DefaultSplitPattern's class.
+const defaultDelimiters = "。！？!?"
+
+func (s *sentenceStarts) add(text string) {
+	for _, c := range text {
+		switch {
+		case strings.ContainsRune(defaultDelimiters, c):
+			s.inRun = false
+		case !s.inRun && !push.IsJSSpace(c):
+			s.n++
+			s.inRun = true
+		}
+	}
+}

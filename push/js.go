@@ -1,0 +1,50 @@
+package push
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf16"
+)
+
+// The standard is written in JavaScript: "blank" means empty after
+// String.prototype.trim, and length limits count String.prototype.length.
+// These give the two their JavaScript meaning for every package.
+
+// IsJSSpace reports whether r is WhiteSpace or LineTerminator in ECMAScript,
+// the set String.prototype.trim removes and Number() ignores. It differs
+// from unicode.IsSpace: U+FEFF is included and U+0085 is not.
+func IsJSSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
+		return true
+	}
+	return r >= 0x2000 && r <= 0x200A
+}
+
+// JSTrim is JavaScript's String.prototype.trim.
+func JSTrim(s string) string { return strings.TrimFunc(s, IsJSSpace) }
+
+// IsJSBlank reports whether s is empty after JSTrim: the standard's test of
+// a required string.
+func IsJSBlank(s string) bool { return JSTrim(s) == "" }
+
+// JSLength is JavaScript's String.prototype.length: UTF-16 code units.
+func JSLength(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// JSONKind returns the first byte of a JSON value: '{', '[', '"', 't', 'f',
+// 'n', a digit or '-'; 0 for an absent (empty) value. It tells the JSON
+// types apart the way the standard's typeof checks do, without validating.
+func JSONKind(raw json.RawMessage) byte {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return 0
+	}
+	return raw[0]
+}
