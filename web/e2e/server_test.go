@@ -74,10 +74,14 @@ func newServer(t *testing.T) *server {
 		t.Fatal(err)
 	}
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: st}
+	// One LLM client and transcript writer for the scheduler and the
+	// instant path, as cmd/amsg has them.
+	llm := loop.NewClient(loop.Config{Logger: log})
+	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: loop.NewClient(loop.Config{Logger: log})})
+		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: llm, Transcripts: transcripts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +94,7 @@ func newServer(t *testing.T) *server {
 		Store:         st,
 		Dispatcher:    dispatcher,
 		Scheduler:     sched,
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
 		Web:           web.Handler(),
 		ServiceWorker: sw.Handler(version),
 	})

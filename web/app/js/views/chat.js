@@ -19,6 +19,11 @@ export function render(app, params) {
   const sessionId = params[0] ? decodeURIComponent(params[0]) : null;
   const isNew = sessionId === 'new';
   let conversation = sessionId && !isNew ? conversations.find(sessionId) : null;
+  // A session this browser never saw, or knows only from its pushes, is
+  // filled from the server once: the state of that, for the empty thread.
+  let restoring = Boolean(sessionId && !isNew &&
+    (!conversation || (!conversation.restored && !conversation.items.some((i) => i.type === 'user'))));
+  let restoreError = null;
 
   const view = h('section.view.chat', { class: sessionId ? 'has-thread' : 'no-thread' });
   const listPane = h('div.conversations');
@@ -97,12 +102,14 @@ export function render(app, params) {
 
   function emptyThread(llm) {
     if (sessionId && !isNew && !conversation) {
-      return emptyState({
-        title: 'Not on this device',
-        text: 'This conversation was not saved in this browser. New replies to it will appear here when they arrive.',
+      if (restoring) return h('p.muted.thread-loading', { role: 'status' }, 'Loading the conversation…');
+      return h('div.thread-empty', emptyState({
+        title: restoreError ? 'Could not load this conversation' : 'Conversation not found',
+        text: restoreError ? `${describeError(restoreError)} New replies to it will appear here when they arrive.`
+          : 'Neither this browser nor the server has it any more. New replies to it will appear here when they arrive.',
         actions: [h('a.button', { href: '#/chat/new' }, 'Start a new one')],
         headingLevel: 3,
-      });
+      }));
     }
     return h('div.empty.thread-empty', emptyState({
       title: `Say hello to ${llm.contactName}`,
@@ -184,17 +191,30 @@ export function render(app, params) {
       sync();
     }
   }
+  let destroyed = false;
   addEventListener('amsg:conversations', onChange);
   addEventListener('amsg:settings', renderThread);
 
   renderList();
   renderThread();
   if (conversation) conversations.markRead(conversation);
+  if (restoring) {
+    app.restore(sessionId).catch((err) => { restoreError = err; }).finally(() => {
+      restoring = false;
+      if (destroyed) return;
+      // Restored items may sort before those shown: render the thread anew.
+      conversation = conversations.find(sessionId) || null;
+      renderList();
+      renderThread();
+      if (conversation) conversations.markRead(conversation);
+    });
+  }
   return {
     el: view,
     title: conversation ? conversation.contactName : 'Chat',
     focus: sessionId ? input : heading,
     destroy() {
+      destroyed = true;
       removeEventListener('amsg:conversations', onChange);
       removeEventListener('amsg:settings', renderThread);
     },
