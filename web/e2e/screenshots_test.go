@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,7 @@ func TestScreenshots(t *testing.T) {
 			seed(t, p, srv.URL, "#/chat/sess_demo", map[string]string{"amsg.conversations.v1": string(conv)})
 		}},
 		{"chat-list", "#/chat", `document.querySelector('.conversation')`, nil},
+		{"chat-missing", "#/chat/sess_gone", `document.querySelector('.thread-empty h3')`, nil},
 		{"schedule-empty", "#/schedule", `document.querySelector('.task-body[aria-busy=false] .empty')`, nil},
 		{"schedule-new", "#/schedule/new", `document.querySelector('.task-form')`, nil},
 		{"schedule", "#/schedule", `document.querySelectorAll('.task').length === 3`, func() {
@@ -122,6 +124,14 @@ func TestScreenshots(t *testing.T) {
 		}
 		p.Navigate(srv.URL + "/" + v.hash)
 		p.WaitFor(v.ready)
+		if v.name == "chat-missing" {
+			// The server's answer for the session, which Chromium logs.
+			for _, e := range b.TakeConsoleErrors() {
+				if !strings.Contains(e, "404") || !strings.Contains(e, "/api/v1/sessions/sess_gone") {
+					t.Errorf("console error: %s", e)
+				}
+			}
+		}
 		var leaked string
 		p.Eval(`(document.querySelector('main').innerText.match(/\b(null|undefined|NaN|\[object Object\])\b/) || [''])[0]`, &leaked)
 		if leaked != "" {

@@ -115,6 +115,8 @@ export function ingest(payload, { unread = false } = {}) {
   update(c, (conv) => {
     conv.items.push(item);
     if (!conv.contactName && payload.contactName) conv.contactName = payload.contactName;
+    // A fixed message involves no model, so its session has no transcript.
+    if (payload.messageType === 'fixed') conv.fixed = true;
     if (unread && item.type === 'content') conv.unread += 1;
   });
   return { conversation: c, item, added: true };

@@ -53,11 +53,11 @@ async function pull(app, receive) {
 export async function restore(app, sessionId, receive) {
   await catchUp(app, receive);
   let transcript = null;
+  const known = conversations.find(sessionId);
   try {
-    ({ data: transcript } = await app.client.session(sessionId));
+    if (!known || !known.fixed) ({ data: transcript } = await app.client.session(sessionId));
   } catch (err) {
-    // A session without transcript (a scheduled message), pruned, or a
-    // server without agent sessions.
+    // Pruned, or never an agent session.
     if (err.status !== 404) throw err;
   }
   if (transcript && Array.isArray(transcript.messages)) {

@@ -71,7 +71,11 @@ export function render(app, params) {
 
   function renderThread() {
     const llm = settings.llm();
-    const title = conversation ? (conversation.contactName || 'Conversation') : 'New conversation';
+    // A session asked for by address that this browser does not have (yet).
+    const missing = Boolean(sessionId && !isNew && !conversation);
+    const title = conversation ? (conversation.contactName || 'Conversation') : missing ? 'Conversation' : 'New conversation';
+    const subtitle = conversation ? `Started ${relativeTime(conversation.createdAt)}`
+      : missing ? (restoring ? 'Loading…' : 'Not available') : 'Replies also arrive as notifications';
     const banners = [];
     if (!settings.llmReady(llm)) {
       banners.push(h('div.notice.warn', { role: 'note' }, icon('sparkle'),
@@ -85,10 +89,10 @@ export function render(app, params) {
       h('div.pane-header.thread-header',
         h('a.button.icon-only.back', { href: '#/chat', 'aria-label': 'All conversations' }, icon('back')),
         h('span.avatar', { 'aria-hidden': 'true' }, initial(conversation ? conversation.contactName : llm.contactName)),
-        h('div', h('h2', title), h('p.muted.small', conversation ? `Started ${relativeTime(conversation.createdAt)}` : 'Replies also arrive as notifications'))),
+        h('div', h('h2', title), h('p.muted.small', subtitle))),
       banners.length ? h('div.banners', banners) : null,
       log,
-      form,
+      missing ? null : form,
     ].filter(Boolean));
     elements.clear();
     log.replaceChildren();
