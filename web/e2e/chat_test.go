@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -51,6 +52,22 @@ const readThreadJS = `[...document.querySelectorAll('.messages [data-id]')].map(
 	text: (el.querySelector('.bubble, .reasoning-text') || el).textContent,
 }))`
 
+// toolCall is a tool call as its card shows it.
+type toolCall struct {
+	State  string `json:"state"` // the class: "tool-call done", …
+	Result string `json:"result"`
+}
+
+func firstToolCall(p *browsertest.Page) toolCall {
+	var c toolCall
+	p.Eval(`(() => {
+		const call = document.querySelector('.tool-card .tool-call');
+		const result = call.querySelector('pre');
+		return { state: call.className, result: result ? result.textContent : '' };
+	})()`, &c)
+	return c
+}
+
 // pushIDs returns the messageIds and kinds of the pushes the fake push
 // service decrypted.
 func pushIDs(t *testing.T, srv *server, n int) (ids []string, kinds []string, plaintexts []string) {
@@ -77,16 +94,13 @@ func pushIDs(t *testing.T, srv *server, n int) (ids []string, kinds []string, pl
 // backup delivered after the page bridged the payload shows no second
 // notification.
 func TestChatToolLoopEndToEnd(t *testing.T) {
-	srv := newServer(t)
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(
 		llmtest.Reply{ReasoningContent: "The user wants the local time. I should ask the browser.",
 			ToolCalls: []llmtest.ToolCall{{ID: "call_time", Name: "get_current_time", Arguments: "{}"}}},
 		llmtest.Reply{Content: "Good evening! It is time to wind down."},
 	)
-	b := browsertest.New(t, browsertest.Config{})
-	p, _ := openPage(t, b, srv, "")
-	onboard(t, b, p, srv.URL)
+	srv, _, p := newDevicePage(t)
 	useModel(t, p, srv.URL, "#/chat/new", llm)
 	p.WaitFor(`document.querySelector('.thread-empty') && !document.querySelector('.composer .send').disabled`)
 	countShownNotifications(p)
@@ -115,14 +129,7 @@ func TestChatToolLoopEndToEnd(t *testing.T) {
 		thread[3].Text != "Good evening!" || thread[4].Text != "It is time to wind down." {
 		t.Errorf("thread %+v", thread)
 	}
-	var tool struct {
-		State  string `json:"state"`
-		Result string `json:"result"`
-	}
-	p.Eval(`(() => {
-		const call = document.querySelector('.tool-card .tool-call');
-		return { state: call.className, result: call.querySelector('pre').textContent };
-	})()`, &tool)
+	tool := firstToolCall(p)
 	if tool.State != "tool-call done" || !strings.Contains(tool.Result, `"iso"`) {
 		t.Errorf("tool call %+v, want done with the time", tool)
 	}
@@ -183,22 +190,14 @@ func TestChatToolLoopEndToEnd(t *testing.T) {
 		.then((records) => records.every((r) => r && r.source === 'sse'))`)
 	// ...so each backup is a duplicate. The page is visible, so the bridged
 	// content showed nothing (when-hidden); its backup shows it once.
-	var before int
-	p.WorkerEval(`self.__amsgTest.pushesSettled()`, &before)
-	for _, pt := range plaintexts {
-		p.DeliverPush(pt)
-	}
-	p.WaitForWorker(`self.__amsgTest.pushesSettled() >= ` + strconv.Itoa(before+len(plaintexts)))
+	deliverPushes(p, plaintexts...)
 	var shown []string
 	p.WorkerEval(`self.__shown`, &shown)
 	if !slices.Equal(shown, ids[2:]) {
 		t.Errorf("notifications shown for %q, want one for each content push %q", shown, ids[2:])
 	}
 	// Delivered again, nothing more is shown.
-	for _, pt := range plaintexts {
-		p.DeliverPush(pt)
-	}
-	p.WaitForWorker(`self.__amsgTest.pushesSettled() >= ` + strconv.Itoa(before+2*len(plaintexts)))
+	deliverPushes(p, plaintexts...)
 	p.WorkerEval(`self.__shown`, &shown)
 	if len(shown) != 2 {
 		t.Errorf("a second delivery of the backups showed %q", shown[2:])
@@ -283,29 +282,21 @@ func postEncrypted(t *testing.T, srv *server, userID, path string, body any) []s
 // window, which fills the conversation from the server: the question and
 // the tool results from the transcript, the rest from the outbox.
 func TestNotificationOpensASessionStartedElsewhere(t *testing.T) {
-	srv := newServer(t)
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(
 		llmtest.Reply{ReasoningContent: "I need the user's time zone.",
 			ToolCalls: []llmtest.ToolCall{{ID: "call_tz", Name: "get_timezone", Arguments: "{}"}}},
 		llmtest.Reply{Content: "You are on Tokyo time! It is nine hours ahead of UTC."},
 	)
-	b := browsertest.New(t, browsertest.Config{})
-	p, _ := openPage(t, b, srv, "")
-	onboard(t, b, p, srv.URL)
+	srv, b, p := newDevicePage(t)
 	id := userID(t, p)
 	p.Navigate("about:blank") // the page is closed
 
 	const session = "sess_elsewhere_1"
 	common := map[string]any{"contactName": "Rei", "apiUrl": llm.APIURL(), "apiKey": "sk-test", "primaryModel": "test-model", "sessionId": session}
 	with := func(extra map[string]any) map[string]any {
-		m := map[string]any{}
-		for k, v := range common {
-			m[k] = v
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
+		m := maps.Clone(common)
+		maps.Copy(m, extra)
 		return m
 	}
 	postEncrypted(t, srv, id, "instant", with(map[string]any{
@@ -324,10 +315,7 @@ func TestNotificationOpensASessionStartedElsewhere(t *testing.T) {
 
 	// The answer's push reaches the worker with no window open: a
 	// notification, whose click opens a new window on the session.
-	var before int
-	p.WorkerEval(`self.__amsgTest.pushesSettled()`, &before)
-	p.DeliverPush(plaintexts[last])
-	p.WaitForWorker(`self.__amsgTest.pushesSettled() > ` + strconv.Itoa(before))
+	deliverPushes(p, plaintexts[last])
 	var click struct {
 		URL       string  `json:"url"`
 		ClientURL *string `json:"clientURL"`
@@ -353,14 +341,7 @@ func TestNotificationOpensASessionStartedElsewhere(t *testing.T) {
 	if thread[3].ID != ids[last-1] || thread[4].ID != ids[last] {
 		t.Errorf("answer bubbles %q, want the pushes %q", []string{thread[3].ID, thread[4].ID}, ids[last-1:])
 	}
-	var tool struct {
-		State  string `json:"state"`
-		Result string `json:"result"`
-	}
-	w.Eval(`(() => {
-		const call = document.querySelector('.tool-card .tool-call');
-		return { state: call.className, result: call.querySelector('pre').textContent };
-	})()`, &tool)
+	tool := firstToolCall(w)
 	if tool.State != "tool-call done" || !strings.Contains(tool.Result, "Asia/Tokyo") {
 		t.Errorf("tool call %+v, want done with the browser's result", tool)
 	}

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"strconv"
 	"testing"
 	"time"
 
@@ -87,25 +86,39 @@ func taskRows(p *browsertest.Page) []taskRow {
 // wall is t on the wall clock of its zone, as a datetime-local input reads.
 func wall(t time.Time) string { return t.Format("2006-01-02T15:04") }
 
+func loadTokyo(t *testing.T) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// newSchedulingPage returns a server, a page whose browser is one of the
+// user's devices, the user's id, and a whole minute two days ahead on
+// Tokyo's wall clock.
+func newSchedulingPage(t *testing.T) (*server, *browsertest.Page, string, time.Time) {
+	t.Helper()
+	srv, _, p := newDevicePage(t)
+	return srv, p, userID(t, p), time.Now().In(loadTokyo(t)).Add(48 * time.Hour).Truncate(time.Minute)
+}
+
+// openTaskForm shows the form that schedules a new message.
+func openTaskForm(p *browsertest.Page, base string) {
+	p.Navigate(base + "/#/schedule/new")
+	p.WaitFor(`document.querySelector('.task-form')`)
+}
+
 // TestScheduleEditDeliverCancel schedules a fixed message through the form,
 // edits it into a daily one, has the scheduler deliver it (the fake push
 // service decrypts it, the worker shows it) and cancels it, all through the
 // page, checking the server's task after each step.
 func TestScheduleEditDeliverCancel(t *testing.T) {
-	srv := newServer(t)
-	b := browsertest.New(t, browsertest.Config{})
-	p, _ := openPage(t, b, srv, "")
-	onboard(t, b, p, srv.URL)
-	id := userID(t, p)
-	tokyo, err := time.LoadLocation("Asia/Tokyo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := time.Now().In(tokyo).Add(48 * time.Hour).Truncate(time.Minute)
+	srv, p, id, first := newSchedulingPage(t)
 
 	// Schedule a one-off fixed message.
-	p.Navigate(srv.URL + "/#/schedule/new")
-	p.WaitFor(`document.querySelector('.task-form')`)
+	openTaskForm(p, srv.URL)
 	fillTaskForm(t, p, map[string]string{"From": "Rei", "Message": "Stretch and drink some water.",
 		"Time zone": "Asia/Tokyo", "First time": wall(first)})
 	submitTaskForm(p)
@@ -158,10 +171,7 @@ func TestScheduleEditDeliverCancel(t *testing.T) {
 	if got.Message != "Time for a walk." || got.ContactName != push.Some("Rei") || got.MessageType != push.TypeFixed || got.MessageID == "" {
 		t.Fatalf("decrypted push %s", plaintext)
 	}
-	var before int
-	p.WorkerEval(`self.__amsgTest.pushesSettled()`, &before)
-	p.DeliverPush(string(plaintext))
-	p.WaitForWorker(`self.__amsgTest.pushesSettled() > ` + strconv.Itoa(before))
+	deliverPushes(p, string(plaintext))
 	n := p.WaitNotification("the scheduled message", func(n browsertest.Notification) bool { return n.Tag == got.MessageID })
 	if n.Body != "Time for a walk." || n.Title != "来自 Rei" {
 		t.Errorf("notification %+v", n)
@@ -190,19 +200,8 @@ func TestScheduleEditDeliverCancel(t *testing.T) {
 // its expression: the server takes cronExpr in both requests, fires the
 // first message at the chosen time and the next at the expression's.
 func TestScheduleCron(t *testing.T) {
-	srv := newServer(t)
-	b := browsertest.New(t, browsertest.Config{})
-	p, _ := openPage(t, b, srv, "")
-	onboard(t, b, p, srv.URL)
-	id := userID(t, p)
-	tokyo, err := time.LoadLocation("Asia/Tokyo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := time.Now().In(tokyo).Add(48 * time.Hour).Truncate(time.Minute)
-
-	p.Navigate(srv.URL + "/#/schedule/new")
-	p.WaitFor(`document.querySelector('.task-form')`)
+	srv, p, id, first := newSchedulingPage(t)
+	openTaskForm(p, srv.URL)
 	fillTaskForm(t, p, map[string]string{"From": "Rei", "Message": "Stand-up in five minutes.",
 		"Time zone": "Asia/Tokyo", "Repeat": "cron"})
 	p.WaitFor(`!document.querySelector('.task-form input[inputmode=text]').closest('.field').hidden`)
@@ -238,7 +237,7 @@ func TestScheduleCron(t *testing.T) {
 	if got := srv.waitPush(t, 1); !json.Valid(got) {
 		t.Fatalf("push %s", got)
 	}
-	sixPM := time.Date(first.Year(), first.Month(), first.Day(), 18, 0, 0, 0, tokyo)
+	sixPM := time.Date(first.Year(), first.Month(), first.Day(), 18, 0, 0, 0, first.Location())
 	if !sixPM.After(first) {
 		sixPM = sixPM.AddDate(0, 0, 1)
 	}

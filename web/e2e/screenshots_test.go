@@ -75,10 +75,7 @@ func TestScreenshots(t *testing.T) {
 	seed(t, p, srv.URL, "#/welcome", entries)
 	dir := screenshotDir(t)
 
-	tokyo, err := time.LoadLocation("Asia/Tokyo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tokyo := loadTokyo(t)
 	tomorrow := time.Now().In(tokyo).AddDate(0, 0, 1)
 	at := func(hour, minute int) string {
 		return wall(time.Date(tomorrow.Year(), tomorrow.Month(), tomorrow.Day(), hour, minute, 0, 0, tokyo))
@@ -109,8 +106,7 @@ func TestScreenshots(t *testing.T) {
 				{"fixed", map[string]string{"From": "Team bot", "Message": "Stand-up in five minutes.",
 					"Time zone": "Asia/Tokyo", "First time": at(9, 55), "Repeat": "cron", "Cron expression": "55 9 * * 1-5"}},
 			} {
-				p.Navigate(srv.URL + "/#/schedule/new")
-				p.WaitFor(`document.querySelector('.task-form')`)
+				openTaskForm(p, srv.URL)
 				p.Eval(`document.querySelector('.task-form input[value=`+task.kind+`]').click()`, nil)
 				fillTaskForm(t, p, task.fields)
 				submitTaskForm(p)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -166,4 +167,16 @@ func userID(t *testing.T, p *browsertest.Page) string {
 		t.Fatalf("amsg.userId %q: %v", raw, err)
 	}
 	return id
+}
+
+// deliverPushes hands each plaintext to the worker as a Web Push and waits
+// until the worker has settled them all, the signal to wait on before
+// reading notifications (see sw/browser_test.go).
+func deliverPushes(p *browsertest.Page, plaintexts ...string) {
+	var before int
+	p.WorkerEval(`self.__amsgTest.pushesSettled()`, &before)
+	for _, pt := range plaintexts {
+		p.DeliverPush(pt)
+	}
+	p.WaitForWorker(`self.__amsgTest.pushesSettled() >= ` + strconv.Itoa(before+len(plaintexts)))
 }
