@@ -40,6 +40,17 @@ func onboard(t *testing.T, b *browsertest.Browser, p *browsertest.Page, origin s
 	p.WaitFor(`document.querySelector('.onboarding .notice.ok') && document.querySelector('.device-count')`)
 }
 
+// newDevicePage returns a server and a page whose browser the onboarding
+// made one of the user's devices.
+func newDevicePage(t *testing.T) (*server, *browsertest.Browser, *browsertest.Page) {
+	t.Helper()
+	srv := newServer(t)
+	b := browsertest.New(t, browsertest.Config{})
+	p, _ := openPage(t, b, srv, "")
+	onboard(t, b, p, srv.URL)
+	return srv, b, p
+}
+
 func TestOnboardingRegistersThisDevice(t *testing.T) {
 	srv := newServer(t)
 	b := browsertest.New(t, browsertest.Config{})
@@ -172,10 +183,7 @@ func TestOnboardingRetriesTheZombieEndpoint(t *testing.T) {
 // asks for goes through the server's real sender to the fake push service,
 // which decrypts it; delivered to the worker, it shows a notification.
 func TestPushReachesTheNotificationEndToEnd(t *testing.T) {
-	srv := newServer(t)
-	b := browsertest.New(t, browsertest.Config{})
-	p, _ := openPage(t, b, srv, "")
-	onboard(t, b, p, srv.URL)
+	srv, _, p := newDevicePage(t)
 
 	p.Navigate(srv.URL + "/?settings#/settings")
 	p.WaitFor(`document.querySelector('.this-device')`)
@@ -188,10 +196,7 @@ func TestPushReachesTheNotificationEndToEnd(t *testing.T) {
 	if got.Message != "amsg can reach this device." || got.MessageID == "" {
 		t.Fatalf("decrypted push %s", plaintext)
 	}
-	var before int
-	p.WorkerEval(`self.__amsgTest.pushesSettled()`, &before)
-	p.DeliverPush(string(plaintext))
-	p.WaitForWorker(`self.__amsgTest.pushesSettled() > ` + strconv.Itoa(before))
+	deliverPushes(p, string(plaintext))
 	n := p.WaitNotification("the test push", func(n browsertest.Notification) bool { return n.Tag == got.MessageID })
 	if n.Body != "amsg can reach this device." || n.Title != "amsg" || n.Icon != srv.URL+"/icon-192x192.png" || n.Badge != srv.URL+"/badge-72x72.png" {
 		t.Errorf("notification %+v", n)

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"amsg/api"
+	"amsg/loop"
 	"amsg/push"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
+	"amsg/scheduler"
 	"amsg/store"
 	"amsg/store/storetest"
 	"amsg/sw"
@@ -20,11 +24,37 @@ import (
 )
 
 // server is the amsg HTTP server as cmd/amsg assembles it, on loopback,
-// with its pushes going to a fake push service.
+// with its pushes going to a fake push service. Its scheduler does not run
+// by itself: a test moves the scheduler's clock and ticks it (fireAt).
 type server struct {
 	*httptest.Server
-	Store *store.Store
-	Push  *pushtest.Server
+	Store     *store.Store
+	Push      *pushtest.Server
+	Scheduler *scheduler.Scheduler
+	clock     *clock
+}
+
+// clock is the scheduler's clock: the real time until a test sets it. The
+// API keeps the real clock, so the page and the server agree on what is in
+// the future.
+type clock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() {
+		return time.Now()
+	}
+	return c.at
+}
+
+func (c *clock) Set(at time.Time) {
+	c.mu.Lock()
+	c.at = at
+	c.mu.Unlock()
 }
 
 func newServer(t *testing.T) *server {
@@ -44,13 +74,28 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: st}
+	// One LLM client and transcript writer for the scheduler and the
+	// instant path, as cmd/amsg has them.
+	llm := loop.NewClient(loop.Config{Logger: log})
+	transcripts := loop.NewTranscripts(st, nil)
+	clk := &clock{}
+	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
+		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: llm, Transcripts: transcripts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sched.Stop(context.Background()) })
 	version, err := sw.AssetVersion(web.FS())
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, err := api.New(api.Config{AllowPrivateEndpoints: true, Logger: log}, api.Deps{
 		Store:         st,
-		Dispatcher:    &webpush.Dispatcher{Sender: sender, Directory: st},
+		Dispatcher:    dispatcher,
+		Scheduler:     sched,
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
 		Web:           web.Handler(),
 		ServiceWorker: sw.Handler(version),
 	})
@@ -59,7 +104,19 @@ func newServer(t *testing.T) *server {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &server{Server: srv, Store: st, Push: pushes}
+	return &server{Server: srv, Store: st, Push: pushes, Scheduler: sched, clock: clk}
+}
+
+// fireAt runs one scheduler tick at the given time, as the background loop
+// would then, and returns its summary.
+func (s *server) fireAt(t *testing.T, at time.Time) scheduler.Summary {
+	t.Helper()
+	s.clock.Set(at)
+	sum, err := s.Scheduler.Tick(t.Context())
+	if err != nil {
+		t.Fatalf("tick at %s: %v", at, err)
+	}
+	return sum
 }
 
 // waitPush waits for the n-th push the fake push service decrypted and
@@ -110,4 +167,16 @@ func userID(t *testing.T, p *browsertest.Page) string {
 		t.Fatalf("amsg.userId %q: %v", raw, err)
 	}
 	return id
+}
+
+// deliverPushes hands each plaintext to the worker as a Web Push and waits
+// until the worker has settled them all, the signal to wait on before
+// reading notifications (see sw/browser_test.go).
+func deliverPushes(p *browsertest.Page, plaintexts ...string) {
+	var before int
+	p.WorkerEval(`self.__amsgTest.pushesSettled()`, &before)
+	for _, pt := range plaintexts {
+		p.DeliverPush(pt)
+	}
+	p.WaitForWorker(`self.__amsgTest.pushesSettled() >= ` + strconv.Itoa(before+len(plaintexts)))
 }

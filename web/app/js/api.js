@@ -134,6 +134,16 @@ export class Client {
     return this.call('GET', 'message', { query: { id: uuid }, encryptedResponse: true });
   }
 
+  /** GET /outbox: a page of the user's unacknowledged pushes after the cursor since. */
+  outbox({ since = 0, limit = 100 } = {}) {
+    return this.call('GET', 'outbox', { query: { since, limit }, encryptedResponse: true });
+  }
+
+  /** GET /sessions/{sessionId}: the transcript of one of the user's agent sessions. */
+  session(sessionId) {
+    return this.call('GET', `sessions/${encodeURIComponent(sessionId)}`, { encryptedResponse: true });
+  }
+
   /**
    * POSTs /instant or /continue, encrypted, and reads the SSE answer,
    * handing each payload to onPayload. Rejects with ApiError for an HTTP
@@ -144,7 +154,7 @@ export class Client {
     const response = await send(this.url(path), {
       method: 'POST',
       signal,
-      headers: this.headers({ encryptedBody: true }),
+      headers: { ...this.headers({ encryptedBody: true }), Accept: 'text/event-stream' },
       body: JSON.stringify(await seal(this.userKey, payload)),
     });
     const type = (response.headers.get('Content-Type') || '').split(';')[0].trim().toLowerCase();

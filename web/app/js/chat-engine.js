@@ -68,16 +68,16 @@ async function follow(app, conversation, sessionId, llm, controller) {
     primaryModel: llm.model,
     sessionId,
     messageSubtype: 'chat',
-    tools: tools.definitions(),
   };
   try {
     await app.ready();
+    // /instant starts the loop with the whole history and the tools; each
+    // /continue brings only the tool results of the iteration it resumes,
+    // and the server restores the rest from the session's transcript.
     let path = 'instant';
-    let iteration = 0;
-    for (;;) {
+    let body = { ...base, tools: tools.definitions(), messages: withSystemPrompt(conversation.history, llm.systemPrompt) };
+    for (let iteration = 1; ; iteration++) {
       const round = { contents: [], toolRequest: null };
-      const body = { ...base, messages: withSystemPrompt(conversation.history, llm.systemPrompt) };
-      if (path === 'continue') body.iteration = iteration;
       await app.client.stream(path, body, {
         signal: controller.signal,
         onPayload: (payload) => receive(conversation, payload, round),
@@ -86,9 +86,9 @@ async function follow(app, conversation, sessionId, llm, controller) {
         if (round.contents.length) conversations.update(conversation, (c) => c.history.push({ role: 'assistant', content: round.contents.join(' ') }));
         break;
       }
-      await runTools(conversation, round);
-      iteration += 1;
+      const results = await runTools(conversation, round);
       path = 'continue';
+      body = { ...base, iteration, messages: results };
     }
   } catch (err) {
     if (err && err.name === 'AbortError') {
@@ -129,6 +129,7 @@ async function runTools(conversation, round) {
   conversations.update(conversation, (c) => {
     c.history.push({ role: 'assistant', content: round.contents.join(' ') || null, tool_calls: push.toolCalls }, ...results);
   });
+  return results;
 }
 
 function addError(conversation, sessionId, err) {

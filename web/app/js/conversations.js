@@ -115,6 +115,8 @@ export function ingest(payload, { unread = false } = {}) {
   update(c, (conv) => {
     conv.items.push(item);
     if (!conv.contactName && payload.contactName) conv.contactName = payload.contactName;
+    // A fixed message involves no model, so its session has no transcript.
+    if (payload.messageType === 'fixed') conv.fixed = true;
     if (unread && item.type === 'content') conv.unread += 1;
   });
   return { conversation: c, item, added: true };
@@ -128,4 +130,93 @@ export function preview(c) {
     if (item.type === 'error') return item.text || item.code;
   }
   return '';
+}
+
+/** The text of an LLM message's content: a string, or the text parts of an array. */
+function textOf(message) {
+  const content = message && message.content;
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.filter((p) => p && p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('\n');
+  return '';
+}
+
+/** A tool call's state from its result: a result that is only {error} failed. */
+function resultState(result) {
+  try {
+    const value = JSON.parse(result);
+    if (value && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).join() === 'error') return 'failed';
+  } catch {
+    // Not JSON: a plain result.
+  }
+  return 'done';
+}
+
+/**
+ * Merges a session transcript (GET /sessions/{id}) into the session's
+ * conversation, created when unknown. Pushes already recorded stay as they
+ * are; the transcript adds what no push carries (the user's message, the
+ * tool results) and stands in for pushes this browser never got. A
+ * conversation without history gets the session's, so it can go on.
+ */
+export function mergeTranscript(sessionId, transcript, { contactName = '' } = {}) {
+  const c = find(sessionId) || create({ sessionId, contactName });
+  update(c, (conv) => {
+    const has = (id) => conv.items.some((i) => i.id === id);
+    const history = [];
+    for (const m of transcript.messages) {
+      if (!m || typeof m !== 'object') continue;
+      const at = Date.parse(m.timestamp) || Date.now();
+      const pushes = Array.isArray(m.pushes) ? m.pushes.filter((id) => typeof id === 'string') : [];
+      const pushed = pushes.some(has);
+      switch (m.type) {
+        case 'input': {
+          const messages = Array.isArray(m.messages) ? m.messages.filter((x) => x && typeof x === 'object') : [];
+          history.splice(0, history.length, ...messages.filter((x) => x.role !== 'system'));
+          const text = textOf(messages.findLast((x) => x.role === 'user'));
+          if (text && !has(`input_${m.id}`)) {
+            conv.items.push({ id: `input_${m.id}`, type: 'user', text, at });
+            if (!conv.title) conv.title = text.slice(0, 80);
+          }
+          break;
+        }
+        case 'reasoning':
+          if (!pushed && m.text) conv.items.push({ id: pushes[0] || `reasoning_${m.id}`, type: 'reasoning', text: m.text, at });
+          break;
+        case 'reply':
+          if (!pushed && m.text) conv.items.push({ id: pushes[0] || `reply_${m.id}`, type: 'content', text: m.text, at });
+          history.push({ role: 'assistant', content: m.text || '' });
+          break;
+        case 'tool-calls': {
+          const calls = Array.isArray(m.calls) ? m.calls : [];
+          if (!pushed && m.text) conv.items.push({ id: pushes[0] || `reply_${m.id}`, type: 'content', text: m.text, at });
+          const ids = new Set(calls.map((call) => call.id));
+          if (!conv.items.some((i) => i.type === 'tool' && i.calls.some((call) => ids.has(call.id)))) {
+            conv.items.push({ id: `tool_${m.id}`, type: 'tool', text: '', at, calls: calls.map((call) => ({ id: call.id, name: call.name, state: 'waiting' })) });
+          }
+          const a = m.assistant && typeof m.assistant === 'object' ? m.assistant : {};
+          // reasoning_content stays out: providers refuse it in a request.
+          history.push({ role: 'assistant', content: a.content ?? null, tool_calls: a.tool_calls });
+          break;
+        }
+        case 'tool-results':
+          for (const r of Array.isArray(m.results) ? m.results : []) {
+            const result = typeof r.output === 'string' ? r.output : JSON.stringify(r.output ?? null);
+            for (const item of conv.items) {
+              const call = item.type === 'tool' ? item.calls.find((x) => x.id === r.callId) : null;
+              if (call && !call.result) Object.assign(call, { state: resultState(result), result });
+            }
+            history.push({ role: 'tool', tool_call_id: r.callId, content: result });
+          }
+          break;
+        case 'error':
+          if (!pushed) conv.items.push({ id: pushes[0] || `error_${m.id}`, type: 'error', code: String(m.code || 'ERROR'), text: String(m.text || ''), at });
+          break;
+        default:
+      }
+    }
+    // Transcript items and pushes interleave by time; sort is stable.
+    conv.items.sort((a, b) => a.at - b.at);
+    if (conv.history.length === 0) conv.history = history;
+  });
+  return c;
 }

@@ -5,6 +5,7 @@ import { ApiError, Client } from './api.js';
 import * as conversations from './conversations.js';
 import * as device from './device.js';
 import * as settings from './settings.js';
+import * as sync from './sync.js';
 import { announce, describeError, h, icon } from './ui.js';
 import * as worker from './worker.js';
 import * as chat from './views/chat.js';
@@ -48,6 +49,16 @@ const app = {
 
   deviceChanged() {
     renderStatus();
+  },
+
+  /** Records the pushes this browser missed (sync.js); failures are only logged. */
+  catchUp() {
+    return sync.catchUp(this, onPush).catch((err) => console.warn('[amsg] catching up failed:', describeError(err)));
+  },
+
+  /** Fills the conversation of a session this browser does not have from the server. */
+  restore(sessionId) {
+    return sync.restore(this, sessionId, onPush);
   },
 };
 
@@ -156,15 +167,17 @@ function onNotificationClick(url, data) {
 // --- start-up -----------------------------------------------------------------------
 
 /**
- * Fetches the user key and registers this device again if it was
- * registered: the reference's advice for every start (it is idempotent and
- * repairs a subscription the server dropped). A device the user removed
- * stays removed until the onboarding is done again.
+ * Fetches the user key, catches up on the pushes this browser missed, and
+ * registers this device again if it was registered: the reference's advice
+ * for every start (it is idempotent and repairs a subscription the server
+ * dropped). A device the user removed stays removed until the onboarding is
+ * done again.
  */
 async function start() {
   serverProblem = null;
   try {
     await app.ready();
+    app.catchUp();
     if (settings.device() && device.permission() === 'granted' && device.support() === 'ok') await device.register(app.client);
   } catch (err) {
     if (err instanceof ApiError && (err.code === 'NETWORK' || err.code === 'INVALID_CLIENT_TOKEN' || err.status >= 500)) {
@@ -183,5 +196,10 @@ if (worker.supported) {
 }
 addEventListener('hashchange', route);
 addEventListener('online', start);
+// Back to a page that sat in the background: what arrived meanwhile went to
+// the worker alone while no window was open.
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible') app.catchUp();
+});
 route();
 start();

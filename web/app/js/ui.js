@@ -163,10 +163,12 @@ const relative = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
 /** "in 5 minutes", "yesterday", … for a time in ms. */
 export function relativeTime(ms, now = Date.now()) {
   const diff = ms - now;
-  const abs = Math.abs(diff);
-  const steps = [[60e3, 1e3, 'second'], [3600e3, 60e3, 'minute'], [86400e3, 3600e3, 'hour'], [7 * 86400e3, 86400e3, 'day'], [Infinity, 7 * 86400e3, 'week']];
-  for (const [limit, unit, name] of steps) {
-    if (abs < limit) return relative.format(Math.round(diff / unit), name);
+  // Each unit while its rounded count stays below the next unit: 23.6 hours
+  // is "tomorrow", not "in 24 hours".
+  const steps = [[1e3, 60, 'second'], [60e3, 60, 'minute'], [3600e3, 24, 'hour'], [86400e3, 7, 'day'], [7 * 86400e3, Infinity, 'week']];
+  for (const [unit, below, name] of steps) {
+    const n = Math.round(diff / unit);
+    if (Math.abs(n) < below) return relative.format(n, name);
   }
   return '';
 }

@@ -19,6 +19,11 @@ export function render(app, params) {
   const sessionId = params[0] ? decodeURIComponent(params[0]) : null;
   const isNew = sessionId === 'new';
   let conversation = sessionId && !isNew ? conversations.find(sessionId) : null;
+  // A session this browser never saw, or knows only from its pushes, is
+  // filled from the server once: the state of that, for the empty thread.
+  let restoring = Boolean(sessionId && !isNew &&
+    (!conversation || (!conversation.restored && !conversation.items.some((i) => i.type === 'user'))));
+  let restoreError = null;
 
   const view = h('section.view.chat', { class: sessionId ? 'has-thread' : 'no-thread' });
   const listPane = h('div.conversations');
@@ -66,7 +71,11 @@ export function render(app, params) {
 
   function renderThread() {
     const llm = settings.llm();
-    const title = conversation ? (conversation.contactName || 'Conversation') : 'New conversation';
+    // A session asked for by address that this browser does not have (yet).
+    const missing = Boolean(sessionId && !isNew && !conversation);
+    const title = conversation ? (conversation.contactName || 'Conversation') : missing ? 'Conversation' : 'New conversation';
+    const subtitle = conversation ? `Started ${relativeTime(conversation.createdAt)}`
+      : missing ? (restoring ? 'Loading…' : 'Not available') : 'Replies also arrive as notifications';
     const banners = [];
     if (!settings.llmReady(llm)) {
       banners.push(h('div.notice.warn', { role: 'note' }, icon('sparkle'),
@@ -80,10 +89,10 @@ export function render(app, params) {
       h('div.pane-header.thread-header',
         h('a.button.icon-only.back', { href: '#/chat', 'aria-label': 'All conversations' }, icon('back')),
         h('span.avatar', { 'aria-hidden': 'true' }, initial(conversation ? conversation.contactName : llm.contactName)),
-        h('div', h('h2', title), h('p.muted.small', conversation ? `Started ${relativeTime(conversation.createdAt)}` : 'Replies also arrive as notifications'))),
+        h('div', h('h2', title), h('p.muted.small', subtitle))),
       banners.length ? h('div.banners', banners) : null,
       log,
-      form,
+      missing ? null : form,
     ].filter(Boolean));
     elements.clear();
     log.replaceChildren();
@@ -97,12 +106,14 @@ export function render(app, params) {
 
   function emptyThread(llm) {
     if (sessionId && !isNew && !conversation) {
-      return emptyState({
-        title: 'Not on this device',
-        text: 'This conversation was not saved in this browser. New replies to it will appear here when they arrive.',
+      if (restoring) return h('p.muted.thread-loading', { role: 'status' }, 'Loading the conversation…');
+      return h('div.thread-empty', emptyState({
+        title: restoreError ? 'Could not load this conversation' : 'Conversation not found',
+        text: restoreError ? `${describeError(restoreError)} New replies to it will appear here when they arrive.`
+          : 'Neither this browser nor the server has it any more. New replies to it will appear here when they arrive.',
         actions: [h('a.button', { href: '#/chat/new' }, 'Start a new one')],
         headingLevel: 3,
-      });
+      }));
     }
     return h('div.empty.thread-empty', emptyState({
       title: `Say hello to ${llm.contactName}`,
@@ -184,17 +195,30 @@ export function render(app, params) {
       sync();
     }
   }
+  let destroyed = false;
   addEventListener('amsg:conversations', onChange);
   addEventListener('amsg:settings', renderThread);
 
   renderList();
   renderThread();
   if (conversation) conversations.markRead(conversation);
+  if (restoring) {
+    app.restore(sessionId).catch((err) => { restoreError = err; }).finally(() => {
+      restoring = false;
+      if (destroyed) return;
+      // Restored items may sort before those shown: render the thread anew.
+      conversation = conversations.find(sessionId) || null;
+      renderList();
+      renderThread();
+      if (conversation) conversations.markRead(conversation);
+    });
+  }
   return {
     el: view,
     title: conversation ? conversation.contactName : 'Chat',
     focus: sessionId ? input : heading,
     destroy() {
+      destroyed = true;
       removeEventListener('amsg:conversations', onChange);
       removeEventListener('amsg:settings', renderThread);
     },

@@ -75,13 +75,14 @@ export function renderList(app) {
     const repeat = task.recurrenceType === 'cron' && task.cronExpr ? `Cron ${task.cronExpr}` : (REPEATS[task.recurrenceType] || 'Once');
     const failed = task.status === 'failed';
     const error = lastErrorText(task.lastError);
+    const name = senderOf(task);
     const actions = h('div.task-actions',
-      task.status === 'pending' ? h('a.button.ghost', { href: `#/schedule/edit/${encodeURIComponent(task.uuid)}`, 'aria-label': `Edit message to ${task.contactName}` }, icon('edit'), 'Edit') : null,
-      h('button.button.ghost.danger', { type: 'button', 'aria-label': `Cancel message to ${task.contactName}`, onclick: () => confirmCancel(task, row, actions) }, icon('trash'), 'Cancel'));
+      task.status === 'pending' ? h('a.button.ghost', { href: `#/schedule/edit/${encodeURIComponent(task.uuid)}`, 'aria-label': `Edit message from ${name}` }, icon('edit'), 'Edit') : null,
+      h('button.button.ghost.danger', { type: 'button', 'aria-label': `Cancel message from ${name}`, onclick: () => confirmCancel(task, row, actions) }, icon('trash'), 'Cancel'));
     const row = h('li.task', { 'data-uuid': task.uuid },
-      h('span.avatar', { 'aria-hidden': 'true' }, (task.contactName || '?').trim()[0].toUpperCase()),
+      h('span.avatar', { 'aria-hidden': 'true' }, (name.trim()[0] || '?').toUpperCase()),
       h('div.task-main',
-        h('div.task-top', h('strong', task.contactName), h('span.badge', type),
+        h('div.task-top', h('strong', name), h('span.badge', type),
           h('span.badge.subtle', task.recurrenceType && task.recurrenceType !== 'none' ? icon('repeat', { size: 14 }) : null, repeat),
           failed ? h('span.badge.danger', 'Failed') : null),
         note ? h('p.task-note', note) : null,
@@ -104,7 +105,7 @@ export function renderList(app) {
           try {
             await app.client.cancelMessage(task.uuid);
             setNote(task.uuid, null);
-            toast(`Cancelled the message to ${task.contactName}.`);
+            toast(`Cancelled the message from ${senderOf(task)}.`);
             load();
           } catch (err) {
             toast(describeError(err), { error: true });
@@ -118,6 +119,11 @@ export function renderList(app) {
 
   load();
   return { el: view, title: 'Schedule', focus: heading };
+}
+
+// A task whose payload the server cannot decrypt lists without its fields.
+function senderOf(task) {
+  return task.contactName || 'Unknown sender';
 }
 
 function lastErrorText(e) {
@@ -150,7 +156,7 @@ export function renderForm(app, params) {
   const immediate = h('input#immediate', { type: 'checkbox' });
   const repeat = h('select', Object.entries(REPEATS).map(([value, label]) => h('option', { value }, label)));
   const cron = h('input', { type: 'text', value: '0 9 * * 1-5', autocomplete: 'off', spellcheck: 'false', inputmode: 'text' });
-  const cronField = field('Cron expression', cron, { hint: 'Five fields: minute hour day-of-month month day-of-week, in the time zone above. 0 9 * * 1-5 is 09:00 on weekdays.' });
+  const cronField = field('Cron expression', cron, { hint: 'Five fields: minute hour day-of-month month day-of-week, in the time zone above; 0 9 * * 1-5 is 09:00 on weekdays. The first message goes at the time above, the next ones at the expression’s times.' });
   const errors = h('div.form-errors', { role: 'alert', tabindex: '-1' });
   const submit = h('button.button.primary', { type: 'submit' }, editing ? 'Save changes' : 'Schedule');
   const llmNote = h('p.notice.small', { role: 'note' });
