@@ -572,6 +572,38 @@ func TestDuplicateRepairsMissingNotification(t *testing.T) {
 	}
 }
 
+// The backup push of a reply the page already showed carries no directive;
+// the first delivery's when-hidden still governs it: quiet while a window is
+// visible, a notification once none is.
+func TestDuplicateKeepsTheFirstDeliverysPolicy(t *testing.T) {
+	srv := newTestServer(t, "v-policy")
+	_, p := openWorkerPage(t, srv)
+
+	var ack map[string]any
+	p.Eval(`amsgTest.deliver({messageKind: 'content', messageId: 'm-policy', message: 'read here', notification: {show: 'when-hidden'}}, {source: 'sse'})`, &ack)
+	if rec := waitSettled(t, p, "m-policy"); rec.NotificationShown {
+		t.Fatal("shown on a visible page")
+	}
+	backup := map[string]any{"messageKind": "content", "messageId": "m-policy", "message": "read here"}
+	p.DeliverPushJSON(backup)
+	p.DeliverPushJSON(map[string]any{"messageKind": "content", "messageId": "m-policy-later", "message": "x"})
+	waitSettled(t, p, "m-policy-later") // pushes are handled in order: the backup is through
+	if ns := notificationsTagged(p, "m-policy"); len(ns) != 0 {
+		t.Fatalf("the backup of a reply on a visible page notified: %+v", ns)
+	}
+	if rec := waitSettled(t, p, "m-policy"); rec.NotificationShown {
+		t.Fatal("the record says shown")
+	}
+
+	// Redelivered with no window open, it notifies after all.
+	p.Navigate("about:blank")
+	p.DeliverPushJSON(backup)
+	p.WaitForWorker(`self.__amsgTest.deliveryRecord('m-policy').then((r) => r.notificationShown)`)
+	p.Navigate(srv.URL + "/")
+	p.WaitServiceWorker()
+	p.WaitNotification("m-policy", func(n browsertest.Notification) bool { return n.Tag == "m-policy" })
+}
+
 func TestDedupeSurvivesWorkerRestart(t *testing.T) {
 	srv := newTestServer(t, "v-restart")
 	_, p := openWorkerPage(t, srv)

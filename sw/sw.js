@@ -663,6 +663,7 @@ async function processPayload(payload, source) {
       expiresAt: now + DEDUPE_TTL_MS,
       source,
       messageKind: typeof payload.messageKind === 'string' ? payload.messageKind : null,
+      show: namedShow(payload),
       notificationShown: false,
       notificationStatePending: true,
     };
@@ -703,11 +704,31 @@ async function processPayload(payload, source) {
   return { duplicate: false, key };
 }
 
-/** A duplicate shows the notification the first delivery did not, if the policy now says so. */
+/**
+ * The display policy a payload names, or null. Recorded with the first
+ * delivery of a message so its duplicates are judged by it.
+ */
+function namedShow(payload) {
+  if (!isObject(payload) || !isObject(payload.notification)) return null;
+  const show = payload.notification.show;
+  return show === undefined ? null : show;
+}
+
+/**
+ * A duplicate shows the notification the first delivery did not, if the
+ * policy now says so. The policy is the first delivery's when it named one:
+ * a page that bridged its stream copy with show:'when-hidden' keeps the Web
+ * Push backup quiet while it is visible, and lets it notify once hidden.
+ * (amsg-sw judges the duplicate's own payload, so the backup of a reply the
+ * user is reading raises a notification.)
+ */
 async function repairNotification(payload, key, existing) {
   if (existing.notificationShown === true) return 'already-shown';
   if (existing.notificationStatePending === true) return 'first-delivery-pending';
-  if (!shouldRender(payload, await windowClients())) return 'policy-suppressed';
+  const judged = existing.show != null && isObject(payload)
+    ? { ...payload, notification: { ...(isObject(payload.notification) ? payload.notification : {}), show: existing.show } }
+    : payload;
+  if (!shouldRender(judged, await windowClients())) return 'policy-suppressed';
   const { title, options } = buildNotification(payload);
   await self.registration.showNotification(title, options);
   await updateDelivery(key, { notificationShown: true, notificationStatePending: false });

@@ -188,23 +188,15 @@ func TestChatToolLoopEndToEnd(t *testing.T) {
 	quoted, _ := json.Marshal(ids)
 	p.WaitForWorker(`Promise.all(` + string(quoted) + `.map((id) => self.__amsgTest.deliveryRecord(id)))
 		.then((records) => records.every((r) => r && r.source === 'sse'))`)
-	// ...so each backup is a duplicate. The page is visible, so the bridged
-	// content showed nothing (when-hidden); its backup shows it once.
+	// ...so each backup is a duplicate. The page is visible and showed the
+	// reply itself: the bridged copies said when-hidden, and that policy
+	// keeps the backups quiet too, however often they arrive.
+	deliverPushes(p, plaintexts...)
 	deliverPushes(p, plaintexts...)
 	var shown []string
 	p.WorkerEval(`self.__shown`, &shown)
-	if !slices.Equal(shown, ids[2:]) {
-		t.Errorf("notifications shown for %q, want one for each content push %q", shown, ids[2:])
-	}
-	// Delivered again, nothing more is shown.
-	deliverPushes(p, plaintexts...)
-	p.WorkerEval(`self.__shown`, &shown)
-	if len(shown) != 2 {
-		t.Errorf("a second delivery of the backups showed %q", shown[2:])
-	}
-	n := p.WaitNotification("the first answer", func(n browsertest.Notification) bool { return n.Tag == ids[2] })
-	if n.Body != "Good evening!" || n.Title != "来自 Rei" {
-		t.Errorf("notification %+v", n)
+	if len(shown) != 0 {
+		t.Errorf("backups of a reply on a visible page showed notifications for %q", shown)
 	}
 	// Nothing was rendered twice.
 	var after []threadItem
