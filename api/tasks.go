@@ -182,14 +182,20 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		return req, invalidParameters("messageType 'instant' 本就立即投递，不能再带 immediate", "immediate")
 	}
 	now := s.now()
-	if immediate {
+	rec, _ := f.str("recurrenceType")
+	// A cron task without a first time starts at its expression's next
+	// time after now, computed once the expression and zone are checked.
+	cronStartsItself := rec == string(push.RecurrenceCron) && !immediate && !f.given("firstSendTime")
+	switch {
+	case cronStartsItself:
+	case immediate:
 		if f.given("firstSendTime") {
 			if _, ok := parseTime(f["firstSendTime"]); !ok {
 				return req, invalidTimestamp("时间格式无效", map[string]any{"field": "firstSendTime"})
 			}
 		}
 		req.sendAt = now
-	} else {
+	default:
 		at, ok := parseTime(f["firstSendTime"])
 		if !f.truthy("firstSendTime") || !ok {
 			return req, invalidTimestamp("时间格式无效", map[string]any{"field": "firstSendTime"})
@@ -219,7 +225,6 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		}
 		req.subscription = f["pushSubscription"]
 	}
-	rec, _ := f.str("recurrenceType")
 	if f.truthy("recurrenceType") && !push.Recurrence(rec).Valid() {
 		return req, invalidParameters(msgInvalidParameters, "recurrenceType")
 	}
@@ -240,6 +245,17 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 	p.CronExpr, _ = f.str("cronExpr")
 	if p.RecurrenceType == push.RecurrenceCron && p.CronExpr == "" {
 		return req, invalidParameters(msgCronRequired, "cronExpr")
+	}
+	if cronStartsItself {
+		var tz string
+		if p.TzID != nil {
+			tz = *p.TzID
+		}
+		r, err := scheduler.ParseRecurrence(push.RecurrenceCron, tz, p.CronExpr)
+		if err != nil {
+			return req, invalidParameters(msgCronInvalid, "cronExpr")
+		}
+		req.sendAt, _ = r.NextAfter(now, now)
 	}
 	if f.given("maxTokens") {
 		n, ok := f.positiveInt("maxTokens")

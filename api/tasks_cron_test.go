@@ -56,3 +56,26 @@ func TestCronTaskFiresOnConsecutiveMinutesOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// A cron task needs no firstSendTime: it starts at its expression's next
+// time, in its zone.
+func TestCronTaskWithoutAFirstTimeStartsAtItsNextTime(t *testing.T) {
+	e := newTaskEnv(t, Config{})
+	e.subscribe(t, testUserID)
+	got := e.schedule(t, testUserID, fixedTask(map[string]any{
+		"firstSendTime": nil, "recurrenceType": "cron", "cronExpr": "30 9 * * *", "tzId": "Asia/Tokyo"}))
+	if got.status != http.StatusCreated {
+		t.Fatalf("%d %s", got.status, got.body)
+	}
+	var data struct{ NextSendAt string }
+	decodeData(t, got.body, &data)
+	// 09:00 UTC is 18:00 in Tokyo; the next 09:30 there is 00:30 UTC tomorrow.
+	if data.NextSendAt != "2026-06-02T00:30:00.000Z" {
+		t.Errorf("nextSendAt %s", data.NextSendAt)
+	}
+	// Other recurrences still need one.
+	got = e.schedule(t, testUserID, fixedTask(map[string]any{"firstSendTime": nil, "recurrenceType": "daily"}))
+	if got.status != http.StatusBadRequest || !strings.Contains(got.body, "INVALID_TIMESTAMP") {
+		t.Errorf("daily without firstSendTime: %d %s", got.status, got.body)
+	}
+}
