@@ -72,18 +72,54 @@ func messageIDBase(taskID int64, occurrence time.Time) string {
 // outgoing is one built push of a burst, as the outbox records it.
 type outgoing struct {
 	store.OutboxMessage
-	kind  push.Kind
-	total int // content pushes in the burst
+	kind      push.Kind
+	total     int  // content pushes in the burst
+	delivered bool // an earlier attempt delivered it
 }
 
 // fire delivers one occurrence of task: content (the stored message, or an
 // LLM answer), then its pushes, reasoning first, paced. It returns how many
-// content pushes went out.
+// content pushes went out. An occurrence that already reached the user in
+// part (a retry after a failure mid-burst, or after a crash) finishes the
+// burst it started, from the outbox: a new LLM answer would mix with the
+// sentences already shown under the same messageIds.
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
 	var pushed []string
 	defer func() { s.recordRound(task, round, pushed, err) }()
 
+	burst := s.startedBurst(ctx, task)
+	if burst == nil {
+		if burst, round, err = s.newBurst(ctx, task, p, rec); err != nil {
+			return 0, err
+		}
+	}
+	defer func() { s.markDelivered(task, pushed) }()
+	source := p.MessageType.Source()
+	paced := false
+	for _, o := range burst {
+		if o.delivered {
+			continue
+		}
+		if paced {
+			if err := s.sleep(ctx, s.cfg.PushInterval); err != nil {
+				return 0, err
+			}
+		}
+		paced = true
+		if err := s.send(ctx, task.UserID, source, o); err != nil {
+			return 0, err
+		}
+		pushed = append(pushed, o.MessageID)
+	}
+	return burst[len(burst)-1].total, nil
+}
+
+// newBurst makes an occurrence's pushes (calling the LLM when the task asks
+// for it) and records them in the outbox before anything is sent, for
+// clients that were offline; the outbox is best effort and never fails a
+// delivery. round is the LLM round to record, set even when the call failed.
+func (s *Scheduler) newBurst(ctx context.Context, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
 	resp, err := s.content(ctx, task, p)
 	if resp == nil && err == nil {
 		resp = &contentResult{text: *p.UserMessage}
@@ -91,17 +127,14 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		round = &loop.Round{Input: p.Messages, Prompt: deref(p.CompletePrompt), Response: resp.llm}
 	}
 	if err != nil {
-		return 0, err
+		return nil, round, err
 	}
-	burst, err := s.build(task, p, rec, resp.reasoning, resp.text)
-	if err != nil {
-		return 0, err
+	if burst, err = s.build(task, p, rec, resp.reasoning, resp.text); err != nil {
+		return nil, round, err
 	}
 	if round != nil {
 		round.Reasoning, round.Text = resp.reasoning, resp.text
 	}
-	// Every push goes into the outbox before it is sent, for clients that
-	// were offline; the outbox is best effort and never fails a delivery.
 	messages := make([]store.OutboxMessage, len(burst))
 	for i, o := range burst {
 		messages[i] = o.OutboxMessage
@@ -109,20 +142,41 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 	if err := s.deps.Store.AppendOutbox(ctx, task.UserID, messages); err != nil {
 		s.log.Warn("scheduler: outbox append failed; sending anyway", "task_id", task.ID, "err", err)
 	}
-	defer func() { s.markDelivered(task, pushed) }()
-	source := p.MessageType.Source()
-	for i, o := range burst {
-		if i > 0 {
-			if err := s.sleep(ctx, s.cfg.PushInterval); err != nil {
-				return 0, err
-			}
-		}
-		if err := s.send(ctx, task.UserID, source, o); err != nil {
-			return 0, err
-		}
-		pushed = append(pushed, o.MessageID)
+	return burst, round, nil
+}
+
+// startedBurst returns the burst an earlier attempt of the occurrence
+// recorded in the outbox, when some of it was delivered; nil otherwise (an
+// attempt that reached nobody starts afresh, with an edited message or a
+// new LLM answer).
+func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoing {
+	entries, err := s.deps.Store.SessionOutbox(ctx, task.UserID, sessionID(task.ID, task.NextSendAt))
+	if err != nil {
+		s.log.Warn("scheduler: reading the occurrence's outbox failed; building it afresh", "task_id", task.ID, "err", err)
+		return nil
 	}
-	return burst[len(burst)-1].total, nil
+	burst := make([]outgoing, 0, len(entries))
+	started, total := false, 0
+	for _, e := range entries {
+		p, err := push.Decode(e.Payload)
+		if err != nil {
+			s.log.Warn("scheduler: an outbox row does not decode; building the occurrence afresh", "task_id", task.ID, "err", err)
+			return nil
+		}
+		if p.Kind() == push.KindContent {
+			total++
+		}
+		delivered := !e.DeliveredAt.IsZero()
+		started = started || delivered
+		burst = append(burst, outgoing{OutboxMessage: e.OutboxMessage, kind: p.Kind(), delivered: delivered})
+	}
+	if !started {
+		return nil
+	}
+	for i := range burst {
+		burst[i].total = total
+	}
+	return burst
 }
 
 // recordRound writes an occurrence's LLM round into the session transcript

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -331,6 +332,60 @@ func TestPromptedRoundsAreRecordedInTheOccurrencesTranscript(t *testing.T) {
 	}
 	if tr.Usage.Input != 7 || tr.Usage.Output != 5 {
 		t.Errorf("usage %+v", tr.Usage)
+	}
+}
+
+// A burst cut short by a failure is finished on retry with the pushes it
+// started: the sentences already shown stay the first answer's, and the LLM
+// is not asked again (a new answer would go out under the same messageIds).
+func TestRetryFinishesTheBurstItStarted(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	h.llm.Enqueue(
+		llmtest.Reply{ReasoningContent: "plan", Content: "一。二。三。"},
+		llmtest.Reply{Content: "别的回答。"}, // would be asked for on a retry that starts over
+	)
+	task := h.insert(alice, Payload{MessageType: push.TypePrompted, CompletePrompt: str("p"),
+		APIURL: str(h.llm.APIURL()), APIKey: str("k"), PrimaryModel: str("m")}, start)
+	// The reasoning and the first sentence go out, the second fails.
+	h.push.Respond(sub, 2, pushtest.Response{Status: http.StatusCreated})
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
+	if sum := h.tick(); sum.FailedCount != 1 {
+		t.Fatalf("first attempt %s", mustJSON(t, sum))
+	}
+	h.clk.Set(h.task(alice, task.UUID).RetryAfter)
+	if sum := h.tick(); sum.SuccessCount != 1 {
+		t.Fatalf("retry %s", mustJSON(t, sum))
+	}
+
+	if n := len(h.llm.Requests()); n != 1 {
+		t.Errorf("the LLM was asked %d times, want once", n)
+	}
+	base := fmt.Sprintf("msg_task_%d@%d_", task.ID, start.UnixMilli())
+	var got []string
+	for _, p := range h.pushes() {
+		got = append(got, fmt.Sprintf("%s %v", p["messageId"], p["message"]))
+	}
+	want := []string{base + "reasoning <nil>", base + "0 一。", base + "1 二。", base + "2 三。"}
+	if !slices.Equal(got, want) {
+		t.Errorf("delivered %q, want each push of the first answer once: %q", got, want)
+	}
+}
+
+// A burst that reached nobody starts afresh: an attempt that failed on its
+// first push asks the LLM again.
+func TestRetryOfABurstThatReachedNobodyStartsAfresh(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	h.llm.Enqueue(llmtest.Reply{Content: "旧。"}, llmtest.Reply{Content: "新。"})
+	task := h.insert(alice, Payload{MessageType: push.TypePrompted, CompletePrompt: str("p"),
+		APIURL: str(h.llm.APIURL()), APIKey: str("k"), PrimaryModel: str("m")}, start)
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
+	h.tick()
+	h.clk.Set(h.task(alice, task.UUID).RetryAfter)
+	h.tick()
+	if pushes := h.pushes(); len(pushes) != 1 || pushes[0]["message"] != "新。" || len(h.llm.Requests()) != 2 {
+		t.Errorf("pushes %v after %d LLM calls", pushes, len(h.llm.Requests()))
 	}
 }
 

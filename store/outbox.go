@@ -37,6 +37,7 @@ CREATE TABLE message_outbox (
 CREATE INDEX message_outbox_unacked ON message_outbox (user_id, id) WHERE acked_at IS NULL;
 CREATE INDEX message_outbox_created ON message_outbox (created_at);
 CREATE INDEX message_outbox_acked ON message_outbox (acked_at) WHERE acked_at IS NOT NULL;
+CREATE INDEX message_outbox_session ON message_outbox (user_id, session_id) WHERE session_id IS NOT NULL;
 `
 
 // Bounds of the outbox, the standard's.
@@ -222,15 +223,45 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 	if since < 0 || limit < 1 || limit > MaxOutboxPage {
 		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w: since %d, limit %d", ErrInvalidOutbox, since, limit)
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
-			payload, created_at, delivered_at
-		FROM message_outbox WHERE user_id = ? AND acked_at IS NULL AND id > ? ORDER BY id LIMIT ?`, userID, since, limit)
+	page := OutboxPage{Entries: []OutboxEntry{}, Cursor: since}
+	fetched, err := s.readOutbox(ctx, userID, func(e OutboxEntry) {
+		page.Entries = append(page.Entries, e)
+	}, func(id int64) { page.Cursor = max(page.Cursor, id) },
+		`WHERE user_id = ? AND acked_at IS NULL AND id > ? ORDER BY id LIMIT ?`, userID, since, limit)
 	if err != nil {
 		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
 	}
+	page.HasMore = fetched == limit
+	return page, nil
+}
+
+// SessionOutbox returns the pushes recorded for one session of userID,
+// oldest first, whether delivered or acknowledged or not. The scheduler
+// resends a failed occurrence's burst from here, so a retry repeats the
+// first answer rather than asking the LLM for a new one.
+func (s *Store) SessionOutbox(ctx context.Context, userID, sessionID string) ([]OutboxEntry, error) {
+	var entries []OutboxEntry
+	_, err := s.readOutbox(ctx, userID, func(e OutboxEntry) { entries = append(entries, e) }, nil,
+		`WHERE user_id = ? AND session_id = ? ORDER BY id`, userID, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("store: session outbox: %w", err)
+	}
+	return entries, nil
+}
+
+// readOutbox reads the outbox rows of userID that where selects, opening
+// each payload: keep gets every row that opens, seen (if set) the id of
+// every row read, and the count of rows read is returned. A row that does
+// not decrypt is skipped and logged.
+func (s *Store) readOutbox(ctx context.Context, userID string, keep func(OutboxEntry), seen func(id int64), where string, args ...any) (int, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
+			payload, created_at, delivered_at
+		FROM message_outbox `+where, args...)
+	if err != nil {
+		return 0, err
+	}
 	defer rows.Close()
 	key := s.userKey(userID)
-	page := OutboxPage{Entries: []OutboxEntry{}, Cursor: since}
 	fetched := 0
 	for rows.Next() {
 		var e OutboxEntry
@@ -239,10 +270,12 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 		var sealed string
 		var created int64
 		if err := rows.Scan(&e.ID, &e.MessageID, &taskUUID, &sessionID, &index, &total, &sealed, &created, &delivered); err != nil {
-			return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
+			return 0, err
 		}
 		fetched++
-		page.Cursor = max(page.Cursor, e.ID)
+		if seen != nil {
+			seen(e.ID)
+		}
 		payload, err := key.OpenAtRest(sealed)
 		if err == nil && !isJSONObject(payload) {
 			err = errors.New("payload is not a JSON object")
@@ -258,13 +291,9 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 		if delivered.Valid {
 			e.DeliveredAt = fromMillis(delivered.Int64)
 		}
-		page.Entries = append(page.Entries, e)
+		keep(e)
 	}
-	if err := rows.Err(); err != nil {
-		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
-	}
-	page.HasMore = fetched == limit
-	return page, nil
+	return fetched, rows.Err()
 }
 
 // DiscardUndeliveredOutbox deletes the pushes of a task that no push service
