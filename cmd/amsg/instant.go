@@ -57,7 +57,7 @@ func (s *server) instant() *api.Instant {
 // pruneTranscripts deletes what the transcripts recorded before the
 // retention.
 func (s *server) pruneTranscripts(ctx context.Context) {
-	n, err := s.store.PruneTranscripts(ctx, time.Now().Add(-s.cfg.Instant.TranscriptMaxAge))
+	n, err := s.transcripts.Prune(ctx, s.cfg.Instant.TranscriptMaxAge)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		s.log.Warn("pruning the session transcripts failed", "err", err)
