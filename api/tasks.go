@@ -441,11 +441,21 @@ func withMessage(base *Error, message string, invalid ...string) *Error {
 	return &e
 }
 
-// handleCancelMessage deletes a task in any status.
-func (s *Server) handleCancelMessage(w http.ResponseWriter, r *http.Request) error {
+// requireTaskID reads the task uuid of ?id=, the standard's TASK_ID_REQUIRED
+// when there is none.
+func requireTaskID(r *http.Request) (string, error) {
 	id := r.URL.Query().Get("id")
 	if id == "" {
-		return errTaskIDRequired
+		return "", errTaskIDRequired
+	}
+	return id, nil
+}
+
+// handleCancelMessage deletes a task in any status.
+func (s *Server) handleCancelMessage(w http.ResponseWriter, r *http.Request) error {
+	id, err := requireTaskID(r)
+	if err != nil {
+		return err
 	}
 	userID, err := requireUserID(r)
 	if err != nil {

@@ -142,9 +142,9 @@ func (s *Server) handleGetMessage(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	id := r.URL.Query().Get("id")
-	if id == "" {
-		return errTaskIDRequired
+	id, err := requireTaskID(r)
+	if err != nil {
+		return err
 	}
 	t, err := s.deps.Store.Task(r.Context(), userID, id)
 	if errors.Is(err, store.ErrTaskNotFound) {

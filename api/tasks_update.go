@@ -18,9 +18,9 @@ import (
 // standard's own order (the task id first, then the user id, then the
 // encryption headers), and every decryption problem is DECRYPTION_FAILED.
 func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) error {
-	id := r.URL.Query().Get("id")
-	if id == "" {
-		return errTaskIDRequired
+	id, err := requireTaskID(r)
+	if err != nil {
+		return err
 	}
 	userID, err := requireUserID(r)
 	if err != nil {
