@@ -61,6 +61,7 @@ type amsgProcess struct {
 
 	mu   sync.Mutex
 	logs []map[string]any // the JSON log lines so far
+	grew chan struct{}    // closed and replaced when a line is added
 }
 
 // startAmsg runs `amsg serve` on a free loopback port with its data in
@@ -80,7 +81,7 @@ func startAmsg(t *testing.T, dataDir string, env ...string) *amsgProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &amsgProcess{cmd: cmd, done: make(chan struct{})}
+	p := &amsgProcess{cmd: cmd, done: make(chan struct{}), grew: make(chan struct{})}
 	listening := make(chan string, 1)
 	go p.readLogs(stderr, listening, t)
 	go func() {
@@ -113,6 +114,8 @@ func (p *amsgProcess) readLogs(r io.Reader, listening chan<- string, t *testing.
 		}
 		p.mu.Lock()
 		p.logs = append(p.logs, line)
+		close(p.grew)
+		p.grew = make(chan struct{})
 		p.mu.Unlock()
 		if line["msg"] == "amsg listening" {
 			listening <- line["addr"].(string)
@@ -131,6 +134,28 @@ func (p *amsgProcess) Logs(substr string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// WaitLog waits until a log line's msg contains substr and returns the
+// first such line, failing the test after within.
+func (p *amsgProcess) WaitLog(t *testing.T, substr string, within time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		p.mu.Lock()
+		grew := p.grew
+		p.mu.Unlock()
+		if lines := p.Logs(substr); len(lines) > 0 {
+			return lines[0]
+		}
+		select {
+		case <-grew:
+		case <-p.done:
+			t.Fatalf("amsg exited before logging %q", substr)
+		case <-deadline:
+			t.Fatalf("amsg did not log %q within %s", substr, within)
+		}
+	}
 }
 
 // Stop sends SIGTERM and waits for a graceful exit, returning its error.
