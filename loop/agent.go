@@ -47,9 +47,19 @@ type AgentConfig struct {
 	// TokenBudget caps the tokens of every session (input plus output, all
 	// rounds); a request may ask for less. 0 is no cap.
 	TokenBudget int64
-	Now         func() time.Time // nil: time.Now
-	Logger      *slog.Logger     // nil: slog.Default()
+	// ClaimTimeout is how long an iteration claimed by /continue stays
+	// claimed when its round never ends (the process died mid-round); 0
+	// means the client's timeout plus DefaultClaimMargin. Claims made
+	// before the Agent was created are abandoned at once: amsg runs one
+	// process per database, and a round does not outlive it.
+	ClaimTimeout time.Duration
+	Now          func() time.Time // nil: time.Now
+	Logger       *slog.Logger     // nil: slog.Default()
 }
+
+// DefaultClaimMargin is what a claim outlives the LLM call by: the time to
+// send a round's pushes, with retries.
+const DefaultClaimMargin = 5 * time.Minute
 
 // Agent runs the agent loop behind /instant and /continue. Each request
 // runs one round: one streamed LLM call whose reasoning, sentences and tool
@@ -62,6 +72,8 @@ type Agent struct {
 	transcripts   *Transcripts
 	maxIterations int
 	tokenBudget   int64
+	claimTimeout  time.Duration
+	started       time.Time // on the transcripts' clock
 	builder       builders.Builder
 	now           func() time.Time
 	log           *slog.Logger
@@ -70,9 +82,18 @@ type Agent struct {
 // NewAgent returns an Agent for cfg.
 func NewAgent(cfg AgentConfig) *Agent {
 	a := &Agent{client: cfg.Client, transcripts: cfg.Transcripts, maxIterations: cfg.MaxIterations,
-		tokenBudget: cfg.TokenBudget, now: cfg.Now, log: cfg.Logger}
+		tokenBudget: cfg.TokenBudget, claimTimeout: cfg.ClaimTimeout, now: cfg.Now, log: cfg.Logger}
 	if a.maxIterations <= 0 {
 		a.maxIterations = DefaultMaxIterations
+	}
+	if a.claimTimeout <= 0 {
+		a.claimTimeout = DefaultLLMTimeout + DefaultClaimMargin
+		if a.client != nil {
+			a.claimTimeout = a.client.timeout + DefaultClaimMargin
+		}
+	}
+	if a.transcripts != nil {
+		a.started = a.transcripts.now()
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -216,6 +237,7 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 		return nil, err
 	}
 
+	tr.claimCutoff = a.claimCutoff()
 	calls, next, ok := tr.Pending()
 	if !ok {
 		return nil, &ContinueError{Conflict: true, Expected: -1, Reason: "the session waits for no tool results: another /continue handled them, or the loop is over"}
@@ -242,6 +264,16 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 	}
 	_, err = a.transcripts.Append(ctx, r.Owner, r.SessionID, tr.LastSeq(), settings, toolResultsMessage(next, results, calls))
 	return run, continueConflict(err, next)
+}
+
+// claimCutoff is when a claim must have been made to still hold: after the
+// Agent started and within the claim timeout.
+func (a *Agent) claimCutoff() time.Time {
+	cutoff := a.transcripts.now().Add(-a.claimTimeout)
+	if cutoff.Before(a.started) {
+		return a.started
+	}
+	return cutoff
 }
 
 // continueConflict turns a lost compare-and-append into the conflict error.

@@ -32,7 +32,7 @@ func newAgentFixture(t *testing.T, cfg AgentConfig) *agentFixture {
 	llm := llmtest.NewServer(t)
 	cfg.Client = NewClient(Config{})
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
-	cfg.Transcripts = NewTranscripts(storetest.New(t), nil)
+	cfg.Transcripts = NewTranscripts(storetest.New(t), cfg.Now)
 	return &agentFixture{agent: NewAgent(cfg), llm: llm}
 }
 
@@ -345,6 +345,99 @@ func TestAgentResumeConflicts(t *testing.T) {
 	if won != 1 {
 		t.Errorf("%d claims won, want 1", won)
 	}
+}
+
+// A /continue whose round never ends (the process died in it) leaves its
+// iteration claimed. The claim holds while the round could still be
+// running; then a retry takes the iteration over and its results replace
+// the dead round's. A restarted server takes such a claim over at once.
+func TestAgentRetakesAnAbandonedClaim(t *testing.T) {
+	var mu sync.Mutex
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
+	advance := func(d time.Duration) { mu.Lock(); at = at.Add(d); mu.Unlock() }
+	result := `[{"role":"tool","tool_call_id":"call_1","content":"12:00"}]`
+	conflict := func(t *testing.T, err error) {
+		t.Helper()
+		if ce := (*ContinueError)(nil); !errors.As(err, &ce) || !ce.Conflict {
+			t.Fatalf("resume = %v, want a conflict", err)
+		}
+	}
+
+	t.Run("after the claim timeout", func(t *testing.T) {
+		f := newAgentFixture(t, AgentConfig{ClaimTimeout: time.Minute, Now: now})
+		toolLoop(t, f, "s")
+		if _, err := f.resume(t.Context(), "s", 1, `[{"role":"tool","tool_call_id":"call_1","content":"11:59"}]`); err != nil {
+			t.Fatal(err) // claimed, and never executed
+		}
+		advance(time.Minute)
+		_, err := f.resume(t.Context(), "s", 1, result)
+		conflict(t, err)
+
+		advance(time.Millisecond)
+		f.llm.Enqueue(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_2", Name: "get_time", Arguments: `{}`}}},
+			llmtest.Reply{Content: "中午。"})
+		run, err := f.resume(t.Context(), "s", 1, result)
+		if err != nil {
+			t.Fatalf("retry after the claim timed out: %v", err)
+		}
+		if out, err := run.Execute(t.Context(), (&collect{}).emit); err != nil || out.Status != StatusToolRequested || out.Iteration != 1 {
+			t.Fatalf("retry: %+v %v", out, err)
+		}
+		run, err = f.resume(t.Context(), "s", 2, `[{"role":"tool","tool_call_id":"call_2","content":"12:01"}]`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := run.Execute(t.Context(), (&collect{}).emit); err != nil || out.Status != StatusFinished || out.Iteration != 2 {
+			t.Fatalf("next round: %+v %v", out, err)
+		}
+		// Both later calls saw the retry's results, and only them.
+		for i, want := range []string{"system,user,assistant,tool:12:00", "system,user,assistant,tool:12:00,assistant,tool:12:01"} {
+			var history []map[string]any
+			_ = json.Unmarshal(f.llm.Requests()[i+1].Body["messages"], &history)
+			var got []string
+			for _, m := range history {
+				if m["role"] == "tool" {
+					got = append(got, fmt.Sprintf("tool:%v", m["content"]))
+				} else {
+					got = append(got, fmt.Sprint(m["role"]))
+				}
+			}
+			if strings.Join(got, ",") != want {
+				t.Errorf("call %d history %s, want %s", i+1, strings.Join(got, ","), want)
+			}
+		}
+		// The loop is over: nothing to take over any more.
+		advance(time.Hour)
+		_, err = f.resume(t.Context(), "s", 2, result)
+		conflict(t, err)
+	})
+
+	t.Run("after a restart", func(t *testing.T) {
+		f := newAgentFixture(t, AgentConfig{Now: now})
+		toolLoop(t, f, "s")
+		if _, err := f.resume(t.Context(), "s", 1, result); err != nil {
+			t.Fatal(err)
+		}
+		advance(time.Second)
+		_, err := f.resume(t.Context(), "s", 1, result)
+		conflict(t, err)
+
+		restarted := NewAgent(AgentConfig{Client: NewClient(Config{}), Transcripts: f.agent.Transcripts(), Now: now})
+		advance(time.Second)
+		f.llm.Enqueue(llmtest.Reply{Content: "中午。"})
+		run, err := restarted.Resume(t.Context(), Resume{Owner: owner, SessionID: "s", Iteration: 1, Call: f.call(result)})
+		if err != nil {
+			t.Fatalf("resume after a restart: %v", err)
+		}
+		// The new claim is the restarted server's own, and holds.
+		advance(time.Second)
+		_, err = restarted.Resume(t.Context(), Resume{Owner: owner, SessionID: "s", Iteration: 1, Call: f.call(result)})
+		conflict(t, err)
+		if out, err := run.Execute(t.Context(), (&collect{}).emit); err != nil || out.Status != StatusFinished {
+			t.Fatalf("round after a restart: %+v %v", out, err)
+		}
+	})
 }
 
 func TestAgentStopsTheLoop(t *testing.T) {

@@ -167,6 +167,9 @@ type Transcript struct {
 	Usage    store.TokenUsage
 	Messages []Message
 	lastSeq  int64
+	// claimCutoff, when set, abandons a tool-results message that ends
+	// the transcript and is stamped before it: the round it started died.
+	claimCutoff time.Time
 }
 
 // LastSeq is the sequence number of the last message ever appended, for
@@ -448,7 +451,9 @@ func lastUserText(messages json.RawMessage) string {
 // replay walks the loop in progress (from the last input message) and
 // returns its LLM history, and the tool calls it waits results for with the
 // iteration those results start. A tool-results message followed by a
-// failed call (LLM_CALL_FAILED) is dropped: the iteration may be retried.
+// failed call (LLM_CALL_FAILED), or ending the transcript as an abandoned
+// claim, is dropped: the iteration may be retried, and the retry's results
+// replace it.
 func (t *Transcript) replay() (history []json.RawMessage, pending []ToolCallEntry, next int, err error) {
 	start := -1
 	for i, m := range t.Messages {
@@ -470,6 +475,7 @@ func (t *Transcript) replay() (history []json.RawMessage, pending []ToolCallEntr
 			history = append(history, m.Assistant)
 			mark, awaited, pending, next = len(history), m.Calls, m.Calls, m.Iteration+1
 		case MessageToolResults:
+			history = history[:mark] // a retry's results replace an abandoned claim's
 			for _, r := range m.Results {
 				history = append(history, toolMessage(r))
 			}
@@ -483,6 +489,9 @@ func (t *Transcript) replay() (history []json.RawMessage, pending []ToolCallEntr
 		case MessageReply:
 			awaited, pending = nil, nil
 		}
+	}
+	if last := t.Messages[len(t.Messages)-1]; last.Type == MessageToolResults && awaited != nil && last.Timestamp.Before(t.claimCutoff) {
+		history, pending = history[:mark], awaited
 	}
 	return history, pending, next, nil
 }
