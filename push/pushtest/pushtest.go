@@ -66,6 +66,7 @@ type Server struct {
 	deviceClock  func() time.Time
 	subs         map[string]*subscription // by endpoint
 	requests     []Message
+	delivered    int // of requests, those answered 2xx
 	pushes       []Push
 	errs         []error
 	changed      chan struct{} // closed and replaced on every new record
@@ -209,28 +210,35 @@ func (s *Server) Errors() []error {
 
 // WaitMessages waits until n messages have been delivered and returns them.
 func (s *Server) WaitMessages(ctx context.Context, n int) ([]Message, error) {
-	return waitFor(ctx, s, n, "messages", s.deliveredLocked)
+	return waitFor(ctx, s, n, "messages", func() int { return s.delivered }, s.deliveredLocked)
 }
 
 // WaitPushes waits until n pushes have been delivered whole and returns them.
 func (s *Server) WaitPushes(ctx context.Context, n int) ([]Push, error) {
-	return waitFor(ctx, s, n, "pushes", func() []Push { return append([]Push(nil), s.pushes...) })
+	return waitFor(ctx, s, n, "pushes", func() int { return len(s.pushes) },
+		func() []Push { return append([]Push(nil), s.pushes...) })
 }
 
-// waitFor blocks on the change signal, not on a timer, until get returns
-// at least n items or ctx ends.
-func waitFor[T any](ctx context.Context, s *Server, n int, what string, get func() []T) ([]T, error) {
+// waitFor blocks on the change signal, not on a timer, until count
+// reaches n or ctx ends, and returns what collect gathers then. Both run
+// under s.mu; only count runs on every change, so waiting for the last of
+// many pushes costs no copy of the earlier ones.
+func waitFor[T any](ctx context.Context, s *Server, n int, what string, count func() int, collect func() []T) ([]T, error) {
 	for {
 		s.mu.Lock()
-		items, changed := get(), s.changed
+		have, changed := count(), s.changed
+		var items []T
+		if have >= n {
+			items = collect()
+		}
 		s.mu.Unlock()
-		if len(items) >= n {
+		if have >= n {
 			return items, nil
 		}
 		select {
 		case <-ctx.Done():
-			return items, fmt.Errorf("pushtest: waiting for %d %s, got %d (errors: %v): %w",
-				n, what, len(items), s.Errors(), ctx.Err())
+			return nil, fmt.Errorf("pushtest: waiting for %d %s, got %d (errors: %v): %w",
+				n, what, have, s.Errors(), ctx.Err())
 		case <-changed:
 		}
 	}
@@ -302,6 +310,9 @@ func (s *Server) record(msg Message, fail error, st *subscription) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, msg)
+	if msg.Status/100 == 2 {
+		s.delivered++
+	}
 	if fail != nil {
 		s.errs = append(s.errs, fail)
 	}
