@@ -147,7 +147,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.tenantFeature(),
 		s.instantFeature(),
 	} {
-		s.features = append(s.features, f.capabilities...)
+		for _, c := range f.capabilities {
+			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody
+				s.features = append(s.features, c)
+			}
+		}
 		s.routes = append(s.routes, f.routes...)
 	}
 	slices.SortStableFunc(s.routes, func(a, b route) int { return len(b.name) - len(a.name) })

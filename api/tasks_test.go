@@ -571,6 +571,24 @@ func TestCapabilitiesListTheTaskFeatures(t *testing.T) {
 			t.Errorf("capabilities lack %s: %s", f, got.body)
 		}
 	}
+	// With the instant path too, a feature both have is listed once.
+	s := newTestServer(t, Config{}, Deps{Store: e.st, Scheduler: e.sched, Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{})}})
+	var body struct {
+		Features []string `json:"features"`
+	}
+	if err := json.Unmarshal([]byte(do(t, s, http.MethodGet, "/api/v1/capabilities", nil).body), &body); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range body.Features {
+		if seen[f] {
+			t.Errorf("capability %s listed twice: %v", f, body.Features)
+		}
+		seen[f] = true
+	}
+	if !seen["instant"] || !seen["llm-extra-body"] || !seen["task-cron"] {
+		t.Errorf("capabilities %v", body.Features)
+	}
 }
 
 func TestParseTime(t *testing.T) {
