@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"amsg/web/browsertest"
@@ -42,5 +43,32 @@ func TestRelativeTime(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("relativeTime(now%+d ms) = %q, want %q", tt.offset, got, tt.want)
 		}
+	}
+}
+
+// TestRestoredQuestionPrecedesItsRoundsPushes merges a transcript into a
+// conversation whose pushes arrived first, all stamped in one millisecond
+// (a fast model): the user's question still comes before the round's
+// reasoning and tool request.
+func TestRestoredQuestionPrecedesItsRoundsPushes(t *testing.T) {
+	srv := newServer(t)
+	b := browsertest.New(t, browsertest.Config{})
+	p := b.NewPage()
+	p.Navigate(srv.URL + "/#/settings")
+	var types []string
+	p.Eval(`import('/js/conversations.js').then((c) => {
+		const timestamp = '2026-11-22T12:00:00.000Z', sessionId = 'sess_tie';
+		c.ingest({ messageKind: 'reasoning', messageId: 'm_r', sessionId, timestamp, reasoningContent: 'Need the zone.' });
+		c.ingest({ messageKind: 'tool_request', messageId: 'm_t', sessionId, timestamp,
+			toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'get_timezone', arguments: '{}' } }] });
+		const conv = c.mergeTranscript(sessionId, { messages: [
+			{ id: '01A', type: 'input', timestamp, messages: [{ role: 'user', content: 'Which zone am I in?' }], pushes: [] },
+			{ id: '01B', type: 'reasoning', timestamp, text: 'Need the zone.', pushes: ['m_r'] },
+			{ id: '01C', type: 'tool-calls', timestamp, calls: [{ id: 'call_1', name: 'get_timezone' }], pushes: ['m_t'] },
+		] });
+		return conv.items.map((i) => i.type);
+	})`, &types)
+	if strings.Join(types, ",") != "user,reasoning,tool" {
+		t.Errorf("items %q, want the question first", types)
 	}
 }

@@ -214,8 +214,10 @@ export function mergeTranscript(sessionId, transcript, { contactName = '' } = {}
         default:
       }
     }
-    // Transcript items and pushes interleave by time; sort is stable.
-    conv.items.sort((a, b) => a.at - b.at);
+    // Transcript items and pushes interleave by time; sort is stable. A
+    // question is recorded before its round's first push, often within the
+    // same millisecond: on a tie the user's message goes first.
+    conv.items.sort((a, b) => a.at - b.at || (b.type === 'user') - (a.type === 'user'));
     if (conv.history.length === 0) conv.history = history;
   });
   return c;
