@@ -38,7 +38,7 @@ const (
 
 const (
 	// busyTimeout bounds how long a connection waits for a lock another
-	// process holds (a second amsg on the same file, a backup tool).
+	// process holds (a backup tool, the sqlite3 shell).
 	busyTimeout = 5 * time.Second
 	// readConns bounds the read pool: each connection has its own page cache.
 	readConns = 4

@@ -77,12 +77,24 @@ type server struct {
 	scheduler   *scheduler.Scheduler
 	llm         *loop.Client
 	transcripts *loop.Transcripts
+	dataLock    *os.File // nil when the file system cannot lock
 }
+
+// errNoDataDirLock means the data directory could not be locked against a
+// second amsg: the server runs, unguarded, and says so.
+var errNoDataDirLock = errors.New("cannot lock the data directory against a second amsg")
 
 // openServer opens the store, builds the components and binds the listen
 // address; nothing runs until run.
 func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, error) {
 	if err := prepareDataDir(cfg.DataDir); err != nil {
+		return nil, &configError{err}
+	}
+	dataLock, err := lockDataDir(cfg.DataDir)
+	switch {
+	case errors.Is(err, errNoDataDirLock):
+		log.Warn("running without a data directory lock: make sure no other amsg uses it", "err", err)
+	case err != nil:
 		return nil, &configError{err}
 	}
 	st, err := store.Open(ctx, store.Config{
@@ -93,15 +105,17 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		GenerateVAPID:   webpush.GenerateVAPIDKeys,
 		Logger:          log,
 	})
-	if errors.Is(err, store.ErrInvalidSecret) {
-		return nil, &configError{err}
-	}
 	if err != nil {
+		closeFile(dataLock)
+		if errors.Is(err, store.ErrInvalidSecret) {
+			return nil, &configError{err}
+		}
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st}
+	s := &server{cfg: cfg, log: log, store: st, dataLock: dataLock}
 	if err := s.build(); err != nil {
 		st.Close()
+		closeFile(dataLock)
 		return nil, err
 	}
 	return s, nil
@@ -207,7 +221,16 @@ func (s *server) run(ctx context.Context) error {
 	s.stopScheduler(ctx)
 	stopBackground()
 	wg.Wait()
-	return errors.Join(err, s.store.Close())
+	err = errors.Join(err, s.store.Close())
+	closeFile(s.dataLock)
+	return err
+}
+
+// closeFile closes f if there is one; closing the lock file releases it.
+func closeFile(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
 }
 
 // maintain runs the periodic housekeeping until ctx ends.

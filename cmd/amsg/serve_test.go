@@ -105,6 +105,24 @@ func TestServeRefusesBadConfigurationInOneLine(t *testing.T) {
 	}
 }
 
+// A second amsg on a data directory in use refuses to start; once the
+// first has stopped, the directory is free again.
+func TestServeRefusesADataDirectoryInUse(t *testing.T) {
+	dir := t.TempDir()
+	first := startAmsg(t, dir)
+	cmd := exec.Command(amsgBinary(t), "serve")
+	cmd.Env = append(os.Environ(), "AMSG_ADDR=127.0.0.1:0", "AMSG_DATA_DIR="+dir)
+	out, err := cmd.CombinedOutput()
+	if exit, _ := err.(*exec.ExitError); exit == nil || exit.ExitCode() != 2 ||
+		strings.TrimSpace(string(out)) != "amsg serve: data directory "+dir+" is in use by another amsg process" {
+		t.Errorf("second amsg: %v\n%s", err, out)
+	}
+	if err := first.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	startAmsg(t, dir)
+}
+
 func TestVapidCommandPrintsEnvLines(t *testing.T) {
 	var out, errOut strings.Builder
 	if code := run(context.Background(), []string{"vapid"}, &out, &errOut, func(string) string { return "" }); code != 0 {
