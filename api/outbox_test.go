@@ -209,6 +209,37 @@ func TestOutboxAckChecks(t *testing.T) {
 		200, `{"success":true,"data":{"acked":1}}`)
 }
 
+// FuzzOutboxAck sends arbitrary decrypted ack bodies: each is acked or
+// refused with one of the ack codes, never a 500.
+func FuzzOutboxAck(f *testing.F) {
+	for _, seed := range []string{`{"messageIds":["m1"]}`, `{"messageIds":[]}`, `{"messageIds":[" "]}`, `{"messageIds":[1]}`,
+		`{"messageIds":"m1"}`, `[]`, `null`, `{"messageIds":["m1","m1","nope"]}`} {
+		f.Add(seed)
+	}
+	s, _, _ := outboxServer(f, 3)
+	f.Fuzz(func(t *testing.T, body string) {
+		if !json.Valid([]byte(body)) {
+			return
+		}
+		got := ackOutbox(t, s, json.RawMessage(body))
+		switch got.status {
+		case http.StatusOK:
+			var data struct {
+				Acked *int `json:"acked"`
+			}
+			if decodeData(t, got.body, &data); data.Acked == nil || *data.Acked < 0 || *data.Acked > 3 {
+				t.Fatalf("acked %s", got.body)
+			}
+		case http.StatusBadRequest:
+			if code, _ := errorOf(t, got.body); !strings.HasPrefix(code, "INVALID_OUTBOX_ACK") && code != "TOO_MANY_OUTBOX_ACK_IDS" && code != "INVALID_PAYLOAD_FORMAT" {
+				t.Fatalf("400 %s for %s", got.body, body)
+			}
+		default:
+			t.Fatalf("%d %s for %s", got.status, got.body, body)
+		}
+	})
+}
+
 // FuzzOutboxQuery sends arbitrary since and limit values: the answer is an
 // encrypted page or one of the two standard 400s, never a 500.
 func FuzzOutboxQuery(f *testing.F) {

@@ -324,3 +324,30 @@ func TestVerifyBearer(t *testing.T) {
 		}
 	}
 }
+
+// FuzzVerifyBearer: any Authorization header is refused with a 401 value or
+// accepted, never a panic, and an accepted token is bound to its key.
+func FuzzVerifyBearer(f *testing.F) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, seed := range []string{
+		"Bearer " + signBearer("k", `{"tid":"t","typ":"tenant","iat":1,"exp":1700000100,"v":1}`),
+		"bearer " + signBearer("k", `{"exp":1e300,"v":1.0}`),
+		"Bearer " + signBearer("k", `{"exp":"1700000100","v":"1"}`),
+		"Bearer " + signBearer("k", `[]`),
+		"Bearer a.b.c", "Bearer ..", "Bearer", "Basic xyz", "",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		err := verifyBearer(header, "k", now)
+		var e *Error
+		switch {
+		case err == nil:
+			if verifyBearer(header, "k2", now) == nil {
+				t.Fatalf("%q accepted under two keys", header)
+			}
+		case !errors.As(err, &e) || e.Status != http.StatusUnauthorized:
+			t.Fatalf("%q: %v, want a 401", header, err)
+		}
+	})
+}

@@ -28,7 +28,7 @@ func putSubscription(t *testing.T, s *Server, userID string, body any) response 
 	return serve(s, encryptedRequest(t, http.MethodPut, "/api/v1/push-subscription", userID, body))
 }
 
-func decodeData(t *testing.T, body string, v any) {
+func decodeData(t testing.TB, body string, v any) {
 	t.Helper()
 	var env struct {
 		Success bool            `json:"success"`

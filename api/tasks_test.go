@@ -615,6 +615,56 @@ func TestParseTime(t *testing.T) {
 	}
 }
 
+// FuzzUpdateMessage sends arbitrary decrypted patches to a pending task:
+// every answer is the standard's success or a 400 with its code, never a
+// 500, and a refused patch leaves the task as it was.
+func FuzzUpdateMessage(f *testing.F) {
+	for _, seed := range []string{
+		`{"userMessage":"x"}`,
+		`{"nextSendAt":"2030-01-01T00:00:00Z","recurrenceType":"cron","cronExpr":"0 9 * * 1-5","tzId":"Asia/Tokyo"}`,
+		`{"recurrenceType":"weekly","tzId":"Mars/Base"}`,
+		`{"contactName":"","metadata":[],"avatarUrl":"data:x"}`,
+		`{"messageType":"prompted","completePrompt":"p","apiUrl":"http://x","apiKey":"k","primaryModel":"m"}`,
+		`{"nextSendAt":1e400,"splitPattern":"(","maxTokens":-1}`,
+		`{}`,
+	} {
+		f.Add(seed)
+	}
+	e := newTaskEnv(f, Config{})
+	e.subscribe(f, testUserID)
+	var created struct {
+		UUID string `json:"uuid"`
+	}
+	decodeData(f, e.schedule(f, testUserID, fixedTask(nil)).body, &created)
+	detail := func(t *testing.T) string {
+		task, err := e.st.Task(t.Context(), testUserID, created.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%+v %s", task, task.Payload)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(body), &obj) != nil || obj == nil {
+			return
+		}
+		before := detail(t)
+		got := e.update(t, testUserID, created.UUID, json.RawMessage(body))
+		switch got.status {
+		case http.StatusOK:
+		case http.StatusBadRequest:
+			if code, _ := errorOf(t, got.body); code == "" {
+				t.Fatalf("400 without a code: %s", got.body)
+			}
+			if after := detail(t); after != before {
+				t.Fatalf("refused patch %s changed the task:\n%s\n%s", body, before, after)
+			}
+		default:
+			t.Fatalf("%d %s for %s", got.status, got.body, body)
+		}
+	})
+}
+
 // FuzzScheduleMessage sends arbitrary decrypted bodies: every answer is one
 // of the standard's, never a 500.
 func FuzzScheduleMessage(f *testing.F) {

@@ -488,3 +488,35 @@ func TestLogsNeverCarrySecrets(t *testing.T) {
 		t.Errorf("log lacks the call facts:\n%s", out)
 	}
 }
+
+// FuzzReadCompletion feeds arbitrary bodies to the non-streamed answer
+// reader: an answer whose message is valid JSON and whose output and tool
+// calls can be read, or an *Error, never a panic.
+func FuzzReadCompletion(f *testing.F) {
+	for _, seed := range []string{
+		`{"choices":[{"message":{"role":"assistant","content":"<think>a</think>b。c"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`,
+		`{"choices":[{"message":{"content":null,"reasoning_content":"r","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"message":{"content":[{"type":"text","text":"x"}],"tool_calls":{}}}],"usage":{"prompt_tokens":1e400}}`,
+		`{"choices":[]}`, `{"error":{"message":"quota","code":"insufficient_quota"}}`, `{"choices":[null]}`, `[]`, `nope`,
+	} {
+		f.Add(seed)
+	}
+	c := NewClient(Config{MaxResponseBytes: 1 << 16})
+	f.Fuzz(func(t *testing.T, body string) {
+		resp, err := c.readCompletion(strings.NewReader(body), 200, "http://x")
+		var e *Error
+		switch {
+		case err != nil:
+			if !errors.As(err, &e) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+		case !json.Valid(resp.Message):
+			t.Fatalf("invalid message %s from %s", resp.Message, body)
+		default:
+			resp.Output()
+			if _, err := resp.Calls(); err != nil && !errors.As(err, &e) {
+				t.Fatalf("calls error of type %T: %v", err, err)
+			}
+		}
+	})
+}
