@@ -237,9 +237,8 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 		return nil, err
 	}
 
-	tr.claimCutoff = a.claimCutoff()
-	calls, next, ok := tr.Pending()
-	if !ok {
+	history, calls, next, err := tr.replay(a.claimCutoff())
+	if err != nil || calls == nil {
 		return nil, &ContinueError{Conflict: true, Expected: -1, Reason: "the session waits for no tool results: another /continue handled them, or the loop is over"}
 	}
 	if r.Iteration >= 0 && r.Iteration != next {
@@ -251,7 +250,7 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 		if err := checkResults(results, calls); err != nil {
 			return nil, &ContinueError{Expected: next, Reason: err.Error()}
 		}
-		if run.call.Messages, err = tr.Resume(results); err != nil {
+		if run.call.Messages, err = marshalJSON(append(history, results...)); err != nil {
 			return nil, err
 		}
 	}

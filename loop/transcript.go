@@ -167,9 +167,6 @@ type Transcript struct {
 	Usage    store.TokenUsage
 	Messages []Message
 	lastSeq  int64
-	// claimCutoff, when set, abandons a tool-results message that ends
-	// the transcript and is stamped before it: the round it started died.
-	claimCutoff time.Time
 }
 
 // LastSeq is the sequence number of the last message ever appended, for
@@ -451,10 +448,10 @@ func lastUserText(messages json.RawMessage) string {
 // replay walks the loop in progress (from the last input message) and
 // returns its LLM history, and the tool calls it waits results for with the
 // iteration those results start. A tool-results message followed by a
-// failed call (LLM_CALL_FAILED), or ending the transcript as an abandoned
-// claim, is dropped: the iteration may be retried, and the retry's results
-// replace it.
-func (t *Transcript) replay() (history []json.RawMessage, pending []ToolCallEntry, next int, err error) {
+// failed call (LLM_CALL_FAILED), or ending the transcript stamped before
+// claimCutoff (an abandoned claim: the round it started died), is dropped:
+// the iteration may be retried, and the retry's results replace it.
+func (t *Transcript) replay(claimCutoff time.Time) (history []json.RawMessage, pending []ToolCallEntry, next int, err error) {
 	start := -1
 	for i, m := range t.Messages {
 		if m.Type == MessageInput {
@@ -490,31 +487,10 @@ func (t *Transcript) replay() (history []json.RawMessage, pending []ToolCallEntr
 			awaited, pending = nil, nil
 		}
 	}
-	if last := t.Messages[len(t.Messages)-1]; last.Type == MessageToolResults && awaited != nil && last.Timestamp.Before(t.claimCutoff) {
+	if last := t.Messages[len(t.Messages)-1]; last.Type == MessageToolResults && awaited != nil && last.Timestamp.Before(claimCutoff) {
 		history, pending = history[:mark], awaited
 	}
 	return history, pending, next, nil
-}
-
-// Pending returns the tool calls the session waits results for and the
-// iteration those results start; ok is false when it waits for none.
-func (t *Transcript) Pending() (calls []ToolCallEntry, iteration int, ok bool) {
-	_, calls, iteration, err := t.replay()
-	return calls, iteration, err == nil && calls != nil
-}
-
-// Resume returns the LLM history that continues the pending loop: the
-// messages it started from, each assistant turn and the results of each,
-// then results (role "tool" messages answering the pending calls).
-func (t *Transcript) Resume(results []json.RawMessage) (json.RawMessage, error) {
-	history, pending, _, err := t.replay()
-	if err != nil {
-		return nil, err
-	}
-	if pending == nil {
-		return nil, errors.New("loop: the session waits for no tool results")
-	}
-	return marshalJSON(append(history, results...))
 }
 
 func toolMessage(r ToolResultEntry) json.RawMessage {
