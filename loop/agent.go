@@ -250,7 +250,7 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 		if err := checkResults(results, calls); err != nil {
 			return nil, &ContinueError{Expected: next, Reason: err.Error()}
 		}
-		if run.call.Messages, err = marshalJSON(append(history, results...)); err != nil {
+		if run.call.Messages, err = push.MarshalNoEscape(append(history, results...)); err != nil {
 			return nil, err
 		}
 	}
@@ -339,15 +339,15 @@ func toolResultsMessage(iteration int, results []json.RawMessage, calls []ToolCa
 			Content json.RawMessage `json:"content"`
 		}
 		_ = json.Unmarshal(raw, &r)
-		m.Results = append(m.Results, ToolResultEntry{CallID: r.ID, Name: names[r.ID], Output: compactJSON(r.Content)})
+		m.Results = append(m.Results, ToolResultEntry{CallID: r.ID, Name: names[r.ID], Output: push.CompactJSON(r.Content)})
 	}
 	return m
 }
 
-func mustMarshal(msgs []json.RawMessage) json.RawMessage {
-	raw, err := marshalJSON(msgs)
+func mustMarshal(v any) json.RawMessage {
+	raw, err := push.MarshalNoEscape(v)
 	if err != nil {
-		panic(err) // unreachable: the elements are valid JSON
+		panic(err) // unreachable: only strings, plain structs and valid JSON elements come here
 	}
 	return raw
 }

@@ -405,7 +405,7 @@ func (r *Response) setMessage(raw json.RawMessage) {
 	r.Content, _ = jsonString(m["content"])
 	r.ReasoningContent, _ = jsonString(m["reasoning_content"])
 	r.Refusal, _ = jsonString(m["refusal"])
-	if tc := m["tool_calls"]; push.JSONKind(tc) == '[' && !bytes.Equal(compactJSON(tc), []byte("[]")) {
+	if tc := m["tool_calls"]; push.JSONKind(tc) == '[' && !bytes.Equal(push.CompactJSON(tc), []byte("[]")) {
 		r.ToolCalls = tc
 	}
 }

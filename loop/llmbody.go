@@ -34,17 +34,13 @@ func requestBody(req Request, stream bool) ([]byte, error) {
 
 	add("model", jsonText(req.Model))
 	messagesIsArray := push.JSONKind(req.Messages) == '['
-	if messagesIsArray && !bytes.Equal(compactJSON(req.Messages), []byte("[]")) {
+	if messagesIsArray && !bytes.Equal(push.CompactJSON(req.Messages), []byte("[]")) {
 		add("messages", req.Messages)
 	} else {
 		if req.Prompt == "" {
 			return nil, invalid("Invalid request: completePrompt or messages is required.")
 		}
-		var b bytes.Buffer
-		b.WriteString(`[{"role":"user","content":`)
-		b.Write(jsonText(req.Prompt))
-		b.WriteString(`}]`)
-		add("messages", b.Bytes())
+		add("messages", promptMessages(req.Prompt))
 	}
 	add("stream", json.RawMessage(strconv.FormatBool(stream)))
 	if stream {
@@ -63,7 +59,7 @@ func requestBody(req Request, stream bool) ([]byte, error) {
 	if req.MaxTokens > 0 {
 		add("max_tokens", json.RawMessage(strconv.Itoa(req.MaxTokens)))
 	}
-	if push.JSONKind(req.Tools) == '[' && !bytes.Equal(compactJSON(req.Tools), []byte("[]")) {
+	if push.JSONKind(req.Tools) == '[' && !bytes.Equal(push.CompactJSON(req.Tools), []byte("[]")) {
 		add("tools", req.Tools)
 		if k := push.JSONKind(req.ToolChoice); k != 0 && k != 'n' {
 			add("tool_choice", req.ToolChoice)
@@ -134,10 +130,4 @@ func objectFields(raw json.RawMessage) ([]string, []json.RawMessage, error) {
 }
 
 // jsonText encodes a string as JSON without HTML escaping.
-func jsonText(s string) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
+func jsonText(s string) json.RawMessage { return mustMarshal(s) }

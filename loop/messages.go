@@ -118,7 +118,7 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 				return fail(ContentEmptyString)
 			}
 		case '[':
-			if bytes.Equal(compactJSON(content), []byte("[]")) {
+			if bytes.Equal(push.CompactJSON(content), []byte("[]")) {
 				return fail(ContentEmptyArray)
 			}
 		default:
@@ -150,12 +150,4 @@ func jsonTruthy(raw json.RawMessage) bool {
 		return err != nil || f != 0 // an out-of-range literal is ±Inf in JavaScript: truthy
 	}
 	return true
-}
-
-func compactJSON(raw json.RawMessage) []byte {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return raw
-	}
-	return b.Bytes()
 }

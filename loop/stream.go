@@ -222,7 +222,7 @@ func (a *streamAccumulator) response() *Response {
 			}
 			calls[n] = ToolCall{ID: b.id, Type: typ, Function: ToolCallFunction{Name: b.name, Arguments: b.args.String()}}
 		}
-		r.ToolCalls = marshalNoEscape(calls)
+		r.ToolCalls = mustMarshal(calls)
 	}
 
 	var m bytes.Buffer
@@ -247,14 +247,6 @@ func (a *streamAccumulator) response() *Response {
 	m.WriteByte('}')
 	r.Message = m.Bytes()
 	return r
-}
-
-func marshalNoEscape(v any) json.RawMessage {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // only called with plain structs
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 var errEventTooLarge = errors.New("server-sent event too large")

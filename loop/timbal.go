@@ -76,7 +76,7 @@ func (t *Transcript) WriteTimbal(w io.Writer) error {
 			}
 		}
 		for _, f := range frames {
-			line, err := marshalJSON(f)
+			line, err := push.MarshalNoEscape(f)
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package loop
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -106,7 +105,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	if pushes == nil {
 		pushes = []string{}
 	}
-	return marshalJSON(struct {
+	return push.MarshalNoEscape(struct {
 		ID        string      `json:"id"`
 		Seq       int64       `json:"seq"`
 		Timestamp string      `json:"timestamp"`
@@ -117,18 +116,6 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		Usage  usageJSON `json:"usage"`
 	}{m.ID, m.Seq, push.FormatTimestamp(m.Timestamp), m.Type, m.Iteration,
 		body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code}, pushes, toUsageJSON(m.Usage)})
-}
-
-// marshalJSON encodes v without HTML escaping and without a trailing
-// newline.
-func marshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Owner says who may read and continue a session: the user when the
@@ -179,7 +166,7 @@ func (t *Transcript) MarshalJSON() ([]byte, error) {
 	if msgs == nil {
 		msgs = []Message{}
 	}
-	return marshalJSON(struct {
+	return push.MarshalNoEscape(struct {
 		SessionID string    `json:"sessionId"`
 		CreatedAt string    `json:"createdAt"`
 		UpdatedAt string    `json:"updatedAt"`
@@ -260,7 +247,7 @@ func (t *Transcripts) Load(ctx context.Context, owner Owner, sessionID string) (
 func (t *Transcripts) Append(ctx context.Context, owner Owner, sessionID string, after int64, settings *Settings, msgs ...Message) (store.TranscriptHead, error) {
 	a := store.TranscriptAppend{Owner: string(owner), SessionID: sessionID, After: after}
 	if settings != nil {
-		raw, err := marshalJSON(settings)
+		raw, err := push.MarshalNoEscape(settings)
 		if err != nil {
 			return store.TranscriptHead{}, err
 		}
@@ -283,7 +270,7 @@ func (t *Transcripts) Append(ctx context.Context, owner Owner, sessionID string,
 				m.Results[i].EntryID = t.newID(m.Timestamp)
 			}
 		}
-		raw, err := marshalJSON(body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code})
+		raw, err := push.MarshalNoEscape(body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code})
 		if err != nil {
 			return store.TranscriptHead{}, fmt.Errorf("loop: transcript message: %w", err)
 		}
@@ -398,7 +385,7 @@ func argsJSON(args string) json.RawMessage {
 		return nil
 	}
 	if json.Valid([]byte(args)) {
-		return compactJSON(json.RawMessage(args))
+		return push.CompactJSON(json.RawMessage(args))
 	}
 	return jsonText(args)
 }

@@ -151,7 +151,7 @@ func parsePush(data []byte) ([]Member, Kind, error) {
 		}
 		var s string
 		if err := json.Unmarshal(m.Value, &s); err != nil {
-			return nil, "", &MessageKindError{Kind: string(compact(m.Value))}
+			return nil, "", &MessageKindError{Kind: string(CompactJSON(m.Value))}
 		}
 		if s == "" {
 			break
@@ -478,16 +478,6 @@ func snippet(s string) string {
 		}
 	}
 	return s[:limit] + "…"
-}
-
-// compact returns v without insignificant whitespace, or v itself when it is
-// not JSON.
-func compact(v []byte) []byte {
-	var out bytes.Buffer
-	if json.Compact(&out, v) != nil {
-		return v
-	}
-	return out.Bytes()
 }
 
 // appendString appends s as a JSON string the way JavaScript's

@@ -48,3 +48,26 @@ func JSONKind(raw json.RawMessage) byte {
 	}
 	return raw[0]
 }
+
+// MarshalNoEscape encodes v as JSON without HTML escaping and without a
+// trailing newline, as JSON.stringify does: < > & stay as they are and cost
+// the bytes a JavaScript producer would spend.
+func MarshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// CompactJSON returns raw without insignificant whitespace, or raw itself
+// when it is not JSON.
+func CompactJSON(raw []byte) []byte {
+	var out bytes.Buffer
+	if json.Compact(&out, raw) != nil {
+		return raw
+	}
+	return out.Bytes()
+}

@@ -1,7 +1,6 @@
 package push
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -137,25 +136,13 @@ func SplitMultipart(payload []byte, kind Kind, opts MultipartOptions) ([][]byte,
 		part := payload[i*opts.ChunkBytes : min((i+1)*opts.ChunkBytes, len(payload))]
 		chunk.Multipart.Index = i + 1
 		chunk.Chunk = base64.RawURLEncoding.EncodeToString(part)
-		b, err := marshalNoEscape(chunk)
+		b, err := MarshalNoEscape(chunk)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, b)
 	}
 	return out, nil
-}
-
-// marshalNoEscape encodes v without HTML escaping, so a kind or id containing
-// < > & costs the bytes a JavaScript producer would spend.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Errors of DecodeMultipartChunk. A payload that does not have the shape of

@@ -21,7 +21,7 @@ func contentJSON(n int) []byte {
 	for i := range n {
 		msg.WriteRune([]rune("aé寿<")[i%4])
 	}
-	b, err := marshalNoEscape(map[string]any{
+	b, err := MarshalNoEscape(map[string]any{
 		"messageKind": "content", "messageType": "instant", "source": "instant",
 		"messageId": "msg_1", "message": msg.String(),
 	})
@@ -401,7 +401,7 @@ func FuzzDecodeMultipartChunk(f *testing.F) {
 			t.Fatalf("accepted chunk breaks the rules: %+v", m)
 		}
 		// What we accept, we can write back and read again unchanged.
-		again, err := marshalNoEscape(MultipartChunk{MessageKind: KindMultipart, Multipart: m,
+		again, err := MarshalNoEscape(MultipartChunk{MessageKind: KindMultipart, Multipart: m,
 			Chunk: base64.RawURLEncoding.EncodeToString(p.Bytes)})
 		if err != nil {
 			t.Fatal(err)
@@ -420,7 +420,7 @@ func FuzzMultipartRoundTrip(f *testing.F) {
 	f.Add(strings.Repeat("寿", 2000), uint16(1800))
 	f.Add("\xff\xfe invalid utf-8", uint16(3))
 	f.Fuzz(func(t *testing.T, message string, chunkBytes uint16) {
-		payload, err := marshalNoEscape(map[string]string{"messageKind": "content", "message": message})
+		payload, err := MarshalNoEscape(map[string]string{"messageKind": "content", "message": message})
 		if err != nil {
 			t.Skip()
 		}
