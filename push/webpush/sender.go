@@ -6,6 +6,7 @@ package webpush
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -130,14 +131,14 @@ func NewSender(cfg Config) (*Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	setDefault(&cfg.Timeout, 30*time.Second)
-	setDefault(&cfg.InlineBudget, push.MaxPayloadBytes)
-	setDefault(&cfg.ChunkBytes, push.DefaultMultipartChunkBytes)
-	setDefault(&cfg.MaxAttempts, 4)
-	setDefault(&cfg.MaxRetryWait, 30*time.Second)
-	setDefault(&cfg.BaseBackoff, 500*time.Millisecond)
-	setDefault(&cfg.MaxBackoff, 8*time.Second)
-	setDefault(&cfg.Logger, slog.Default())
+	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
+	cfg.InlineBudget = cmp.Or(cfg.InlineBudget, push.MaxPayloadBytes)
+	cfg.ChunkBytes = cmp.Or(cfg.ChunkBytes, push.DefaultMultipartChunkBytes)
+	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 4)
+	cfg.MaxRetryWait = cmp.Or(cfg.MaxRetryWait, 30*time.Second)
+	cfg.BaseBackoff = cmp.Or(cfg.BaseBackoff, 500*time.Millisecond)
+	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, 8*time.Second)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -183,13 +184,6 @@ func uniformJitter(n time.Duration) time.Duration {
 		return 0
 	}
 	return rand.N(n)
-}
-
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 // newHTTPClient is the one client every send shares: keep-alive connections,
