@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func TestServerScriptedAnswers(t *testing.T) {
 	for range 4 {
 		got = append(got, send(t, sub, payload, pub, priv, "ops@example.org", 0))
 	}
-	if want := []int{429, 429, 500, 201}; !equalInts(got, want) {
+	if want := []int{429, 429, 500, 201}; !slices.Equal(got, want) {
 		t.Errorf("statuses %v, want %v", got, want)
 	}
 	if status := send(t, other, payload, pub, priv, "ops@example.org", 0); status != 201 {
@@ -264,16 +265,4 @@ func TestSubscriptionKeys(t *testing.T) {
 	if err != nil || len(a) != 16 {
 		t.Errorf("auth %q", sub.Keys.Auth)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
