@@ -391,13 +391,20 @@ func (f *Failure) Unwrap() error { return f.Err }
 func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
 	p := &roundPusher{run: r, emit: emit, seg: DefaultSplitter().NewSegmenter(), round: Round{Iteration: r.iteration}}
 	out, err := r.execute(ctx, p)
+	f := (*Failure)(nil)
+	if errors.As(err, &f) {
+		p.round.Error = &RoundError{Code: f.Code, Message: f.Message}
+		if f.Push != nil {
+			p.round.Error.Push = f.Push.MessageID
+		}
+	}
 	p.round.Text = push.JSTrim(p.visible.String())
 	if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, p.round.messages()...); rerr != nil {
 		r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
 	}
 	out.SessionID, out.MessagesSent, out.SentAt = r.sessionID, p.sent, r.a.now()
 	attrs := []any{"sessionId", r.sessionID, "iteration", r.iteration, "pushes", p.sent}
-	if f := (*Failure)(nil); errors.As(err, &f) {
+	if f != nil {
 		// The code only: an LLM error's text holds the endpoint URL, whose
 		// query may carry a key.
 		r.a.log.WarnContext(ctx, "agent round failed", append(attrs, "code", f.Code)...)
@@ -420,14 +427,9 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	var pf *pushFailure
 	switch {
 	case errors.As(err, &pf):
-		f := &Failure{Code: CodePushSendFailed, Message: pf.err.Error(), MessageIndex: pf.index, Err: pf.err}
-		p.round.Error = &RoundError{Code: f.Code, Message: f.Message}
-		return Outcome{}, f
+		return Outcome{}, &Failure{Code: CodePushSendFailed, Message: pf.err.Error(), MessageIndex: pf.index, Err: pf.err}
 	case err != nil:
-		f := &Failure{Code: CodeLLMCallFailed, Message: err.Error(), Err: err}
-		f.Push = r.errorPush(CodeLLMCallFailed, f.Message, "error", push.Optional[int]{})
-		p.round.Error = &RoundError{Code: f.Code, Message: f.Message, Push: f.Push.MessageID}
-		return Outcome{}, f
+		return Outcome{}, r.llmFailure(err.Error(), err)
 	}
 	p.round.Response = resp
 	r.used = r.used.Add(usageOf(resp.Usage))
@@ -445,18 +447,19 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	})
 	if err != nil {
 		// The model's tool_calls are not an array of objects.
-		f := &Failure{Code: CodeLLMCallFailed, Message: "AI API error: malformed tool_calls: " + err.Error(), Err: err}
-		f.Push = r.errorPush(CodeLLMCallFailed, f.Message, "error", push.Optional[int]{})
-		p.round.Error = &RoundError{Code: f.Code, Message: f.Message, Push: f.Push.MessageID}
-		return Outcome{}, f
+		return Outcome{}, r.llmFailure("AI API error: malformed tool_calls: "+err.Error(), err)
 	}
 	if err := p.emitBurst(tr); err != nil {
-		f := &Failure{Code: CodePushSendFailed, Message: err.Error(), MessageIndex: p.sent + 1, Err: err}
-		p.round.Error = &RoundError{Code: f.Code, Message: f.Message}
-		return Outcome{}, f
+		return Outcome{}, &Failure{Code: CodePushSendFailed, Message: err.Error(), MessageIndex: p.sent + 1, Err: err}
 	}
 	p.round.ToolRequestPush = tr.MessageID
 	return Outcome{Status: StatusToolRequested, Iteration: r.iteration}, nil
+}
+
+// llmFailure is a failed LLM call, with the error push that reports it.
+func (r *Run) llmFailure(message string, err error) *Failure {
+	return &Failure{Code: CodeLLMCallFailed, Message: message, Err: err,
+		Push: r.errorPush(CodeLLMCallFailed, message, "error", push.Optional[int]{})}
 }
 
 // stop ends the loop with an error push instead of a call or a tool
