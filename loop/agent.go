@@ -716,8 +716,6 @@ type sentenceStarts struct {
 	inRun bool // the current run has counted
 }
 
-// defaultDelimiters are the characters of DefaultSplitPattern's class.
-const defaultDelimiters = "。！？!?"
 
 func (s *sentenceStarts) add(text string) {
 	for _, c := range text {

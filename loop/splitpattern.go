@@ -15,7 +15,10 @@ import (
 
 // DefaultSplitPattern is the standard's sentence split: runs of 。！？!? end a
 // sentence. The ASCII period is deliberately not in it.
-const DefaultSplitPattern = `([。！？!?]+)`
+const DefaultSplitPattern = "([" + defaultDelimiters + "]+)"
+
+// defaultDelimiters are the characters of DefaultSplitPattern's class.
+const defaultDelimiters = "。！？!?"
 
 // splitPattern limits from the standard (a cascade of at most 10 patterns of
 // at most 200 UTF-16 code units each).
