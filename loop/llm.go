@@ -235,7 +235,7 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 		resp, err = c.readStream(httpResp.Body, onDelta, endpoint, req.APIKey)
 	} else {
 		// Also the answer of an endpoint that ignores "stream": true.
-		resp, err = c.readCompletion(httpResp.Body, status, endpoint)
+		resp, err = c.readCompletion(httpResp.Body, status, endpoint, req.APIKey)
 		if err == nil && stream {
 			if derr := onDelta(Delta{Content: resp.Content, ReasoningContent: resp.ReasoningContent, Refusal: resp.Refusal}); derr != nil {
 				err = &abortError{derr}
@@ -291,9 +291,7 @@ func statusError(resp *http.Response, endpoint, key string) error {
 		e.msg = fmt.Sprintf("AI API error: %d %s. Request URL: %s", resp.StatusCode, reasonPhrase(resp), endpoint)
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
-	e.ProviderMessage, e.ProviderCode = providerDetail(raw)
-	e.ProviderMessage = redact(e.ProviderMessage, key)
-	e.ProviderCode = redact(e.ProviderCode, key)
+	e.ProviderMessage, e.ProviderCode = providerDetail(raw, key)
 	return e
 }
 
@@ -307,10 +305,15 @@ func reasonPhrase(resp *http.Response) string {
 }
 
 // providerDetail finds the human message and the machine code in an error
-// body: {"error":{"message","code"|"status"|"type"}} (OpenAI, Gemini,
+// body, with the API key redacted (providers echo it back): {"error":{"message","code"|"status"|"type"}} (OpenAI, Gemini,
 // Anthropic), {"error":"…"}, {"message"|"msg"|"detail":…, "code":…}, or the
 // raw text of a body that is not JSON.
-func providerDetail(raw []byte) (message, code string) {
+func providerDetail(raw []byte, key string) (message, code string) {
+	message, code = providerText(raw)
+	return redact(message, key), redact(code, key)
+}
+
+func providerText(raw []byte) (message, code string) {
 	text := strings.TrimSpace(string(bytes.ToValidUTF8(raw, []byte("\uFFFD"))))
 	if text == "" {
 		return "", ""
@@ -366,7 +369,7 @@ type completionJSON struct {
 }
 
 // readCompletion reads a non-streamed answer.
-func (c *Client) readCompletion(body io.Reader, status int, endpoint string) (*Response, error) {
+func (c *Client) readCompletion(body io.Reader, status int, endpoint, key string) (*Response, error) {
 	raw, err := io.ReadAll(io.LimitReader(body, c.max+1))
 	if err != nil {
 		return nil, err
@@ -386,7 +389,7 @@ func (c *Client) readCompletion(body io.Reader, status int, endpoint string) (*R
 	if len(cj.Choices) == 0 {
 		e := &Error{kind: ErrBadResponse, Status: status,
 			msg: fmt.Sprintf("AI API error: HTTP %d but body is not a chat completion (no choices). Request URL: %s", status, endpoint)}
-		e.ProviderMessage, e.ProviderCode = providerDetail(raw)
+		e.ProviderMessage, e.ProviderCode = providerDetail(raw, key)
 		return nil, e
 	}
 	resp := &Response{Usage: parseUsage(cj.Usage)}

@@ -198,6 +198,8 @@ func TestCompleteErrors(t *testing.T) {
 			"AI API error: HTTP 200 but body is not valid JSON. Request URL: <url>", 200, "", ""},
 		{"error in a 200", llmtest.Reply{Body: `{"error":{"message":"quota","code":"insufficient_quota"}}`}, Request{}, ErrBadResponse,
 			"AI API error: HTTP 200 but body is not a chat completion (no choices). Request URL: <url>", 200, "quota", "insufficient_quota"},
+		{"key echoed in a 200 error", llmtest.Reply{Body: `{"error":{"message":"bad key ` + testKey + `","code":"` + testKey + `"}}`}, Request{}, ErrBadResponse,
+			"AI API error: HTTP 200 but body is not a chat completion (no choices). Request URL: <url>", 200, "bad key [redacted]", "[redacted]"},
 		{"choices not an array", llmtest.Reply{Body: `{"choices":"x"}`}, Request{}, ErrBadResponse,
 			"AI API error: HTTP 200 but body is not a chat completion (no choices). Request URL: <url>", 200, `{"choices":"x"}`, ""},
 	}
@@ -503,7 +505,7 @@ func FuzzReadCompletion(f *testing.F) {
 	}
 	c := NewClient(Config{MaxResponseBytes: 1 << 16})
 	f.Fuzz(func(t *testing.T, body string) {
-		resp, err := c.readCompletion(strings.NewReader(body), 200, "http://x")
+		resp, err := c.readCompletion(strings.NewReader(body), 200, "http://x", "k")
 		var e *Error
 		switch {
 		case err != nil:

@@ -67,7 +67,7 @@ func (e *abortError) Error() string { return e.err.Error() }
 // data: [DONE] or the end of the body.
 func (c *Client) readStream(body io.Reader, onDelta func(Delta) error, endpoint, key string) (*Response, error) {
 	events := newEventReader(io.LimitReader(body, c.max+1), c.max)
-	var acc streamAccumulator
+	acc := streamAccumulator{key: key}
 	for {
 		data, err := events.next()
 		if errors.Is(err, errEventTooLarge) || events.read > c.max {
@@ -88,7 +88,6 @@ func (c *Client) readStream(body io.Reader, onDelta func(Delta) error, endpoint,
 			var e *Error
 			if errors.As(err, &e) {
 				e.msg += ". Request URL: " + endpoint
-				e.ProviderMessage, e.ProviderCode = redact(e.ProviderMessage, key), redact(e.ProviderCode, key)
 				return nil, e
 			}
 			return nil, &Error{kind: ErrBadResponse, Status: 200, cause: err,
@@ -128,6 +127,7 @@ type chunkJSON struct {
 
 // streamAccumulator assembles a Response from chunks.
 type streamAccumulator struct {
+	key                         string // the API key, redacted from what the provider says
 	content, reasoning, refusal strings.Builder
 	calls                       map[int]*toolCallBuilder
 	finishReason                string
@@ -147,7 +147,7 @@ func (a *streamAccumulator) add(data []byte) (Delta, error) {
 	}
 	if k := push.JSONKind(ch.Error); k != 0 && k != 'n' {
 		e := &Error{kind: ErrBadResponse, Status: 200, msg: "AI API error: the stream reported an error"}
-		e.ProviderMessage, e.ProviderCode = providerDetail(data)
+		e.ProviderMessage, e.ProviderCode = providerDetail(data, a.key)
 		return Delta{}, e
 	}
 	if push.JSONKind(ch.Usage) == '{' {
