@@ -360,10 +360,5 @@ func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, userID, namespa
 // DeleteClientState deletes all of userID's client state, slice rows
 // included, and returns the number of rows deleted, as the standard counts.
 func (s *Store) DeleteClientState(ctx context.Context, userID string) (int, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM client_state WHERE user_id = ?`, userID)
-	if err != nil {
-		return 0, fmt.Errorf("store: delete client state: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "delete client state", `DELETE FROM client_state WHERE user_id = ?`, userID)
 }

@@ -207,12 +207,7 @@ func (s *Store) updateOutbox(ctx context.Context, query, userID string, messageI
 	if err != nil {
 		return 0, err
 	}
-	res, err := s.writer.ExecContext(ctx, query, millis(s.now()), userID, string(ids))
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "", query, millis(s.now()), userID, string(ids))
 }
 
 // UnackedOutbox returns up to limit (1 to MaxOutboxPage) of userID's
@@ -302,13 +297,8 @@ func (s *Store) readOutbox(ctx context.Context, userID string, keep func(OutboxE
 // does not receive the rest of a task the user cancelled; what already went
 // out stays for the client to acknowledge.
 func (s *Store) DiscardUndeliveredOutbox(ctx context.Context, userID, taskUUID string) (int, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM message_outbox
+	return s.execCount(ctx, "discard undelivered outbox", `DELETE FROM message_outbox
 		WHERE user_id = ? AND task_uuid = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, taskUUID)
-	if err != nil {
-		return 0, fmt.Errorf("store: discard undelivered outbox: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
 }
 
 // CleanupOutbox applies the retention (Config.OutboxAckedMaxAge,
@@ -318,13 +308,8 @@ func (s *Store) DiscardUndeliveredOutbox(ctx context.Context, userID, taskUUID s
 // calls it.
 func (s *Store) CleanupOutbox(ctx context.Context) (int, error) {
 	now := s.now()
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM message_outbox WHERE acked_at < ? OR created_at < ?`,
+	return s.execCount(ctx, "cleanup outbox", `DELETE FROM message_outbox WHERE acked_at < ? OR created_at < ?`,
 		millis(now.Add(-s.outboxAckedMaxAge)), millis(now.Add(-s.outboxMaxAge)))
-	if err != nil {
-		return 0, fmt.Errorf("store: cleanup outbox: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
 }
 
 // nullString stores "" as NULL, as the standard's optional columns are.

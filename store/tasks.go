@@ -255,11 +255,7 @@ func (s *Store) UpdatePendingTask(ctx context.Context, userID, uuid string, upda
 // DeleteTask deletes userID's task with this uuid, in any status, and
 // reports whether there was one.
 func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (bool, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM tasks WHERE uuid = ? AND user_id = ?`, uuid, userID)
-	if err != nil {
-		return false, fmt.Errorf("store: delete task: %w", err)
-	}
-	n, err := res.RowsAffected()
+	n, err := s.execCount(ctx, "delete task", `DELETE FROM tasks WHERE uuid = ? AND user_id = ?`, uuid, userID)
 	return n > 0, err
 }
 
@@ -388,12 +384,7 @@ func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...a
 // DeleteFinishedTasks deletes sent and failed tasks last updated before
 // cutoff and returns how many it deleted.
 func (s *Store) DeleteFinishedTasks(ctx context.Context, cutoff time.Time) (int, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`, millis(cutoff))
-	if err != nil {
-		return 0, fmt.Errorf("store: delete finished tasks: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "delete finished tasks", `DELETE FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`, millis(cutoff))
 }
 
 type rowScanner interface {
