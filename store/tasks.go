@@ -310,12 +310,22 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, until time.Time) (Lease
 // ReleaseLease gives l up without changing anything else, so the task is
 // claimable again at once. A lease already lost is not an error.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
-	_, err := s.writer.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
-		millis(s.now()), l.TaskID, millis(l.Until))
-	if err != nil {
+	if err := s.releaseLease(ctx, s.writer, l); err != nil {
 		return fmt.Errorf("store: release lease: %w", err)
 	}
 	return nil
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// releaseLease clears l's lease through db, if l still holds it.
+func (s *Store) releaseLease(ctx context.Context, db execer, l Lease) error {
+	_, err := db.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
+		millis(s.now()), l.TaskID, millis(l.Until))
+	return err
 }
 
 // CompleteTask records a delivered occurrence: a one-off task (next zero) is
@@ -368,9 +378,7 @@ func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...a
 			return err
 		}
 		lost = true
-		_, err = tx.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
-			millis(s.now()), l.TaskID, millis(l.Until))
-		return err
+		return s.releaseLease(ctx, tx, l)
 	})
 	switch {
 	case err != nil:
