@@ -173,16 +173,18 @@ func (b Builder) head(v *validator, a *Common) push.Common {
 		SessionID:   a.SessionID,
 	}
 	if c.MessageID == "" {
-		c.MessageID = push.NewMessageID()
 		if b.NewMessageID != nil {
 			c.MessageID = b.NewMessageID()
+		} else {
+			c.MessageID = push.NewMessageID()
 		}
 	}
 	at := a.Timestamp
 	if at.IsZero() {
-		at = time.Now()
 		if b.Now != nil {
 			at = b.Now()
+		} else {
+			at = time.Now()
 		}
 	}
 	if year := at.UTC().Year(); v.check(year >= 0 && year <= 9999, "timestamp", RuleRange, "must fall in years 0000 to 9999, not %d", year) {

@@ -157,7 +157,8 @@ func checkToolCalls(v *validator, raw json.RawMessage) {
 	_ = json.Unmarshal(raw, &calls) // a valid JSON array: cannot fail
 	v.check(len(calls) > 0, "toolCalls", RuleRequired, "must hold at least one tool call")
 	for i, call := range calls {
-		v.check(jsonKind(call) == '{', "toolCalls", RuleType, "must hold objects; element %d is not one", i)
+		// Each element is part of raw, already valid UTF-8 JSON.
+		v.check(push.JSONKind(call) == '{', "toolCalls", RuleType, "must hold objects; element %d is not one", i)
 	}
 }
 

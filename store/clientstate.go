@@ -2,6 +2,7 @@ package store
 
 import (
 	"amsg/push"
+	"amsg/store/usercrypt"
 
 	"context"
 	"database/sql"
@@ -278,7 +279,7 @@ func (s *Store) ClientState(ctx context.Context, userID, namespace string) ([]Cl
 		var value string
 		var ok bool
 		if count, chunked := stateRootCount(root.value); chunked {
-			value, ok, err = s.joinStateSlices(ctx, tx, userID, namespace, root, count)
+			value, ok, err = s.joinStateSlices(ctx, tx, key, userID, namespace, root, count)
 			if err != nil {
 				return nil, fmt.Errorf("store: client state: %w", err)
 			}
@@ -318,9 +319,10 @@ func queryStateRows(ctx context.Context, tx *sql.Tx, query string, args ...any) 
 	return out, rows.Err()
 }
 
-// joinStateSlices reassembles a chunked value; ok is false when its slice
-// set is incomplete, stale or undecryptable.
-func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, userID, namespace string, root stateRow, count int) (value string, ok bool, err error) {
+// joinStateSlices reassembles a chunked value, opening its slices with key
+// (userID's); ok is false when its slice set is incomplete, stale or
+// undecryptable.
+func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, key usercrypt.Key, userID, namespace string, root stateRow, count int) (value string, ok bool, err error) {
 	prefix := root.key + stateSep
 	rows, err := queryStateRows(ctx, tx, `SELECT key, value, updated_at FROM client_state
 		WHERE user_id = ? AND namespace = ? AND key > ? AND key < ?`,
@@ -343,7 +345,6 @@ func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, userID, namespa
 	if found != count {
 		return "", false, nil
 	}
-	key := s.userKey(userID)
 	var b strings.Builder
 	b.Grow(size)
 	for _, v := range sealed {
@@ -360,10 +361,5 @@ func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, userID, namespa
 // DeleteClientState deletes all of userID's client state, slice rows
 // included, and returns the number of rows deleted, as the standard counts.
 func (s *Store) DeleteClientState(ctx context.Context, userID string) (int, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM client_state WHERE user_id = ?`, userID)
-	if err != nil {
-		return 0, fmt.Errorf("store: delete client state: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "delete client state", `DELETE FROM client_state WHERE user_id = ?`, userID)
 }

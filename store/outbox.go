@@ -207,12 +207,7 @@ func (s *Store) updateOutbox(ctx context.Context, query, userID string, messageI
 	if err != nil {
 		return 0, err
 	}
-	res, err := s.writer.ExecContext(ctx, query, millis(s.now()), userID, string(ids))
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "", query, millis(s.now()), userID, string(ids))
 }
 
 // UnackedOutbox returns up to limit (1 to MaxOutboxPage) of userID's
@@ -223,16 +218,15 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 	if since < 0 || limit < 1 || limit > MaxOutboxPage {
 		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w: since %d, limit %d", ErrInvalidOutbox, since, limit)
 	}
-	page := OutboxPage{Entries: []OutboxEntry{}, Cursor: since}
-	fetched, err := s.readOutbox(ctx, userID, func(e OutboxEntry) {
-		page.Entries = append(page.Entries, e)
-	}, func(id int64) { page.Cursor = max(page.Cursor, id) },
+	entries, fetched, last, err := s.readOutbox(ctx, userID,
 		`WHERE user_id = ? AND acked_at IS NULL AND id > ? ORDER BY id LIMIT ?`, userID, since, limit)
 	if err != nil {
 		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
 	}
-	page.HasMore = fetched == limit
-	return page, nil
+	if entries == nil {
+		entries = []OutboxEntry{} // an empty page: [], not nil
+	}
+	return OutboxPage{Entries: entries, Cursor: max(since, last), HasMore: fetched == limit}, nil
 }
 
 // SessionOutbox returns the pushes recorded for one session of userID,
@@ -240,29 +234,26 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 // resends a failed occurrence's burst from here, so a retry repeats the
 // first answer rather than asking the LLM for a new one.
 func (s *Store) SessionOutbox(ctx context.Context, userID, sessionID string) ([]OutboxEntry, error) {
-	var entries []OutboxEntry
-	_, err := s.readOutbox(ctx, userID, func(e OutboxEntry) { entries = append(entries, e) }, nil,
-		`WHERE user_id = ? AND session_id = ? ORDER BY id`, userID, sessionID)
+	entries, _, _, err := s.readOutbox(ctx, userID, `WHERE user_id = ? AND session_id = ? ORDER BY id`, userID, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("store: session outbox: %w", err)
 	}
 	return entries, nil
 }
 
-// readOutbox reads the outbox rows of userID that where selects, opening
-// each payload: keep gets every row that opens, seen (if set) the id of
-// every row read, and the count of rows read is returned. A row that does
-// not decrypt is skipped and logged.
-func (s *Store) readOutbox(ctx context.Context, userID string, keep func(OutboxEntry), seen func(id int64), where string, args ...any) (int, error) {
+// readOutbox reads the outbox rows of userID that where selects (ordered by
+// id) and returns those whose payload opens, the count of rows read and the
+// id of the last row read (0 for none), both counting the rows that were
+// skipped because they do not decrypt (logged).
+func (s *Store) readOutbox(ctx context.Context, userID, where string, args ...any) (entries []OutboxEntry, fetched int, last int64, err error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
 			payload, created_at, delivered_at
 		FROM message_outbox `+where, args...)
 	if err != nil {
-		return 0, err
+		return nil, 0, 0, err
 	}
 	defer rows.Close()
 	key := s.userKey(userID)
-	fetched := 0
 	for rows.Next() {
 		var e OutboxEntry
 		var taskUUID, sessionID sql.NullString
@@ -270,12 +261,9 @@ func (s *Store) readOutbox(ctx context.Context, userID string, keep func(OutboxE
 		var sealed string
 		var created int64
 		if err := rows.Scan(&e.ID, &e.MessageID, &taskUUID, &sessionID, &index, &total, &sealed, &created, &delivered); err != nil {
-			return 0, err
+			return nil, 0, 0, err
 		}
-		fetched++
-		if seen != nil {
-			seen(e.ID)
-		}
+		fetched, last = fetched+1, e.ID
 		payload, err := key.OpenAtRest(sealed)
 		if err == nil && !isJSONObject(payload) {
 			err = errors.New("payload is not a JSON object")
@@ -291,9 +279,9 @@ func (s *Store) readOutbox(ctx context.Context, userID string, keep func(OutboxE
 		if delivered.Valid {
 			e.DeliveredAt = fromMillis(delivered.Int64)
 		}
-		keep(e)
+		entries = append(entries, e)
 	}
-	return fetched, rows.Err()
+	return entries, fetched, last, rows.Err()
 }
 
 // DiscardUndeliveredOutbox deletes the pushes of a task that no push service
@@ -302,13 +290,8 @@ func (s *Store) readOutbox(ctx context.Context, userID string, keep func(OutboxE
 // does not receive the rest of a task the user cancelled; what already went
 // out stays for the client to acknowledge.
 func (s *Store) DiscardUndeliveredOutbox(ctx context.Context, userID, taskUUID string) (int, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM message_outbox
+	return s.execCount(ctx, "discard undelivered outbox", `DELETE FROM message_outbox
 		WHERE user_id = ? AND task_uuid = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, taskUUID)
-	if err != nil {
-		return 0, fmt.Errorf("store: discard undelivered outbox: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
 }
 
 // CleanupOutbox applies the retention (Config.OutboxAckedMaxAge,
@@ -318,13 +301,8 @@ func (s *Store) DiscardUndeliveredOutbox(ctx context.Context, userID, taskUUID s
 // calls it.
 func (s *Store) CleanupOutbox(ctx context.Context) (int, error) {
 	now := s.now()
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM message_outbox WHERE acked_at < ? OR created_at < ?`,
+	return s.execCount(ctx, "cleanup outbox", `DELETE FROM message_outbox WHERE acked_at < ? OR created_at < ?`,
 		millis(now.Add(-s.outboxAckedMaxAge)), millis(now.Add(-s.outboxMaxAge)))
-	if err != nil {
-		return 0, fmt.Errorf("store: cleanup outbox: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
 }
 
 // nullString stores "" as NULL, as the standard's optional columns are.

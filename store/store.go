@@ -270,6 +270,22 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// execCount runs query on the writer outside a transaction and returns the
+// number of rows it changed. A failed statement is wrapped as
+// "store: what: …", or returned as it is when what is "" (the caller wraps);
+// the row count's own error is returned as it is.
+func (s *Store) execCount(ctx context.Context, what, query string, args ...any) (int, error) {
+	res, err := s.writer.ExecContext(ctx, query, args...)
+	if err != nil {
+		if what == "" {
+			return 0, err
+		}
+		return 0, fmt.Errorf("store: %s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
 func ignoreDone(err error) error {
 	if errors.Is(err, sql.ErrTxDone) {
 		return nil

@@ -156,30 +156,21 @@ func (s *Store) SubscriptionSummary(ctx context.Context, userID string) (Subscri
 // DeleteDevice deletes one of userID's devices. A device that is already
 // gone, or belongs to another user, is not an error.
 func (s *Store) DeleteDevice(ctx context.Context, userID string, deviceID int64) error {
-	_, err := s.deleteSubscriptions(ctx, `DELETE FROM subscriptions WHERE user_id = ? AND id = ?`, userID, deviceID)
+	_, err := s.execCount(ctx, "delete subscriptions", `DELETE FROM subscriptions WHERE user_id = ? AND id = ?`, userID, deviceID)
 	return err
 }
 
 // DeleteSubscription deletes userID's device with this endpoint and reports
 // whether there was one.
 func (s *Store) DeleteSubscription(ctx context.Context, userID, endpoint string) (bool, error) {
-	n, err := s.deleteSubscriptions(ctx, `DELETE FROM subscriptions WHERE user_id = ? AND endpoint_sha256 = ?`, userID, endpointHash(endpoint))
+	n, err := s.execCount(ctx, "delete subscriptions", `DELETE FROM subscriptions WHERE user_id = ? AND endpoint_sha256 = ?`, userID, endpointHash(endpoint))
 	return n > 0, err
 }
 
 // DeleteSubscriptions deletes all of userID's devices and returns how many
 // there were.
 func (s *Store) DeleteSubscriptions(ctx context.Context, userID string) (int, error) {
-	return s.deleteSubscriptions(ctx, `DELETE FROM subscriptions WHERE user_id = ?`, userID)
-}
-
-func (s *Store) deleteSubscriptions(ctx context.Context, query string, args ...any) (int, error) {
-	res, err := s.writer.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, fmt.Errorf("store: delete subscriptions: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "delete subscriptions", `DELETE FROM subscriptions WHERE user_id = ?`, userID)
 }
 
 func endpointHash(endpoint string) []byte {

@@ -255,11 +255,7 @@ func (s *Store) UpdatePendingTask(ctx context.Context, userID, uuid string, upda
 // DeleteTask deletes userID's task with this uuid, in any status, and
 // reports whether there was one.
 func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (bool, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM tasks WHERE uuid = ? AND user_id = ?`, uuid, userID)
-	if err != nil {
-		return false, fmt.Errorf("store: delete task: %w", err)
-	}
-	n, err := res.RowsAffected()
+	n, err := s.execCount(ctx, "delete task", `DELETE FROM tasks WHERE uuid = ? AND user_id = ?`, uuid, userID)
 	return n > 0, err
 }
 
@@ -314,12 +310,22 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, until time.Time) (Lease
 // ReleaseLease gives l up without changing anything else, so the task is
 // claimable again at once. A lease already lost is not an error.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
-	_, err := s.writer.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
-		millis(s.now()), l.TaskID, millis(l.Until))
-	if err != nil {
+	if err := s.releaseLease(ctx, s.writer, l); err != nil {
 		return fmt.Errorf("store: release lease: %w", err)
 	}
 	return nil
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// releaseLease clears l's lease through db, if l still holds it.
+func (s *Store) releaseLease(ctx context.Context, db execer, l Lease) error {
+	_, err := db.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
+		millis(s.now()), l.TaskID, millis(l.Until))
+	return err
 }
 
 // CompleteTask records a delivered occurrence: a one-off task (next zero) is
@@ -372,9 +378,7 @@ func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...a
 			return err
 		}
 		lost = true
-		_, err = tx.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
-			millis(s.now()), l.TaskID, millis(l.Until))
-		return err
+		return s.releaseLease(ctx, tx, l)
 	})
 	switch {
 	case err != nil:
@@ -388,12 +392,7 @@ func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...a
 // DeleteFinishedTasks deletes sent and failed tasks last updated before
 // cutoff and returns how many it deleted.
 func (s *Store) DeleteFinishedTasks(ctx context.Context, cutoff time.Time) (int, error) {
-	res, err := s.writer.ExecContext(ctx, `DELETE FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`, millis(cutoff))
-	if err != nil {
-		return 0, fmt.Errorf("store: delete finished tasks: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return s.execCount(ctx, "delete finished tasks", `DELETE FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`, millis(cutoff))
 }
 
 type rowScanner interface {

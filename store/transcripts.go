@@ -139,10 +139,12 @@ type TranscriptHead struct {
 func (s *Store) AppendTranscript(ctx context.Context, a TranscriptAppend) (TranscriptHead, error) {
 	key := s.userKey(a.Owner)
 	var sealedSettings any // NULL keeps the stored settings
-	initial := key.SealAtRest([]byte("{}"))
+	var initial string
 	if a.Settings != nil {
 		initial = key.SealAtRest(a.Settings)
 		sealedSettings = initial
+	} else {
+		initial = key.SealAtRest([]byte("{}"))
 	}
 	now := millis(s.now())
 	var head TranscriptHead
