@@ -140,15 +140,11 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 	}
 	// amsg checks the types upstream stores blindly: the payload it fires
 	// from must hold strings and a metadata object.
-	for _, k := range []string{"userMessage", "apiUrl", "apiKey", "primaryModel"} {
-		if f.truthy(k) && f.stringPtr(k) == nil {
-			return time.Time{}, bad("更新数据格式错误", k)
-		}
+	if f.truthy("userMessage") && f.stringPtr("userMessage") == nil {
+		return time.Time{}, bad("更新数据格式错误", "userMessage")
 	}
-	if u, ok := f.str("apiUrl"); ok && u != "" {
-		if _, err := loop.NormalizeAPIURL(u); err != nil {
-			return time.Time{}, bad(err.Error(), "apiUrl")
-		}
+	if err := checkCredentials(f.fields, errInvalidUpdateData); err != nil {
+		return time.Time{}, err
 	}
 	if f.truthy("metadata") && push.JSONKind(f.fields["metadata"]) != '{' {
 		return time.Time{}, bad("metadata 必须是普通对象", "metadata")
