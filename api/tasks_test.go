@@ -386,6 +386,7 @@ func TestUpdateMessage(t *testing.T) {
 	}{
 		{"no id", "/api/v1/update-message", map[string]string{}, "", "TASK_ID_REQUIRED"},
 		{"no user", "/api/v1/update-message?id=" + id, map[string]string{"X-Payload-Encrypted": "true"}, "", "USER_ID_REQUIRED"},
+		{"bad user", "/api/v1/update-message?id=" + id, map[string]string{"X-User-Id": "nope"}, "", "INVALID_USER_ID_FORMAT"},
 		{"not encrypted", "/api/v1/update-message?id=" + id, map[string]string{"X-User-Id": testUserID}, "", "ENCRYPTION_REQUIRED"},
 		{"version", "/api/v1/update-message?id=" + id, map[string]string{"X-User-Id": testUserID, "X-Payload-Encrypted": "true"}, "", "UNSUPPORTED_ENCRYPTION_VERSION"},
 		{"envelope", "/api/v1/update-message?id=" + id, encryptedHeaders(testUserID), "{}", "INVALID_ENCRYPTED_PAYLOAD"},

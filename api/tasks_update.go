@@ -22,15 +22,14 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	userID, err := requireUserID(r)
-	if err != nil {
+	if _, err := requireUserID(r); err != nil {
 		return err
 	}
-	if strings.TrimSpace(r.Header.Get("X-Payload-Encrypted")) != "true" {
-		return errEncryptionRequired
-	}
-	if strings.TrimSpace(r.Header.Get("X-Encryption-Version")) != "1" {
-		return errUnsupportedVersion
+	// The user id is valid, so requireEncryptionHeaders's own user-id check
+	// passes: this checks X-Payload-Encrypted, then X-Encryption-Version.
+	userID, err := requireEncryptionHeaders(r)
+	if err != nil {
+		return err
 	}
 	body, err := s.openBody(w, r, userID, s.cfg.MaxBodyBytes)
 	switch {
