@@ -92,6 +92,11 @@ func post(h http.Handler, path, body string, header map[string]string) response 
 	return serve(h, newRequest(http.MethodPost, path, body, header))
 }
 
+// send serves one request with a body and returns the response.
+func send(h http.Handler, method, path, body string, header map[string]string) response {
+	return serve(h, newRequest(method, path, body, header))
+}
+
 func TestRoutesMatchBySuffixLikeTheSingleUserServer(t *testing.T) {
 	s := newTestServer(t, Config{}, Deps{})
 	want := `{"success":true,"publicKey":"` + s.deps.Store.Secrets().VAPIDPublicKey + `"}` + "\n"

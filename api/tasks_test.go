@@ -2,9 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -126,30 +123,12 @@ func errorOf(t testing.TB, body string) (code string, details string) {
 	return env.Error.Code, string(env.Error.Details)
 }
 
-// decrypted opens an encrypted read response with the browser's key.
+// decrypted opens an encrypted read response with the browser's key and
+// decodes its plaintext into v.
 func decrypted(t *testing.T, userID string, got response, v any) {
 	t.Helper()
-	var env struct {
-		Success   bool `json:"success"`
-		Encrypted bool `json:"encrypted"`
-		Version   int  `json:"version"`
-		Data      struct {
-			IV            string `json:"iv"`
-			AuthTag       string `json:"authTag"`
-			EncryptedData string `json:"encryptedData"`
-		} `json:"data"`
-	}
-	if got.status != http.StatusOK || json.Unmarshal([]byte(got.body), &env) != nil || !env.Success || !env.Encrypted || env.Version != 1 {
-		t.Fatalf("not an encrypted success: %d %s", got.status, got.body)
-	}
-	dec := func(s string) []byte { b, _ := base64.StdEncoding.DecodeString(s); return b }
-	block, _ := aes.NewCipher(browserUserKey(userID))
-	aead, _ := cipher.NewGCM(block)
-	plaintext, err := aead.Open(nil, dec(env.Data.IV), append(dec(env.Data.EncryptedData), dec(env.Data.AuthTag)...), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(plaintext, v); err != nil {
+	plaintext := openResponse(t, userID, got)
+	if err := json.Unmarshal([]byte(plaintext), v); err != nil {
 		t.Fatalf("%s: %v", plaintext, err)
 	}
 }
