@@ -128,7 +128,7 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 			return time.Time{}, bad(err.Error(), "splitPattern")
 		}
 	}
-	if f.has("avatarUrl") && s.avatarURL(f.fields) == nil && f.given("avatarUrl") {
+	if f.given("avatarUrl") && s.avatarURL(f.fields) == nil {
 		delete(f.fields, "avatarUrl")
 		f.keys = slices.DeleteFunc(f.keys, func(k string) bool { return k == "avatarUrl" })
 	}
