@@ -256,6 +256,21 @@ func TestPanicBecomesJSON500WithCORS(t *testing.T) {
 	}
 }
 
+// http.ErrAbortHandler is net/http's own way to abort a response: it goes
+// on up, unlogged and unanswered.
+func TestAbortHandlerPanicPassesThrough(t *testing.T) {
+	s := newTestServer(t, Config{}, Deps{})
+	h := s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
+	rec := httptest.NewRecorder()
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler || rec.Body.Len() != 0 {
+			t.Errorf("recovered %v, body %q", v, rec.Body)
+		}
+	}()
+	h.ServeHTTP(rec, newRequest(http.MethodGet, "/api/v1/anything", "", nil))
+	t.Error("the panic did not pass through")
+}
+
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := newTestServer(t, Config{ClientToken: "tok"}, Deps{Metrics: reg})
