@@ -1,14 +1,10 @@
 package api
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -18,42 +14,7 @@ import (
 
 	"amsg/store"
 	"amsg/store/storetest"
-	"amsg/store/usercrypt"
 )
-
-// send serves one request with a body and returns the response.
-func send(h http.Handler, method, path, body string, header map[string]string) response {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	return response{rec.Code, rec.Result().Header, rec.Body.String()}
-}
-
-// openResponse decrypts an encrypted read response the way amsg-client does
-// and returns the plaintext JSON.
-func openResponse(t testing.TB, userID string, got response) string {
-	t.Helper()
-	var resp struct {
-		Success   bool               `json:"success"`
-		Encrypted bool               `json:"encrypted"`
-		Version   int                `json:"version"`
-		Data      usercrypt.Envelope `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(got.body), &resp); err != nil || got.status != http.StatusOK || !resp.Success || !resp.Encrypted || resp.Version != 1 {
-		t.Fatalf("response %d %s is not an encrypted success (%v)", got.status, got.body, err)
-	}
-	dec := func(s string) []byte { b, _ := base64.StdEncoding.DecodeString(s); return b }
-	block, _ := aes.NewCipher(browserUserKey(userID))
-	aead, _ := cipher.NewGCM(block)
-	plaintext, err := aead.Open(nil, dec(resp.Data.IV), append(dec(resp.Data.EncryptedData), dec(resp.Data.AuthTag)...), nil)
-	if err != nil {
-		t.Fatalf("decrypt response: %v", err)
-	}
-	return strings.TrimSuffix(string(plaintext), "\n")
-}
 
 // putState sends PUT /client-state with payload encrypted as the browser
 // does; payload is a Go value or, as a string, raw JSON.

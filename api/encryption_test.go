@@ -44,6 +44,29 @@ func browserEncrypt(t testing.TB, key []byte, v any) string {
 	return string(body)
 }
 
+// openResponse decrypts an encrypted read response the way amsg-client does
+// and returns the plaintext JSON.
+func openResponse(t testing.TB, userID string, got response) string {
+	t.Helper()
+	var resp struct {
+		Success   bool               `json:"success"`
+		Encrypted bool               `json:"encrypted"`
+		Version   int                `json:"version"`
+		Data      usercrypt.Envelope `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(got.body), &resp); err != nil || got.status != http.StatusOK || !resp.Success || !resp.Encrypted || resp.Version != 1 {
+		t.Fatalf("response %d %s is not an encrypted success (%v)", got.status, got.body, err)
+	}
+	dec := func(s string) []byte { b, _ := base64.StdEncoding.DecodeString(s); return b }
+	block, _ := aes.NewCipher(browserUserKey(userID))
+	aead, _ := cipher.NewGCM(block)
+	plaintext, err := aead.Open(nil, dec(resp.Data.IV), append(dec(resp.Data.EncryptedData), dec(resp.Data.AuthTag)...), nil)
+	if err != nil {
+		t.Fatalf("decrypt response: %v", err)
+	}
+	return strings.TrimSuffix(string(plaintext), "\n")
+}
+
 func encryptedHeaders(userID string) map[string]string {
 	return map[string]string{"X-Payload-Encrypted": "true", "X-Encryption-Version": "1", "X-User-Id": userID}
 }

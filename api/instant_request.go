@@ -298,7 +298,7 @@ func (v *requestValidator) pushSubscription() *Error {
 
 func (v *requestValidator) avatarURL() *Error {
 	avatar, warning := builders.CheckAvatarURL(v.f["avatarUrl"])
-	if warning != nil && v.log != nil {
+	if warning != nil {
 		v.log(*warning)
 	}
 	v.q.avatarURL = avatar

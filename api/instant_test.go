@@ -5,9 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,7 +23,6 @@ import (
 	"amsg/push/pushtest"
 	"amsg/store"
 	"amsg/store/storetest"
-	"amsg/store/usercrypt"
 )
 
 // instantFixture is a server with the agent loop, a fake LLM and a fake push
@@ -156,27 +152,6 @@ func kinds(pushes []pushSummary) []string {
 	return out
 }
 
-// openEncrypted decrypts an encrypted read response with the browser's key.
-func openEncrypted(t *testing.T, userID, body string) []byte {
-	t.Helper()
-	var resp struct {
-		Success   bool               `json:"success"`
-		Encrypted bool               `json:"encrypted"`
-		Data      usercrypt.Envelope `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(body), &resp); err != nil || !resp.Success || !resp.Encrypted {
-		t.Fatalf("not an encrypted response: %s", body)
-	}
-	dec := func(s string) []byte { b, _ := base64.StdEncoding.DecodeString(s); return b }
-	block, _ := aes.NewCipher(browserUserKey(userID))
-	aead, _ := cipher.NewGCM(block)
-	plaintext, err := aead.Open(nil, dec(resp.Data.IV), append(dec(resp.Data.EncryptedData), dec(resp.Data.AuthTag)...), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plaintext
-}
-
 type transcriptJSON struct {
 	SessionID string `json:"sessionId"`
 	Usage     struct {
@@ -207,9 +182,7 @@ func (f *instantFixture) transcript(t *testing.T, userID, sessionID string) tran
 		t.Fatalf("GET session = %d %s", got.status, got.body)
 	}
 	var tr transcriptJSON
-	if err := json.Unmarshal(openEncrypted(t, userID, got.body), &tr); err != nil {
-		t.Fatal(err)
-	}
+	decrypted(t, userID, got, &tr)
 	return tr
 }
 

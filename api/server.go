@@ -220,11 +220,11 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			v := recover()
-			if v == nil || v == http.ErrAbortHandler {
-				if v != nil {
-					panic(v)
-				}
+			switch v {
+			case nil:
 				return
+			case http.ErrAbortHandler:
+				panic(v)
 			}
 			s.log.ErrorContext(r.Context(), "handler panicked", "method", r.Method, "path", r.URL.Path,
 				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))

@@ -92,6 +92,11 @@ func post(h http.Handler, path, body string, header map[string]string) response 
 	return serve(h, newRequest(http.MethodPost, path, body, header))
 }
 
+// send serves one request with a body and returns the response.
+func send(h http.Handler, method, path, body string, header map[string]string) response {
+	return serve(h, newRequest(method, path, body, header))
+}
+
 func TestRoutesMatchBySuffixLikeTheSingleUserServer(t *testing.T) {
 	s := newTestServer(t, Config{}, Deps{})
 	want := `{"success":true,"publicKey":"` + s.deps.Store.Secrets().VAPIDPublicKey + `"}` + "\n"
@@ -249,6 +254,21 @@ func TestPanicBecomesJSON500WithCORS(t *testing.T) {
 	if got.header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("panic response lacks CORS headers: %v", got.header)
 	}
+}
+
+// http.ErrAbortHandler is net/http's own way to abort a response: it goes
+// on up, unlogged and unanswered.
+func TestAbortHandlerPanicPassesThrough(t *testing.T) {
+	s := newTestServer(t, Config{}, Deps{})
+	h := s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
+	rec := httptest.NewRecorder()
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler || rec.Body.Len() != 0 {
+			t.Errorf("recovered %v, body %q", v, rec.Body)
+		}
+	}()
+	h.ServeHTTP(rec, newRequest(http.MethodGet, "/api/v1/anything", "", nil))
+	t.Error("the panic did not pass through")
 }
 
 func TestMetrics(t *testing.T) {

@@ -23,7 +23,7 @@ func TestGetSession(t *testing.T) {
 	owner := map[string]string{"X-User-Id": testUserID, "X-Client-Token": "ct"}
 
 	got := do(t, f.s, http.MethodGet, path, owner)
-	plaintext := string(openEncrypted(t, testUserID, got.body))
+	plaintext := openResponse(t, testUserID, got)
 	if !strings.Contains(plaintext, `"sessionId":"chat/42 ünïcode"`) || !strings.Contains(plaintext, `"type":"tool-calls"`) {
 		t.Errorf("transcript %s", plaintext)
 	}

@@ -290,7 +290,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 			return req, missingParameters(missing...)
 		}
 	}
-	if err := checkCredentials(f, newError(http.StatusBadRequest, "INVALID_PARAMETERS", "")); err != nil {
+	if err := checkCredentials(f, newError(http.StatusBadRequest, "INVALID_PARAMETERS", msgInvalidParameters)); err != nil {
 		return req, err
 	}
 	if p.MessageType == push.TypeInstant {
@@ -419,10 +419,12 @@ func checkPrompt(f fields, base *Error) error {
 // checkCredentials checks what upstream only checks for truthiness: apiUrl,
 // apiKey and primaryModel, when given, are strings, and apiUrl normalizes to
 // a chat-completions URL, so a typo fails the request and not every fire.
+// base carries the endpoint's status and code, and its message is the one
+// for a value that is not a string.
 func checkCredentials(f fields, base *Error) error {
 	for _, k := range []string{"apiUrl", "apiKey", "primaryModel"} {
 		if f.truthy(k) && f.stringPtr(k) == nil {
-			return withMessage(base, msgInvalidParameters, k)
+			return withMessage(base, base.Message, k)
 		}
 	}
 	if u, ok := f.str("apiUrl"); ok && u != "" {

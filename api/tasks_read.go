@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"amsg/push"
 	"amsg/scheduler"
@@ -105,7 +106,7 @@ func (s *Server) handleListMessages(w http.ResponseWriter, r *http.Request) erro
 	if status == "" || status == "all" {
 		status = ""
 	}
-	limit, ok := jsParseInt(cmp.Or(q.Get("limit"), "20"))
+	limit, ok := jsParseInt(cmp.Or(q.Get("limit"), strconv.Itoa(defaultTaskPage)))
 	if !ok || limit < 1 {
 		return newError(http.StatusBadRequest, "INVALID_PARAMETERS", "limit 参数无效，必须为正整数")
 	}

@@ -2,11 +2,9 @@ package api
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -125,30 +123,12 @@ func errorOf(t testing.TB, body string) (code string, details string) {
 	return env.Error.Code, string(env.Error.Details)
 }
 
-// decrypted opens an encrypted read response with the browser's key.
+// decrypted opens an encrypted read response with the browser's key and
+// decodes its plaintext into v.
 func decrypted(t *testing.T, userID string, got response, v any) {
 	t.Helper()
-	var env struct {
-		Success   bool `json:"success"`
-		Encrypted bool `json:"encrypted"`
-		Version   int  `json:"version"`
-		Data      struct {
-			IV            string `json:"iv"`
-			AuthTag       string `json:"authTag"`
-			EncryptedData string `json:"encryptedData"`
-		} `json:"data"`
-	}
-	if got.status != http.StatusOK || json.Unmarshal([]byte(got.body), &env) != nil || !env.Success || !env.Encrypted || env.Version != 1 {
-		t.Fatalf("not an encrypted success: %d %s", got.status, got.body)
-	}
-	dec := func(s string) []byte { b, _ := base64.StdEncoding.DecodeString(s); return b }
-	block, _ := aes.NewCipher(browserUserKey(userID))
-	aead, _ := cipher.NewGCM(block)
-	plaintext, err := aead.Open(nil, dec(env.Data.IV), append(dec(env.Data.EncryptedData), dec(env.Data.AuthTag)...), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(plaintext, v); err != nil {
+	plaintext := openResponse(t, userID, got)
+	if err := json.Unmarshal([]byte(plaintext), v); err != nil {
 		t.Fatalf("%s: %v", plaintext, err)
 	}
 }
@@ -385,6 +365,7 @@ func TestUpdateMessage(t *testing.T) {
 	}{
 		{"no id", "/api/v1/update-message", map[string]string{}, "", "TASK_ID_REQUIRED"},
 		{"no user", "/api/v1/update-message?id=" + id, map[string]string{"X-Payload-Encrypted": "true"}, "", "USER_ID_REQUIRED"},
+		{"bad user", "/api/v1/update-message?id=" + id, map[string]string{"X-User-Id": "nope"}, "", "INVALID_USER_ID_FORMAT"},
 		{"not encrypted", "/api/v1/update-message?id=" + id, map[string]string{"X-User-Id": testUserID}, "", "ENCRYPTION_REQUIRED"},
 		{"version", "/api/v1/update-message?id=" + id, map[string]string{"X-User-Id": testUserID, "X-Payload-Encrypted": "true"}, "", "UNSUPPORTED_ENCRYPTION_VERSION"},
 		{"envelope", "/api/v1/update-message?id=" + id, encryptedHeaders(testUserID), "{}", "INVALID_ENCRYPTED_PAYLOAD"},
@@ -698,4 +679,54 @@ func FuzzScheduleMessage(f *testing.F) {
 			t.Fatalf("%d %s for %s", got.status, got.body, body)
 		}
 	})
+}
+
+// Schedule and update check the credentials alike, each with its own code
+// and message for a non-string; update checks userMessage first.
+func TestCredentialErrors(t *testing.T) {
+	e := newTaskEnv(t, Config{})
+	e.subscribe(t, testUserID)
+	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id})); got.status != http.StatusCreated {
+		t.Fatal(got.body)
+	}
+	llm := map[string]any{"messageType": "prompted", "userMessage": nil, "completePrompt": "hi",
+		"apiUrl": "https://llm.example/v1", "apiKey": "k", "primaryModel": "m"}
+	llmTask := func(more map[string]any) map[string]any {
+		m := fixedTask(llm)
+		maps.Copy(m, more)
+		return m
+	}
+	const badURL = `"Invalid apiUrl: \"not a url\". Please provide a valid absolute URL."`
+	for _, c := range []struct {
+		name   string
+		update bool
+		body   map[string]any
+		want   string
+	}{
+		{"schedule apiKey a number", false, llmTask(map[string]any{"apiKey": 5}),
+			`{"code":"INVALID_PARAMETERS","message":"缺少必需参数或参数格式错误","details":{"invalidFields":["apiKey"]}}`},
+		{"schedule primaryModel and apiUrl", false, llmTask(map[string]any{"primaryModel": true, "apiUrl": "not a url"}),
+			`{"code":"INVALID_PARAMETERS","message":"缺少必需参数或参数格式错误","details":{"invalidFields":["primaryModel"]}}`},
+		{"schedule bad apiUrl", false, llmTask(map[string]any{"apiUrl": "not a url"}),
+			`{"code":"INVALID_PARAMETERS","message":` + badURL + `,"details":{"invalidFields":["apiUrl"]}}`},
+		{"update userMessage before apiKey", true, map[string]any{"apiKey": 5, "userMessage": 5},
+			`{"code":"INVALID_UPDATE_DATA","message":"更新数据格式错误","details":{"invalidFields":["userMessage"]}}`},
+		{"update apiUrl a number", true, map[string]any{"apiUrl": 1, "apiKey": 5},
+			`{"code":"INVALID_UPDATE_DATA","message":"更新数据格式错误","details":{"invalidFields":["apiUrl"]}}`},
+		{"update primaryModel before a bad apiUrl", true, map[string]any{"apiUrl": "not a url", "primaryModel": []int{}},
+			`{"code":"INVALID_UPDATE_DATA","message":"更新数据格式错误","details":{"invalidFields":["primaryModel"]}}`},
+		{"update bad apiUrl", true, map[string]any{"apiUrl": "not a url"},
+			`{"code":"INVALID_UPDATE_DATA","message":` + badURL + `,"details":{"invalidFields":["apiUrl"]}}`},
+	} {
+		var got response
+		if c.update {
+			got = e.update(t, testUserID, id, c.body)
+		} else {
+			got = e.schedule(t, testUserID, c.body)
+		}
+		if want := `{"success":false,"error":` + c.want + `}`; got.status != http.StatusBadRequest || strings.TrimSpace(got.body) != want {
+			t.Errorf("%s: %d %s, want %s", c.name, got.status, got.body, want)
+		}
+	}
 }

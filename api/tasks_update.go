@@ -22,15 +22,14 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	userID, err := requireUserID(r)
-	if err != nil {
+	if _, err := requireUserID(r); err != nil {
 		return err
 	}
-	if strings.TrimSpace(r.Header.Get("X-Payload-Encrypted")) != "true" {
-		return errEncryptionRequired
-	}
-	if strings.TrimSpace(r.Header.Get("X-Encryption-Version")) != "1" {
-		return errUnsupportedVersion
+	// The user id is valid, so requireEncryptionHeaders's own user-id check
+	// passes: this checks X-Payload-Encrypted, then X-Encryption-Version.
+	userID, err := requireEncryptionHeaders(r)
+	if err != nil {
+		return err
 	}
 	body, err := s.openBody(w, r, userID, s.cfg.MaxBodyBytes)
 	switch {
@@ -129,7 +128,7 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 			return time.Time{}, bad(err.Error(), "splitPattern")
 		}
 	}
-	if f.has("avatarUrl") && s.avatarURL(f.fields) == nil && f.given("avatarUrl") {
+	if f.given("avatarUrl") && s.avatarURL(f.fields) == nil {
 		delete(f.fields, "avatarUrl")
 		f.keys = slices.DeleteFunc(f.keys, func(k string) bool { return k == "avatarUrl" })
 	}
@@ -140,15 +139,11 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 	}
 	// amsg checks the types upstream stores blindly: the payload it fires
 	// from must hold strings and a metadata object.
-	for _, k := range []string{"userMessage", "apiUrl", "apiKey", "primaryModel"} {
-		if f.truthy(k) && f.stringPtr(k) == nil {
-			return time.Time{}, bad("更新数据格式错误", k)
-		}
+	if f.truthy("userMessage") && f.stringPtr("userMessage") == nil {
+		return time.Time{}, bad("更新数据格式错误", "userMessage")
 	}
-	if u, ok := f.str("apiUrl"); ok && u != "" {
-		if _, err := loop.NormalizeAPIURL(u); err != nil {
-			return time.Time{}, bad(err.Error(), "apiUrl")
-		}
+	if err := checkCredentials(f.fields, errInvalidUpdateData); err != nil {
+		return time.Time{}, err
 	}
 	if f.truthy("metadata") && push.JSONKind(f.fields["metadata"]) != '{' {
 		return time.Time{}, bad("metadata 必须是普通对象", "metadata")
