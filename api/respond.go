@@ -1,13 +1,13 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
+
+	"amsg/push"
 )
 
 // bodyReadTimeout bounds how long a client may take to send a request body.
@@ -19,11 +19,11 @@ const bodyReadTimeout = 30 * time.Second
 // so `<`, `>` and `&` reach clients (and encrypted envelopes) as they were
 // sent.
 func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	return buf.Bytes(), err
+	b, err := push.MarshalNoEscape(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 // writeJSON writes v as the response body.
