@@ -1,12 +1,11 @@
 package store
 
 import (
-	"crypto/ecdh"
-	"crypto/rand"
-	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
+
+	"amsg/push/webpush"
 )
 
 // The scheduler claims with one range scan of tasks_due and never sorts, and
@@ -14,7 +13,7 @@ import (
 // holds.
 func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 	st, err := Open(t.Context(), Config{Path: t.TempDir() + "/amsg.db", MasterKey: strings.Repeat("a", 64),
-		GenerateVAPID: generateVAPID})
+		GenerateVAPID: webpush.GenerateVAPIDKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +49,4 @@ func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 			t.Errorf("plan of %s:\n got %q\nwant %q", c.query, plan, c.want)
 		}
 	}
-}
-
-func generateVAPID() (public, private string, err error) {
-	key, err := ecdh.P256().GenerateKey(rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString(key.PublicKey().Bytes()), enc.EncodeToString(key.Bytes()), nil
 }

@@ -4,14 +4,12 @@
 package storetest
 
 import (
-	"crypto/ecdh"
-	"crypto/rand"
-	"encoding/base64"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"amsg/push/webpush"
 	"amsg/store"
 )
 
@@ -19,17 +17,9 @@ import (
 // the user keys a browser would fetch from GET /get-user-key.
 const MasterKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
-// GenerateVAPID makes a VAPID key pair as the server does (base64url of the
-// 65-byte public point and of the 32-byte private scalar); it fits
+// GenerateVAPID makes a VAPID key pair as the server does; it fits
 // store.Config.GenerateVAPID.
-func GenerateVAPID() (public, private string, err error) {
-	key, err := ecdh.P256().GenerateKey(rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString(key.PublicKey().Bytes()), enc.EncodeToString(key.Bytes()), nil
-}
+var GenerateVAPID = webpush.GenerateVAPIDKeys
 
 // vapidPair is one VAPID key pair per test binary: fixed for all its stores.
 var vapidPair = sync.OnceValues(func() ([2]string, error) {
