@@ -13,8 +13,6 @@ import * as onboarding from './views/onboarding.js';
 import * as schedule from './views/schedule.js';
 import * as settingsView from './views/settings.js';
 
-const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-
 const app = {
   client: new Client({ userId: settings.userId(), token: settings.token() }),
   initialising: null,
@@ -39,8 +37,7 @@ const app = {
   },
 
   async setUserId(id) {
-    if (!uuidV4.test(id)) throw new ApiError('INVALID_USER_ID_FORMAT', 'That is not a valid id (a UUID v4 such as 123e4567-e89b-42d3-a456-426614174000).');
-    localStorage.setItem('amsg.userId', JSON.stringify(id.toLowerCase()));
+    settings.setUserId(id);
     this.client = new Client({ userId: settings.userId(), token: settings.token() });
     this.initialising = null;
     settings.setDevice(null);
