@@ -75,7 +75,7 @@ let current = null;
 let firstRoute = true;
 
 function defaultRoute() {
-  return device.permission() === 'granted' && settings.device() ? '#/chat' : '#/welcome';
+  return device.enabled() ? '#/chat' : '#/welcome';
 }
 
 function route() {
@@ -128,7 +128,7 @@ function renderStatus() {
   let state;
   if (serverProblem) {
     [text, state] = [serverProblem, 'error'];
-  } else if (device.permission() === 'granted' && settings.device()) {
+  } else if (device.enabled()) {
     [text, state] = ['Notifications on', 'ok'];
   } else if (device.permission() === 'denied') {
     [text, state] = ['Notifications blocked', 'warn'];
@@ -175,7 +175,7 @@ async function start() {
   try {
     await app.ready();
     app.catchUp();
-    if (settings.device() && device.permission() === 'granted' && device.support() === 'ok') await device.register(app.client);
+    if (device.enabled() && device.support() === 'ok') await device.register(app.client);
   } catch (err) {
     if (err instanceof ApiError && (err.code === 'NETWORK' || err.code === 'INVALID_CLIENT_TOKEN' || err.status >= 500)) {
       serverProblem = err.code === 'NETWORK' ? 'Offline' : err.code === 'INVALID_CLIENT_TOKEN' ? 'Token needed' : 'Server error';
