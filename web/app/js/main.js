@@ -66,7 +66,7 @@ const routes = [
   [/^#\/chat(?:\/([^/]+))?$/, chat.render],
   [/^#\/schedule$/, schedule.renderList],
   [/^#\/schedule\/new$/, schedule.renderForm],
-  [/^#\/schedule\/edit\/([^/]+)$/, (a, params) => schedule.renderForm(a, params)],
+  [/^#\/schedule\/edit\/([^/]+)$/, schedule.renderForm],
   [/^#\/settings$/, settingsView.render],
 ];
 
