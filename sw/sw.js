@@ -723,16 +723,15 @@ function namedShow(payload) {
  * user is reading raises a notification.)
  */
 async function repairNotification(payload, key, existing) {
-  if (existing.notificationShown === true) return 'already-shown';
-  if (existing.notificationStatePending === true) return 'first-delivery-pending';
+  // Nothing to repair once shown; a first delivery still under way settles it.
+  if (existing.notificationShown === true || existing.notificationStatePending === true) return;
   const judged = existing.show != null && isObject(payload)
     ? { ...payload, notification: { ...(isObject(payload.notification) ? payload.notification : {}), show: existing.show } }
     : payload;
-  if (!shouldRender(judged, await windowClients())) return 'policy-suppressed';
+  if (!shouldRender(judged, await windowClients())) return;
   const { title, options } = buildNotification(payload);
   await self.registration.showNotification(title, options);
   await updateDelivery(key, { notificationShown: true, notificationStatePending: false });
-  return 'shown-from-duplicate';
 }
 
 // ---------------------------------------------------------------------------
