@@ -506,6 +506,11 @@ function acceptChunk(chunk, now) {
     const doneStore = tx.objectStore(MP_DONE);
     const expired = [];
     const { id } = chunk;
+    // Forgets the set so far: its pending record and the chunks it stored.
+    const dropSet = async (total) => {
+      await req(pendingStore.delete(id));
+      await deleteChunks(chunkStore, id, total);
+    };
 
     if (chunk.expiresAt <= now) {
       expired.push(expiredNotice(id, 0, chunk.total, chunk.originalMessageKind));
@@ -520,13 +525,11 @@ function acceptChunk(chunk, now) {
     let pending = await req(pendingStore.get(id));
     if (pending && pending.expiresAt <= now) {
       expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind));
-      await req(pendingStore.delete(id));
-      await deleteChunks(chunkStore, id, pending.total);
+      await dropSet(pending.total);
       pending = undefined;
     }
     if (pending && (pending.total !== chunk.total || pending.encoding !== chunk.encoding)) {
-      await req(pendingStore.delete(id));
-      await deleteChunks(chunkStore, id, pending.total);
+      await dropSet(pending.total);
       return { expired };
     }
     const chunkKey = `${id}_${chunk.index}`;
@@ -546,8 +549,7 @@ function acceptChunk(chunk, now) {
     pending.receivedCount += 1;
     pending.receivedBytes += chunk.byteLength;
     if (pending.receivedBytes > MULTIPART_MAX_TOTAL_BYTES) {
-      await req(pendingStore.delete(id));
-      await deleteChunks(chunkStore, id, pending.total);
+      await dropSet(pending.total);
       return { expired };
     }
     await req(chunkStore.put({ id_index: chunkKey, id, index: chunk.index, chunk: chunk.chunk }));
