@@ -76,7 +76,6 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
-	fs.Usage = func() {} // a parse error is reported in one line by the caller
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -92,7 +91,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		v, name := getenv(envName(f.Name)), envName(f.Name)
+		name := envName(f.Name)
+		v := getenv(name)
 		if set[f.Name] || v == "" || envErr != nil {
 			return
 		}
