@@ -2,11 +2,9 @@ package sw_test
 
 import (
 	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -21,16 +19,26 @@ import (
 	"testing"
 
 	"amsg/push"
+	"amsg/store/usercrypt"
 	"amsg/sw"
 	"amsg/web/browsertest"
 )
 
 // testUserID and testUserKey are the client config the tests store for
-// pushsubscriptionchange; the server decrypts with the same key.
+// pushsubscriptionchange; the server decrypts with the same key, derived
+// from testMasterKey as the amsg server derives it.
 const (
-	testUserID  = "123e4567-e89b-42d3-a456-426614174000"
-	testUserKey = "669ddd456e1c07d092181fd639f9da7f652b76aa463dfbc5e8d4c59877364a48"
+	testUserID    = "123e4567-e89b-42d3-a456-426614174000"
+	testMasterKey = "5c0f3a8e2d7b41c69e0a1f4b8d3c7e2a6b9f0d1c4e8a3b7f2d6c0e9a1b5f4c3d"
 )
+
+var testUserKey = func() usercrypt.Key {
+	ring, err := usercrypt.NewKeyring(testMasterKey)
+	if err != nil {
+		panic(err)
+	}
+	return ring.UserKey(testUserID)
+}()
 
 // testServer serves the worker, the test page and the few API endpoints the
 // worker talks to, over real loopback HTTP.
@@ -116,13 +124,20 @@ func (s *testServer) putSubscription(w http.ResponseWriter, r *http.Request) {
 		s.puts = append(s.puts, put)
 		s.mu.Unlock()
 	}()
-	var env struct{ IV, AuthTag, EncryptedData string }
-	if err := json.NewDecoder(r.Body).Decode(&env); err != nil {
+	body, err := io.ReadAll(r.Body)
+	var env usercrypt.Envelope
+	if err == nil {
+		env, err = usercrypt.ParseEnvelope(body)
+	}
+	if err == nil {
+		err = sealedLikeAmsgClient(env)
+	}
+	if err != nil {
 		put.Err = "envelope: " + err.Error()
 		http.Error(w, put.Err, http.StatusBadRequest)
 		return
 	}
-	plain, err := openEnvelope(testUserKey, env.IV, env.AuthTag, env.EncryptedData)
+	plain, err := testUserKey.Open(env)
 	if err == nil {
 		err = json.Unmarshal(plain, &put.Body)
 	}
@@ -147,27 +162,19 @@ func (s *testServer) echoed() []string {
 	return append([]string(nil), s.echos...)
 }
 
-// openEnvelope decrypts amsg-client's {iv, authTag, encryptedData}.
-func openEnvelope(keyHex, iv, tag, data string) ([]byte, error) {
-	key, err := hex.DecodeString(keyHex)
-	if err != nil {
-		return nil, err
-	}
-	var parts [3][]byte
-	for i, s := range []string{iv, tag, data} {
-		if parts[i], err = base64.StdEncoding.DecodeString(s); err != nil {
-			return nil, err
+// sealedLikeAmsgClient checks what usercrypt.Open tolerates but amsg-client
+// never sends: every field is standard padded base64 and the tag 16 bytes.
+func sealedLikeAmsgClient(env usercrypt.Envelope) error {
+	for _, s := range []string{env.IV, env.EncryptedData} {
+		if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+			return err
 		}
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
+	tag, err := base64.StdEncoding.DecodeString(env.AuthTag)
+	if err == nil && len(tag) != 16 {
+		err = fmt.Errorf("authTag is %d bytes, want 16", len(tag))
 	}
-	gcm, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return gcm.Open(nil, parts[0], append(parts[2], parts[1]...), nil)
+	return err
 }
 
 func pngBytes(t *testing.T) []byte {
@@ -805,7 +812,7 @@ func TestPushSubscriptionChangeRegistersTheNewSubscription(t *testing.T) {
 	_, p := openWorkerPage(t, srv)
 
 	const vapidKey = "BEl62iUYgUivxIkv69yViEuiBIa-Ib9-SkvMeAtA3LFgDzkrxZJjSgSnfckjBJuBkr3qBUYIHBQFLXYp5Nksh8U"
-	config := map[string]any{"apiBase": "/api/v1/", "userId": testUserID, "userKeyHex": testUserKey, "clientToken": "tok-1", "vapidPublicKey": vapidKey}
+	config := map[string]any{"apiBase": "/api/v1/", "userId": testUserID, "userKeyHex": testUserKey.Hex(), "clientToken": "tok-1", "vapidPublicKey": vapidKey}
 	cfgJSON, _ := json.Marshal(config)
 	p.Eval(`amsgTest.writeClientConfig(`+string(cfgJSON)+`)`, nil)
 

@@ -506,6 +506,11 @@ function acceptChunk(chunk, now) {
     const doneStore = tx.objectStore(MP_DONE);
     const expired = [];
     const { id } = chunk;
+    // Forgets the set so far: its pending record and the chunks it stored.
+    const dropSet = async (total) => {
+      await req(pendingStore.delete(id));
+      await deleteChunks(chunkStore, id, total);
+    };
 
     if (chunk.expiresAt <= now) {
       expired.push(expiredNotice(id, 0, chunk.total, chunk.originalMessageKind));
@@ -520,13 +525,11 @@ function acceptChunk(chunk, now) {
     let pending = await req(pendingStore.get(id));
     if (pending && pending.expiresAt <= now) {
       expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind));
-      await req(pendingStore.delete(id));
-      await deleteChunks(chunkStore, id, pending.total);
+      await dropSet(pending.total);
       pending = undefined;
     }
     if (pending && (pending.total !== chunk.total || pending.encoding !== chunk.encoding)) {
-      await req(pendingStore.delete(id));
-      await deleteChunks(chunkStore, id, pending.total);
+      await dropSet(pending.total);
       return { expired };
     }
     const chunkKey = `${id}_${chunk.index}`;
@@ -546,8 +549,7 @@ function acceptChunk(chunk, now) {
     pending.receivedCount += 1;
     pending.receivedBytes += chunk.byteLength;
     if (pending.receivedBytes > MULTIPART_MAX_TOTAL_BYTES) {
-      await req(pendingStore.delete(id));
-      await deleteChunks(chunkStore, id, pending.total);
+      await dropSet(pending.total);
       return { expired };
     }
     await req(chunkStore.put({ id_index: chunkKey, id, index: chunk.index, chunk: chunk.chunk }));
@@ -723,16 +725,15 @@ function namedShow(payload) {
  * user is reading raises a notification.)
  */
 async function repairNotification(payload, key, existing) {
-  if (existing.notificationShown === true) return 'already-shown';
-  if (existing.notificationStatePending === true) return 'first-delivery-pending';
+  // Nothing to repair once shown; a first delivery still under way settles it.
+  if (existing.notificationShown === true || existing.notificationStatePending === true) return;
   const judged = existing.show != null && isObject(payload)
     ? { ...payload, notification: { ...(isObject(payload.notification) ? payload.notification : {}), show: existing.show } }
     : payload;
-  if (!shouldRender(judged, await windowClients())) return 'policy-suppressed';
+  if (!shouldRender(judged, await windowClients())) return;
   const { title, options } = buildNotification(payload);
   await self.registration.showNotification(title, options);
   await updateDelivery(key, { notificationShown: true, notificationStatePending: false });
-  return 'shown-from-duplicate';
 }
 
 // ---------------------------------------------------------------------------

@@ -48,6 +48,10 @@ var secretEnv = []struct{ name, usage string }{
 // exits with status 2.
 var errUsage = errors.New("usage")
 
+// defaultAddr is --addr's default; `amsg health` asks it when AMSG_ADDR is
+// unset.
+const defaultAddr = "localhost:8080"
+
 // envName is the environment twin of a flag.
 func envName(flagName string) string {
 	return "AMSG_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -58,7 +62,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	var c config
 	fs := flag.NewFlagSet("amsg serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, by the caller
-	fs.StringVar(&c.Addr, "addr", "localhost:8080", "address to listen on")
+	fs.StringVar(&c.Addr, "addr", defaultAddr, "address to listen on")
 	fs.StringVar(&c.DataDir, "data-dir", "./amsg-data", "directory of the SQLite database")
 	fs.DurationVar(&c.Tick, "tick", time.Second, "scheduler tick: how often due tasks are looked for")
 	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false,
@@ -72,7 +76,6 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
-	fs.Usage = func() {} // a parse error is reported in one line by the caller
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -88,7 +91,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		v, name := getenv(envName(f.Name)), envName(f.Name)
+		name := envName(f.Name)
+		v := getenv(name)
 		if set[f.Name] || v == "" || envErr != nil {
 			return
 		}

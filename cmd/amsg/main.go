@@ -131,13 +131,14 @@ func runToken(args []string, stdout, stderr io.Writer, getenv func(string) strin
 // runHealth asks the local server for /healthz; it is the container's
 // HEALTHCHECK, which has no curl.
 func runHealth(ctx context.Context, getenv func(string) string, stderr io.Writer) int {
-	addr := getenv("AMSG_ADDR")
+	addrEnv := envName("addr")
+	addr := getenv(addrEnv)
 	if addr == "" {
-		addr = "localhost:8080"
+		addr = defaultAddr
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "amsg health: AMSG_ADDR=%q: %v\n", addr, err)
+		fmt.Fprintf(stderr, "amsg health: %s=%q: %v\n", addrEnv, addr, err)
 		return 2
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {

@@ -78,6 +78,7 @@ type server struct {
 	llm         *loop.Client
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
+	version     string   // buildVersion(), read once
 }
 
 // errNoDataDirLock means the data directory could not be locked against a
@@ -112,7 +113,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		}
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st, dataLock: dataLock}
+	s := &server{cfg: cfg, log: log, store: st, dataLock: dataLock, version: buildVersion()}
 	if err := s.build(); err != nil {
 		st.Close()
 		closeFile(dataLock)
@@ -152,7 +153,7 @@ func (s *server) build() error {
 		return err
 	}
 	handler, err := api.New(api.Config{
-		ServerVersion:         buildVersion(),
+		ServerVersion:         s.version,
 		ClientToken:           s.cfg.ClientToken,
 		TokenSigningKey:       s.cfg.TokenSigningKey,
 		CORSOrigin:            s.cfg.CORSOrigin,
@@ -163,7 +164,7 @@ func (s *server) build() error {
 		Dispatcher:    dispatcher,
 		Scheduler:     s.scheduler,
 		Metrics:       reg,
-		ServiceWorker: sw.Handler(buildVersion() + "-" + assets),
+		ServiceWorker: sw.Handler(s.version + "-" + assets),
 		Web:           web.Handler(),
 		Instant:       s.instant(),
 	})
@@ -188,7 +189,7 @@ func (s *server) build() error {
 // finish (up to the shutdown timeout), stops the background work and closes
 // the store.
 func (s *server) run(ctx context.Context) error {
-	s.log.Info("amsg listening", "addr", s.listener.Addr().String(), "version", buildVersion(),
+	s.log.Info("amsg listening", "addr", s.listener.Addr().String(), "version", s.version,
 		"data_dir", s.cfg.DataDir, "vapid_public_key", s.store.Secrets().VAPIDPublicKey)
 	if s.cfg.AllowPrivateEndpoints {
 		s.log.Warn("private push endpoints are allowed: development and tests only")

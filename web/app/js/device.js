@@ -28,6 +28,11 @@ export function permission() {
   return 'Notification' in window ? Notification.permission : 'unsupported';
 }
 
+/** Whether notifications are on here: permission granted and this device registered. */
+export function enabled() {
+  return permission() === 'granted' && Boolean(settings.device());
+}
+
 /**
  * Subscribes, retrying the placeholder endpoint Chromium hands out right
  * after an unsubscribe: unsubscribe, wait 800 ms × attempt, try again, three

@@ -13,8 +13,6 @@ import * as onboarding from './views/onboarding.js';
 import * as schedule from './views/schedule.js';
 import * as settingsView from './views/settings.js';
 
-const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-
 const app = {
   client: new Client({ userId: settings.userId(), token: settings.token() }),
   initialising: null,
@@ -39,8 +37,7 @@ const app = {
   },
 
   async setUserId(id) {
-    if (!uuidV4.test(id)) throw new ApiError('INVALID_USER_ID_FORMAT', 'That is not a valid id (a UUID v4 such as 123e4567-e89b-42d3-a456-426614174000).');
-    localStorage.setItem('amsg.userId', JSON.stringify(id.toLowerCase()));
+    settings.setUserId(id);
     this.client = new Client({ userId: settings.userId(), token: settings.token() });
     this.initialising = null;
     settings.setDevice(null);
@@ -69,7 +66,7 @@ const routes = [
   [/^#\/chat(?:\/([^/]+))?$/, chat.render],
   [/^#\/schedule$/, schedule.renderList],
   [/^#\/schedule\/new$/, schedule.renderForm],
-  [/^#\/schedule\/edit\/([^/]+)$/, (a, params) => schedule.renderForm(a, params)],
+  [/^#\/schedule\/edit\/([^/]+)$/, schedule.renderForm],
   [/^#\/settings$/, settingsView.render],
 ];
 
@@ -78,7 +75,7 @@ let current = null;
 let firstRoute = true;
 
 function defaultRoute() {
-  return device.permission() === 'granted' && settings.device() ? '#/chat' : '#/welcome';
+  return device.enabled() ? '#/chat' : '#/welcome';
 }
 
 function route() {
@@ -131,7 +128,7 @@ function renderStatus() {
   let state;
   if (serverProblem) {
     [text, state] = [serverProblem, 'error'];
-  } else if (device.permission() === 'granted' && settings.device()) {
+  } else if (device.enabled()) {
     [text, state] = ['Notifications on', 'ok'];
   } else if (device.permission() === 'denied') {
     [text, state] = ['Notifications blocked', 'warn'];
@@ -178,7 +175,7 @@ async function start() {
   try {
     await app.ready();
     app.catchUp();
-    if (settings.device() && device.permission() === 'granted' && device.support() === 'ok') await device.register(app.client);
+    if (device.enabled() && device.support() === 'ok') await device.register(app.client);
   } catch (err) {
     if (err instanceof ApiError && (err.code === 'NETWORK' || err.code === 'INVALID_CLIENT_TOKEN' || err.status >= 500)) {
       serverProblem = err.code === 'NETWORK' ? 'Offline' : err.code === 'INVALID_CLIENT_TOKEN' ? 'Token needed' : 'Server error';

@@ -3,6 +3,8 @@
 // it lives in localStorage and never leaves the browser except in requests to
 // this server.
 
+import { ApiError } from './api.js';
+
 const KEY = {
   userId: 'amsg.userId',
   token: 'amsg.clientToken',
@@ -34,6 +36,12 @@ export function userId() {
     write(KEY.userId, id);
   }
   return id;
+}
+
+/** Replaces the user id with one from another device; throws on a malformed id. */
+export function setUserId(id) {
+  if (!uuidV4.test(id)) throw new ApiError('INVALID_USER_ID_FORMAT', 'That is not a valid id (a UUID v4 such as 123e4567-e89b-42d3-a456-426614174000).');
+  write(KEY.userId, id.toLowerCase());
 }
 
 export function token() {

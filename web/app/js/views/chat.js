@@ -81,7 +81,7 @@ export function render(app, params) {
       banners.push(h('div.notice.warn', { role: 'note' }, icon('sparkle'),
         h('p', 'Add your model’s API URL, key and name to start chatting. ', h('a', { href: '#/settings' }, 'Open settings'))));
     }
-    if (device.permission() !== 'granted' || !settings.device()) {
+    if (!device.enabled()) {
       banners.push(h('div.notice', { role: 'note' }, icon('bell'),
         h('p', 'Notifications are off on this device, so replies only show while this page is open. ', h('a', { href: '#/welcome' }, 'Turn them on'))));
     }

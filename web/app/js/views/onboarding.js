@@ -126,13 +126,13 @@ export function render(app) {
   // The start-up registration may finish while this view is open.
   let finished = false;
   const onSettings = () => {
-    if (!finished && device.permission() === 'granted' && settings.device() && !card.querySelector('.steps')) {
+    if (!finished && device.enabled() && !card.querySelector('.steps')) {
       finished = true;
       done();
     }
   };
   addEventListener('amsg:settings', onSettings);
-  if (device.permission() === 'granted' && settings.device()) {
+  if (device.enabled()) {
     finished = true;
     done();
   } else {

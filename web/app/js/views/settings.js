@@ -104,7 +104,7 @@ export function render(app) {
     },
   }, icon('bell', { size: 16 }), 'Send a test notification');
   const deviceActions = h('div.actions', test,
-    device.permission() === 'granted' && settings.device() ? null : h('a.button.primary', { href: '#/welcome' }, 'Turn on notifications here'));
+    device.enabled() ? null : h('a.button.primary', { href: '#/welcome' }, 'Turn on notifications here'));
   list.el.append(deviceActions);
 
   const view = h('section.view.settings',
