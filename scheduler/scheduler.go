@@ -453,7 +453,7 @@ func (s *Scheduler) process(t store.Task) result {
 	held := s.hold(t.Lease(), cancel)
 	started := s.now()
 
-	p, perr := s.decode(t)
+	p, perr := TaskPayload(t)
 	var rec Recurrence
 	if perr == nil {
 		rec, perr = p.Recurrence()
@@ -479,13 +479,6 @@ func (s *Scheduler) process(t store.Task) result {
 		return s.failed(t, lease, rec, err)
 	}
 	return s.delivered(t, lease, rec, sent, started)
-}
-
-func (s *Scheduler) decode(t store.Task) (Payload, error) {
-	if t.PayloadErr != nil {
-		return Payload{}, t.PayloadErr
-	}
-	return DecodePayload(t.Payload)
 }
 
 // stale reports whether the occurrence is too late to deliver: more than
