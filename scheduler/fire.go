@@ -17,11 +17,11 @@ import (
 	"amsg/store"
 )
 
-// Error codes of failed deliveries, as the standard names them.
+// Error codes of failed deliveries, as the standard names them; a push no
+// device took is loop.CodePushSendFailed, as on the instant path.
 const (
 	CodeSubscriptionMissing = "PUSH_SUBSCRIPTION_MISSING"
 	CodePayloadTooLarge     = "PUSH_PAYLOAD_TOO_LARGE"
-	CodePushFailed          = "PUSH_SEND_FAILED"
 )
 
 // subscriptionMissingText is the standard's reason for a user without a
@@ -199,9 +199,9 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, pushed []str
 	if err != nil {
 		code := fireErr(err).Code
 		if round.Response == nil {
-			code = codeLLMCallFailed
+			code = loop.CodeLLMCallFailed
 		}
-		round.Error = &loop.RoundError{Code: cmp.Or(code, CodePushFailed), Message: err.Error()}
+		round.Error = &loop.RoundError{Code: cmp.Or(code, loop.CodePushSendFailed), Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
@@ -209,10 +209,6 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, pushed []str
 		s.log.Warn("scheduler: recording the round in the transcript failed", "task_id", task.ID, "err", err)
 	}
 }
-
-// codeLLMCallFailed names a failed LLM call in a transcript, as the instant
-// path does.
-const codeLLMCallFailed = "LLM_CALL_FAILED"
 
 // markDelivered records in the outbox the pushes that went out, also those
 // of a burst cut short.
@@ -378,7 +374,7 @@ func (s *Scheduler) send(ctx context.Context, userID string, source push.Source,
 		// deleted, so retrying cannot help until the page registers again.
 		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
-	return &FireError{Code: CodePushFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
+	return &FireError{Code: loop.CodePushSendFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
 		len(res.Devices), strings.Join(reasons, "; ")))}
 }
 
