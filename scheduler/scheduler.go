@@ -136,19 +136,19 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	if deps.Store == nil || deps.Pusher == nil || deps.LLM == nil {
 		return nil, errors.New("scheduler: Store, Pusher and LLM are required")
 	}
-	setDefault(&cfg.Tick, DefaultTick)
-	setDefault(&cfg.LeaseTTL, DefaultLeaseTTL)
-	setDefault(&cfg.Heartbeat, DefaultHeartbeat)
-	setDefault(&cfg.Concurrency, DefaultConcurrency)
-	setDefault(&cfg.FetchLimit, DefaultFetchLimit)
-	setDefault(&cfg.PushInterval, DefaultPushInterval)
-	setDefault(&cfg.StaleAfter, DefaultStaleAfter)
-	setDefault(&cfg.RetryBackoff, DefaultRetryBackoff)
-	setDefault(&cfg.MaxRetries, DefaultMaxRetries)
-	setDefault(&cfg.FinishedRetention, DefaultFinishedRetention)
-	setDefault(&cfg.CleanupInterval, DefaultCleanupInterval)
-	setDefault(&cfg.InstantAttempts, DefaultInstantAttempts)
-	setDefault(&cfg.InstantBackoff, DefaultInstantBackoff)
+	cfg.Tick = cmp.Or(cfg.Tick, DefaultTick)
+	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	cfg.FetchLimit = cmp.Or(cfg.FetchLimit, DefaultFetchLimit)
+	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
+	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
+	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
+	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
+	cfg.FinishedRetention = cmp.Or(cfg.FinishedRetention, DefaultFinishedRetention)
+	cfg.CleanupInterval = cmp.Or(cfg.CleanupInterval, DefaultCleanupInterval)
+	cfg.InstantAttempts = cmp.Or(cfg.InstantAttempts, DefaultInstantAttempts)
+	cfg.InstantBackoff = cmp.Or(cfg.InstantBackoff, DefaultInstantBackoff)
 	if cfg.Heartbeat >= cfg.LeaseTTL {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
@@ -171,13 +171,6 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	return s, nil
-}
-
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 func (s *Scheduler) sleep(ctx context.Context, d time.Duration) error { return s.cfg.Sleep(ctx, d) }
