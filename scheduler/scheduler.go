@@ -382,8 +382,9 @@ func (s *Scheduler) cleanup(ctx context.Context, force bool) {
 const bookkeepingTimeout = 10 * time.Second
 
 // heldLease is a lease kept alive by a heartbeat while a task is delivered.
+// Only the heartbeat goroutine touches lease and lost until it closes done;
+// end reads them after that.
 type heldLease struct {
-	mu    sync.Mutex
 	lease store.Lease
 	lost  bool
 	stop  chan struct{}
@@ -404,26 +405,19 @@ func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
 				return
 			case <-ticker.C:
 			}
-			h.mu.Lock()
-			current := h.lease
-			h.mu.Unlock()
 			ctx, stop := context.WithTimeout(context.Background(), bookkeepingTimeout)
-			renewed, err := s.deps.Store.RenewLease(ctx, current, s.now().Add(s.cfg.LeaseTTL))
+			renewed, err := s.deps.Store.RenewLease(ctx, h.lease, s.now().Add(s.cfg.LeaseTTL))
 			stop()
 			switch {
 			case errors.Is(err, store.ErrLeaseLost):
-				h.mu.Lock()
 				h.lost = true
-				h.mu.Unlock()
 				s.log.Warn("scheduler: lease lost while delivering; stopping", "task_id", l.TaskID)
 				cancel()
 				return
 			case err != nil:
 				s.log.Error("scheduler: renewing a lease failed", "task_id", l.TaskID, "err", err)
 			default:
-				h.mu.Lock()
 				h.lease = renewed
-				h.mu.Unlock()
 			}
 		}
 	}()
@@ -434,8 +428,6 @@ func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
 func (h *heldLease) end() (store.Lease, bool) {
 	close(h.stop)
 	<-h.done
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	return h.lease, h.lost
 }
 
