@@ -278,7 +278,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			s.logResult(s.process(t))
 		}) {
 			s.release()
-			s.releaseLease(t.ID, t.Lease())
+			s.releaseLease(t.Lease())
 		}
 	}
 	return len(tasks), nil
@@ -333,7 +333,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 			if acquired {
 				s.release()
 			}
-			results[i] = s.releaseLease(t.ID, t.Lease())
+			results[i] = s.releaseLease(t.Lease())
 			wg.Done()
 		}
 	}
@@ -345,13 +345,13 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 // releaseLease gives up a claimed task this process will not deliver (it
 // is stopping), so the next start delivers it without waiting for the lease
 // to run out.
-func (s *Scheduler) releaseLease(taskID int64, l store.Lease) result {
+func (s *Scheduler) releaseLease(l store.Lease) result {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	if err := s.deps.Store.ReleaseLease(ctx, l); err != nil {
-		s.log.Error("scheduler: releasing a lease failed", "task_id", taskID, "err", err)
+		s.log.Error("scheduler: releasing a lease failed", "task_id", l.TaskID, "err", err)
 	}
-	return result{taskID: taskID, kind: resultReleased}
+	return result{taskID: l.TaskID, kind: resultReleased}
 }
 
 // cleanup deletes sent and failed tasks older than FinishedRetention and
@@ -458,7 +458,7 @@ func (s *Scheduler) process(t store.Task) result {
 	}
 	if err != nil && s.runCtx.Err() != nil {
 		// Interrupted by shutdown: the task did nothing wrong.
-		return s.releaseLease(t.ID, lease)
+		return s.releaseLease(lease)
 	}
 	if err != nil {
 		return s.failed(t, lease, rec, err)
