@@ -73,7 +73,6 @@ func messageIDBase(taskID int64, occurrence time.Time) string {
 type outgoing struct {
 	store.OutboxMessage
 	kind      push.Kind
-	total     int  // content pushes in the burst
 	delivered bool // an earlier attempt delivered it
 }
 
@@ -98,6 +97,9 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 	source := p.MessageType.Source()
 	paced := false
 	for _, o := range burst {
+		if o.kind == push.KindContent {
+			sent++
+		}
 		if o.delivered {
 			continue
 		}
@@ -112,7 +114,7 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		}
 		pushed = append(pushed, o.MessageID)
 	}
-	return burst[len(burst)-1].total, nil
+	return sent, nil
 }
 
 // newBurst makes an occurrence's pushes (calling the LLM when the task asks
@@ -156,15 +158,12 @@ func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoin
 		return nil
 	}
 	burst := make([]outgoing, 0, len(entries))
-	started, total := false, 0
+	started := false
 	for _, e := range entries {
 		p, err := push.Decode(e.Payload)
 		if err != nil {
 			s.log.Warn("scheduler: an outbox row does not decode; building the occurrence afresh", "task_id", task.ID, "err", err)
 			return nil
-		}
-		if p.Kind() == push.KindContent {
-			total++
 		}
 		delivered := !e.DeliveredAt.IsZero()
 		started = started || delivered
@@ -172,9 +171,6 @@ func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoin
 	}
 	if !started {
 		return nil
-	}
-	for i := range burst {
-		burst[i].total = total
 	}
 	return burst
 }
@@ -314,7 +310,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		if err != nil {
 			return err
 		}
-		burst = append(burst, outgoing{OutboxMessage: m, kind: pu.Kind(), total: len(segments)})
+		burst = append(burst, outgoing{OutboxMessage: m, kind: pu.Kind()})
 		return nil
 	}
 	if reasoning != "" {
