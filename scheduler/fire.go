@@ -85,7 +85,7 @@ type outgoing struct {
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
 	var pushed []string
-	defer func() { s.recordRound(task, round, pushed, err) }()
+	defer func() { s.recordRound(task, round, err) }()
 
 	burst := s.startedBurst(ctx, task)
 	if burst == nil {
@@ -113,6 +113,13 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 			return 0, err
 		}
 		pushed = append(pushed, o.MessageID)
+		switch {
+		case round == nil:
+		case o.kind == push.KindReasoning:
+			round.ReasoningPush = o.MessageID
+		default:
+			round.ContentPushes = append(round.ContentPushes, o.MessageID)
+		}
 	}
 	return sent, nil
 }
@@ -180,17 +187,9 @@ func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoin
 // the reasoning and reply with the ids of the pushes that went out, the
 // usage, and why it failed. A retried occurrence adds a round to the same
 // session. Best effort: the delivery stands either way.
-func (s *Scheduler) recordRound(task store.Task, round *loop.Round, pushed []string, err error) {
+func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 	if round == nil || s.deps.Transcripts == nil {
 		return
-	}
-	reasoningID := messageIDBase(task.ID, task.NextSendAt) + "_reasoning"
-	for _, id := range pushed {
-		if id == reasoningID {
-			round.ReasoningPush = id
-		} else {
-			round.ContentPushes = append(round.ContentPushes, id)
-		}
 	}
 	if err != nil {
 		code := fireErr(err).Code
