@@ -443,6 +443,12 @@ func (s *Scheduler) process(t store.Task) result {
 	if perr == nil {
 		rec, perr = p.Recurrence()
 	}
+	if perr != nil {
+		// A payload that does not decrypt or parse, or names no valid
+		// recurrence, will not read better on a retry, and its recurrence
+		// is unknown: the task fails for good, whatever it was.
+		rec, perr = Recurrence{Type: push.RecurrenceNone}, permanent("", perr)
+	}
 	if perr == nil && s.stale(t, started) {
 		lease, _ := held.end()
 		return s.expire(t, lease, rec, started)
