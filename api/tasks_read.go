@@ -56,7 +56,7 @@ func (s *Server) projectTask(t store.Task, withMetadata bool) taskView {
 		UpdatedAt:   push.FormatTimestamp(t.UpdatedAt),
 		LastError:   lastErrorJSON(t.LastError),
 	}
-	p, err := payloadOf(t)
+	p, err := scheduler.TaskPayload(t)
 	if err != nil {
 		s.log.Warn("task payload unreadable; listing it without its fields", "task_id", t.ID, "err", err)
 		if withMetadata {
@@ -73,13 +73,6 @@ func (s *Server) projectTask(t store.Task, withMetadata bool) taskView {
 		v.Metadata = p.Metadata
 	}
 	return v
-}
-
-func payloadOf(t store.Task) (scheduler.Payload, error) {
-	if t.PayloadErr != nil {
-		return scheduler.Payload{}, t.PayloadErr
-	}
-	return scheduler.DecodePayload(t.Payload)
 }
 
 // lastErrorJSON is the last_error column as the projection shows it: the

@@ -46,10 +46,7 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	task, err := s.deps.Store.UpdatePendingTask(r.Context(), userID, id, func(t store.Task) (store.TaskUpdate, error) {
-		if t.PayloadErr != nil {
-			return store.TaskUpdate{}, t.PayloadErr
-		}
-		p, err := scheduler.DecodePayload(t.Payload)
+		p, err := scheduler.TaskPayload(t)
 		if err != nil {
 			return store.TaskUpdate{}, err
 		}

@@ -85,8 +85,8 @@ func BenchmarkBacklog(b *testing.B) {
 		}
 		b.ReportMetric(elapsed.Seconds(), "s-to-deliver-all")
 		b.ReportMetric(float64(tasks)/elapsed.Seconds(), "pushes/s")
-		b.ReportMetric(peakRSSMiB(b), "peak-RSS-MiB")
-		b.ReportMetric(dbMiB(b, dir), "db-MiB")
+		b.ReportMetric(peakRSSMiB(), "peak-RSS-MiB")
+		b.ReportMetric(dbMiB(dir), "db-MiB")
 		fake.Close()
 	}
 }
@@ -104,7 +104,7 @@ func envInt(b *testing.B, name string, def int) int {
 }
 
 // peakRSSMiB is the process's peak resident set (VmHWM), Linux only.
-func peakRSSMiB(b *testing.B) float64 {
+func peakRSSMiB() float64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0
@@ -121,7 +121,7 @@ func peakRSSMiB(b *testing.B) float64 {
 }
 
 // dbMiB is the size of the database and its WAL.
-func dbMiB(b *testing.B, dir string) float64 {
+func dbMiB(dir string) float64 {
 	var total int64
 	for _, name := range []string{"amsg.db", "amsg.db-wal"} {
 		if info, err := os.Stat(filepath.Join(dir, name)); err == nil {

@@ -17,11 +17,11 @@ import (
 	"amsg/store"
 )
 
-// Error codes of failed deliveries, as the standard names them.
+// Error codes of failed deliveries, as the standard names them; a push no
+// device took is loop.CodePushSendFailed, as on the instant path.
 const (
 	CodeSubscriptionMissing = "PUSH_SUBSCRIPTION_MISSING"
 	CodePayloadTooLarge     = "PUSH_PAYLOAD_TOO_LARGE"
-	CodePushFailed          = "PUSH_SEND_FAILED"
 )
 
 // subscriptionMissingText is the standard's reason for a user without a
@@ -73,7 +73,6 @@ func messageIDBase(taskID int64, occurrence time.Time) string {
 type outgoing struct {
 	store.OutboxMessage
 	kind      push.Kind
-	total     int  // content pushes in the burst
 	delivered bool // an earlier attempt delivered it
 }
 
@@ -86,7 +85,7 @@ type outgoing struct {
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
 	var pushed []string
-	defer func() { s.recordRound(task, round, pushed, err) }()
+	defer func() { s.recordRound(task, round, err) }()
 
 	burst := s.startedBurst(ctx, task)
 	if burst == nil {
@@ -98,6 +97,9 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 	source := p.MessageType.Source()
 	paced := false
 	for _, o := range burst {
+		if o.kind == push.KindContent {
+			sent++
+		}
 		if o.delivered {
 			continue
 		}
@@ -111,8 +113,15 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 			return 0, err
 		}
 		pushed = append(pushed, o.MessageID)
+		switch {
+		case round == nil:
+		case o.kind == push.KindReasoning:
+			round.ReasoningPush = o.MessageID
+		default:
+			round.ContentPushes = append(round.ContentPushes, o.MessageID)
+		}
 	}
-	return burst[len(burst)-1].total, nil
+	return sent, nil
 }
 
 // newBurst makes an occurrence's pushes (calling the LLM when the task asks
@@ -156,15 +165,12 @@ func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoin
 		return nil
 	}
 	burst := make([]outgoing, 0, len(entries))
-	started, total := false, 0
+	started := false
 	for _, e := range entries {
 		p, err := push.Decode(e.Payload)
 		if err != nil {
 			s.log.Warn("scheduler: an outbox row does not decode; building the occurrence afresh", "task_id", task.ID, "err", err)
 			return nil
-		}
-		if p.Kind() == push.KindContent {
-			total++
 		}
 		delivered := !e.DeliveredAt.IsZero()
 		started = started || delivered
@@ -172,9 +178,6 @@ func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoin
 	}
 	if !started {
 		return nil
-	}
-	for i := range burst {
-		burst[i].total = total
 	}
 	return burst
 }
@@ -184,24 +187,16 @@ func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoin
 // the reasoning and reply with the ids of the pushes that went out, the
 // usage, and why it failed. A retried occurrence adds a round to the same
 // session. Best effort: the delivery stands either way.
-func (s *Scheduler) recordRound(task store.Task, round *loop.Round, pushed []string, err error) {
+func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 	if round == nil || s.deps.Transcripts == nil {
 		return
-	}
-	reasoningID := messageIDBase(task.ID, task.NextSendAt) + "_reasoning"
-	for _, id := range pushed {
-		if id == reasoningID {
-			round.ReasoningPush = id
-		} else {
-			round.ContentPushes = append(round.ContentPushes, id)
-		}
 	}
 	if err != nil {
 		code := fireErr(err).Code
 		if round.Response == nil {
-			code = codeLLMCallFailed
+			code = loop.CodeLLMCallFailed
 		}
-		round.Error = &loop.RoundError{Code: cmp.Or(code, CodePushFailed), Message: err.Error()}
+		round.Error = &loop.RoundError{Code: cmp.Or(code, loop.CodePushSendFailed), Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
@@ -209,10 +204,6 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, pushed []str
 		s.log.Warn("scheduler: recording the round in the transcript failed", "task_id", task.ID, "err", err)
 	}
 }
-
-// codeLLMCallFailed names a failed LLM call in a transcript, as the instant
-// path does.
-const codeLLMCallFailed = "LLM_CALL_FAILED"
 
 // markDelivered records in the outbox the pushes that went out, also those
 // of a burst cut short.
@@ -318,7 +309,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		if err != nil {
 			return err
 		}
-		burst = append(burst, outgoing{OutboxMessage: m, kind: pu.Kind(), total: len(segments)})
+		burst = append(burst, outgoing{OutboxMessage: m, kind: pu.Kind()})
 		return nil
 	}
 	if reasoning != "" {
@@ -378,7 +369,7 @@ func (s *Scheduler) send(ctx context.Context, userID string, source push.Source,
 		// deleted, so retrying cannot help until the page registers again.
 		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
-	return &FireError{Code: CodePushFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
+	return &FireError{Code: loop.CodePushSendFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
 		len(res.Devices), strings.Join(reasons, "; ")))}
 }
 

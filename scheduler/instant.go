@@ -38,7 +38,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	held := s.hold(t.Lease(), cancel)
-	p, err := s.decode(t)
+	p, err := TaskPayload(t)
 	var rec Recurrence
 	if err == nil {
 		rec, err = p.Recurrence()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"amsg/push"
+	"amsg/store"
 )
 
 // Payload is a task's stored JSON, sealed at rest with the user key: the
@@ -55,6 +56,15 @@ func DecodePayload(raw json.RawMessage) (Payload, error) {
 		p.Metadata = json.RawMessage(`{}`)
 	}
 	return p, nil
+}
+
+// TaskPayload reads a stored task's payload: the error the store met
+// decrypting it, or DecodePayload's.
+func TaskPayload(t store.Task) (Payload, error) {
+	if t.PayloadErr != nil {
+		return Payload{}, t.PayloadErr
+	}
+	return DecodePayload(t.Payload)
 }
 
 // Encode returns the payload's JSON for the store.

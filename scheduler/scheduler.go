@@ -136,19 +136,19 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	if deps.Store == nil || deps.Pusher == nil || deps.LLM == nil {
 		return nil, errors.New("scheduler: Store, Pusher and LLM are required")
 	}
-	setDefault(&cfg.Tick, DefaultTick)
-	setDefault(&cfg.LeaseTTL, DefaultLeaseTTL)
-	setDefault(&cfg.Heartbeat, DefaultHeartbeat)
-	setDefault(&cfg.Concurrency, DefaultConcurrency)
-	setDefault(&cfg.FetchLimit, DefaultFetchLimit)
-	setDefault(&cfg.PushInterval, DefaultPushInterval)
-	setDefault(&cfg.StaleAfter, DefaultStaleAfter)
-	setDefault(&cfg.RetryBackoff, DefaultRetryBackoff)
-	setDefault(&cfg.MaxRetries, DefaultMaxRetries)
-	setDefault(&cfg.FinishedRetention, DefaultFinishedRetention)
-	setDefault(&cfg.CleanupInterval, DefaultCleanupInterval)
-	setDefault(&cfg.InstantAttempts, DefaultInstantAttempts)
-	setDefault(&cfg.InstantBackoff, DefaultInstantBackoff)
+	cfg.Tick = cmp.Or(cfg.Tick, DefaultTick)
+	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	cfg.FetchLimit = cmp.Or(cfg.FetchLimit, DefaultFetchLimit)
+	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
+	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
+	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
+	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
+	cfg.FinishedRetention = cmp.Or(cfg.FinishedRetention, DefaultFinishedRetention)
+	cfg.CleanupInterval = cmp.Or(cfg.CleanupInterval, DefaultCleanupInterval)
+	cfg.InstantAttempts = cmp.Or(cfg.InstantAttempts, DefaultInstantAttempts)
+	cfg.InstantBackoff = cmp.Or(cfg.InstantBackoff, DefaultInstantBackoff)
 	if cfg.Heartbeat >= cfg.LeaseTTL {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
@@ -171,13 +171,6 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	return s, nil
-}
-
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
 }
 
 func (s *Scheduler) sleep(ctx context.Context, d time.Duration) error { return s.cfg.Sleep(ctx, d) }
@@ -285,7 +278,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			s.logResult(s.process(t))
 		}) {
 			s.release()
-			s.releaseLease(t.ID, t.Lease())
+			s.releaseLease(t.Lease())
 		}
 	}
 	return len(tasks), nil
@@ -340,7 +333,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 			if acquired {
 				s.release()
 			}
-			results[i] = s.releaseLease(t.ID, t.Lease())
+			results[i] = s.releaseLease(t.Lease())
 			wg.Done()
 		}
 	}
@@ -352,13 +345,13 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 // releaseLease gives up a claimed task this process will not deliver (it
 // is stopping), so the next start delivers it without waiting for the lease
 // to run out.
-func (s *Scheduler) releaseLease(taskID int64, l store.Lease) result {
+func (s *Scheduler) releaseLease(l store.Lease) result {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	if err := s.deps.Store.ReleaseLease(ctx, l); err != nil {
-		s.log.Error("scheduler: releasing a lease failed", "task_id", taskID, "err", err)
+		s.log.Error("scheduler: releasing a lease failed", "task_id", l.TaskID, "err", err)
 	}
-	return result{taskID: taskID, kind: resultReleased}
+	return result{taskID: l.TaskID, kind: resultReleased}
 }
 
 // cleanup deletes sent and failed tasks older than FinishedRetention and
@@ -389,8 +382,9 @@ func (s *Scheduler) cleanup(ctx context.Context, force bool) {
 const bookkeepingTimeout = 10 * time.Second
 
 // heldLease is a lease kept alive by a heartbeat while a task is delivered.
+// Only the heartbeat goroutine touches lease and lost until it closes done;
+// end reads them after that.
 type heldLease struct {
-	mu    sync.Mutex
 	lease store.Lease
 	lost  bool
 	stop  chan struct{}
@@ -411,26 +405,19 @@ func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
 				return
 			case <-ticker.C:
 			}
-			h.mu.Lock()
-			current := h.lease
-			h.mu.Unlock()
 			ctx, stop := context.WithTimeout(context.Background(), bookkeepingTimeout)
-			renewed, err := s.deps.Store.RenewLease(ctx, current, s.now().Add(s.cfg.LeaseTTL))
+			renewed, err := s.deps.Store.RenewLease(ctx, h.lease, s.now().Add(s.cfg.LeaseTTL))
 			stop()
 			switch {
 			case errors.Is(err, store.ErrLeaseLost):
-				h.mu.Lock()
 				h.lost = true
-				h.mu.Unlock()
 				s.log.Warn("scheduler: lease lost while delivering; stopping", "task_id", l.TaskID)
 				cancel()
 				return
 			case err != nil:
 				s.log.Error("scheduler: renewing a lease failed", "task_id", l.TaskID, "err", err)
 			default:
-				h.mu.Lock()
 				h.lease = renewed
-				h.mu.Unlock()
 			}
 		}
 	}()
@@ -441,8 +428,6 @@ func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
 func (h *heldLease) end() (store.Lease, bool) {
 	close(h.stop)
 	<-h.done
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	return h.lease, h.lost
 }
 
@@ -453,10 +438,16 @@ func (s *Scheduler) process(t store.Task) result {
 	held := s.hold(t.Lease(), cancel)
 	started := s.now()
 
-	p, perr := s.decode(t)
+	p, perr := TaskPayload(t)
 	var rec Recurrence
 	if perr == nil {
 		rec, perr = p.Recurrence()
+	}
+	if perr != nil {
+		// A payload that does not decrypt or parse, or names no valid
+		// recurrence, will not read better on a retry, and its recurrence
+		// is unknown: the task fails for good, whatever it was.
+		rec, perr = Recurrence{Type: push.RecurrenceNone}, permanent("", perr)
 	}
 	if perr == nil && s.stale(t, started) {
 		lease, _ := held.end()
@@ -473,19 +464,12 @@ func (s *Scheduler) process(t store.Task) result {
 	}
 	if err != nil && s.runCtx.Err() != nil {
 		// Interrupted by shutdown: the task did nothing wrong.
-		return s.releaseLease(t.ID, lease)
+		return s.releaseLease(lease)
 	}
 	if err != nil {
 		return s.failed(t, lease, rec, err)
 	}
 	return s.delivered(t, lease, rec, sent, started)
-}
-
-func (s *Scheduler) decode(t store.Task) (Payload, error) {
-	if t.PayloadErr != nil {
-		return Payload{}, t.PayloadErr
-	}
-	return DecodePayload(t.Payload)
 }
 
 // stale reports whether the occurrence is too late to deliver: more than

@@ -2,11 +2,13 @@ package scheduler
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +54,7 @@ func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 // recorded).
 type harness struct {
 	t     *testing.T
+	path  string // the store's database
 	st    *store.Store
 	push  *pushtest.Server
 	llm   *llmtest.Server
@@ -66,9 +69,9 @@ var start = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	h := &harness{t: t, clk: &clock{now: start}}
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: &clock{now: start}}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h.st = storetest.Open(t, store.Config{Now: h.clk.Now, Logger: logger})
+	h.st = storetest.Open(t, store.Config{Path: h.path, Now: h.clk.Now, Logger: logger})
 	sec := h.st.Secrets()
 	h.push = pushtest.NewServer(sec.VAPIDPublicKey)
 	t.Cleanup(h.push.Close)
@@ -476,6 +479,51 @@ func TestRetriesEndInFailureOrASkippedOccurrence(t *testing.T) {
 	if skipped.Status != store.TaskPending || skipped.RetryCount != 0 || skipped.LastError == nil ||
 		!skipped.NextSendAt.Equal(start.Add(7*24*time.Hour)) {
 		t.Errorf("skipped task %+v", skipped)
+	}
+}
+
+// A task whose payload cannot be read (it does not decrypt, is not JSON, or
+// names no valid recurrence) fails for good at its first attempt, with the
+// error recorded: it cannot read better on a retry, and with its recurrence
+// unknown it must not be moved a day on forever as if it recurred.
+func TestATaskWhosePayloadCannotBeReadFailsForGood(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	sealedBroken := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("a")}, start)
+	db, err := sql.Open("sqlite", "file:"+h.path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE tasks SET payload = '00:00:00' WHERE id = ?`, sealedBroken.ID); err != nil {
+		t.Fatal(err)
+	}
+	uuidCounter++
+	notJSON, _, err := h.st.InsertTask(t.Context(), store.NewTask{UserID: alice, UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", uuidCounter),
+		MessageType: push.TypeFixed, NextSendAt: start, Payload: json.RawMessage(`{"messageType":`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	badRecurrence := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("c"), RecurrenceType: "hourly"}, start)
+	reasons := map[int64]string{sealedBroken.ID: "does not decrypt", notJSON.ID: "task payload", badRecurrence.ID: `unknown recurrenceType "hourly"`}
+
+	sum := h.tick()
+	if sum.FailedCount != 3 || len(h.push.Pushes()) != 0 {
+		t.Fatalf("first attempt: %s, %d pushes", mustJSON(t, sum), len(h.push.Pushes()))
+	}
+	for _, f := range sum.Details.FailedTasks {
+		if f.Status != "permanently_failed" || !f.Permanent || *f.RetryCount != 0 || !strings.Contains(f.Reason, reasons[f.TaskID]) {
+			t.Errorf("task %d: %s", f.TaskID, mustJSON(t, f))
+		}
+	}
+	for _, task := range []store.Task{sealedBroken, notJSON, badRecurrence} {
+		got := h.task(alice, task.UUID)
+		var le map[string]any
+		_ = json.Unmarshal(got.LastError, &le)
+		if got.Status != store.TaskFailed || got.RetryCount != 0 || le["permanent"] != true ||
+			le["occurrence"] != "2026-06-01T09:00:00.000Z" || !strings.Contains(fmt.Sprint(le["reason"]), reasons[task.ID]) {
+			t.Errorf("task %d: %s after %d retries, last error %s", task.ID, got.Status, got.RetryCount, got.LastError)
+		}
 	}
 }
 
