@@ -716,7 +716,6 @@ type sentenceStarts struct {
 	inRun bool // the current run has counted
 }
 
-
 func (s *sentenceStarts) add(text string) {
 	for _, c := range text {
 		switch {
