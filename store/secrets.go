@@ -16,14 +16,6 @@ import (
 	"amsg/store/usercrypt"
 )
 
-const secretsSchema = `
-CREATE TABLE secrets (
-	name       TEXT PRIMARY KEY,
-	value      TEXT NOT NULL,
-	updated_at INTEGER NOT NULL
-) STRICT;
-`
-
 // Rows of the secrets table.
 const (
 	secretMasterKey       = "master_key"

@@ -1,13 +1,14 @@
-// Package store is amsg's persistence: one SQLite database file (pure Go,
-// modernc.org/sqlite) holding the secrets, the subscriptions, the delivery
-// log and, as features arrive, tasks, outbox, client state and transcripts.
-// All SQL lives in this package, one file per feature.
+// Package store is amsg's persistence: the secrets, the subscriptions, the
+// delivery log, tasks, outbox, client state and transcripts, in one SQLite
+// file (the default) or one PostgreSQL database shared by several
+// instances. The domain logic (sealing, validation, slicing, error mapping)
+// and the SQL both dialects share live here, one file per feature; a driver
+// (store/driver/sqlite, store/driver/postgres) opens the database, runs the
+// transactions and holds the SQL the dialects disagree on.
 //
-// The database runs in WAL mode with one writer connection, so writes queue
-// in the process instead of failing with SQLITE_BUSY, beside a small pool of
-// read-only connections. Times are INTEGER milliseconds UTC. Columns the
-// standard keeps encrypted are sealed with the user's key in the standard's
-// at-rest format; callers pass and receive plaintext.
+// Times are INTEGER milliseconds UTC. Columns the standard keeps encrypted
+// are sealed with the user's key in the standard's at-rest format; callers
+// pass and receive plaintext.
 package store
 
 import (
@@ -16,15 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
+	"amsg/store/driver"
+	"amsg/store/driver/postgres"
+	"amsg/store/driver/sqlite"
 	"amsg/store/usercrypt"
-
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // Defaults of Config.
@@ -36,18 +35,16 @@ const (
 	DefaultOutboxMaxAge       = 28 * 24 * time.Hour
 )
 
-const (
-	// busyTimeout bounds how long a connection waits for a lock another
-	// process holds (a backup tool, the sqlite3 shell).
-	busyTimeout = 5 * time.Second
-	// readConns bounds the read pool: each connection has its own page cache.
-	readConns = 4
-)
+// closeTimeout bounds Close's optimize step.
+const closeTimeout = sqlite.BusyTimeout
 
 // Config configures Open. Zero values take the defaults.
 type Config struct {
-	// Path is the database file. Its directory must exist.
+	// Path is the SQLite database file. Its directory must exist.
 	Path string
+	// DatabaseURL, when set, is a PostgreSQL database (postgres://…) used
+	// instead of Path.
+	DatabaseURL string
 
 	// MasterKey is 64 hex characters. Empty: the stored key, else a new one.
 	// Given and different from the stored one: it replaces it, and every
@@ -85,8 +82,10 @@ type Config struct {
 
 // Store is the database. It is safe for concurrent use.
 type Store struct {
-	writer  *sql.DB // one connection: SQLite has one writer anyway
-	reader  *sql.DB // query_only connections
+	db      driver.Driver
+	dialect *driver.Dialect
+	writer  *sql.DB // the driver's pool for writes
+	reader  *sql.DB // the driver's pool for reads
 	log     *slog.Logger
 	now     func() time.Time
 	secrets Secrets
@@ -106,7 +105,14 @@ type Store struct {
 // Open opens (creating if needed) the database at cfg.Path, runs the
 // migrations and loads or generates the secrets.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.Path == "" {
+	where := cfg.Path
+	switch {
+	case cfg.DatabaseURL != "":
+		if !postgres.IsURL(cfg.DatabaseURL) {
+			return nil, errors.New("store: the database URL must start postgres:// or postgresql://")
+		}
+		where = "the PostgreSQL database"
+	case cfg.Path == "":
 		return nil, errors.New("store: no database path")
 	}
 	if err := validateGivenSecrets(cfg); err != nil {
@@ -146,79 +152,31 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.outboxMaxAge <= 0 {
 		s.outboxMaxAge = DefaultOutboxMaxAge
 	}
-	if err := s.open(ctx, cfg.Path); err != nil {
-		s.closeDBs()
-		return nil, fmt.Errorf("store: open %s: %w", cfg.Path, err)
+	if err := s.open(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.closeDBs()
-		return nil, fmt.Errorf("store: migrate %s: %w", cfg.Path, err)
+		return nil, errors.Join(fmt.Errorf("store: migrate %s: %w", where, err), s.db.Close())
 	}
 	if err := s.loadSecrets(ctx, cfg); err != nil {
-		s.closeDBs()
-		return nil, fmt.Errorf("store: secrets in %s: %w", cfg.Path, err)
+		return nil, errors.Join(fmt.Errorf("store: secrets in %s: %w", where, err), s.db.Close())
 	}
 	return s, nil
 }
 
-func (s *Store) open(ctx context.Context, path string) error {
-	abs, err := filepath.Abs(path)
+// open opens the driver cfg names.
+func (s *Store) open(ctx context.Context, cfg Config) error {
+	var err error
+	if cfg.DatabaseURL != "" {
+		s.db, err = postgres.Open(ctx, cfg.DatabaseURL)
+	} else {
+		s.db, err = sqlite.Open(ctx, cfg.Path)
+	}
 	if err != nil {
 		return err
 	}
-	if err := prepareFile(abs); err != nil {
-		return err
-	}
-	if s.writer, err = sql.Open("sqlite", dsn(abs, "_txlock=immediate")); err != nil {
-		return err
-	}
-	s.writer.SetMaxOpenConns(1)
-	// The first connection applies the pragmas: a file that is not a
-	// database, or is locked beyond busyTimeout, fails here.
-	var mode string
-	if err := s.writer.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return err
-	}
-	if mode != "wal" {
-		return fmt.Errorf("journal mode is %q, not wal (is the file on a network file system?)", mode)
-	}
-	if s.reader, err = sql.Open("sqlite", dsn(abs, "_pragma=query_only(1)")); err != nil {
-		return err
-	}
-	s.reader.SetMaxOpenConns(readConns)
-	s.reader.SetMaxIdleConns(readConns)
+	s.dialect, s.writer, s.reader = s.db.Dialect(), s.db.Writer(), s.db.Reader()
 	return nil
-}
-
-// prepareFile checks the directory and creates the database file readable by
-// its owner only: it holds the master key and the VAPID private key. SQLite
-// gives the -wal and -shm files the same permissions.
-func prepareFile(path string) error {
-	dir := filepath.Dir(path)
-	info, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("data directory %s is not a directory", dir)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// dsn builds a file: URI carrying the per-connection pragmas, so every
-// pooled connection gets them (a PRAGMA run with Exec reaches only one).
-func dsn(path, extra string) string {
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode() + "&" + extra}
-	return u.String()
 }
 
 // Ping reports whether the database answers a query.
@@ -230,44 +188,29 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close runs PRAGMA optimize and closes the database. Later calls return
-// the first call's result.
+// Close runs the dialect's optimize step (SQLite's PRAGMA optimize) and
+// closes the database. Later calls return the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
-		defer cancel()
-		_, err := s.writer.ExecContext(ctx, "PRAGMA optimize")
-		if err != nil {
-			err = fmt.Errorf("store: optimize: %w", err)
+		var err error
+		if s.dialect.Optimize != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			defer cancel()
+			if _, err = s.writer.ExecContext(ctx, s.dialect.Optimize); err != nil {
+				err = fmt.Errorf("store: optimize: %w", err)
+			}
 		}
-		s.closeErr = errors.Join(err, s.closeDBs())
+		s.closeErr = errors.Join(err, s.db.Close())
 	})
 	return s.closeErr
 }
 
-func (s *Store) closeDBs() error {
-	var errs []error
-	for _, db := range []*sql.DB{s.reader, s.writer} {
-		if db != nil {
-			errs = append(errs, db.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// write runs fn in a transaction on the writer connection. The transaction
-// begins IMMEDIATE, so it holds the write lock from its first statement and
-// never fails to upgrade a read lock. fn must read every *sql.Rows to the end
+// write runs fn in the driver's write transaction, which behaves as if it
+// were the database's only writer; fn may run more than once (see
+// driver.Driver.Write). On SQLite, fn must read every *sql.Rows to the end
 // before issuing another statement: the writer has one connection.
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
-	}
-	return tx.Commit()
+	return s.db.Write(ctx, fn)
 }
 
 // execCount runs query on the writer outside a transaction and returns the
@@ -284,13 +227,6 @@ func (s *Store) execCount(ctx context.Context, what, query string, args ...any) 
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
-}
-
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
 }
 
 // millis is how times are stored: INTEGER milliseconds UTC.

@@ -16,17 +16,6 @@ import (
 
 // A user has devices: one row per push endpoint. The subscription JSON is
 // sealed with the user key, so the endpoint is unique through its SHA-256.
-const subscriptionsSchema = `
-CREATE TABLE subscriptions (
-	id              INTEGER PRIMARY KEY,
-	user_id         TEXT NOT NULL,
-	endpoint_sha256 BLOB NOT NULL UNIQUE,
-	subscription    TEXT NOT NULL, -- sealed PushSubscription JSON, as sent
-	created_at      INTEGER NOT NULL,
-	updated_at      INTEGER NOT NULL
-) STRICT;
-CREATE INDEX subscriptions_user ON subscriptions (user_id, updated_at);
-`
 
 // MaxSubscriptionBytes bounds the subscription JSON one device may store.
 // Real ones are a few hundred bytes.

@@ -26,31 +26,6 @@ import (
 // tasks_due indexes the instant a pending row becomes claimable, the latest
 // of next_send_at, lease_until and retry_after, so the claim query is one
 // range scan however many due rows are leased or backing off.
-const tasksSchema = `
-CREATE TABLE tasks (
-	id           INTEGER PRIMARY KEY AUTOINCREMENT,
-	user_id      TEXT NOT NULL,
-	uuid         TEXT NOT NULL UNIQUE,
-	payload      TEXT NOT NULL,
-	message_type TEXT NOT NULL CHECK (message_type IN ('fixed', 'prompted', 'auto', 'instant')),
-	next_send_at INTEGER NOT NULL,
-	lease_until  INTEGER,
-	retry_after  INTEGER,
-	status       TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed')),
-	retry_count  INTEGER NOT NULL DEFAULT 0,
-	last_error   TEXT,
-	created_at   INTEGER NOT NULL,
-	updated_at   INTEGER NOT NULL
-) STRICT;
-CREATE INDEX tasks_due ON tasks (max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0)), id)
-	WHERE status = 'pending';
-CREATE INDEX tasks_user ON tasks (user_id, next_send_at);
-CREATE INDEX tasks_finished ON tasks (updated_at) WHERE status IN ('sent', 'failed');
-`
-
-// claimableAt is the indexed expression of tasks_due; queries must spell it
-// exactly so for SQLite to use the index.
-const claimableAt = `max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0))`
 
 // TaskStatus is a task's status.
 type TaskStatus string
@@ -261,22 +236,15 @@ func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (bool, erro
 
 // ClaimDueTasks leases up to limit pending tasks that are due at now and
 // neither leased nor waiting to retry, until now+ttl, and returns them
-// ordered by next_send_at. One statement in one IMMEDIATE transaction: two
-// claimers never get the same task.
+// ordered by next_send_at. One statement (the dialect's): two claimers
+// never get the same task.
 func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Duration, limit int) ([]Task, error) {
+	rows, err := s.writer.QueryContext(ctx, s.dialect.ClaimDueTasks+taskColumns,
+		millis(now.Add(ttl)), millis(s.now()), millis(now), limit)
 	var tasks []Task
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE tasks SET lease_until = ?, updated_at = ?
-			WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND `+claimableAt+` <= ?
-				ORDER BY `+claimableAt+`, id LIMIT ?)
-			RETURNING `+taskColumns,
-			millis(now.Add(ttl)), millis(s.now()), millis(now), limit)
-		if err != nil {
-			return err
-		}
+	if err == nil {
 		tasks, err = s.scanTasks(rows)
-		return err
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: claim due tasks: %w", err)
 	}
@@ -289,7 +257,7 @@ func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Durat
 // until then rather than a whole tick.
 func (s *Store) NextClaimableAt(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := s.reader.QueryRowContext(ctx, `SELECT min(`+claimableAt+`) FROM tasks WHERE status = 'pending'`).Scan(&next)
+	err := s.reader.QueryRowContext(ctx, `SELECT min(`+s.dialect.ClaimableAt+`) FROM tasks WHERE status = 'pending'`).Scan(&next)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("store: next claimable task: %w", err)
 	}

@@ -1,0 +1,74 @@
+// Package driver is the seam between the store's domain logic and a SQL
+// dialect. The store writes each statement once, with ? placeholders, where
+// SQLite and PostgreSQL agree (most of them: INSERT … ON CONFLICT, RETURNING,
+// LIMIT … OFFSET); a Driver opens the database, runs transactions with the
+// guarantees the store relies on, and holds, in its Dialect, the SQL the two
+// disagree on: the schema, the claim, the catalogue queries. The store picks
+// the driver from its configuration; nothing outside store imports this.
+package driver
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Driver is one open database.
+type Driver interface {
+	// Writer runs statements that change rows; Reader those that only read.
+	// They may be the same pool.
+	Writer() *sql.DB
+	Reader() *sql.DB
+	// Dialect is the SQL this database speaks where the dialects differ.
+	Dialect() *Dialect
+	// Write runs fn in a transaction that behaves as if it were the only
+	// writer: SQLite's IMMEDIATE transaction on its one connection,
+	// PostgreSQL's SERIALIZABLE one, retried from the start while it loses a
+	// serialization conflict. So fn may run more than once and must not keep
+	// state across runs.
+	Write(ctx context.Context, fn func(*sql.Tx) error) error
+	// Exclusive runs fn while no other process that calls Exclusive with the
+	// same name on this database runs it (an advisory lock on PostgreSQL;
+	// SQLite's callers are kept apart by the data-directory lock and its one
+	// writer).
+	Exclusive(ctx context.Context, name string, fn func() error) error
+	// Close releases the database; the store has run Dialect.Optimize.
+	Close() error
+}
+
+// Dialect is the SQL a driver speaks where SQLite and PostgreSQL disagree,
+// one field per statement or fragment, as ntfy keeps a table of queries per
+// dialect. Placeholders are ?; PostgreSQL's driver rewrites them.
+type Dialect struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// Migrations are the schema's history, oldest first: step i brings the
+	// schema to version i+1. Both dialects have the same steps in the same
+	// order, so a version means the same tables in either.
+	Migrations []string
+
+	// ClaimableAt is the instant a pending task becomes claimable, the
+	// latest of next_send_at, lease_until and retry_after, spelled as the
+	// tasks_due index spells it.
+	ClaimableAt string
+	// ClaimDueTasks leases due tasks. Arguments: lease_until, updated_at,
+	// now, limit. It ends in RETURNING, to which the store appends its task
+	// columns. PostgreSQL skips rows another
+	// instance is claiming at the same moment instead of waiting for them.
+	ClaimDueTasks string
+	// InJSONArray is a subquery of the text values of the JSON array given
+	// as its one argument: x IN (InJSONArray).
+	InJSONArray string
+
+	// Catalogue queries of POST /init-tenant's schema report. Tables lists
+	// the application's tables; Columns (table) a table's columns in order;
+	// Indexes (table) name, unique, origin (c, u or pk) and partial of each
+	// index; IndexColumns (index) its columns in order, '<expression>' for
+	// an expression.
+	Tables       string
+	Columns      string
+	Indexes      string
+	IndexColumns string
+
+	// Optimize runs at Close, "" for none.
+	Optimize string
+}
