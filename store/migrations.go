@@ -13,14 +13,10 @@ import (
 // dialects' lists.
 
 // migrate brings the database to the dialect's latest version, one
-// transaction per step, under the driver's "migrate" lock, so instances that
-// start at once migrate once. Each step re-reads the version inside its
-// transaction as well.
+// transaction per step. Open runs it holding the driver's "start" lock, so
+// instances that start at once migrate once; each step re-reads the version
+// inside its transaction as well.
 func (s *Store) migrate(ctx context.Context) error {
-	return s.db.Exclusive(ctx, "migrate", func() error { return s.migrateSteps(ctx) })
-}
-
-func (s *Store) migrateSteps(ctx context.Context) error {
 	migrations := s.dialect.Migrations
 	if _, err := s.writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return err

@@ -111,7 +111,7 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (user_id, message_id) DO UPDATE SET
 					payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
-				WHERE acked_at IS NULL`,
+				WHERE message_outbox.acked_at IS NULL`,
 				userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
 				nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed[i], now); err != nil {
 				return err

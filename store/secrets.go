@@ -115,6 +115,7 @@ func decodeBase64URL(s string) ([]byte, error) {
 func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 	var notices []func()
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		notices = nil // a rerun of a transaction that lost a conflict
 		stored, err := readSecrets(tx)
 		if err != nil {
 			return err

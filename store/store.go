@@ -155,11 +155,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := s.open(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
-	if err := s.migrate(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("store: migrate %s: %w", where, err), s.db.Close())
-	}
-	if err := s.loadSecrets(ctx, cfg); err != nil {
-		return nil, errors.Join(fmt.Errorf("store: secrets in %s: %w", where, err), s.db.Close())
+	// Instances that start at once on one database take turns: the first
+	// migrates and stores the secrets, the others find them.
+	err := s.db.Exclusive(ctx, "start", func() error {
+		if err := s.migrate(ctx); err != nil {
+			return fmt.Errorf("store: migrate %s: %w", where, err)
+		}
+		if err := s.loadSecrets(ctx, cfg); err != nil {
+			return fmt.Errorf("store: secrets in %s: %w", where, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, errors.Join(err, s.db.Close())
 	}
 	return s, nil
 }

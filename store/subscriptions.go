@@ -65,7 +65,7 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 		err := tx.QueryRow(`INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (endpoint_sha256) DO UPDATE SET
-				created_at   = CASE WHEN user_id = excluded.user_id THEN created_at ELSE excluded.created_at END,
+				created_at   = CASE WHEN subscriptions.user_id = excluded.user_id THEN subscriptions.created_at ELSE excluded.created_at END,
 				user_id      = excluded.user_id,
 				subscription = excluded.subscription,
 				updated_at   = excluded.updated_at

@@ -103,8 +103,8 @@ func retryable(err error) bool {
 }
 
 // Exclusive runs fn holding a session advisory lock named after name and
-// the schema, on a connection of its own, so the instances that start at
-// once migrate one after the other.
+// the schema, on a connection of its own, so that instances starting at
+// once take turns to migrate and store the first secrets.
 func (db *DB) Exclusive(ctx context.Context, name string, fn func() error) error {
 	conn, err := db.pool.Conn(ctx)
 	if err != nil {
