@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"amsg/store/driver/postgres"
 )
 
 // config is everything `amsg serve` can be told. Every flag has an
@@ -17,6 +19,7 @@ import (
 type config struct {
 	Addr                  string
 	DataDir               string
+	DatabaseURL           string
 	Tick                  time.Duration
 	AllowPrivateEndpoints bool
 	CORSOrigin            string
@@ -64,6 +67,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.SetOutput(io.Discard) // errors are reported once, by the caller
 	fs.StringVar(&c.Addr, "addr", defaultAddr, "address to listen on")
 	fs.StringVar(&c.DataDir, "data-dir", "./amsg-data", "directory of the SQLite database")
+	fs.StringVar(&c.DatabaseURL, "database-url", "",
+		"PostgreSQL database (postgres://…) that several instances share; empty: SQLite in --data-dir")
 	fs.DurationVar(&c.Tick, "tick", time.Second, "scheduler tick: how often due tasks are looked for")
 	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false,
 		"accept http:// and loopback/private push endpoints (development and tests only)")
@@ -118,8 +123,10 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: --tick must be at least 100ms, got %s", errUsage, c.Tick)
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("%w: --log-format must be text or json, got %q", errUsage, c.LogFormat)
-	case c.DataDir == "":
+	case c.DataDir == "" && c.DatabaseURL == "":
 		return fmt.Errorf("%w: --data-dir must not be empty", errUsage)
+	case c.DatabaseURL != "" && !postgres.IsURL(c.DatabaseURL):
+		return fmt.Errorf("%w: --database-url must start postgres:// or postgresql://", errUsage)
 	case (c.VAPIDPublicKey == "") != (c.VAPIDPrivateKey == ""):
 		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)
 	case c.ShutdownTimeout <= 0:

@@ -31,8 +31,27 @@ type Driver interface {
 	// SQLite's callers are kept apart by the data-directory lock and its one
 	// writer).
 	Exclusive(ctx context.Context, name string, fn func() error) error
+	// Leader is a campaign for the leadership called name among the
+	// processes on this database.
+	Leader(name string) Leader
+	// ListenTasks calls wake whenever another process may have made a task
+	// claimable sooner, until ctx ends (nil) or its connection fails. It is
+	// a hint that saves waiting for a timer, never the only way a task is
+	// found; SQLite's one process wakes itself, so its ListenTasks only
+	// waits for ctx.
+	ListenTasks(ctx context.Context, wake func()) error
 	// Close releases the database; the store has run Dialect.Optimize.
 	Close() error
+}
+
+// Leader elects one process among those on a database.
+type Leader interface {
+	// Check reports whether this process leads now, taking the leadership
+	// when nobody holds it. A leader that died (its connection gone) frees
+	// it for the next Check of another process.
+	Check(ctx context.Context) (bool, error)
+	// Release gives the leadership up.
+	Release() error
 }
 
 // Dialect is the SQL a driver speaks where SQLite and PostgreSQL disagree,

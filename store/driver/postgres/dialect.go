@@ -17,6 +17,7 @@ var dialect = driver.Dialect{
 		outboxSchema,
 		tasksSchema,
 		transcriptsSchema,
+		instancesSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

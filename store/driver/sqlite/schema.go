@@ -123,3 +123,12 @@ CREATE TABLE transcript_entries (
 CREATE INDEX transcript_entries_at ON transcript_entries (at);
 `
 )
+
+// instancesSchema: one row per running amsg, heartbeated.
+const instancesSchema = `
+CREATE TABLE instances (
+	id           TEXT PRIMARY KEY,
+	started_at   INTEGER NOT NULL,
+	heartbeat_at INTEGER NOT NULL
+) STRICT;
+`

@@ -131,6 +131,20 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 // lock), and its writes already queue on one connection.
 func (db *DB) Exclusive(_ context.Context, _ string, fn func() error) error { return fn() }
 
+// Leader leads always: one process serves a SQLite file.
+func (db *DB) Leader(string) driver.Leader { return soleProcess{} }
+
+type soleProcess struct{}
+
+func (soleProcess) Check(context.Context) (bool, error) { return true, nil }
+func (soleProcess) Release() error                      { return nil }
+
+// ListenTasks waits for ctx: the one process wakes its scheduler itself.
+func (db *DB) ListenTasks(ctx context.Context, _ func()) error {
+	<-ctx.Done()
+	return nil
+}
+
 // Close closes both pools.
 func (db *DB) Close() error {
 	var errs []error
