@@ -29,6 +29,7 @@ type config struct {
 	ShutdownTimeout       time.Duration
 	Scheduler             schedulerConfig // scheduler.go
 	Instant               instantConfig   // instant.go
+	Cluster               clusterConfig   // cluster.go
 
 	// Environment only.
 	MasterKey       string
@@ -81,6 +82,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
+	c.Cluster.register(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -131,6 +133,8 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
+	case c.Cluster.Heartbeat < 100*time.Millisecond:
+		return fmt.Errorf("%w: --instance-heartbeat must be at least 100ms, got %s", errUsage, c.Cluster.Heartbeat)
 	}
 	if err := c.Scheduler.validate(); err != nil {
 		return err

@@ -50,6 +50,8 @@ func (s *server) instant() *api.Instant {
 		Transcripts:   s.transcripts,
 		MaxIterations: c.MaxLoopIterations,
 		TokenBudget:   c.SessionTokenBudget,
+		Instance:      s.instance,
+		Liveness:      liveness{store: s.store, heartbeat: s.cfg.Cluster.Heartbeat},
 		Logger:        s.log,
 	})}
 }

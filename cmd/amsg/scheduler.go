@@ -51,7 +51,8 @@ func (s *server) newScheduler(p scheduler.Pusher) error {
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
-	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: s.llm, Transcripts: s.transcripts})
+	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: s.llm, Transcripts: s.transcripts,
+		Housekeeper: s.housekeeper})
 	if err != nil {
 		return &configError{err}
 	}

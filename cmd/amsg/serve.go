@@ -79,6 +79,8 @@ type server struct {
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
 	version     string   // buildVersion(), read once
+	instance    string   // cluster.go
+	housekeeper store.Leader
 }
 
 // errNoDataDirLock means the data directory could not be locked against a
@@ -88,18 +90,13 @@ var errNoDataDirLock = errors.New("cannot lock the data directory against a seco
 // openServer opens the store, builds the components and binds the listen
 // address; nothing runs until run.
 func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, error) {
-	if err := prepareDataDir(cfg.DataDir); err != nil {
-		return nil, &configError{err}
-	}
-	dataLock, err := lockDataDir(cfg.DataDir)
-	switch {
-	case errors.Is(err, errNoDataDirLock):
-		log.Warn("running without a data directory lock: make sure no other amsg uses it", "err", err)
-	case err != nil:
-		return nil, &configError{err}
+	dataLock, err := lockDatabase(cfg, log)
+	if err != nil {
+		return nil, err
 	}
 	st, err := store.Open(ctx, store.Config{
 		Path:            filepath.Join(cfg.DataDir, "amsg.db"),
+		DatabaseURL:     cfg.DatabaseURL,
 		MasterKey:       cfg.MasterKey,
 		VAPIDPublicKey:  cfg.VAPIDPublicKey,
 		VAPIDPrivateKey: cfg.VAPIDPrivateKey,
@@ -113,13 +110,33 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		}
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st, dataLock: dataLock, version: buildVersion()}
-	if err := s.build(); err != nil {
+	s := &server{cfg: cfg, log: log, store: st, dataLock: dataLock, version: buildVersion(),
+		instance: newInstanceID(), housekeeper: st.Leader(housekeepingLeader)}
+	if err := errors.Join(s.joinInstances(ctx), s.build()); err != nil {
 		st.Close()
 		closeFile(dataLock)
 		return nil, err
 	}
 	return s, nil
+}
+
+// lockDatabase prepares and locks the SQLite data directory against a
+// second amsg; PostgreSQL is shared by design, and needs neither.
+func lockDatabase(cfg config, log *slog.Logger) (*os.File, error) {
+	if cfg.DatabaseURL != "" {
+		return nil, nil
+	}
+	if err := prepareDataDir(cfg.DataDir); err != nil {
+		return nil, &configError{err}
+	}
+	dataLock, err := lockDataDir(cfg.DataDir)
+	switch {
+	case errors.Is(err, errNoDataDirLock):
+		log.Warn("running without a data directory lock: make sure no other amsg uses it", "err", err)
+	case err != nil:
+		return nil, &configError{err}
+	}
+	return dataLock, nil
 }
 
 func (s *server) build() error {
@@ -190,14 +207,15 @@ func (s *server) build() error {
 // the store.
 func (s *server) run(ctx context.Context) error {
 	s.log.Info("amsg listening", "addr", s.listener.Addr().String(), "version", s.version,
-		"data_dir", s.cfg.DataDir, "vapid_public_key", s.store.Secrets().VAPIDPublicKey)
+		"database", s.databaseName(), "instance", s.instance, "vapid_public_key", s.store.Secrets().VAPIDPublicKey)
 	if s.cfg.AllowPrivateEndpoints {
 		s.log.Warn("private push endpoints are allowed: development and tests only")
 	}
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() { s.maintain(background) })
+	wg.Go(func() { s.runInstance(background) })
+	wg.Go(func() { s.watchTasks(background) })
 
 	s.scheduler.Start()
 	serveErr := make(chan error, 1)
@@ -234,23 +252,12 @@ func closeFile(f *os.File) {
 	}
 }
 
-// maintain runs the periodic housekeeping until ctx ends.
-func (s *server) maintain(ctx context.Context) {
-	tick := time.NewTicker(maintenanceInterval)
-	defer tick.Stop()
-	for {
-		if n, err := s.store.PruneDeliveryLog(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("pruning the delivery log failed", "err", err)
-		} else if n > 0 {
-			s.log.Info("pruned the delivery log", "rows", n)
-		}
-		s.pruneTranscripts(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+// databaseName says which database serves, without the URL's credentials.
+func (s *server) databaseName() string {
+	if s.cfg.DatabaseURL != "" {
+		return "postgresql"
 	}
+	return s.cfg.DataDir
 }
 
 // prepareDataDir creates the data directory (readable by its owner only:
