@@ -88,6 +88,10 @@ type Dialect struct {
 	Indexes      string
 	IndexColumns string
 
+	// AfterCopy runs after rows were copied in with their ids, so that new
+	// rows get ids after theirs.
+	AfterCopy []string
+
 	// Optimize runs at Close, "" for none.
 	Optimize string
 }

@@ -31,6 +31,11 @@ var dialect = driver.Dialect{
 		RETURNING `,
 	InJSONArray: `SELECT value FROM json_array_elements_text(?::json)`,
 
+	AfterCopy: []string{
+		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
+		resetIdentity("tasks"), resetIdentity("transcript_sessions"),
+	},
+
 	Tables: `SELECT table_name::text FROM information_schema.tables
 		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
 	Columns: `SELECT column_name::text FROM information_schema.columns
@@ -51,4 +56,9 @@ var dialect = driver.Dialect{
 		LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum AND k.attnum > 0
 		WHERE i.relnamespace = current_schema()::regnamespace AND i.relname = ?
 		ORDER BY k.ord`,
+}
+
+// resetIdentity moves the identity of table's id past the ids it holds.
+func resetIdentity(table string) string {
+	return `SELECT setval(pg_get_serial_sequence('` + table + `', 'id'), coalesce(max(id), 0) + 1, false) FROM ` + table
 }
