@@ -71,7 +71,7 @@ func (s *server) joinInstances(ctx context.Context) error {
 func (s *server) runInstance(ctx context.Context) {
 	beat := time.NewTicker(s.cfg.Cluster.Heartbeat)
 	defer beat.Stop()
-	leading := false
+	leading, campaigned := false, false
 	var lastHousekeeping time.Time
 	for {
 		if err := s.store.HeartbeatInstance(ctx, s.instance); err != nil && ctx.Err() == nil {
@@ -81,8 +81,8 @@ func (s *server) runInstance(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("electing the housekeeper failed", "err", err)
 		}
-		if leads != leading {
-			leading = leads
+		if leads != leading || !campaigned {
+			leading, campaigned = leads, true
 			s.log.Info("housekeeping leadership", "instance", s.instance, "leads", leads)
 			lastHousekeeping = time.Time{}
 		}
