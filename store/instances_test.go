@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"database/sql"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,48 +61,6 @@ func TestInstanceHeartbeats(t *testing.T) {
 	}
 	if alive("a", time.Hour) {
 		t.Error("a deleted instance is alive")
-	}
-}
-
-// Two instances claiming at once from one set of due tasks get disjoint
-// leases that cover every task.
-func TestConcurrentClaimsAreDisjoint(t *testing.T) {
-	clock := newClock()
-	a, b, _ := openTwice(t, store.Config{Now: clock.Now})
-	const tasks = 200
-	for i := range tasks {
-		insertTask(t, a, alice, i, clock.Now())
-	}
-	claimed := map[int64]int{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, st := range []*store.Store{a, b, a, b} {
-		wg.Go(func() {
-			for {
-				got, err := st.ClaimDueTasks(t.Context(), clock.Now(), time.Minute, 7)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if len(got) == 0 {
-					return
-				}
-				mu.Lock()
-				for _, task := range got {
-					claimed[task.ID]++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(claimed) != tasks {
-		t.Errorf("%d tasks claimed, want %d", len(claimed), tasks)
-	}
-	for id, n := range claimed {
-		if n != 1 {
-			t.Errorf("task %d claimed %d times", id, n)
-		}
 	}
 }
 

@@ -289,29 +289,7 @@ func TestHousekeepingMovesToTheSurvivor(t *testing.T) {
 		t.Fatalf("a second instance leads beside the first: %v", line)
 	}
 	a.Kill(t)
-	if line := waitLogs(t, b, "housekeeping leadership", 2, 20*time.Second)[1]; line["leads"] != true {
+	if line := b.WaitLogs(t, "housekeeping leadership", 2, 20*time.Second)[1]; line["leads"] != true {
 		t.Errorf("after the leader died the survivor logged %v", line)
-	}
-}
-
-// waitLogs waits until p has logged n lines whose msg contains substr and
-// returns them.
-func waitLogs(t *testing.T, p *amsgProcess, substr string, n int, within time.Duration) []map[string]any {
-	t.Helper()
-	deadline := time.After(within)
-	for {
-		p.mu.Lock()
-		grew := p.grew
-		p.mu.Unlock()
-		if lines := p.Logs(substr); len(lines) >= n {
-			return lines
-		}
-		select {
-		case <-grew:
-		case <-p.done:
-			t.Fatalf("amsg exited before logging %q %d times", substr, n)
-		case <-deadline:
-			t.Fatalf("amsg did not log %q %d times within %s", substr, n, within)
-		}
 	}
 }

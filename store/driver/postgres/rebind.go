@@ -56,42 +56,37 @@ func rebind(query string) string {
 	var b strings.Builder
 	b.Grow(len(query) + 8)
 	n := 0
-	for i := 0; i < len(query); i++ {
-		switch c := query[i]; {
-		case c == '?':
+	for i := 0; i < len(query); {
+		if query[i] == '?' {
 			n++
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(n))
-			continue
-		case c == '\'' || c == '"':
-			end := strings.IndexByte(query[i+1:], c)
-			if end < 0 {
-				b.WriteString(query[i:])
-				return b.String()
-			}
-			b.WriteString(query[i : i+end+2])
-			i += end + 1
-			continue
-		case c == '-' && strings.HasPrefix(query[i:], "--"):
-			end := strings.IndexByte(query[i:], '\n')
-			if end < 0 {
-				b.WriteString(query[i:])
-				return b.String()
-			}
-			b.WriteString(query[i : i+end])
-			i += end - 1
-			continue
-		case c == '$' && strings.HasPrefix(query[i:], "$$"):
-			end := strings.Index(query[i+2:], "$$")
-			if end < 0 {
-				b.WriteString(query[i:])
-				return b.String()
-			}
-			b.WriteString(query[i : i+end+4])
-			i += end + 3
+			i++
 			continue
 		}
-		b.WriteByte(query[i])
+		end := max(literalEnd(query, i), i+1)
+		b.WriteString(query[i:end])
+		i = end
 	}
 	return b.String()
+}
+
+// literals are the spans rebind copies as they are, by what opens and what
+// closes them.
+var literals = []struct{ open, close string }{{"'", "'"}, {`"`, `"`}, {"--", "\n"}, {"$$", "$$"}}
+
+// literalEnd is the end of the literal that starts at query[i], the end of
+// query for one left open, or i when none starts there.
+func literalEnd(query string, i int) int {
+	for _, l := range literals {
+		if strings.HasPrefix(query[i:], l.open) {
+			rest := i + len(l.open)
+			j := strings.Index(query[rest:], l.close)
+			if j < 0 {
+				return len(query)
+			}
+			return rest + j + len(l.close)
+		}
+	}
+	return i
 }
