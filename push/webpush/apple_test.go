@@ -75,10 +75,10 @@ func TestAppleLongReplyIsOneVisiblePush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := res.Devices[0]; d.Outcome != push.OutcomeDelivered || d.Chunks != 0 || len(d.Attempts) != 1 {
+	if d := res.Devices[0]; d.Outcome != push.OutcomeDelivered || d.Chunks != 0 || !d.Cut || len(d.Attempts) != 1 {
 		t.Errorf("Apple device: %+v", d)
 	}
-	if d := res.Devices[1]; d.Outcome != push.OutcomeDelivered || d.Chunks < 2 {
+	if d := res.Devices[1]; d.Outcome != push.OutcomeDelivered || d.Chunks < 2 || d.Cut {
 		t.Errorf("Chromium device: %+v", d)
 	}
 	msgs := apple.Messages()

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdh"
 	"encoding/base64"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +168,22 @@ func TestSealSizes(t *testing.T) {
 		}
 	}
 	f.noErrors(t)
+}
+
+func TestOriginOf(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://fcm.googleapis.com/fcm/send/x":     "https://fcm.googleapis.com",
+		"https://Web.Push.Apple.com:443/QGx":        "https://web.push.apple.com",
+		"https://updates.push.services.mozilla.com": "https://updates.push.services.mozilla.com",
+		"http://127.0.0.1:8080/push/a":              "http://127.0.0.1:8080",
+		"http://[::1]:80/push/a":                    "http://[::1]",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := originOf(u); got != want {
+			t.Errorf("originOf(%s) = %s, want %s", raw, got, want)
+		}
+	}
 }

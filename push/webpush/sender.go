@@ -278,9 +278,12 @@ func resolvingDial(d *net.Dialer, r Resolver) func(ctx context.Context, network,
 
 // Delivery is what happened to one message at one subscription.
 type Delivery struct {
-	Outcome  push.Outcome
-	Status   int    // the last HTTP status; 0 if no response arrived
-	Chunks   int    // how many `_multipart` chunks were sent; 0 when inline
+	Outcome push.Outcome
+	Status  int // the last HTTP status; 0 if no response arrived
+	Chunks  int // how many `_multipart` chunks were sent; 0 when inline
+	// Cut says the push went to Apple's service as one push cut to the
+	// budget, carrying `_truncated`, instead of as chunks.
+	Cut      bool
 	PushHost string // the endpoint's host, the only part of it fit to log
 	Attempts []push.Attempt
 	Err      error // why, when Outcome is not delivered
@@ -449,7 +452,7 @@ func (s *Sender) deliver(ctx context.Context, sub push.Subscription, o *outgoing
 		s.metrics.delivery(d.Outcome)
 		return d
 	}
-	r := &run{s: s, ctx: ctx, endpoint: sub.Endpoint, origin: u.Scheme + "://" + u.Host, keys: keys, o: o, d: &d}
+	r := &run{s: s, ctx: ctx, endpoint: sub.Endpoint, origin: originOf(u), keys: keys, o: o, d: &d}
 	switch {
 	case o.inline:
 		r.sendAll([][]byte{o.Payload}, false)
@@ -463,6 +466,7 @@ func (s *Sender) deliver(ctx context.Context, sub push.Subscription, o *outgoing
 	case apple:
 		if cut, err := o.cutPayload(s); err == nil {
 			r.sendAll([][]byte{cut}, false)
+			d.Cut = true
 		} else {
 			r.sendAll(o.chunks, true) // not a content push: nothing to cut
 		}
@@ -471,6 +475,16 @@ func (s *Sender) deliver(ctx context.Context, sub push.Subscription, o *outgoing
 	}
 	s.metrics.delivery(d.Outcome)
 	return d
+}
+
+// originOf is the RFC 6454 serialization of an endpoint's origin, the
+// VAPID token's audience: lower-case host, default port left out.
+func originOf(u *url.URL) string {
+	host := strings.ToLower(u.Host)
+	if p := u.Port(); u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" {
+		host = strings.TrimSuffix(host, ":"+p)
+	}
+	return u.Scheme + "://" + host
 }
 
 // run is one message's delivery to one subscription.
@@ -600,15 +614,16 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	if err != nil {
 		return response{}, err
 	}
-	// Canonical keys set directly: the header map is built once per request.
+	// Canonical keys set directly, the per-request values in one slice.
 	h := req.Header
-	h["Authorization"] = []string{auth}
+	values := []string{auth, r.o.ttlText, string(r.o.urgency), topic}
+	h["Authorization"] = values[0:1:1]
 	h["Content-Encoding"] = contentEncodingAES128GCM
 	h["Content-Type"] = contentTypeOctetStream
-	h["Ttl"] = []string{r.o.ttlText}
-	h["Urgency"] = []string{string(r.o.urgency)}
+	h["Ttl"] = values[1:2:2]
+	h["Urgency"] = values[2:3:3]
 	if topic != "" {
-		h["Topic"] = []string{topic}
+		h["Topic"] = values[3:4:4]
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -687,6 +702,9 @@ func scrubEndpoint(text, endpoint, host string) string {
 func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
 	attrs = append(attrs, "host", d.PushHost, "messageId", messageID, "outcome", d.Outcome,
 		"status", d.Status, "attempts", len(d.Attempts))
+	if d.Cut {
+		attrs = append(attrs, "cut", true)
+	}
 	if d.Chunks > 0 {
 		attrs = append(attrs, "chunks", d.Chunks)
 	}
