@@ -717,7 +717,7 @@ func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
 	case push.OutcomeGone:
 		s.log.Info("push subscription gone", attrs...)
 	case push.OutcomeConfigError:
-		s.log.Error("push service refused the request", attrs...)
+		s.log.Error("push not delivered: a configuration error", attrs...)
 	default:
 		s.log.Warn("push not delivered", attrs...)
 	}
