@@ -3,7 +3,10 @@
 // request the way a push service and a browser together would (the VAPID JWT
 // of RFC 8292, the headers of RFC 8030, aes128gcm decryption of RFC 8188 and
 // RFC 8291 with its own code), records what arrived, puts `_multipart` chunks
-// back together, and answers with whatever status a test scripts.
+// back together, and answers with whatever status a test scripts. Options
+// add TLS (with the certificate as PEM for a child process to trust), a
+// counting mode for long benchmark runs, and a stand-in host name such as
+// Apple's.
 package pushtest
 
 import (
