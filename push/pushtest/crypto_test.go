@@ -187,3 +187,28 @@ func TestVerifyVAPIDClaims(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenCache: a token that verified is not checked again until its
+// exp, and then fails as any expired token does; a failed one is never
+// cached.
+func TestTokenCache(t *testing.T) {
+	key := b64(t, rfc8292Key)
+	exp := time.Unix(1453523768, 0)
+	header := "vapid t=" + rfc8292Token + ", k=" + rfc8292Key
+	var c tokenCache
+	if err := c.verify(header, key, "https://push.example.org", exp.Add(-time.Hour)); err == nil {
+		t.Fatal("a token for another audience verified")
+	}
+	if len(c.verified) != 0 {
+		t.Error("a refused token was cached")
+	}
+	if err := c.verify(header, key, "https://push.example.net", exp.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.verified[header]; !ok {
+		t.Error("a verified token was not cached")
+	}
+	if err := c.verify(header, key, "https://push.example.net", exp); err == nil || !strings.Contains(err.Error(), "exp") {
+		t.Errorf("a cached token past its exp: err = %v", err)
+	}
+}
