@@ -278,15 +278,16 @@ func resolvingDial(d *net.Dialer, r Resolver) func(ctx context.Context, network,
 
 // Delivery is what happened to one message at one subscription.
 type Delivery struct {
-	Outcome push.Outcome
-	Status  int // the last HTTP status; 0 if no response arrived
-	Chunks  int // how many `_multipart` chunks were sent; 0 when inline
-	// Cut says the push went to Apple's service as one push cut to the
-	// budget, carrying `_truncated`, instead of as chunks.
-	Cut      bool
+	Outcome  push.Outcome
+	Status   int    // the last HTTP status; 0 if no response arrived
+	Chunks   int    // how many `_multipart` chunks were sent; 0 when inline
 	PushHost string // the endpoint's host, the only part of it fit to log
 	Attempts []push.Attempt
 	Err      error // why, when Outcome is not delivered
+
+	// Cut says the push went to Apple's service as one push cut to the
+	// budget, carrying `_truncated`, instead of as chunks.
+	Cut bool
 }
 
 // Send delivers msg to one subscription, retrying as the status policy says.
