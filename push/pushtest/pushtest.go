@@ -75,6 +75,11 @@ type Options struct {
 	// still listens on loopback; a sender reaches it through Resolver, and
 	// the TLS certificate names the host too.
 	Host string
+	// OnDelivered, if set, sees every delivered message (decrypted, with
+	// its headers and arrival time) before it is counted, so a benchmark
+	// can measure each push while DiscardBodies keeps none. It runs on the
+	// request's goroutine, concurrently with others.
+	OnDelivered func(Message)
 }
 
 // Counts are what a server received so far.
@@ -424,6 +429,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", reply.RetryAfter)
 	}
 	msg.Status = reply.Status
+	if s.opts.OnDelivered != nil && msg.Status/100 == 2 {
+		s.opts.OnDelivered(msg) // before record, so a waiter woken by it sees the callback's effect
+	}
 	s.record(msg, nil, st)
 	w.WriteHeader(reply.Status)
 	_, _ = io.WriteString(w, reply.Body)

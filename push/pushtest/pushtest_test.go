@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -313,7 +314,13 @@ func TestServerRecordsHeaders(t *testing.T) {
 // alone, keeping counts but no bodies, and still refusing bad requests.
 func TestServerTLSAndDiscard(t *testing.T) {
 	_, pub, priv := newServer(t)
-	s := pushtest.NewServerWithOptions(pub, pushtest.Options{TLS: true, DiscardBodies: true})
+	var mu sync.Mutex
+	var seen []string // plaintexts OnDelivered saw
+	s := pushtest.NewServerWithOptions(pub, pushtest.Options{TLS: true, DiscardBodies: true, OnDelivered: func(m pushtest.Message) {
+		mu.Lock()
+		seen = append(seen, string(m.Plaintext))
+		mu.Unlock()
+	}})
 	t.Cleanup(s.Close)
 	if !strings.HasPrefix(s.URL, "https://127.0.0.1:") {
 		t.Fatalf("URL %s", s.URL)
@@ -343,6 +350,11 @@ func TestServerTLSAndDiscard(t *testing.T) {
 	}
 	if len(s.Requests()) != 0 || len(s.Pushes()) != 0 {
 		t.Error("bodies kept with DiscardBodies")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 || seen[2] != `{"messageKind":"content","message":"hi"}` {
+		t.Errorf("OnDelivered saw %q, want the 3 delivered plaintexts", seen)
 	}
 }
 
