@@ -235,15 +235,18 @@ func TestATaskScheduledOnOneInstanceFiresOnAnother(t *testing.T) {
 	b.WaitLog(t, "scheduler: task delivered", 10*time.Second)
 }
 
-// Done-when: a /continue after a tool request goes to the other instance
-// and resumes the loop there; a second /continue for the same iteration,
-// on the first instance, is refused: the claim holds across instances.
+// Done-when: a /continue after a tool request works on another instance.
+// A round that instance A runs for a /continue holds its iteration against
+// instance B, though B started after the claim; once A dies in the round,
+// B takes the iteration over and finishes the loop.
 func TestContinueOnAnotherInstance(t *testing.T) {
 	c := newCluster(t)
 	llm := llmtest.NewServer(t)
+	held := make(chan struct{})
 	llm.Enqueue(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_1", Name: "get_time", Arguments: "{}"}}},
-		llmtest.Reply{Content: "中午。"})
-	a, b := c.start(t), c.start(t)
+		llmtest.Reply{Content: "中午。", Release: held}, llmtest.Reply{Content: "中午。"})
+	t.Cleanup(func() { close(held) })
+	a := c.start(t)
 	sub := c.push.Subscribe()
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_time", "parameters": map[string]any{"type": "object"}}}}
 	request := func(p *amsgProcess, path string, body map[string]any) (int, string) {
@@ -254,7 +257,7 @@ func TestContinueOnAnotherInstance(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			t.Fatal(err)
+			return 0, err.Error()
 		}
 		defer resp.Body.Close()
 		got, _ := io.ReadAll(resp.Body)
@@ -266,13 +269,41 @@ func TestContinueOnAnotherInstance(t *testing.T) {
 		t.Fatalf("/instant on a = %d %s", status, body)
 	}
 	result := json.RawMessage(`[{"role":"tool","tool_call_id":"call_1","content":"12:00"}]`)
-	status, body = request(b, "continue", map[string]any{"sessionId": "s", "iteration": 1, "messages": result})
-	if status != 200 || !strings.Contains(body, `"status":"finished"`) {
-		t.Fatalf("/continue on b = %d %s", status, body)
+	continueOn := func(p *amsgProcess) (int, string) {
+		return request(p, "continue", map[string]any{"sessionId": "s", "iteration": 1, "messages": result})
 	}
-	status, body = request(a, "continue", map[string]any{"sessionId": "s", "iteration": 1, "messages": result})
-	if status != http.StatusConflict {
-		t.Errorf("a second /continue on a = %d %s, want 409", status, body)
+	go continueOn(a) // a claims iteration 1, and its round waits for the model
+	llm.WaitRequests(2)
+
+	b := c.start(t)
+	if status, body := continueOn(b); status != http.StatusConflict {
+		t.Fatalf("/continue on b while a runs the round = %d %s, want 409", status, body)
+	}
+	a.Kill(t)
+	// a counts as dead once it has missed three heartbeats; until then b
+	// refuses, without calling the model.
+	retry := time.NewTicker(200 * time.Millisecond)
+	defer retry.Stop()
+	deadline := time.After(20 * time.Second)
+	for {
+		status, body := continueOn(b)
+		if status == 200 {
+			if !strings.Contains(body, `"status":"finished"`) {
+				t.Fatalf("/continue on b after a died = %s", body)
+			}
+			break
+		}
+		if status != http.StatusConflict {
+			t.Fatalf("/continue on b = %d %s", status, body)
+		}
+		select {
+		case <-retry.C:
+		case <-deadline:
+			t.Fatal("b never took over the iteration of the dead a")
+		}
+	}
+	if n := len(llm.Requests()); n != 3 {
+		t.Errorf("%d model calls, want 3 (the refused /continue calls make none)", n)
 	}
 }
 
