@@ -102,8 +102,9 @@ type Store struct {
 	outboxMaxAge       time.Duration
 }
 
-// Open opens (creating if needed) the database at cfg.Path, runs the
-// migrations and loads or generates the secrets.
+// Open opens the PostgreSQL database at cfg.DatabaseURL, or else (creating
+// it if needed) the SQLite file at cfg.Path, runs the migrations and loads
+// or generates the secrets.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	where := cfg.Path
 	switch {
