@@ -33,6 +33,12 @@ func (e *Error) withDetails(details any) *Error {
 	return &c
 }
 
+// codeError returns an Error with its code's default message from
+// errorTable.
+func codeError(status int, code string) *Error {
+	return newError(status, code, defaultText(code).ZH)
+}
+
 // Errors shared by every endpoint. Messages are the standard's, verbatim:
 // writeError answers with them when the request prefers Chinese and with
 // errorTable's English otherwise; clients branch on the code.

@@ -46,8 +46,11 @@ type Config struct {
 	// AllowPrivateEndpoints accepts http:// and loopback/private push
 	// endpoints (development and tests only).
 	AllowPrivateEndpoints bool
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	// AdminToken, when set, enables the operator API under
+	// /api/v1/admin/ for requests that carry it as a Bearer token.
+	AdminToken string
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Deps are the components the handlers use.
@@ -92,18 +95,19 @@ type feature struct {
 
 // Server is the HTTP handler of amsg.
 type Server struct {
-	cfg       Config
-	deps      Deps
-	log       *slog.Logger
-	now       func() time.Time
-	tokens    tokenComparer
-	cors      corsPolicy
-	endpoints webpush.EndpointPolicy
-	builder   builders.Builder
-	routes    []route // longest name first, for suffix matching
-	features  []string
-	metrics   *httpMetrics
-	handler   http.Handler
+	cfg        Config
+	deps       Deps
+	log        *slog.Logger
+	now        func() time.Time
+	tokens     tokenComparer
+	cors       corsPolicy
+	endpoints  webpush.EndpointPolicy
+	builder    builders.Builder
+	routes     []route // longest name first, for suffix matching
+	features   []string
+	metrics    *httpMetrics
+	handler    http.Handler
+	broadcasts broadcastRunner
 }
 
 // New builds the server.
@@ -169,6 +173,7 @@ func (s *Server) mux() http.Handler {
 	for _, rt := range s.routes {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}
+	s.mountAdmin(r)
 	r.Get("/healthz", s.handleHealth)
 	if s.deps.Metrics != nil {
 		r.Get("/metrics", s.handleMetrics)
