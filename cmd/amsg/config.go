@@ -33,6 +33,7 @@ type config struct {
 	VAPIDPrivateKey string
 	ClientToken     string
 	TokenSigningKey string
+	AdminToken      string
 }
 
 // secretEnv lists the settings that exist only as environment variables.
@@ -42,6 +43,7 @@ var secretEnv = []struct{ name, usage string }{
 	{"AMSG_VAPID_PRIVATE_KEY", "VAPID private key, base64url (generated and stored on first start)"},
 	{"AMSG_CLIENT_TOKEN", "shared secret every API request must send as X-Client-Token (optional)"},
 	{"AMSG_TOKEN_SIGNING_KEY", "HMAC key for Bearer tokens on /instant and /continue (optional)"},
+	{"AMSG_ADMIN_TOKEN", "operator token: enables /api/v1/admin/ and /admin for requests that send it as a Bearer token (optional)"},
 }
 
 // errUsage marks a configuration error: the process prints one line and
@@ -109,6 +111,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.VAPIDPrivateKey = getenv("AMSG_VAPID_PRIVATE_KEY")
 	c.ClientToken = getenv("AMSG_CLIENT_TOKEN")
 	c.TokenSigningKey = getenv("AMSG_TOKEN_SIGNING_KEY")
+	c.AdminToken = getenv("AMSG_ADMIN_TOKEN")
 	return c, c.validate()
 }
 

@@ -3,6 +3,8 @@
 //	amsg serve     run the server (amsg serve -h lists its settings)
 //	amsg vapid     print a fresh VAPID key pair as environment lines
 //	amsg token     mint a Bearer token for /instant (AMSG_TOKEN_SIGNING_KEY)
+//	amsg send      send a notification to a user (operator API)
+//	amsg admin     operator commands: users, devices, tasks, failed, broadcast, delete-user
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
 //	amsg version   print the version
 package main
@@ -42,6 +44,8 @@ Commands:
   serve     run the server (amsg serve -h lists its settings)
   vapid     print a fresh VAPID key pair as environment lines
   token     mint a Bearer token for /instant and /continue (amsg token -h)
+  send      send a notification to a user (amsg send -h; needs AMSG_ADMIN_TOKEN)
+  admin     operator commands: users, devices, tasks, failed, broadcast, delete-user (amsg admin -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
   version   print the version
 `
@@ -66,6 +70,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return 0
 	case "token":
 		return runToken(args[1:], stdout, stderr, getenv)
+	case "send":
+		return runSend(ctx, args[1:], stdout, stderr, getenv)
+	case "admin":
+		return runAdmin(ctx, args[1:], stdout, stderr, getenv)
 	case "health":
 		return runHealth(ctx, getenv, stderr)
 	case "version", "-version", "--version":

@@ -158,6 +158,7 @@ func (s *server) build() error {
 		TokenSigningKey:       s.cfg.TokenSigningKey,
 		CORSOrigin:            s.cfg.CORSOrigin,
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
+		AdminToken:            s.cfg.AdminToken,
 		Logger:                s.log,
 	}, api.Deps{
 		Store:         s.store,
@@ -169,6 +170,9 @@ func (s *server) build() error {
 		Instant:       s.instant(),
 	})
 	if err != nil {
+		return err
+	}
+	if err := handler.ResumeBroadcasts(context.Background()); err != nil {
 		return err
 	}
 	s.listener, err = net.Listen("tcp", s.cfg.Addr)
