@@ -49,13 +49,20 @@ func (s *Server) adminRoutes() []adminRoute {
 	}
 }
 
-// mountAdmin registers the operator routes when an operator token is set.
+// mountAdmin registers the operator routes and page when an operator token
+// is set.
 func (s *Server) mountAdmin(r chi.Router) {
 	if s.cfg.AdminToken == "" {
 		return
 	}
 	for _, rt := range s.adminRoutes() {
 		r.Method(rt.method, rt.pattern, s.serveAdmin(rt.handle))
+	}
+	if s.deps.AdminPage != nil {
+		for _, pattern := range []string{"/admin", "/admin/*"} {
+			r.Method(http.MethodGet, pattern, s.deps.AdminPage)
+			r.Method(http.MethodHead, pattern, s.deps.AdminPage)
+		}
 	}
 }
 

@@ -69,6 +69,9 @@ type Deps struct {
 	ServiceWorker http.Handler
 	// Instant serves /instant, /continue and /sessions; nil serves none.
 	Instant *Instant
+	// AdminPage serves the operator page at /admin when Config.AdminToken
+	// is set; nil serves none.
+	AdminPage http.Handler
 }
 
 // handlerFunc is an endpoint: it writes a success response or returns an

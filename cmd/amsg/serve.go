@@ -167,6 +167,7 @@ func (s *server) build() error {
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(s.version + "-" + assets),
 		Web:           web.Handler(),
+		AdminPage:     web.AdminHandler(),
 		Instant:       s.instant(),
 	})
 	if err != nil {
