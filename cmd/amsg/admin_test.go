@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"amsg/store"
 )
 
 // runCLI runs the real binary with env added and returns its exit status
@@ -61,5 +64,39 @@ func TestSendCommandDeliversAContentPush(t *testing.T) {
 	if code, _, errOut = runCLI(t, []string{"AMSG_SERVER=" + p.URL}, "send", "--user", taskUser, "x"); code != 2 ||
 		!strings.Contains(errOut, "AMSG_ADMIN_TOKEN") {
 		t.Fatalf("no token: exit %d %s", code, errOut)
+	}
+}
+
+// `amsg backup FILE` copies the database of a running server; the copy,
+// opened on its own, has the device and the task.
+func TestBackupOfARunningServer(t *testing.T) {
+	r := newTaskRig(t)
+	p := r.start(t)
+	r.register(t, p)
+	_, uuid := r.schedule(t, p, map[string]any{"contactName": "Rei", "messageType": "fixed", "userMessage": "walk",
+		"firstSendTime": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)})
+	dest := filepath.Join(t.TempDir(), "copy.db")
+	code, out, errOut := runCLI(t, []string{"AMSG_DATA_DIR=" + r.dir}, "backup", dest)
+	if code != 0 || !strings.Contains(out, dest) {
+		t.Fatalf("amsg backup: exit %d %s%s", code, out, errOut)
+	}
+	if code, _, errOut = runCLI(t, []string{"AMSG_DATA_DIR=" + r.dir}, "backup", dest); code != 1 || !strings.Contains(errOut, "exists") {
+		t.Fatalf("backup over an existing file: exit %d %s", code, errOut)
+	}
+	if code, _, errOut = runCLI(t, []string{"AMSG_DATABASE_URL=postgres://db/amsg"}, "backup", dest+"2"); code != 2 || !strings.Contains(errOut, "pg_dump") {
+		t.Fatalf("backup on PostgreSQL: exit %d %s", code, errOut)
+	}
+
+	st, err := store.Open(t.Context(), store.Config{Path: dest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	devices, err := st.Devices(t.Context(), taskUser)
+	if err != nil || len(devices) != 1 || devices[0].Subscription.Endpoint != r.sub.Endpoint {
+		t.Fatalf("devices in the copy = %+v, %v", devices, err)
+	}
+	if task, err := st.Task(t.Context(), taskUser, uuid); err != nil || !strings.Contains(string(task.Payload), `"walk"`) {
+		t.Fatalf("task in the copy = %+v, %v", task, err)
 	}
 }
