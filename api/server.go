@@ -177,6 +177,7 @@ func (s *Server) mux() http.Handler {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}
 	s.mountAdmin(r)
+	r.Get("/api/v1/openapi.json", handleOpenAPI)
 	r.Get("/healthz", s.handleHealth)
 	if s.deps.Metrics != nil {
 		r.Get("/metrics", s.handleMetrics)
