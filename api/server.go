@@ -170,6 +170,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) mux() http.Handler {
 	r := chi.NewRouter()
+	r.Use(s.logRequests)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}

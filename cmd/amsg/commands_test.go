@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every command answers -h with its usage and exit 0; vapid -h prints no
@@ -53,5 +56,19 @@ func TestHealthHonoursAddr(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"health", "--addr", "nonsense"}, io.Discard, io.Discard, envAddr("")); code != 2 {
 		t.Errorf("health --addr nonsense: exit %d, want 2", code)
+	}
+}
+
+// JSON logs carry durations as milliseconds, under a key ending in _ms.
+func TestJSONLogDurationsInMilliseconds(t *testing.T) {
+	var buf strings.Builder
+	log := newLogger(config{LogFormat: "json", LogLevel: slog.LevelInfo}, &buf)
+	log.Info("x", "wait", 1500*time.Millisecond, "latency_ms", 2*time.Millisecond, "n", 3)
+	var line map[string]any
+	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["wait_ms"] != 1500.0 || line["latency_ms"] != 2.0 || line["n"] != 3.0 || line["wait"] != nil {
+		t.Fatalf("log line %v", line)
 	}
 }

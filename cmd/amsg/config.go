@@ -149,7 +149,23 @@ func printServeUsage(fs *flag.FlagSet, w io.Writer) {
 func newLogger(c config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: c.LogLevel}
 	if c.LogFormat == "json" {
+		opts.ReplaceAttr = durationsInMilliseconds
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationsInMilliseconds writes a time.Duration as a number of
+// milliseconds under its key with "_ms" appended: slog's JSON handler
+// would write nanoseconds, which log tools read as a bare, huge number. The
+// text format keeps Go's "1.5s".
+func durationsInMilliseconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindDuration {
+		return a
+	}
+	key := a.Key
+	if !strings.HasSuffix(key, "_ms") {
+		key += "_ms"
+	}
+	return slog.Float64(key, float64(a.Value.Duration().Microseconds())/1000)
 }
