@@ -324,3 +324,17 @@ func scanBroadcast(row rowScanner) (Broadcast, error) {
 	b.CreatedAt, b.UpdatedAt = fromMillis(created), fromMillis(updated)
 	return b, nil
 }
+
+// DueTasks counts pending tasks whose time has come at now and that no one
+// is delivering (no live lease, no backoff in force): the scheduler's
+// backlog.
+func (s *Store) DueTasks(ctx context.Context, now time.Time) (int, error) {
+	var n int
+	ms := millis(now)
+	err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE status = 'pending' AND next_send_at <= ?
+		AND (lease_until IS NULL OR lease_until < ?) AND (retry_after IS NULL OR retry_after <= ?)`, ms, ms, ms).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: due tasks: %w", err)
+	}
+	return n, nil
+}

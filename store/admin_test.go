@@ -171,3 +171,20 @@ func TestBroadcastProgress(t *testing.T) {
 		t.Fatalf("Broadcasts(done) = %+v, %v", list, err)
 	}
 }
+
+func TestDueTasks(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now})
+	insertTask(t, st, alice, 1, clk.Now().Add(-time.Minute))
+	insertTask(t, st, alice, 2, clk.Now().Add(-time.Second))
+	insertTask(t, st, bob, 3, clk.Now().Add(time.Hour))
+	if n, err := st.DueTasks(t.Context(), clk.Now()); err != nil || n != 2 {
+		t.Fatalf("DueTasks = %d, %v; want 2", n, err)
+	}
+	if _, err := st.ClaimDueTasks(t.Context(), clk.Now(), time.Minute, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.DueTasks(t.Context(), clk.Now()); err != nil || n != 1 {
+		t.Fatalf("DueTasks after claiming one = %d, %v; want 1", n, err)
+	}
+}

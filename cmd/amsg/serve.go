@@ -140,7 +140,12 @@ func (s *server) build() error {
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
-	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log})
+	observeLLM, err := newLLMMetrics(reg)
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(dueTasksGauge(s.store, s.log))
+	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM})
 	s.transcripts = loop.NewTranscripts(s.store, nil)
 	if err := s.newScheduler(dispatcher); err != nil {
 		return err
