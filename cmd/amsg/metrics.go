@@ -46,6 +46,21 @@ func newLLMMetrics(reg prometheus.Registerer) (func(loop.CallStats), error) {
 	}, nil
 }
 
+// newLatenessMetric registers the histogram of how late the scheduler
+// claims occurrences (claim time minus nominal time) and returns its
+// observer.
+func newLatenessMetric(reg prometheus.Registerer) (func(time.Duration), error) {
+	lateness := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "amsg_scheduler_claim_lateness_seconds",
+		Help:    "How late the scheduler claimed each occurrence, after its nominal time.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 3600},
+	})
+	if err := reg.Register(lateness); err != nil {
+		return nil, err
+	}
+	return func(d time.Duration) { lateness.Observe(max(d, 0).Seconds()) }, nil
+}
+
 // dueTasksGauge reports the scheduler's backlog, counted at scrape time:
 // pending tasks whose time has come and that no one is delivering (NaN
 // when the count fails).

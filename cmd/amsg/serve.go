@@ -147,7 +147,11 @@ func (s *server) build() error {
 	reg.MustRegister(dueTasksGauge(s.store, s.log))
 	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM})
 	s.transcripts = loop.NewTranscripts(s.store, nil)
-	if err := s.newScheduler(dispatcher); err != nil {
+	observeLateness, err := newLatenessMetric(reg)
+	if err != nil {
+		return err
+	}
+	if err := s.newScheduler(dispatcher, observeLateness); err != nil {
 		return err
 	}
 	// The worker's version hashes the page's files, so a build with a new
