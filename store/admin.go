@@ -99,28 +99,8 @@ func (s *Store) AllTasks(ctx context.Context, status TaskStatus, afterID int64, 
 // FailedAttempts returns up to limit logged attempts that did not deliver,
 // newest first, made at or after since.
 func (s *Store) FailedAttempts(ctx context.Context, since time.Time, limit int) ([]push.Attempt, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error
-		FROM delivery_log WHERE at >= ? AND outcome <> ? ORDER BY at DESC, id DESC LIMIT ?`,
+	return s.queryAttempts(ctx, "failed attempts", `WHERE at >= ? AND outcome <> ? ORDER BY at DESC, id DESC LIMIT ?`,
 		millis(since), string(push.OutcomeDelivered), min(max(limit, 1), MaxAdminPage))
-	if err != nil {
-		return nil, fmt.Errorf("store: failed attempts: %w", err)
-	}
-	defer rows.Close()
-	var attempts []push.Attempt
-	for rows.Next() {
-		var a push.Attempt
-		var at, latency int64
-		var outcome string
-		if err := rows.Scan(&at, &a.MessageID, &a.UserID, &a.DeviceID, &a.PushHost, &a.Try, &a.Status, &outcome, &latency, &a.Error); err != nil {
-			return nil, fmt.Errorf("store: failed attempts: %w", err)
-		}
-		a.At, a.Outcome, a.Latency = fromMillis(at), push.Outcome(outcome), time.Duration(latency)*time.Millisecond
-		attempts = append(attempts, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: failed attempts: %w", err)
-	}
-	return attempts, nil
 }
 
 // OutcomeCount is how many attempts of one outcome one minute saw.

@@ -92,6 +92,18 @@ func (c *adminClient) call(ctx context.Context, method, path string, body, out a
 	return json.Unmarshal(env.Data, out)
 }
 
+// commandFlags is a command's flag set: errors and -h go to stderr, -h
+// prints usage and then the flags.
+func commandFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // parseFlags parses args and reports -h as done (status 0) and misuse as
 // status 2.
 func parseFlags(fs *flag.FlagSet, args []string) (status int, done bool) {
@@ -106,12 +118,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (status int, done bool) {
 
 // runSend is `amsg send --user ID [--title T] TEXT`.
 func runSend(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	fs := flag.NewFlagSet("amsg send", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: amsg send --user ID [--title T] [--contact NAME] [--subtype S] TEXT\n\nSends TEXT as a notification to every device of the user.")
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("amsg send", "Usage: amsg send --user ID [--title T] [--contact NAME] [--subtype S] TEXT\n\nSends TEXT as a notification to every device of the user.", stderr)
 	user := fs.String("user", "", "the user id to send to (required)")
 	title := fs.String("title", "", "notification title")
 	contact := fs.String("contact", "", "contactName of the push")
@@ -180,8 +187,7 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		}
 		return 0
 	}
-	fs := flag.NewFlagSet("amsg admin "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("amsg admin "+args[0], adminUsage, stderr)
 	client := adminFlags(fs, getenv)
 	status := fs.String("status", "", "tasks: pending, sent or failed")
 	hours := fs.Int("hours", 24, "failed: how many hours back")

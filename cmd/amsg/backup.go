@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,12 +13,7 @@ import (
 // runBackup is `amsg backup [--data-dir DIR] FILE`: an online, consistent
 // copy of the SQLite database, safe while `amsg serve` runs.
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	fs := flag.NewFlagSet("amsg backup", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: amsg backup [--data-dir DIR] FILE\n\nWrites a consistent copy of the SQLite database to FILE (which must not exist),\nwhile the server keeps running. The copy holds the master key: keep it as safe as the data directory.\nTo restore, stop the server and put FILE in place of DIR/amsg.db.")
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("amsg backup", "Usage: amsg backup [--data-dir DIR] FILE\n\nWrites a consistent copy of the SQLite database to FILE (which must not exist),\nwhile the server keeps running. The copy holds the master key: keep it as safe as the data directory.\nTo restore, stop the server and put FILE in place of DIR/amsg.db.", stderr)
 	dataDir := fs.String("data-dir", "", "data directory of the server (env AMSG_DATA_DIR, default ./amsg-data)")
 	if status, done := parseFlags(fs, args); done {
 		return status

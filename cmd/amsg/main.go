@@ -149,9 +149,7 @@ func runToken(args []string, stdout, stderr io.Writer, getenv func(string) strin
 // noFlags parses the arguments of a command that takes none, so -h prints
 // what it does (status 0) and anything else is misuse (status 2).
 func noFlags(name, what string, args []string, stderr io.Writer) (status int, done bool) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, "Usage: %s\n\n%s %s.\n", name, name, what) }
+	fs := commandFlags(name, fmt.Sprintf("Usage: %s\n\n%s %s.", name, name, what), stderr)
 	if status, done := parseFlags(fs, args); done {
 		return status, true
 	}
@@ -166,15 +164,10 @@ func noFlags(name, what string, args []string, stderr io.Writer) (status int, do
 // it answers otherwise or nothing answers. It is the container's
 // HEALTHCHECK, which has no curl.
 func runHealth(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("amsg health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("amsg health", "Usage: amsg health [--addr HOST:PORT]\n\nExits 0 when the server answers GET /healthz with 200, else 1.", stderr)
 	addrEnv := envName("addr")
 	addrFlag := fs.String("addr", "", "address of the server (env "+addrEnv+", default "+defaultAddr+")")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: amsg health [--addr HOST:PORT]\n\nExits 0 when the server answers GET /healthz with 200, else 1.")
-		fs.PrintDefaults()
-	}
 	if status, done := parseFlags(fs, args); done {
 		return status
 	}
