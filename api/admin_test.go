@@ -13,7 +13,7 @@ import (
 
 const testAdminToken = "operator-secret-token"
 
-func adminServer(t *testing.T) (*Server, *pushtest.Server) {
+func adminServer(t testing.TB) (*Server, *pushtest.Server) {
 	t.Helper()
 	st := storetest.New(t)
 	dispatcher, fake := newTestDispatcher(t, st)
@@ -187,4 +187,29 @@ func TestAdminBroadcastReachesEveryUserAndResumes(t *testing.T) {
 	if r = adminDo(s, http.MethodPost, "/api/v1/admin/broadcasts", `{"all":true,"userIds":["a"],"message":"x"}`); r.status != http.StatusBadRequest {
 		t.Fatalf("both all and userIds: %d %s", r.status, r.body)
 	}
+}
+
+// FuzzAdminBodies feeds the operator's two request bodies arbitrary bytes:
+// every answer is the JSON envelope with a 2xx or 4xx status, never a 500.
+func FuzzAdminBodies(f *testing.F) {
+	for _, seed := range []string{
+		`{"userId":"u","message":"hi"}`, `{"userId":"u","message":"hi","metadata":{"a":[1,{"b":null}]}}`,
+		`{"all":true,"message":"x","ratePerSecond":200}`, `{"userIds":["a","a",""],"message":"x"}`,
+		`{"userId":1}`, `[]`, `null`, `{"message":"\u0000"}`, `{"userIds":null,"all":false}`, "",
+	} {
+		f.Add(seed)
+	}
+	s, _ := adminServer(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, path := range []string{"/api/v1/admin/send", "/api/v1/admin/broadcasts"} {
+			r := adminDo(s, http.MethodPost, path, body)
+			s.broadcasts.wg.Wait()
+			var env struct {
+				Success *bool `json:"success"`
+			}
+			if r.status >= 500 || json.Unmarshal([]byte(r.body), &env) != nil || env.Success == nil {
+				t.Fatalf("POST %s %q: %d %s", path, body, r.status, r.body)
+			}
+		}
+	})
 }
