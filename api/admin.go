@@ -95,6 +95,7 @@ type adminMessage struct {
 const (
 	maxAdminMessageBytes = 3000 // a content push's text; longer goes out as _multipart anyway, but an operator note is short
 	maxBroadcastUsers    = 100_000
+	maxAdminUserIDLen    = 255
 	defaultBroadcastRate = 10 // users per second
 	maxBroadcastRate     = 200
 )
@@ -169,8 +170,8 @@ func (s *Server) handleAdminSend(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeAdmin(w, r, &req); err != nil {
 		return err
 	}
-	if strings.TrimSpace(req.UserID) == "" {
-		return invalidParameters("userId must be a non-empty string", "userId")
+	if strings.TrimSpace(req.UserID) == "" || len(req.UserID) > maxAdminUserIDLen {
+		return invalidParameters("userId must be a non-empty string of at most "+strconv.Itoa(maxAdminUserIDLen)+" bytes", "userId")
 	}
 	if err := req.check(); err != nil {
 		return err
@@ -278,8 +279,8 @@ func (s *Server) handleAdminBroadcast(w http.ResponseWriter, r *http.Request) er
 		return invalidParameters("give either userIds (a non-empty list) or all: true", "userIds", "all")
 	case len(req.UserIDs) > maxBroadcastUsers:
 		return invalidParameters("userIds has more than "+strconv.Itoa(maxBroadcastUsers)+" entries", "userIds")
-	case slices.ContainsFunc(req.UserIDs, func(id string) bool { return strings.TrimSpace(id) == "" }):
-		return invalidParameters("every userId must be a non-empty string", "userIds")
+	case slices.ContainsFunc(req.UserIDs, func(id string) bool { return strings.TrimSpace(id) == "" || len(id) > maxAdminUserIDLen }):
+		return invalidParameters("every userId must be a non-empty string of at most "+strconv.Itoa(maxAdminUserIDLen)+" bytes", "userIds")
 	case req.RatePerSecond < 0 || req.RatePerSecond > maxBroadcastRate:
 		return invalidParameters("ratePerSecond must be between 1 and "+strconv.Itoa(maxBroadcastRate), "ratePerSecond")
 	}

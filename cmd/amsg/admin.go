@@ -84,6 +84,9 @@ func (c *adminClient) call(ctx context.Context, method, path string, body, out a
 		return fmt.Errorf("%s %s: %s, and the body is not amsg's JSON", method, path, resp.Status)
 	}
 	if env.Error != nil {
+		if env.Error.Code == "NOT_FOUND" {
+			return fmt.Errorf("%s: %s (is AMSG_ADMIN_TOKEN set on the server?)", env.Error.Code, env.Error.Message)
+		}
 		return fmt.Errorf("%s: %s", env.Error.Code, env.Error.Message)
 	}
 	if out == nil {

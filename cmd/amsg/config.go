@@ -46,6 +46,10 @@ var secretEnv = []struct{ name, usage string }{
 	{"AMSG_ADMIN_TOKEN", "operator token: enables /api/v1/admin/ and /admin for requests that send it as a Bearer token (optional)"},
 }
 
+// minAdminTokenLen bounds how short an operator token may be: it opens
+// every user's data.
+const minAdminTokenLen = 16
+
 // errUsage marks a configuration error: the process prints one line and
 // exits with status 2.
 var errUsage = errors.New("usage")
@@ -127,6 +131,8 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
+	case c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen:
+		return fmt.Errorf("%w: AMSG_ADMIN_TOKEN must be at least %d characters (openssl rand -hex 32 makes one)", errUsage, minAdminTokenLen)
 	}
 	if err := c.Scheduler.validate(); err != nil {
 		return err
