@@ -100,8 +100,8 @@ func defaultText(code string) errorText {
 
 // englishMessage is e's message in English: the table's row for its text,
 // else the message itself when it has no Chinese in it (the agent loop's
-// and the validators' own words), else the code's default, naming the
-// fields the details list.
+// and the validators' own words), else the code's default with the
+// details' reason or the fields they list.
 func englishMessage(e *Error) string {
 	if en, ok := errorTexts[[2]string{e.Code, e.Message}]; ok {
 		return en
@@ -111,6 +111,9 @@ func englishMessage(e *Error) string {
 	}
 	msg := defaultText(e.Code).EN
 	if d, ok := e.Details.(map[string]any); ok {
+		if reason, ok := d["reason"].(string); ok && reason != "" && !hasHan(reason) {
+			return msg + ": " + reason
+		}
 		for _, key := range []string{"invalidFields", "missingFields"} {
 			if names, ok := d[key].([]string); ok && len(names) > 0 {
 				return msg + ": " + strings.Join(names, ", ")

@@ -64,6 +64,8 @@ func TestFallbackEnglish(t *testing.T) {
 		{newError(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "请求体超过 1024 字节上限"), "The payload is too large"},
 		{newError(http.StatusBadGateway, "LLM_CALL_FAILED", "LLM answered 401 Unauthorized"), "LLM answered 401 Unauthorized"},
 		{newError(http.StatusTeapot, "SOMETHING_NEW", "新的错误"), "Request failed (SOMETHING_NEW)"},
+		{newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅无效：x").withDetails(map[string]any{"field": "endpoint", "reason": "must be an https URL"}),
+			"Invalid push subscription: must be an https URL"},
 	} {
 		if got := englishMessage(tc.err); got != tc.want {
 			t.Errorf("englishMessage(%s %q) = %q, want %q", tc.err.Code, tc.err.Message, got, tc.want)
