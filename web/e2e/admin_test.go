@@ -58,6 +58,9 @@ func TestAdminPage(t *testing.T) {
 	p := b.NewPage()
 	p.Navigate(srv.URL + "/admin")
 	p.WaitFor(`!document.getElementById('signin').hidden`)
+	dir := screenshotDir(t)
+	p.SaveScreenshot(filepath.Join(dir, "admin-signin-desktop.png"), browsertest.Desktop)
+	p.SaveScreenshot(filepath.Join(dir, "admin-signin-phone.png"), browsertest.Phone)
 	p.Eval(`(() => {
 		document.getElementById('token').value = 'wrong';
 		document.getElementById('signin-form').requestSubmit();
@@ -80,7 +83,8 @@ func TestAdminPage(t *testing.T) {
 		t.Fatalf("failed rows %s, tasks %q, totals %q", failedRows, taskText, totals)
 	}
 
-	dir := screenshotDir(t)
+	p.Eval(`document.querySelector('#users button[aria-label^="Devices of"]').click()`, nil)
+	p.WaitFor(`document.querySelector('#devices li')?.textContent.startsWith(` + strconv.Quote(strings.TrimPrefix(srv.Push.URL, "http://")) + `)`)
 	for _, scheme := range []string{"light", "dark"} {
 		p.EmulateColorScheme(scheme)
 		p.SaveScreenshot(filepath.Join(dir, "admin-desktop-"+scheme+".png"), browsertest.Desktop)
