@@ -46,11 +46,12 @@ type Config struct {
 	// AllowPrivateEndpoints accepts http:// and loopback/private push
 	// endpoints (development and tests only).
 	AllowPrivateEndpoints bool
+	Logger                *slog.Logger
+	Now                   func() time.Time
+
 	// AdminToken, when set, enables the operator API under
 	// /api/v1/admin/ for requests that carry it as a Bearer token.
 	AdminToken string
-	Logger     *slog.Logger
-	Now        func() time.Time
 }
 
 // Deps are the components the handlers use.
@@ -98,19 +99,20 @@ type feature struct {
 
 // Server is the HTTP handler of amsg.
 type Server struct {
-	cfg        Config
-	deps       Deps
-	log        *slog.Logger
-	now        func() time.Time
-	tokens     tokenComparer
-	cors       corsPolicy
-	endpoints  webpush.EndpointPolicy
-	builder    builders.Builder
-	routes     []route // longest name first, for suffix matching
-	features   []string
-	metrics    *httpMetrics
-	handler    http.Handler
-	broadcasts broadcastRunner
+	cfg       Config
+	deps      Deps
+	log       *slog.Logger
+	now       func() time.Time
+	tokens    tokenComparer
+	cors      corsPolicy
+	endpoints webpush.EndpointPolicy
+	builder   builders.Builder
+	routes    []route // longest name first, for suffix matching
+	features  []string
+	metrics   *httpMetrics
+	handler   http.Handler
+
+	broadcasts broadcastRunner // the operator's broadcasts this process sends
 }
 
 // New builds the server.
