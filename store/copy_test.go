@@ -90,6 +90,9 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 		Entries: []store.TranscriptEntry{entry("01A", "input", `{"text":"hi"}`, store.TokenUsage{Input: 3}, "m1")}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.CreateBroadcast(ctx, store.Broadcast{ID: "b1", Message: json.RawMessage(`{"message":"hi"}`), UserIDs: []string{alice}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func rawPostgres(t *testing.T, url string) *sql.DB {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"amsg/store"
 	"amsg/store/driver/postgres"
@@ -46,7 +48,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintf(stderr, "amsg migrate: %v\n", err)
 		return 1
 	}
-	for _, table := range []string{"subscriptions", "tasks", "message_outbox", "client_state", "transcript_sessions", "transcript_entries", "delivery_log"} {
+	for _, table := range slices.Sorted(maps.Keys(copied)) {
 		fmt.Fprintf(stdout, "%s: %d rows\n", table, copied[table])
 	}
 	return 0

@@ -17,6 +17,7 @@ var dialect = driver.Dialect{
 		outboxSchema,
 		tasksSchema,
 		transcriptsSchema,
+		broadcastsSchema,
 		instancesSchema,
 	},
 

@@ -140,6 +140,21 @@ CREATE INDEX transcript_entries_at ON transcript_entries (at);
 `
 )
 
+// broadcastsSchema: one row per operator broadcast.
+const broadcastsSchema = `
+CREATE TABLE broadcasts (
+	id          TEXT PRIMARY KEY,
+	message     TEXT NOT NULL, -- JSON: the send request minus the user id
+	user_ids    TEXT,          -- JSON array of user ids; NULL means every user
+	cursor      TEXT NOT NULL,
+	sent        BIGINT NOT NULL,
+	failed      BIGINT NOT NULL,
+	status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'stopped')),
+	created_at  BIGINT NOT NULL,
+	updated_at  BIGINT NOT NULL
+);
+`
+
 // instancesSchema: one row per running amsg, heartbeated.
 const instancesSchema = `
 CREATE TABLE instances (

@@ -16,6 +16,7 @@ var dialect = driver.Dialect{
 		outboxSchema,
 		tasksSchema,
 		transcriptsSchema,
+		broadcastsSchema,
 		instancesSchema,
 	},
 

@@ -103,6 +103,19 @@ func dsn(path, extra string) string {
 	return u.String()
 }
 
+// VacuumInto writes a compact, consistent copy of the database file at path
+// into out, an existing empty file, in one read transaction: a server using
+// the file keeps reading and writing meanwhile.
+func VacuumInto(ctx context.Context, path, out string) error {
+	db, err := sql.Open("sqlite", dsn(path, ""))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, out)
+	return err
+}
+
 // Writer is the one write connection.
 func (db *DB) Writer() *sql.DB { return db.writer }
 
