@@ -14,7 +14,8 @@ import (
 // a heartbeat into the instances table (so another instance can tell its
 // /continue claims from a dead one's), listens for task wake-ups from the
 // others, and campaigns each beat for the housekeeping, which one instance
-// does at a time. On SQLite the one process is all of that alone.
+// does at a time: pruning, and resuming the broadcasts of dead instances.
+// On SQLite the one process is all of that alone.
 
 const (
 	// DefaultInstanceHeartbeat is how often an instance beats and campaigns.
@@ -24,6 +25,10 @@ const (
 	missedHeartbeats = 3
 	// housekeepingLeader names the leadership of the housekeeping.
 	housekeepingLeader = "housekeeping"
+	// broadcastIdle is how long a running broadcast may go without
+	// advancing before the leader takes it for a dead instance's and resumes
+	// it. A live one advances after every user, at least once a second.
+	broadcastIdle = 5 * time.Minute
 )
 
 // clusterConfig holds the settings of instances sharing a database.
@@ -89,6 +94,11 @@ func (s *server) runInstance(ctx context.Context) {
 		if leads && time.Since(lastHousekeeping) >= maintenanceInterval {
 			lastHousekeeping = time.Now()
 			s.keepHouse(ctx)
+		}
+		if leads && s.cfg.DatabaseURL != "" {
+			if err := s.api.ResumeBroadcasts(ctx, time.Now().Add(-broadcastIdle)); err != nil && ctx.Err() == nil {
+				s.log.Warn("resuming the broadcasts of dead instances failed", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

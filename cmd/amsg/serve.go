@@ -81,6 +81,7 @@ type server struct {
 	version     string   // buildVersion(), read once
 	instance    string   // cluster.go
 	housekeeper store.Leader
+	api         *api.Server // resumes broadcasts on the leader
 }
 
 // errNoDataDirLock means the data directory could not be locked against a
@@ -200,8 +201,13 @@ func (s *server) build() error {
 	if err != nil {
 		return err
 	}
-	if err := handler.ResumeBroadcasts(context.Background()); err != nil {
-		return err
+	s.api = handler
+	if s.cfg.DatabaseURL == "" {
+		// One process per data directory: every running broadcast is a
+		// dead one's. Several instances leave it to their leader.
+		if err := handler.ResumeBroadcasts(context.Background(), time.Now()); err != nil {
+			return err
+		}
 	}
 	s.listener, err = net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
