@@ -21,6 +21,11 @@ type Instant struct {
 	// KeepAlive is the interval of SSE keepalive comments; 0 means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
+	// Policy vets a request's apiUrl (400 INVALID_API_URL).
+	Policy loop.URLPolicy
+	// DefaultModel says the operator configured a model, which a request
+	// that gives no apiUrl, apiKey and primaryModel uses.
+	DefaultModel bool
 }
 
 // instantFeature is the standard's instant path with amsg's agent loop:
@@ -60,7 +65,7 @@ type instantCall struct {
 	owner loop.Owner
 }
 
-type decodeFunc func(f fields, haveUser bool, maxIter int, warn func(builders.Warning)) (*instantRequest, error)
+type decodeFunc func(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error)
 
 // readInstantCall runs the standard's request pipeline after auth: the
 // user id when the request names one (required for an encrypted body),
@@ -68,6 +73,9 @@ type decodeFunc func(f fields, haveUser bool, maxIter int, warn func(builders.Wa
 // X-Payload-Encrypted: true), validation, then amsg's checks of the
 // recipients.
 func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode decodeFunc) (*instantCall, error) {
+	if err := requireJSONContent(r); err != nil {
+		return nil, err
+	}
 	encrypted := strings.TrimSpace(r.Header.Get("X-Payload-Encrypted")) == "true"
 	var userID string
 	var err error
@@ -102,8 +110,11 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	warn := func(w builders.Warning) {
 		s.log.WarnContext(r.Context(), "avatarUrl 不合法，已置空", "path", r.URL.Path, "warning", w.String())
 	}
-	q, err := decode(f, userID != "", s.deps.Instant.Agent.MaxIterations(), warn)
+	q, err := decode(f, userID != "", s.deps.Instant.Agent.MaxIterations(), s.deps.Instant.DefaultModel, warn)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkAPIURL(r.Context(), q.apiURL); err != nil {
 		return nil, err
 	}
 	to, err := s.recipients(r.Context(), userID, q.subscription)
@@ -148,9 +159,12 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if sessionID == "" {
 		sessionID = "sess_" + push.NewUUID()
 	}
-	// The round outlives the request: a client that goes away must not
-	// stop the model or the pushes.
-	ctx := context.WithoutCancel(r.Context())
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	if err != nil {
+		return err
+	}
+	defer rd.end()
+	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Start(ctx, loop.Start{
 		Owner: c.owner, SessionID: sessionID, Iteration: max(c.req.iteration, 0), Call: c.req.call(),
 		Presentation: c.req.presentation(), TokenBudget: c.req.tokenBudget,

@@ -39,12 +39,12 @@ func newInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig) *instan
 	t.Helper()
 	st := storetest.New(t)
 	dispatcher, fake := newTestDispatcher(t, st)
-	agent.Client = loop.NewClient(loop.Config{})
+	agent.Client = loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})
 	agent.Transcripts = loop.NewTranscripts(st, nil)
 	agent.Logger = testLogger(t)
 	cfg.AllowPrivateEndpoints = true
 	s := newTestServer(t, cfg, Deps{Store: st, Dispatcher: dispatcher,
-		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond}})
+		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond, Policy: loop.URLPolicy{AllowPrivate: true}}})
 	h := httptest.NewServer(s)
 	t.Cleanup(h.Close)
 	return &instantFixture{s: s, http: h, store: st, llm: llmtest.NewServer(t), push: fake}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -57,8 +58,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.ClientToken != "" {
 		token := r.Header.Get("X-Client-Token")
-		if auth := r.Header.Get("Authorization"); token == "" && len(auth) > 7 {
-			token = auth[7:]
+		if auth := r.Header.Get("Authorization"); token == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+			token = auth[7:] // the whole rest is compared: no prefix of any 7 bytes passes
 		}
 		if !s.tokens.equal(token, s.cfg.ClientToken) {
 			s.writeError(w, r, errInvalidClientToken)

@@ -45,7 +45,7 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
 		}
-		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(rec.status)).Inc()
+		m.requests.WithLabelValues(metricMethod(r.Method), route, strconv.Itoa(rec.status)).Inc()
 		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
 }

@@ -46,8 +46,10 @@ type Config struct {
 	// AllowPrivateEndpoints accepts http:// and loopback/private push
 	// endpoints (development and tests only).
 	AllowPrivateEndpoints bool
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	// Limits bound what one caller can make the server do (limits.go).
+	Limits Limits
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Deps are the components the handlers use.
@@ -103,6 +105,7 @@ type Server struct {
 	routes    []route // longest name first, for suffix matching
 	features  []string
 	metrics   *httpMetrics
+	rounds    *roundGuard
 	handler   http.Handler
 }
 
@@ -130,13 +133,20 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.cfg.MaxClientStateBodyBytes <= 0 {
 		s.cfg.MaxClientStateBodyBytes = 16 << 20
 	}
+	s.cfg.Limits = s.cfg.Limits.withDefaults()
+	var reg prometheus.Registerer
 	if deps.Metrics != nil {
 		m, err := newHTTPMetrics(deps.Metrics)
 		if err != nil {
 			return nil, fmt.Errorf("api: register metrics: %w", err)
 		}
-		s.metrics = m
+		s.metrics, reg = m, deps.Metrics
 	}
+	rounds, err := newRoundGuard(s.cfg.Limits, s.log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("api: register metrics: %w", err)
+	}
+	s.rounds = rounds
 	for _, f := range []feature{
 		s.metaFeature(),
 		s.userKeyFeature(),
@@ -155,7 +165,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.routes = append(s.routes, f.routes...)
 	}
 	slices.SortStableFunc(s.routes, func(a, b route) int { return len(b.name) - len(a.name) })
-	s.handler = s.cors.middleware(s.recoverPanics(s.mux()))
+	s.handler = s.deadlines(s.cors.middleware(s.rateLimit(s.recoverPanics(s.mux()))))
 	return s, nil
 }
 

@@ -26,6 +26,7 @@ type config struct {
 	ShutdownTimeout       time.Duration
 	Scheduler             schedulerConfig // scheduler.go
 	Instant               instantConfig   // instant.go
+	Limits                limitsConfig    // limits.go
 
 	// Environment only.
 	MasterKey       string
@@ -42,6 +43,7 @@ var secretEnv = []struct{ name, usage string }{
 	{"AMSG_VAPID_PRIVATE_KEY", "VAPID private key, base64url (generated and stored on first start)"},
 	{"AMSG_CLIENT_TOKEN", "shared secret every API request must send as X-Client-Token (optional)"},
 	{"AMSG_TOKEN_SIGNING_KEY", "HMAC key for Bearer tokens on /instant and /continue (optional)"},
+	{"AMSG_LLM_API_KEY", "API key of the operator's model (--llm-api-url)"},
 }
 
 // errUsage marks a configuration error: the process prints one line and
@@ -76,6 +78,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
+	c.Limits.register(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,6 +112,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.VAPIDPrivateKey = getenv("AMSG_VAPID_PRIVATE_KEY")
 	c.ClientToken = getenv("AMSG_CLIENT_TOKEN")
 	c.TokenSigningKey = getenv("AMSG_TOKEN_SIGNING_KEY")
+	c.Limits.LLMAPIKey = getenv("AMSG_LLM_API_KEY")
 	return c, c.validate()
 }
 
@@ -126,6 +130,9 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
 	}
 	if err := c.Scheduler.validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.validate(); err != nil {
 		return err
 	}
 	return c.Instant.validate()

@@ -140,7 +140,9 @@ func (s *server) build() error {
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
-	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log})
+	policy := loop.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
+	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log,
+		Policy: policy, Default: s.cfg.Limits.defaultModel()})
 	s.transcripts = loop.NewTranscripts(s.store, nil)
 	if err := s.newScheduler(dispatcher); err != nil {
 		return err
@@ -158,6 +160,7 @@ func (s *server) build() error {
 		TokenSigningKey:       s.cfg.TokenSigningKey,
 		CORSOrigin:            s.cfg.CORSOrigin,
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
+		Limits:                s.cfg.Limits.api(),
 		Logger:                s.log,
 	}, api.Deps{
 		Store:         s.store,
@@ -166,7 +169,7 @@ func (s *server) build() error {
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(s.version + "-" + assets),
 		Web:           web.Handler(),
-		Instant:       s.instant(),
+		Instant:       s.instant(policy),
 	})
 	if err != nil {
 		return err
@@ -177,8 +180,8 @@ func (s *server) build() error {
 	}
 	s.http = &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.Limits.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -193,6 +196,13 @@ func (s *server) run(ctx context.Context) error {
 		"data_dir", s.cfg.DataDir, "vapid_public_key", s.store.Secrets().VAPIDPublicKey)
 	if s.cfg.AllowPrivateEndpoints {
 		s.log.Warn("private push endpoints are allowed: development and tests only")
+	}
+	if s.cfg.Limits.AllowPrivateLLM {
+		s.log.Warn("requests may name loopback and private LLM endpoints (--allow-private-llm): any caller can reach this machine's network through apiUrl")
+	}
+	if s.cfg.ClientToken == "" && !isLoopback(s.listener.Addr().String()) {
+		s.log.Warn("SECURITY: listening on a non-loopback address without AMSG_CLIENT_TOKEN: anyone who can reach it can use every endpoint, read any user's key and run LLM calls",
+			"addr", s.listener.Addr().String())
 	}
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))

@@ -121,7 +121,7 @@ func (p EndpointPolicy) CheckEndpoint(ctx context.Context, endpoint string) erro
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if why := refusedAddress(ip); why != "" {
+		if why := RefusedAddress(ip); why != "" {
 			return invalid("endpoint", "host %s is %s", host, why)
 		}
 		return nil
@@ -138,7 +138,7 @@ func (p EndpointPolicy) CheckEndpoint(ctx context.Context, endpoint string) erro
 		return invalid("endpoint", "host %s does not resolve", host)
 	}
 	for _, ip := range addrs {
-		if why := refusedAddress(ip); why != "" {
+		if why := RefusedAddress(ip); why != "" {
 			return invalid("endpoint", "host %s resolves to %s, %s", host, ip.Unmap(), why)
 		}
 	}
@@ -200,7 +200,7 @@ func (p EndpointPolicy) dialControl(_, address string, _ syscall.RawConn) error 
 	if err != nil {
 		return fmt.Errorf("%w: %s is not an IP address", ErrRefusedAddress, address)
 	}
-	if why := refusedAddress(ap.Addr()); why != "" {
+	if why := RefusedAddress(ap.Addr()); why != "" {
 		return fmt.Errorf("%w: %s is %s", ErrRefusedAddress, ap.Addr().Unmap(), why)
 	}
 	return nil
@@ -232,8 +232,9 @@ var (
 	sixToFour   = netip.MustParsePrefix("2002::/16")
 )
 
-// refusedAddress says why ip is not a public unicast address, or "" if it is.
-func refusedAddress(ip netip.Addr) string {
+// RefusedAddress says why ip is not a public unicast address, or "" if it is.
+// The LLM client's endpoint policy (loop.URLPolicy) shares it.
+func RefusedAddress(ip netip.Addr) string {
 	ip = ip.Unmap().WithZone("")
 	switch {
 	case !ip.IsValid():
@@ -257,11 +258,11 @@ func refusedAddress(ip netip.Addr) string {
 	b := ip.As16()
 	switch {
 	case nat64Prefix.Contains(ip):
-		if why := refusedAddress(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
+		if why := RefusedAddress(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
 			return "a NAT64 address of " + why
 		}
 	case sixToFour.Contains(ip):
-		if why := refusedAddress(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {
+		if why := RefusedAddress(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {
 			return "a 6to4 address of " + why
 		}
 	}

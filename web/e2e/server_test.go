@@ -77,7 +77,7 @@ func newServer(t *testing.T) *server {
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: st}
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	llm := loop.NewClient(loop.Config{Logger: log})
+	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
@@ -95,7 +95,7 @@ func newServer(t *testing.T) *server {
 		Store:         st,
 		Dispatcher:    dispatcher,
 		Scheduler:     sched,
-		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log}), Policy: loop.URLPolicy{AllowPrivate: true}},
 		Web:           web.Handler(),
 		ServiceWorker: sw.Handler(version),
 	})

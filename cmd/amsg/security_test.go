@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"amsg/loop/llmtest"
+	"amsg/push/pushtest"
+	"amsg/store/storetest"
+)
+
+// The tests below are issue 14's attacks against the real binary.
+
+// raiseFileLimit lets the test hold n connections of its own.
+func raiseFileLimit(t *testing.T, n uint64) {
+	t.Helper()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skip(err)
+	}
+	if lim.Cur >= n {
+		return
+	}
+	if lim.Max < n {
+		t.Skipf("the hard file limit %d is below %d", lim.Max, n)
+	}
+	lim.Cur = n
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skip(err)
+	}
+}
+
+// silentBody opens a connection and sends a request that declares a body
+// and never sends it.
+func silentBody(t *testing.T, p *amsgProcess) net.Conn {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(p.URL, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST /api/v1/instant HTTP/1.1\r\nHost: amsg\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n")
+	return conn
+}
+
+// Finding 1: a body that never comes gets 408 within the body timeout and
+// the connection closes; 1 000 such connections leave /healthz answering.
+func TestSilentBodyGets408(t *testing.T) {
+	const conns = 1000
+	raiseFileLimit(t, 4*conns)
+	const timeout = 3 * time.Second
+	p := startAmsg(t, filepath.Join(t.TempDir(), "data"), "AMSG_BODY_READ_TIMEOUT="+timeout.String(), "AMSG_RATE_LIMIT=off")
+
+	start := time.Now()
+	silent := make([]net.Conn, conns)
+	for i := range silent {
+		silent[i] = silentBody(t, p)
+	}
+	health := http.Client{Timeout: 5 * time.Second}
+	resp, err := health.Get(p.URL + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz under %d silent bodies: %v", conns, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz = %d", resp.StatusCode)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for _, conn := range silent {
+		wg.Go(func() {
+			_ = conn.SetReadDeadline(start.Add(timeout + 10*time.Second))
+			r := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				errs <- fmt.Errorf("no answer: %w", err)
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), `"code":"REQUEST_TIMEOUT"`) {
+				errs <- fmt.Errorf("answer %d %s", resp.StatusCode, body)
+				return
+			}
+			if _, err := r.ReadByte(); err != io.EOF {
+				errs <- fmt.Errorf("the connection stayed open after 408: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > timeout+8*time.Second {
+		t.Errorf("the 408s took %s with a %s body timeout", took, timeout)
+	}
+}
+
+// Finding 4: a client that stops reading a large response is dropped when
+// the write deadline passes, and the server lets go of the response.
+func TestStalledReaderIsDropped(t *testing.T) {
+	r := newTaskRig(t, "AMSG_WRITE_TIMEOUT=1s")
+	p := r.start(t)
+	value := strings.Repeat("x", 2<<20)
+	var entries []any
+	for i := range 4 {
+		entries = append(entries, map[string]any{"namespace": "big", "key": fmt.Sprint(i), "value": value, "updatedAt": 1_700_000_000_000})
+	}
+	if status, body := r.call(t, p, http.MethodPut, "client-state", map[string]any{"entries": entries}); status != http.StatusOK || !strings.Contains(string(body), `"upserted":4`) {
+		t.Fatalf("client-state: %d %s", status, body)
+	}
+
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/v1/client-state?namespace=big HTTP/1.1\r\nHost: amsg\r\nX-User-Id: %s\r\n\r\n", taskUser)
+	line := p.WaitLog(t, "response not delivered", 30*time.Second)
+	if line["path"] != "/api/v1/client-state" {
+		t.Errorf("log line %v", line)
+	}
+	// What the client can still read ends short of the whole response.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	if err != nil && !strings.Contains(err.Error(), "reset") {
+		t.Fatalf("reading after the drop: %v", err)
+	}
+	if n >= 8<<20 {
+		t.Errorf("the client read %d bytes: the whole response", n)
+	}
+}
+
+// instantRig is the binary with a fake push service and a fake LLM.
+type instantRig struct {
+	p    *amsgProcess
+	llm  *llmtest.Server
+	push *pushtest.Server
+}
+
+func newInstantRig(t *testing.T, env ...string) *instantRig {
+	t.Helper()
+	public, private, err := storetest.GenerateVAPID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := pushtest.NewServer(public)
+	t.Cleanup(fake.Close)
+	env = append([]string{"AMSG_VAPID_PUBLIC_KEY=" + public, "AMSG_VAPID_PRIVATE_KEY=" + private, "AMSG_ALLOW_PRIVATE_ENDPOINTS=true"}, env...)
+	return &instantRig{p: startAmsg(t, filepath.Join(t.TempDir(), "data"), env...), llm: llmtest.NewServer(t), push: fake}
+}
+
+func (r *instantRig) body(t *testing.T, apiURL string) string {
+	b, err := json.Marshal(map[string]any{
+		"contactName": "Rei", "completePrompt": "hi", "apiUrl": apiURL, "apiKey": "k", "primaryModel": "m",
+		"pushSubscription": r.push.Subscribe(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Finding 3: without --allow-private-llm a loopback apiUrl is refused and
+// never called.
+func TestInternalLLMURLRefused(t *testing.T) {
+	r := newInstantRig(t, "AMSG_ALLOW_PRIVATE_LLM=false")
+	for _, apiURL := range []string{r.llm.APIURL(), "http://169.254.169.254/latest/meta-data/", "http://localhost:6379/"} {
+		req, _ := http.NewRequest(http.MethodPost, r.p.URL+"/api/v1/instant", strings.NewReader(r.body(t, apiURL)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(got), `"code":"INVALID_API_URL"`) {
+			t.Errorf("%s: %d %s", apiURL, resp.StatusCode, got)
+		}
+	}
+	// A text/plain body, what a cross-site form can send, starts nothing.
+	resp, err := http.Post(r.p.URL+"/api/v1/instant", "text/plain", strings.NewReader(r.body(t, "https://api.example.com")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain = %d", resp.StatusCode)
+	}
+	if n := len(r.llm.Requests()); n != 0 {
+		t.Errorf("the internal endpoint got %d requests", n)
+	}
+}
+
+// Finding 2: rounds whose client left run on only up to the cap; the rest
+// stop at once.
+func TestAbandonedRoundsAreCapped(t *testing.T) {
+	const rounds, orphanCap = 5, 2
+	r := newInstantRig(t, fmt.Sprintf("AMSG_MAX_ORPHAN_ROUNDS=%d", orphanCap), "AMSG_MAX_ROUNDS_PER_USER=10")
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	for range rounds {
+		r.llm.Enqueue(llmtest.Reply{Content: "late", Release: release})
+	}
+	var conns []net.Conn
+	for range rounds {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(r.p.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := r.body(t, r.llm.APIURL())
+		fmt.Fprintf(conn, "POST /api/v1/instant HTTP/1.1\r\nHost: amsg\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		conns = append(conns, conn)
+	}
+	r.llm.WaitRequests(rounds) // every round is waiting on the model
+	for _, c := range conns {
+		c.Close()
+	}
+	deadline := time.After(30 * time.Second)
+	for len(r.p.Logs("orphaned rounds are at their cap")) < rounds-orphanCap {
+		r.p.mu.Lock()
+		grew := r.p.grew
+		r.p.mu.Unlock()
+		select {
+		case <-grew:
+		case <-deadline:
+			t.Fatalf("%d rounds were stopped, want %d", len(r.p.Logs("orphaned rounds are at their cap")), rounds-orphanCap)
+		}
+	}
+	resp, err := http.Get(r.p.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf("amsg_instant_orphaned_rounds %d\n", orphanCap); !strings.Contains(string(metrics), want) {
+		t.Errorf("metrics lack %q", want)
+	}
+	if n := len(r.p.Logs("orphaned rounds are at their cap")); n != rounds-orphanCap {
+		t.Errorf("%d rounds stopped, want %d", n, rounds-orphanCap)
+	}
+}
