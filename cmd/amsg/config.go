@@ -38,7 +38,8 @@ type config struct {
 
 // secretEnv lists the settings that exist only as environment variables.
 var secretEnv = []struct{ name, usage string }{
-	{"AMSG_MASTER_KEY", "64-hex master key for per-user keys (generated and stored on first start)"},
+	{"AMSG_MASTER_KEY", "64-hex master key for per-user keys (generated and stored on first start); given, the database keeps only its check value"},
+	{"AMSG_MASTER_KEY_FILE", "a file holding AMSG_MASTER_KEY, instead of the variable"},
 	{"AMSG_VAPID_PUBLIC_KEY", "VAPID public key, base64url (generated and stored on first start)"},
 	{"AMSG_VAPID_PRIVATE_KEY", "VAPID private key, base64url (generated and stored on first start)"},
 	{"AMSG_CLIENT_TOKEN", "shared secret every API request must send as X-Client-Token (optional)"},
@@ -107,7 +108,10 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return c, envErr
 	}
 
-	c.MasterKey = getenv("AMSG_MASTER_KEY")
+	var err error
+	if c.MasterKey, err = secretFromEnv(getenv, "AMSG_MASTER_KEY"); err != nil {
+		return c, err
+	}
 	c.VAPIDPublicKey = getenv("AMSG_VAPID_PUBLIC_KEY")
 	c.VAPIDPrivateKey = getenv("AMSG_VAPID_PRIVATE_KEY")
 	c.ClientToken = getenv("AMSG_CLIENT_TOKEN")

@@ -4,6 +4,7 @@
 //	amsg vapid     print a fresh VAPID key pair as environment lines
 //	amsg token     mint a Bearer token for /instant (AMSG_TOKEN_SIGNING_KEY)
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
+//	amsg rekey     re-seal the stored data under a new master key
 //	amsg version   print the version
 package main
 
@@ -43,6 +44,7 @@ Commands:
   vapid     print a fresh VAPID key pair as environment lines
   token     mint a Bearer token for /instant and /continue (amsg token -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
+  rekey     re-seal the stored data under a new master key (amsg rekey -h)
   version   print the version
 `
 
@@ -68,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runToken(args[1:], stdout, stderr, getenv)
 	case "health":
 		return runHealth(ctx, getenv, stderr)
+	case "rekey":
+		return runRekey(ctx, args[1:], stdout, stderr, getenv)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "amsg %s\n", buildVersion())
 		return 0
