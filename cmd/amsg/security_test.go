@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -253,5 +254,28 @@ func TestAbandonedRoundsAreCapped(t *testing.T) {
 	}
 	if n := len(r.p.Logs("orphaned rounds are at their cap")); n != rounds-orphanCap {
 		t.Errorf("%d rounds stopped, want %d", n, rounds-orphanCap)
+	}
+}
+
+// Finding 9: /healthz said OK with the database file deleted.
+func TestHealthFailsWithTheDatabaseDeleted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	p := startAmsg(t, dir)
+	get := func() int {
+		resp, err := http.Get(p.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := get(); got != http.StatusOK {
+		t.Fatalf("healthy: %d", got)
+	}
+	for _, f := range []string{"amsg.db", "amsg.db-wal", "amsg.db-shm"} {
+		_ = os.Remove(filepath.Join(dir, f))
+	}
+	if got := get(); got != http.StatusServiceUnavailable {
+		t.Fatalf("with the database deleted: %d", got)
 	}
 }
