@@ -13,7 +13,7 @@ import (
 // corrupt. The probe sees the file as it is now.
 func TestProbe(t *testing.T) {
 	for _, tt := range []struct {
-		name  string
+		name    string
 		breakIt func(t *testing.T, path string)
 	}{
 		{"deleted", func(t *testing.T, path string) {
