@@ -216,7 +216,7 @@ type roundResult struct {
 // round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
 // LLM_CALL_FAILED, after its error push.
 func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to recipients) error {
-	out, err := run.Execute(ctx, func(p push.Push) error { return s.deliverPush(ctx, to, p) })
+	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p) }))
 	var f *loop.Failure
 	if errors.As(err, &f) {
 		if f.Push != nil {
@@ -263,7 +263,7 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	stream := startSSE(w, r, keepAlive)
 	backups := s.newPushQueue(ctx, to)
-	_, err := run.Execute(ctx, func(p push.Push) error {
+	_, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error {
 		data, err := push.Encode(p)
 		if err != nil {
 			return err
@@ -271,7 +271,7 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 		stream.event("payload", data)
 		backups.add(p)
 		return nil
-	})
+	}))
 	var f *loop.Failure
 	switch {
 	case errors.As(err, &f) && f.Push != nil:

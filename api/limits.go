@@ -46,6 +46,16 @@ type Limits struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// address; any other peer is the client itself.
 	TrustedProxies []netip.Prefix
+
+	// MaxTasksPerUser caps a user's pending tasks.
+	MaxTasksPerUser int
+	// MaxStateBytesPerUser and MaxStateBytesPerNamespace cap what a user's
+	// client state takes in the database (sealed values, chunks included).
+	MaxStateBytesPerUser      int64
+	MaxStateBytesPerNamespace int64
+	// MaxPushesPerRound caps the pushes one LLM round may send (each goes
+	// to every device of the user): a round that would send more fails.
+	MaxPushesPerRound int
 }
 
 // Defaults of Limits, generous enough for a real app on several devices.
@@ -58,6 +68,11 @@ const (
 	DefaultBurst                 = 200
 	DefaultUserRequestsPerSecond = 10
 	DefaultUserBurst             = 100
+
+	DefaultMaxTasksPerUser           = 1000
+	DefaultMaxStateBytesPerUser      = 256 << 20
+	DefaultMaxStateBytesPerNamespace = 64 << 20
+	DefaultMaxPushesPerRound         = 64
 )
 
 func (l Limits) withDefaults() Limits {
@@ -71,6 +86,10 @@ func (l Limits) withDefaults() Limits {
 	setDefault(&l.Burst, DefaultBurst)
 	setDefault(&l.UserRequestsPerSecond, DefaultUserRequestsPerSecond)
 	setDefault(&l.UserBurst, DefaultUserBurst)
+	setDefault(&l.MaxTasksPerUser, DefaultMaxTasksPerUser)
+	setDefault(&l.MaxStateBytesPerUser, DefaultMaxStateBytesPerUser)
+	setDefault(&l.MaxStateBytesPerNamespace, DefaultMaxStateBytesPerNamespace)
+	setDefault(&l.MaxPushesPerRound, DefaultMaxPushesPerRound)
 	return l
 }
 
@@ -86,6 +105,13 @@ func rateLimited(w http.ResponseWriter, retryAfter time.Duration, limit string) 
 	w.Header().Set("Retry-After", strconv.Itoa(seconds))
 	return newError(http.StatusTooManyRequests, "RATE_LIMITED", "请求过于频繁，请稍后再试").
 		withDetails(map[string]any{"limit": limit, "retryAfterSeconds": seconds})
+}
+
+// quotaExceeded is the answer to a write that would take a caller over a
+// quota; details name the quota and its limit.
+func quotaExceeded(quota string, limit int64) *Error {
+	return newError(http.StatusForbidden, "QUOTA_EXCEEDED", fmt.Sprintf("超出配额 %s（上限 %d）", quota, limit)).
+		withDetails(map[string]any{"quota": quota, "limit": limit})
 }
 
 // rateLimiter holds a token bucket per key (a client address or a user).

@@ -85,6 +85,9 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	ctx := r.Context()
+	if err := s.admitTask(ctx, userID, req.uuid); err != nil {
+		return err
+	}
 	if req.subscription != nil {
 		if _, err := s.deps.Store.PutSubscription(ctx, userID, req.subscription, s.now()); err != nil {
 			return err

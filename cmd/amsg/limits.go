@@ -9,6 +9,7 @@ import (
 
 	"amsg/api"
 	"amsg/loop"
+	"amsg/store"
 )
 
 // limitsConfig are the timeouts, limits and LLM policy that make the server
@@ -30,6 +31,12 @@ type limitsConfig struct {
 	UserRate       float64
 	UserRateBurst  int
 	TrustedProxies string
+
+	MaxTasksPerUser           int
+	MaxStateBytesPerUser      int64
+	MaxStateBytesPerNamespace int64
+	MaxDevicesPerUser         int
+	MaxPushesPerRound         int
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -58,6 +65,16 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.UserRateBurst, "user-rate-burst", api.DefaultUserBurst, "requests a user may burst above --user-rate")
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "",
 		"comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client")
+	fs.IntVar(&c.MaxTasksPerUser, "max-tasks-per-user", api.DefaultMaxTasksPerUser,
+		"pending tasks one user may have; more get 403 QUOTA_EXCEEDED")
+	fs.Int64Var(&c.MaxStateBytesPerUser, "max-state-bytes-per-user", api.DefaultMaxStateBytesPerUser,
+		"bytes one user's client state may take in the database")
+	fs.Int64Var(&c.MaxStateBytesPerNamespace, "max-state-bytes-per-namespace", api.DefaultMaxStateBytesPerNamespace,
+		"bytes one client-state namespace of a user may take in the database")
+	fs.IntVar(&c.MaxDevicesPerUser, "max-devices-per-user", store.DefaultMaxDevicesPerUser,
+		"push subscriptions one user keeps; registering another evicts the least recently updated")
+	fs.IntVar(&c.MaxPushesPerRound, "max-pushes-per-round", api.DefaultMaxPushesPerRound,
+		"pushes one LLM round may send (each to every device of the user); a round that would send more fails")
 	fs.BoolVar(&c.AllowPrivateLLM, "allow-private-llm", false,
 		"let requests name loopback/private LLM endpoints as apiUrl (a local model for every caller; tests)")
 	fs.StringVar(&c.LLMAPIURL, "llm-api-url", "", "the operator's model endpoint, used when a request gives no apiUrl; trusted wherever it points")
@@ -79,7 +96,10 @@ func (c limitsConfig) validate() error {
 		v    float64
 	}{{"max-rounds", float64(c.MaxRounds)}, {"max-rounds-per-user", float64(c.MaxRoundsPerUser)},
 		{"max-orphan-rounds", float64(c.MaxOrphanRounds)}, {"rate", c.Rate}, {"rate-burst", float64(c.RateBurst)},
-		{"user-rate", c.UserRate}, {"user-rate-burst", float64(c.UserRateBurst)}} {
+		{"user-rate", c.UserRate}, {"user-rate-burst", float64(c.UserRateBurst)},
+		{"max-tasks-per-user", float64(c.MaxTasksPerUser)}, {"max-state-bytes-per-user", float64(c.MaxStateBytesPerUser)},
+		{"max-state-bytes-per-namespace", float64(c.MaxStateBytesPerNamespace)}, {"max-devices-per-user", float64(c.MaxDevicesPerUser)},
+		{"max-pushes-per-round", float64(c.MaxPushesPerRound)}} {
 		if n.v <= 0 {
 			return fmt.Errorf("%w: --%s must be positive", errUsage, n.name)
 		}
@@ -110,6 +130,8 @@ func (c limitsConfig) api() api.Limits {
 		OrphanRoundTimeout: c.OrphanRoundTimeout, MaxOrphanRounds: c.MaxOrphanRounds,
 		RateLimitOff: c.RateLimit == "off", RequestsPerSecond: c.Rate, Burst: c.RateBurst,
 		UserRequestsPerSecond: c.UserRate, UserBurst: c.UserRateBurst, TrustedProxies: proxies,
+		MaxTasksPerUser: c.MaxTasksPerUser, MaxStateBytesPerUser: c.MaxStateBytesPerUser,
+		MaxStateBytesPerNamespace: c.MaxStateBytesPerNamespace, MaxPushesPerRound: c.MaxPushesPerRound,
 	}
 }
 

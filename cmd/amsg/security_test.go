@@ -279,3 +279,36 @@ func TestHealthFailsWithTheDatabaseDeleted(t *testing.T) {
 		t.Fatalf("with the database deleted: %d", got)
 	}
 }
+
+// Finding 5: quotas and rate limits, as the binary answers them.
+func TestQuotaAndRateLimit(t *testing.T) {
+	r := newTaskRig(t, "AMSG_MAX_TASKS_PER_USER=2", "AMSG_RATE=1", "AMSG_RATE_BURST=20")
+	p := r.start(t)
+	r.register(t, p)
+	task := map[string]any{"contactName": "Rei", "messageType": "fixed", "userMessage": "hi",
+		"firstSendTime": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
+	r.schedule(t, p, task)
+	r.schedule(t, p, task)
+	status, body := r.call(t, p, http.MethodPost, "schedule-message", task)
+	if status != http.StatusForbidden || !strings.Contains(string(body), `"code":"QUOTA_EXCEEDED"`) || !strings.Contains(string(body), `"limit":2`) {
+		t.Fatalf("third task: %d %s", status, body)
+	}
+	for i := range 30 {
+		resp, err := http.Get(p.URL + "/api/v1/capabilities")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			if resp.Header.Get("Retry-After") == "" || !strings.Contains(string(got), `"code":"RATE_LIMITED"`) {
+				t.Fatalf("429 without Retry-After or code: %v %s", resp.Header, got)
+			}
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, got)
+		}
+	}
+	t.Fatal("30 requests past a burst of 20 at 1/s were never limited")
+}

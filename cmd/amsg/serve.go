@@ -99,12 +99,13 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		return nil, &configError{err}
 	}
 	st, err := store.Open(ctx, store.Config{
-		Path:            filepath.Join(cfg.DataDir, "amsg.db"),
-		MasterKey:       cfg.MasterKey,
-		VAPIDPublicKey:  cfg.VAPIDPublicKey,
-		VAPIDPrivateKey: cfg.VAPIDPrivateKey,
-		GenerateVAPID:   webpush.GenerateVAPIDKeys,
-		Logger:          log,
+		Path:              filepath.Join(cfg.DataDir, "amsg.db"),
+		MasterKey:         cfg.MasterKey,
+		VAPIDPublicKey:    cfg.VAPIDPublicKey,
+		VAPIDPrivateKey:   cfg.VAPIDPrivateKey,
+		GenerateVAPID:     webpush.GenerateVAPIDKeys,
+		MaxDevicesPerUser: cfg.Limits.MaxDevicesPerUser,
+		Logger:            log,
 	})
 	if err != nil {
 		closeFile(dataLock)
