@@ -56,6 +56,10 @@ type Limits struct {
 	// MaxPushesPerRound caps the pushes one LLM round may send (each goes
 	// to every device of the user): a round that would send more fails.
 	MaxPushesPerRound int
+
+	// TokenProofMaxAge is how long a user's proof of the client token lets
+	// an encrypted /instant or /continue in without it (tokenproof.go).
+	TokenProofMaxAge time.Duration
 }
 
 // Defaults of Limits, generous enough for a real app on several devices.
@@ -90,6 +94,7 @@ func (l Limits) withDefaults() Limits {
 	setDefault(&l.MaxStateBytesPerUser, DefaultMaxStateBytesPerUser)
 	setDefault(&l.MaxStateBytesPerNamespace, DefaultMaxStateBytesPerNamespace)
 	setDefault(&l.MaxPushesPerRound, DefaultMaxPushesPerRound)
+	setDefault(&l.TokenProofMaxAge, DefaultTokenProofMaxAge)
 	return l
 }
 

@@ -106,6 +106,7 @@ type Server struct {
 	features  []string
 	metrics   *httpMetrics
 	rounds    *roundGuard
+	proofs    *tokenProofs
 	handler   http.Handler
 }
 
@@ -147,6 +148,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: register metrics: %w", err)
 	}
 	s.rounds = rounds
+	s.proofs = newTokenProofs(deps.Store, s.cfg.Limits.TokenProofMaxAge, s.now, s.log)
 	for _, f := range []feature{
 		s.metaFeature(),
 		s.userKeyFeature(),

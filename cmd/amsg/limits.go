@@ -37,6 +37,7 @@ type limitsConfig struct {
 	MaxStateBytesPerNamespace int64
 	MaxDevicesPerUser         int
 	MaxPushesPerRound         int
+	TokenProofMaxAge          time.Duration
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -75,6 +76,8 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"push subscriptions one user keeps; registering another evicts the least recently updated")
 	fs.IntVar(&c.MaxPushesPerRound, "max-pushes-per-round", api.DefaultMaxPushesPerRound,
 		"pushes one LLM round may send (each to every device of the user); a round that would send more fails")
+	fs.DurationVar(&c.TokenProofMaxAge, "client-token-proof-max-age", api.DefaultTokenProofMaxAge,
+		"how long a user's last call with AMSG_CLIENT_TOKEN lets amsg-client's encrypted /instant in without it")
 	fs.BoolVar(&c.AllowPrivateLLM, "allow-private-llm", false,
 		"let requests name loopback/private LLM endpoints as apiUrl (a local model for every caller; tests)")
 	fs.StringVar(&c.LLMAPIURL, "llm-api-url", "", "the operator's model endpoint, used when a request gives no apiUrl; trusted wherever it points")
@@ -86,7 +89,8 @@ func (c limitsConfig) validate() error {
 		name string
 		v    time.Duration
 	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"idle-timeout", c.IdleTimeout}, {"body-read-timeout", c.BodyReadTimeout},
-		{"write-timeout", c.WriteTimeout}, {"orphan-round-timeout", c.OrphanRoundTimeout}} {
+		{"write-timeout", c.WriteTimeout}, {"orphan-round-timeout", c.OrphanRoundTimeout},
+		{"client-token-proof-max-age", c.TokenProofMaxAge}} {
 		if d.v <= 0 {
 			return fmt.Errorf("%w: --%s must be positive", errUsage, d.name)
 		}
@@ -132,6 +136,7 @@ func (c limitsConfig) api() api.Limits {
 		UserRequestsPerSecond: c.UserRate, UserBurst: c.UserRateBurst, TrustedProxies: proxies,
 		MaxTasksPerUser: c.MaxTasksPerUser, MaxStateBytesPerUser: c.MaxStateBytesPerUser,
 		MaxStateBytesPerNamespace: c.MaxStateBytesPerNamespace, MaxPushesPerRound: c.MaxPushesPerRound,
+		TokenProofMaxAge: c.TokenProofMaxAge,
 	}
 }
 

@@ -312,3 +312,54 @@ func TestQuotaAndRateLimit(t *testing.T) {
 	}
 	t.Fatal("30 requests past a burst of 20 at 1/s were never limited")
 }
+
+// Finding 7: rotating AMSG_CLIENT_TOKEN cuts off the old token's holders
+// from amsg-client's encrypted /instant as soon as the server restarts with
+// the new one.
+func TestRotatedClientTokenStopsWorking(t *testing.T) {
+	r := newTaskRig(t, "AMSG_CLIENT_TOKEN=old-token")
+	encryptedInstant := func(p *amsgProcess) int {
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/api/v1/instant", strings.NewReader("{"))
+		for k, v := range map[string]string{"Content-Type": "application/json", "X-User-Id": taskUser,
+			"X-Payload-Encrypted": "true", "X-Encryption-Version": "1"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	prove := func(p *amsgProcess, token string) int {
+		req, _ := http.NewRequest(http.MethodGet, p.URL+"/api/v1/get-user-key", nil)
+		req.Header.Set("X-User-Id", taskUser)
+		req.Header.Set("X-Client-Token", token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	p := r.start(t)
+	if got := prove(p, "old-token"); got != http.StatusOK {
+		t.Fatalf("get-user-key: %d", got)
+	}
+	if got := encryptedInstant(p); got != http.StatusBadRequest { // past auth, the body is no envelope
+		t.Fatalf("encrypted /instant with the token proved: %d", got)
+	}
+	if err := p.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	p = startAmsg(t, r.dir, append(r.env, "AMSG_CLIENT_TOKEN=new-token")...)
+	if got := encryptedInstant(p); got != http.StatusUnauthorized {
+		t.Fatalf("the old token's holder after rotation: %d", got)
+	}
+	if got := prove(p, "new-token"); got != http.StatusOK {
+		t.Fatalf("get-user-key with the new token: %d", got)
+	}
+	if got := encryptedInstant(p); got != http.StatusBadRequest {
+		t.Fatalf("encrypted /instant after proving the new token: %d", got)
+	}
+}
