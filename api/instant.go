@@ -21,8 +21,6 @@ type Instant struct {
 	// KeepAlive is the interval of SSE keepalive comments; 0 means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
-	// Policy vets a request's apiUrl (400 INVALID_API_URL).
-	Policy loop.URLPolicy
 	// DefaultModel says the operator configured a model, which a request
 	// that gives no apiUrl, apiKey and primaryModel uses.
 	DefaultModel bool
@@ -114,11 +112,11 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkAPIURL(r.Context(), q.apiURL); err != nil {
-		return nil, err
-	}
 	to, err := s.recipients(r.Context(), userID, q.subscription)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkAPIURL(r.Context(), q.apiURL); err != nil {
 		return nil, err
 	}
 	owner := loop.UserOwner(userID)

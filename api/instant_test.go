@@ -43,8 +43,9 @@ func newInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig) *instan
 	agent.Transcripts = loop.NewTranscripts(st, nil)
 	agent.Logger = testLogger(t)
 	cfg.AllowPrivateEndpoints = true
+	cfg.LLMPolicy = loop.URLPolicy{AllowPrivate: true}
 	s := newTestServer(t, cfg, Deps{Store: st, Dispatcher: dispatcher,
-		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond, Policy: loop.URLPolicy{AllowPrivate: true}}})
+		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond}})
 	h := httptest.NewServer(s)
 	t.Cleanup(h.Close)
 	return &instantFixture{s: s, http: h, store: st, llm: llmtest.NewServer(t), push: fake}

@@ -222,9 +222,9 @@ func clientAddress(r *http.Request, proxies []netip.Prefix) netip.Addr {
 	if !trusted(addr, proxies) {
 		return addr
 	}
-	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	hops := splitHops(strings.Join(r.Header.Values("X-Forwarded-For"), ","))
 	for i := len(hops) - 1; i >= 0; i-- {
-		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		hop, err := netip.ParseAddr(hops[i])
 		if err != nil {
 			return addr // a malformed hop: stop at the last address known good
 		}
@@ -234,6 +234,15 @@ func clientAddress(r *http.Request, proxies []netip.Prefix) netip.Addr {
 		}
 	}
 	return addr
+}
+
+// splitHops splits an X-Forwarded-For value into its entries.
+func splitHops(xff string) []string {
+	hops := strings.Split(xff, ",")
+	for i := range hops {
+		hops[i] = strings.TrimSpace(hops[i])
+	}
+	return hops
 }
 
 func trusted(addr netip.Addr, proxies []netip.Prefix) bool {

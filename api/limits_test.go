@@ -145,7 +145,7 @@ func TestRateLimiterStaysBounded(t *testing.T) {
 // before any call; text/plain bodies are refused.
 func TestInstantLLMURLPolicy(t *testing.T) {
 	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
-	f.s.deps.Instant.Policy = loop.URLPolicy{}
+	f.s.cfg.LLMPolicy = loop.URLPolicy{}
 	body := f.body(map[string]any{"pushSubscription": f.push.Subscribe()})
 	got := post(f.s, "/api/v1/instant", jsonBody(t, body), jsonHeaders)
 	if got.status != http.StatusBadRequest || !strings.Contains(got.body, `"code":"INVALID_API_URL"`) || !strings.Contains(got.body, "loopback") {
@@ -229,3 +229,27 @@ type discardWriter struct{ header http.Header }
 func (d *discardWriter) Header() http.Header         { return d.header }
 func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discardWriter) WriteHeader(int)             {}
+
+// Finding 3's cron variant: a task whose apiUrl is internal would call it
+// at every occurrence. It is refused when scheduled and when updated.
+func TestTaskLLMURLPolicy(t *testing.T) {
+	e := newTaskEnv(t, Config{})
+	e.subscribe(t, testUserID)
+	task := fixedTask(map[string]any{"messageType": "prompted", "userMessage": nil, "completePrompt": "hi",
+		"apiUrl": "http://10.0.0.7:8080/admin", "apiKey": "k", "primaryModel": "m", "recurrenceType": "daily"})
+	got := e.schedule(t, testUserID, task)
+	if code, _ := errorOf(t, got.body); got.status != http.StatusBadRequest || code != "INVALID_API_URL" {
+		t.Fatalf("internal apiUrl: %d %s", got.status, got.body)
+	}
+	task["apiUrl"] = "https://93.184.216.34/v1"
+	got = e.schedule(t, testUserID, task)
+	if got.status != http.StatusCreated {
+		t.Fatalf("public apiUrl: %d %s", got.status, got.body)
+	}
+	var created struct{ UUID string }
+	decodeData(t, got.body, &created)
+	got = e.update(t, testUserID, created.UUID, map[string]any{"apiUrl": "http://[::1]:6379/"})
+	if code, _ := errorOf(t, got.body); got.status != http.StatusBadRequest || code != "INVALID_API_URL" {
+		t.Fatalf("update to an internal apiUrl: %d %s", got.status, got.body)
+	}
+}

@@ -32,7 +32,7 @@ func (s *Server) checkAPIURL(ctx context.Context, apiURL string) error {
 	if apiURL == "" {
 		return nil
 	}
-	err := s.deps.Instant.Policy.Check(ctx, apiURL)
+	err := s.cfg.LLMPolicy.Check(ctx, apiURL)
 	var le *loop.Error
 	switch {
 	case err == nil:

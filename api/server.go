@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/loop"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
@@ -48,6 +49,9 @@ type Config struct {
 	AllowPrivateEndpoints bool
 	// Limits bound what one caller can make the server do (limits.go).
 	Limits Limits
+	// LLMPolicy vets the apiUrl a request or task gives (400
+	// INVALID_API_URL); the LLM client enforces it again when it dials.
+	LLMPolicy loop.URLPolicy
 	Logger *slog.Logger
 	Now    func() time.Time
 }

@@ -115,7 +115,8 @@ type URLPolicy struct {
 
 // Check normalizes apiURL and refuses it (an *Error of kind
 // ErrInvalidAPIURL) when its host is local, or is or resolves to an address
-// that is not public. The client checks every address again when it dials,
+// that is not public. A name that does not resolve passes: it reaches
+// nothing. The client checks every address again when it dials,
 // so a host that re-resolves elsewhere later is refused then too.
 func (p URLPolicy) Check(ctx context.Context, apiURL string) error {
 	endpoint, err := NormalizeAPIURL(apiURL)
@@ -144,11 +145,13 @@ func (p URLPolicy) Check(ctx context.Context, apiURL string) error {
 		resolver = net.DefaultResolver
 	}
 	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return refuse("not resolvable")
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		// Not an SSRF: the call will fail, and the dial check still holds
+		// if the name resolves by then.
+		return nil
 	}
 	for _, ip := range addrs {
 		if why := webpush.RefusedAddress(ip); why != "" {

@@ -101,4 +101,11 @@ func TestErrorsMaskTheQuery(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "AIzaSECRET123") || !strings.Contains(err.Error(), "key=redacted") {
 		t.Fatalf("err = %v", err)
 	}
+	// A transport failure too: its text is what a task stores as last_error.
+	llm.Close()
+	_, err = NewClient(Config{Policy: testPolicy}).Complete(context.Background(),
+		Request{APIURL: "http://user:pw@" + strings.TrimPrefix(llm.URL, "http://") + "/v1?key=AIzaSECRET123", APIKey: "x", Model: "m", Prompt: "p"})
+	if !errors.Is(err, ErrTransport) || strings.Contains(err.Error(), "AIzaSECRET123") || strings.Contains(err.Error(), "pw@") {
+		t.Fatalf("transport err = %v", err)
+	}
 }

@@ -363,3 +363,30 @@ func TestRotatedClientTokenStopsWorking(t *testing.T) {
 		t.Fatalf("encrypted /instant after proving the new token: %d", got)
 	}
 }
+
+// Finding 9: an API key in the apiUrl's query string was logged and told.
+func TestAPIKeyInQueryNeverShown(t *testing.T) {
+	const secret = "AIzaSyQuerySecret1234567890"
+	r := newInstantRig(t)
+	r.llm.Enqueue(llmtest.Reply{Status: 500, Body: `{"error":{"message":"bad key ` + secret + `"}}`})
+	req, _ := http.NewRequest(http.MethodPost, r.p.URL+"/api/v1/instant", strings.NewReader(r.body(t, r.llm.APIURL()+"?key="+secret)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || strings.Contains(string(got), secret) {
+		t.Fatalf("= %d %s", resp.StatusCode, got)
+	}
+	r.p.WaitLog(t, "llm call failed", 10*time.Second)
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	for _, line := range r.p.logs {
+		if b, _ := json.Marshal(line); strings.Contains(string(b), secret) {
+			t.Errorf("a log line shows the key: %s", b)
+		}
+	}
+}

@@ -162,6 +162,7 @@ func (s *server) build() error {
 		CORSOrigin:            s.cfg.CORSOrigin,
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
 		Limits:                s.cfg.Limits.api(),
+		LLMPolicy:             policy,
 		Logger:                s.log,
 	}, api.Deps{
 		Store:         s.store,
@@ -170,7 +171,7 @@ func (s *server) build() error {
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(s.version + "-" + assets),
 		Web:           web.Handler(),
-		Instant:       s.instant(policy),
+		Instant:       s.instant(),
 	})
 	if err != nil {
 		return err

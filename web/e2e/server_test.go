@@ -91,11 +91,11 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, Logger: log}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
 		Store:         st,
 		Dispatcher:    dispatcher,
 		Scheduler:     sched,
-		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log}), Policy: loop.URLPolicy{AllowPrivate: true}},
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
 		Web:           web.Handler(),
 		ServiceWorker: sw.Handler(version),
 	})
