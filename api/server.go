@@ -47,13 +47,14 @@ type Config struct {
 	// AllowPrivateEndpoints accepts http:// and loopback/private push
 	// endpoints (development and tests only).
 	AllowPrivateEndpoints bool
+	Logger                *slog.Logger
+	Now                   func() time.Time
+
 	// Limits bound what one caller can make the server do (limits.go).
 	Limits Limits
 	// LLMPolicy vets the apiUrl a request or task gives (400
 	// INVALID_API_URL); the LLM client enforces it again when it dials.
 	LLMPolicy loop.URLPolicy
-	Logger *slog.Logger
-	Now    func() time.Time
 }
 
 // Deps are the components the handlers use.
