@@ -164,20 +164,14 @@ func (p URLPolicy) Check(ctx context.Context, apiURL string) error {
 // errRefusedAddress is the dial error for an address the policy refuses.
 var errRefusedAddress = errors.New("LLM endpoint address refused")
 
-// dialControl runs for every address the client dials, after DNS
-// resolution, so DNS rebinding cannot reach a private network.
-func (p URLPolicy) dialControl(_, address string, _ syscall.RawConn) error {
+// dialControl vets every address the client dials, after DNS resolution,
+// so DNS rebinding cannot reach a private network; nil when private
+// addresses are allowed.
+func (p URLPolicy) dialControl() func(network, address string, c syscall.RawConn) error {
 	if p.AllowPrivate {
 		return nil
 	}
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s is not an IP address", errRefusedAddress, address)
-	}
-	if why := webpush.RefusedAddress(ap.Addr()); why != "" {
-		return fmt.Errorf("%w: %s", errRefusedAddress, why)
-	}
-	return nil
+	return webpush.RefusePrivate(errRefusedAddress)
 }
 
 // displayURL is an endpoint as errors and logs may show it: credentials

@@ -81,7 +81,7 @@ type Client struct {
 func NewClient(cfg Config) *Client {
 	c := &Client{http: cfg.HTTPClient, trusted: cfg.HTTPClient, def: cfg.Default, timeout: cfg.Timeout, max: cfg.MaxResponseBytes, log: cfg.Logger}
 	if c.http == nil {
-		c.http = newHTTPClient(cfg.Policy.dialControl)
+		c.http = newHTTPClient(cfg.Policy.dialControl())
 		c.trusted = newHTTPClient(nil)
 	}
 	if c.timeout <= 0 {

@@ -13,31 +13,15 @@ import (
 )
 
 // limitsConfig are the timeouts, limits and LLM policy that make the server
-// safe to expose; docs/security.md says what each one answers.
+// safe to expose; docs/security.md says what each one answers. Most flags
+// write straight into the API's limits.
 type limitsConfig struct {
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
-	BodyReadTimeout   time.Duration
-	WriteTimeout      time.Duration
-
-	MaxRounds          int
-	MaxRoundsPerUser   int
-	OrphanRoundTimeout time.Duration
-	MaxOrphanRounds    int
-
-	RateLimit      string // "on" or "off"
-	Rate           float64
-	RateBurst      int
-	UserRate       float64
-	UserRateBurst  int
-	TrustedProxies string
-
-	MaxTasksPerUser           int
-	MaxStateBytesPerUser      int64
-	MaxStateBytesPerNamespace int64
-	MaxDevicesPerUser         int
-	MaxPushesPerRound         int
-	TokenProofMaxAge          time.Duration
+	API               api.Limits
+	RateLimit         string // "on" or "off"
+	TrustedProxies    string
+	MaxDevicesPerUser int
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -46,37 +30,38 @@ type limitsConfig struct {
 }
 
 func (c *limitsConfig) register(fs *flag.FlagSet) {
+	l := &c.API
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "bound on receiving a request's headers")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle kept-alive connection stays open")
-	fs.DurationVar(&c.BodyReadTimeout, "body-read-timeout", api.DefaultBodyReadTimeout,
+	fs.DurationVar(&l.BodyReadTimeout, "body-read-timeout", api.DefaultBodyReadTimeout,
 		"bound on receiving a request's body; a slower body gets 408 and the connection closes")
-	fs.DurationVar(&c.WriteTimeout, "write-timeout", api.DefaultWriteTimeout,
+	fs.DurationVar(&l.WriteTimeout, "write-timeout", api.DefaultWriteTimeout,
 		"bound on sending a response from its first byte; event streams renew it per frame")
-	fs.IntVar(&c.MaxRounds, "max-rounds", api.DefaultMaxRounds, "LLM rounds (/instant, /continue) running at once")
-	fs.IntVar(&c.MaxRoundsPerUser, "max-rounds-per-user", api.DefaultMaxRoundsPerUser,
+	fs.IntVar(&l.MaxRounds, "max-rounds", api.DefaultMaxRounds, "LLM rounds (/instant, /continue) running at once")
+	fs.IntVar(&l.MaxRoundsPerUser, "max-rounds-per-user", api.DefaultMaxRoundsPerUser,
 		"LLM rounds running at once per user (per client address without X-User-Id)")
-	fs.DurationVar(&c.OrphanRoundTimeout, "orphan-round-timeout", api.DefaultOrphanRoundTimeout,
+	fs.DurationVar(&l.OrphanRoundTimeout, "orphan-round-timeout", api.DefaultOrphanRoundTimeout,
 		"how long an /instant or /continue round runs on after its client left")
-	fs.IntVar(&c.MaxOrphanRounds, "max-orphan-rounds", api.DefaultMaxOrphanRounds,
+	fs.IntVar(&l.MaxOrphanRounds, "max-orphan-rounds", api.DefaultMaxOrphanRounds,
 		"rounds that may run on after their client left; beyond it a round stops when its client leaves")
 	fs.StringVar(&c.RateLimit, "rate-limit", "on", "request rate limits: on, or off (load tests, a proxy that limits)")
-	fs.Float64Var(&c.Rate, "rate", api.DefaultRequestsPerSecond, "requests per second per client address")
-	fs.IntVar(&c.RateBurst, "rate-burst", api.DefaultBurst, "requests a client address may burst above --rate")
-	fs.Float64Var(&c.UserRate, "user-rate", api.DefaultUserRequestsPerSecond, "requests per second per user (X-User-Id)")
-	fs.IntVar(&c.UserRateBurst, "user-rate-burst", api.DefaultUserBurst, "requests a user may burst above --user-rate")
+	fs.Float64Var(&l.RequestsPerSecond, "rate", api.DefaultRequestsPerSecond, "requests per second per client address")
+	fs.IntVar(&l.Burst, "rate-burst", api.DefaultBurst, "requests a client address may burst above --rate")
+	fs.Float64Var(&l.UserRequestsPerSecond, "user-rate", api.DefaultUserRequestsPerSecond, "requests per second per user (X-User-Id)")
+	fs.IntVar(&l.UserBurst, "user-rate-burst", api.DefaultUserBurst, "requests a user may burst above --user-rate")
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "",
 		"comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client")
-	fs.IntVar(&c.MaxTasksPerUser, "max-tasks-per-user", api.DefaultMaxTasksPerUser,
+	fs.IntVar(&l.MaxTasksPerUser, "max-tasks-per-user", api.DefaultMaxTasksPerUser,
 		"pending tasks one user may have; more get 403 QUOTA_EXCEEDED")
-	fs.Int64Var(&c.MaxStateBytesPerUser, "max-state-bytes-per-user", api.DefaultMaxStateBytesPerUser,
+	fs.Int64Var(&l.MaxStateBytesPerUser, "max-state-bytes-per-user", api.DefaultMaxStateBytesPerUser,
 		"bytes one user's client state may take in the database")
-	fs.Int64Var(&c.MaxStateBytesPerNamespace, "max-state-bytes-per-namespace", api.DefaultMaxStateBytesPerNamespace,
+	fs.Int64Var(&l.MaxStateBytesPerNamespace, "max-state-bytes-per-namespace", api.DefaultMaxStateBytesPerNamespace,
 		"bytes one client-state namespace of a user may take in the database")
 	fs.IntVar(&c.MaxDevicesPerUser, "max-devices-per-user", store.DefaultMaxDevicesPerUser,
 		"push subscriptions one user keeps; registering another evicts the least recently updated")
-	fs.IntVar(&c.MaxPushesPerRound, "max-pushes-per-round", api.DefaultMaxPushesPerRound,
+	fs.IntVar(&l.MaxPushesPerRound, "max-pushes-per-round", api.DefaultMaxPushesPerRound,
 		"pushes one LLM round may send (each to every device of the user); a round that would send more fails")
-	fs.DurationVar(&c.TokenProofMaxAge, "client-token-proof-max-age", api.DefaultTokenProofMaxAge,
+	fs.DurationVar(&l.TokenProofMaxAge, "client-token-proof-max-age", api.DefaultTokenProofMaxAge,
 		"how long a user's last call with AMSG_CLIENT_TOKEN lets amsg-client's encrypted /instant in without it")
 	fs.BoolVar(&c.AllowPrivateLLM, "allow-private-llm", false,
 		"let requests name loopback/private LLM endpoints as apiUrl (a local model for every caller; tests)")
@@ -85,27 +70,23 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 }
 
 func (c limitsConfig) validate() error {
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"read-header-timeout", c.ReadHeaderTimeout}, {"idle-timeout", c.IdleTimeout}, {"body-read-timeout", c.BodyReadTimeout},
-		{"write-timeout", c.WriteTimeout}, {"orphan-round-timeout", c.OrphanRoundTimeout},
-		{"client-token-proof-max-age", c.TokenProofMaxAge}} {
-		if d.v <= 0 {
-			return fmt.Errorf("%w: --%s must be positive", errUsage, d.name)
-		}
-	}
-	for _, n := range []struct {
-		name string
-		v    float64
-	}{{"max-rounds", float64(c.MaxRounds)}, {"max-rounds-per-user", float64(c.MaxRoundsPerUser)},
-		{"max-orphan-rounds", float64(c.MaxOrphanRounds)}, {"rate", c.Rate}, {"rate-burst", float64(c.RateBurst)},
-		{"user-rate", c.UserRate}, {"user-rate-burst", float64(c.UserRateBurst)},
-		{"max-tasks-per-user", float64(c.MaxTasksPerUser)}, {"max-state-bytes-per-user", float64(c.MaxStateBytesPerUser)},
-		{"max-state-bytes-per-namespace", float64(c.MaxStateBytesPerNamespace)}, {"max-devices-per-user", float64(c.MaxDevicesPerUser)},
-		{"max-pushes-per-round", float64(c.MaxPushesPerRound)}} {
-		if n.v <= 0 {
-			return fmt.Errorf("%w: --%s must be positive", errUsage, n.name)
+	l := c.API
+	for _, v := range []struct {
+		name     string
+		positive bool
+	}{
+		{"read-header-timeout", c.ReadHeaderTimeout > 0}, {"idle-timeout", c.IdleTimeout > 0},
+		{"body-read-timeout", l.BodyReadTimeout > 0}, {"write-timeout", l.WriteTimeout > 0},
+		{"orphan-round-timeout", l.OrphanRoundTimeout > 0}, {"client-token-proof-max-age", l.TokenProofMaxAge > 0},
+		{"max-rounds", l.MaxRounds > 0}, {"max-rounds-per-user", l.MaxRoundsPerUser > 0},
+		{"max-orphan-rounds", l.MaxOrphanRounds > 0}, {"rate", l.RequestsPerSecond > 0}, {"rate-burst", l.Burst > 0},
+		{"user-rate", l.UserRequestsPerSecond > 0}, {"user-rate-burst", l.UserBurst > 0},
+		{"max-tasks-per-user", l.MaxTasksPerUser > 0}, {"max-state-bytes-per-user", l.MaxStateBytesPerUser > 0},
+		{"max-state-bytes-per-namespace", l.MaxStateBytesPerNamespace > 0},
+		{"max-devices-per-user", c.MaxDevicesPerUser > 0}, {"max-pushes-per-round", l.MaxPushesPerRound > 0},
+	} {
+		if !v.positive {
+			return fmt.Errorf("%w: --%s must be positive", errUsage, v.name)
 		}
 	}
 	if c.RateLimit != "on" && c.RateLimit != "off" {
@@ -127,17 +108,10 @@ func (c limitsConfig) validate() error {
 
 // api is the API's share of the settings.
 func (c limitsConfig) api() api.Limits {
-	proxies, _ := api.ParseTrustedProxies(c.TrustedProxies) // validated
-	return api.Limits{
-		BodyReadTimeout: c.BodyReadTimeout, WriteTimeout: c.WriteTimeout,
-		MaxRounds: c.MaxRounds, MaxRoundsPerUser: c.MaxRoundsPerUser,
-		OrphanRoundTimeout: c.OrphanRoundTimeout, MaxOrphanRounds: c.MaxOrphanRounds,
-		RateLimitOff: c.RateLimit == "off", RequestsPerSecond: c.Rate, Burst: c.RateBurst,
-		UserRequestsPerSecond: c.UserRate, UserBurst: c.UserRateBurst, TrustedProxies: proxies,
-		MaxTasksPerUser: c.MaxTasksPerUser, MaxStateBytesPerUser: c.MaxStateBytesPerUser,
-		MaxStateBytesPerNamespace: c.MaxStateBytesPerNamespace, MaxPushesPerRound: c.MaxPushesPerRound,
-		TokenProofMaxAge: c.TokenProofMaxAge,
-	}
+	l := c.API
+	l.RateLimitOff = c.RateLimit == "off"
+	l.TrustedProxies, _ = api.ParseTrustedProxies(c.TrustedProxies) // validated
+	return l
 }
 
 // defaultModel is the operator's model, if one is configured.

@@ -176,22 +176,29 @@ func (r *instantRig) body(t *testing.T, apiURL string) string {
 	return string(b)
 }
 
+// instant posts an /instant round calling apiURL over the JSON transport.
+func (r *instantRig) instant(t *testing.T, apiURL string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, r.p.URL+"/api/v1/instant", strings.NewReader(r.body(t, apiURL)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(got)
+}
+
 // Finding 3: without --allow-private-llm a loopback apiUrl is refused and
 // never called.
 func TestInternalLLMURLRefused(t *testing.T) {
 	r := newInstantRig(t, "AMSG_ALLOW_PRIVATE_LLM=false")
 	for _, apiURL := range []string{r.llm.APIURL(), "http://169.254.169.254/latest/meta-data/", "http://localhost:6379/"} {
-		req, _ := http.NewRequest(http.MethodPost, r.p.URL+"/api/v1/instant", strings.NewReader(r.body(t, apiURL)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(got), `"code":"INVALID_API_URL"`) {
-			t.Errorf("%s: %d %s", apiURL, resp.StatusCode, got)
+		status, got := r.instant(t, apiURL)
+		if status != http.StatusBadRequest || !strings.Contains(got, `"code":"INVALID_API_URL"`) {
+			t.Errorf("%s: %d %s", apiURL, status, got)
 		}
 	}
 	// A text/plain body, what a cross-site form can send, starts nothing.
@@ -369,17 +376,9 @@ func TestAPIKeyInQueryNeverShown(t *testing.T) {
 	const secret = "AIzaSyQuerySecret1234567890"
 	r := newInstantRig(t)
 	r.llm.Enqueue(llmtest.Reply{Status: 500, Body: `{"error":{"message":"bad key ` + secret + `"}}`})
-	req, _ := http.NewRequest(http.MethodPost, r.p.URL+"/api/v1/instant", strings.NewReader(r.body(t, r.llm.APIURL()+"?key="+secret)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadGateway || strings.Contains(string(got), secret) {
-		t.Fatalf("= %d %s", resp.StatusCode, got)
+	status, got := r.instant(t, r.llm.APIURL()+"?key="+secret)
+	if status != http.StatusBadGateway || strings.Contains(got, secret) {
+		t.Fatalf("= %d %s", status, got)
 	}
 	r.p.WaitLog(t, "llm call failed", 10*time.Second)
 	r.p.mu.Lock()

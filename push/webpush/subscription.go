@@ -192,18 +192,27 @@ var ErrRefusedAddress = errors.New("push endpoint address refused")
 
 // dialControl runs for every address the sender's dialer tries, after DNS
 // resolution, so DNS rebinding cannot reach a private network.
-func (p EndpointPolicy) dialControl(_, address string, _ syscall.RawConn) error {
+func (p EndpointPolicy) dialControl(network, address string, c syscall.RawConn) error {
 	if p.AllowPrivate {
 		return nil
 	}
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s is not an IP address", ErrRefusedAddress, address)
+	return RefusePrivate(ErrRefusedAddress)(network, address, c)
+}
+
+// RefusePrivate is a net.Dialer Control that refuses every address
+// RefusedAddress refuses, with an error wrapping refused. The push sender
+// and the LLM client dial through it.
+func RefusePrivate(refused error) func(network, address string, c syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: %s is not an IP address", refused, address)
+		}
+		if why := RefusedAddress(ap.Addr()); why != "" {
+			return fmt.Errorf("%w: %s is %s", refused, ap.Addr().Unmap(), why)
+		}
+		return nil
 	}
-	if why := RefusedAddress(ap.Addr()); why != "" {
-		return fmt.Errorf("%w: %s is %s", ErrRefusedAddress, ap.Addr().Unmap(), why)
-	}
-	return nil
 }
 
 // refusedPrefixes are the non-public ranges netip's predicates do not cover.
