@@ -253,3 +253,21 @@ func TestTaskLLMURLPolicy(t *testing.T) {
 		t.Fatalf("update to an internal apiUrl: %d %s", got.status, got.body)
 	}
 }
+
+// BenchmarkRateLimiterAllow is the cost the per-address limit adds to a
+// request, over 10 000 client addresses.
+func BenchmarkRateLimiterAllow(b *testing.B) {
+	l := newRateLimiter(1e9, 1e9, time.Now)
+	keys := make([]string, 10_000)
+	for i := range keys {
+		keys[i] = netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).String()
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			l.allow(keys[i%len(keys)])
+			i++
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"amsg/store/usercrypt"
 )
@@ -73,5 +74,21 @@ func TestMasterKeyMismatchAndRekey(t *testing.T) {
 	status, body := r.call(t, p, http.MethodGet, "push-subscription", nil)
 	if status != http.StatusOK || !strings.Contains(string(body), `"devices":1`) {
 		t.Fatalf("the device after rekey: %d %s", status, body)
+	}
+}
+
+// Finding 9: a deleted database made a restart generate new keys quietly.
+func TestVanishedDatabaseIsLoud(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	p := startAmsg(t, dir)
+	if err := p.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"amsg.db", "amsg.db-wal", "amsg.db-shm"} {
+		_ = os.Remove(filepath.Join(dir, f))
+	}
+	p = startAmsg(t, dir)
+	if line := p.WaitLog(t, "holds no database", 10*time.Second); line["level"] != "ERROR" {
+		t.Errorf("logged %v", line)
 	}
 }

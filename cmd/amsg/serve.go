@@ -91,6 +91,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	if err := prepareDataDir(cfg.DataDir); err != nil {
 		return nil, &configError{err}
 	}
+	warnIfDatabaseVanished(cfg.DataDir, log)
 	dataLock, err := lockDataDir(cfg.DataDir)
 	switch {
 	case errors.Is(err, errNoDataDirLock):
@@ -279,4 +280,17 @@ func prepareDataDir(dir string) error {
 	name := probe.Name()
 	probe.Close()
 	return os.Remove(name)
+}
+
+// warnIfDatabaseVanished says loudly that a data directory an amsg has run
+// in (its lock file is there) has lost its database: the start that follows
+// creates an empty one, with new keys unless they are given, and every
+// browser must subscribe again.
+func warnIfDatabaseVanished(dir string, log *slog.Logger) {
+	_, lockErr := os.Stat(filepath.Join(dir, "amsg.lock"))
+	_, dbErr := os.Stat(filepath.Join(dir, "amsg.db"))
+	if lockErr == nil && errors.Is(dbErr, os.ErrNotExist) {
+		log.Error("the data directory has run amsg but holds no database: starting with an empty one and, unless given, new master and VAPID keys; every browser must subscribe again",
+			"data_dir", dir)
+	}
 }
