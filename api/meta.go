@@ -1,10 +1,8 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -42,22 +40,6 @@ func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) erro
 		Features      []string `json:"features"`
 	}{true, s.cfg.ServerVersion, s.features})
 	return nil
-}
-
-// healthTimeout bounds the health check's database probe.
-const healthTimeout = 3 * time.Second
-
-// handleHealth answers 200 when the database file can be read and written
-// now, 503 otherwise (deleted, read-only, corrupt, disk full, or too slow).
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-	defer cancel()
-	if err := s.deps.Store.Probe(ctx); err != nil {
-		s.log.WarnContext(r.Context(), "health check failed", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // handleMetrics serves the Prometheus text format. When a client token is

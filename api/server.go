@@ -112,6 +112,7 @@ type Server struct {
 	metrics   *httpMetrics
 	rounds    *roundGuard
 	proofs    *tokenProofs
+	health    healthCheck
 	handler   http.Handler
 }
 

@@ -276,9 +276,7 @@ func TestHealthFailsWithTheDatabaseDeleted(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	if got := get(); got != http.StatusOK {
-		t.Fatalf("healthy: %d", got)
-	}
+	// No check before: a pass answers for a second (api/health.go).
 	for _, f := range []string{"amsg.db", "amsg.db-wal", "amsg.db-shm"} {
 		_ = os.Remove(filepath.Join(dir, f))
 	}
