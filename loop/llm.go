@@ -72,6 +72,7 @@ type Client struct {
 	http    *http.Client // request-given endpoints, under the policy
 	trusted *http.Client // the operator's default model
 	def     Model
+	policy  URLPolicy
 	timeout time.Duration
 	max     int64
 	log     *slog.Logger
@@ -79,7 +80,8 @@ type Client struct {
 
 // NewClient returns a Client for cfg.
 func NewClient(cfg Config) *Client {
-	c := &Client{http: cfg.HTTPClient, trusted: cfg.HTTPClient, def: cfg.Default, timeout: cfg.Timeout, max: cfg.MaxResponseBytes, log: cfg.Logger}
+	c := &Client{http: cfg.HTTPClient, trusted: cfg.HTTPClient, def: cfg.Default, policy: cfg.Policy,
+		timeout: cfg.Timeout, max: cfg.MaxResponseBytes, log: cfg.Logger}
 	if c.http == nil {
 		c.http = newHTTPClient(cfg.Policy.dialControl())
 		c.trusted = newHTTPClient(nil)
@@ -215,8 +217,8 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 }
 
 func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error) (resp *Response, err error) {
-	httpClient := c.http
-	if req.APIURL == "" && c.def.APIURL != "" {
+	httpClient, operators := c.http, req.APIURL == "" && c.def.APIURL != ""
+	if operators {
 		req.APIURL, req.APIKey, req.Model = c.def.APIURL, c.def.APIKey, cmp.Or(req.Model, c.def.Name)
 		httpClient = c.trusted
 	}
@@ -251,6 +253,11 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 		}
 		c.log.DebugContext(ctx, "llm call", append(attrs, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)...)
 	}()
+	if !operators && !c.policy.AllowPrivate {
+		// A request-given endpoint: its caller learns the status class of
+		// a failed answer and nothing of its content (docs/security.md).
+		defer func() { err = statusClassOnly(err, endpoint) }()
+	}
 
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
@@ -313,6 +320,26 @@ func (c *Client) transportError(ctx context.Context, err error, endpoint, key st
 	// out" would map which ports of a host are open.
 	return &Error{kind: ErrTransport, cause: err,
 		msg: fmt.Sprintf("AI API error: request failed. Request URL: %s", displayURL(endpoint))}
+}
+
+// statusClassOnly rewrites the error of an answer that was not a usable
+// completion to say only the class of its status: the status line and body
+// of whatever a caller pointed the server at are not told back.
+func statusClassOnly(err error, endpoint string) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Status == 0 {
+		return err
+	}
+	var msg string
+	switch e.kind {
+	case ErrStatus:
+		msg = "AI API error: the endpoint answered with an error status (%dxx). Request URL: %s"
+	case ErrBadResponse:
+		msg = "AI API error: the answer (%dxx) is not a chat completion. Request URL: %s"
+	default:
+		return err
+	}
+	return &Error{kind: e.kind, Status: e.Status, cause: e.cause, msg: fmt.Sprintf(msg, e.Status/100, displayURL(endpoint))}
 }
 
 // rootCause drops net/http's `Post "<url>":` wrapping, which repeats the URL.

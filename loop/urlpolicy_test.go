@@ -109,3 +109,26 @@ func TestErrorsMaskTheQuery(t *testing.T) {
 		t.Fatalf("transport err = %v", err)
 	}
 }
+
+// Under the strict policy a failed answer tells its caller the status class
+// only: not the status line, not the body (finding 3's read-back).
+func TestStrictPolicyTellsTheStatusClassOnly(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	llm.Enqueue(llmtest.Reply{Status: 401, Body: `{"error":{"message":"internal secret 42"}}`},
+		llmtest.Reply{Body: `<html>admin panel</html>`})
+	// A plain HTTP client stands in for a public host the dial guard lets through.
+	c := NewClient(Config{HTTPClient: &http.Client{}})
+	req := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Prompt: "p"}
+	_, err := c.Complete(context.Background(), req)
+	if !errors.Is(err, ErrStatus) || err.Error() != "AI API error: the endpoint answered with an error status (4xx). Request URL: "+llm.URL+"/v1/chat/completions" {
+		t.Fatalf("status error = %v", err)
+	}
+	var e *Error
+	if errors.As(err, &e) && (e.ProviderMessage != "" || e.Status != 401) {
+		t.Errorf("provider detail %q, status %d", e.ProviderMessage, e.Status)
+	}
+	_, err = c.Complete(context.Background(), req)
+	if !errors.Is(err, ErrBadResponse) || strings.Contains(err.Error(), "200") || !strings.Contains(err.Error(), "2xx") {
+		t.Fatalf("bad response = %v", err)
+	}
+}
