@@ -200,7 +200,7 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 			s.writeError(w, r, rateLimited(w, wait, "requestsPerAddress"))
 			return
 		}
-		if user := strings.TrimSpace(r.Header.Get("X-User-Id")); user != "" && len(user) <= 128 {
+		if user := s.rateLimitedUser(r); user != "" {
 			if ok, wait := rl.byUser.allow(user); !ok {
 				s.writeError(w, r, rateLimited(w, wait, "requestsPerUser"))
 				return
@@ -208,6 +208,21 @@ func (s *Server) rateLimit(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// rateLimitedUser is the user whose request rate a request counts
+// against. With a client token configured only a request that carries it
+// counts: X-User-Id is a claim, and anyone could otherwise spend a victim's
+// budget and lock the victim out.
+func (s *Server) rateLimitedUser(r *http.Request) string {
+	user := proofUser(r)
+	if user == "" || s.cfg.ClientToken == "" {
+		return user
+	}
+	if !s.tokens.equal(strings.TrimSpace(r.Header.Get("X-Client-Token")), s.cfg.ClientToken) {
+		return ""
+	}
+	return user
 }
 
 // clientAddress is the address of the client: the peer, or, when the peer

@@ -271,3 +271,24 @@ func BenchmarkRateLimiterAllow(b *testing.B) {
 		}
 	})
 }
+
+// With a client token configured, a request without it does not spend the
+// budget of the user it names: a stranger cannot lock a user out.
+func TestUserRateCountsOnlyTokenHolders(t *testing.T) {
+	s := newTestServer(t, Config{ClientToken: "tok", Limits: Limits{UserRequestsPerSecond: 1, UserBurst: 1}}, Deps{})
+	for i := range 5 {
+		req := newRequest(http.MethodGet, "/api/v1/capabilities", "", map[string]string{"X-User-Id": testUserID})
+		req.RemoteAddr = fmt.Sprintf("192.0.2.%d:1", i+1)
+		if got := serve(s, req); got.status != http.StatusUnauthorized {
+			t.Fatalf("stranger %d = %d %s", i, got.status, got.body)
+		}
+	}
+	got := do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"X-User-Id": testUserID, "X-Client-Token": "tok"})
+	if got.status != http.StatusOK {
+		t.Fatalf("the user after strangers used their id = %d %s", got.status, got.body)
+	}
+	got = do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"X-User-Id": testUserID, "X-Client-Token": "tok"})
+	if got.status != http.StatusTooManyRequests {
+		t.Fatalf("the user over their own rate = %d", got.status)
+	}
+}
