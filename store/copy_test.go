@@ -93,6 +93,9 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 	if err := st.CreateBroadcast(ctx, store.Broadcast{ID: "b1", Message: json.RawMessage(`{"message":"hi"}`), UserIDs: []string{alice}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.PutTokenProof(ctx, alice, store.TokenProof{TokenMAC: "mac", SeenAt: clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func rawPostgres(t *testing.T, url string) *sql.DB {

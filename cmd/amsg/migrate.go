@@ -19,8 +19,9 @@ import (
 // runMigrate copies a SQLite data directory into an empty PostgreSQL
 // database: `amsg migrate --from <data dir> --to postgres://…`. --from
 // defaults to AMSG_DATA_DIR and --to to AMSG_DATABASE_URL, serve's twins, so
-// the URL and its password need not show in a process listing. The data
-// directory is locked for the copy: stop amsg first.
+// the URL and its password need not show in a process listing; the keys are
+// serve's (AMSG_MASTER_KEY, AMSG_VAPID_*), needed when the directory does not
+// store them. The data directory is locked for the copy: stop amsg first.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fs := flag.NewFlagSet("amsg migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -43,7 +44,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintln(stderr, "amsg migrate: --to must be a postgres:// or postgresql:// URL")
 		return 2
 	}
-	copied, err := migrateData(ctx, *from, *to, slog.New(slog.NewTextHandler(stderr, nil)))
+	keys := store.Config{MasterKey: getenv("AMSG_MASTER_KEY"),
+		VAPIDPublicKey: getenv("AMSG_VAPID_PUBLIC_KEY"), VAPIDPrivateKey: getenv("AMSG_VAPID_PRIVATE_KEY")}
+	copied, err := migrateData(ctx, *from, *to, keys, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		fmt.Fprintf(stderr, "amsg migrate: %v\n", err)
 		return 1
@@ -54,9 +57,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	return 0
 }
 
-// migrateData opens the data directory (locked, never created) and the
-// database with the directory's secrets, and copies.
-func migrateData(ctx context.Context, dir, url string, log *slog.Logger) (map[string]int, error) {
+// migrateData opens the data directory (locked, never created) with the
+// keys the server runs with (those of the environment, where the directory
+// keeps only the master key's check value), then the database with the same
+// keys, and copies.
+func migrateData(ctx context.Context, dir, url string, keys store.Config, log *slog.Logger) (map[string]int, error) {
 	path := filepath.Join(dir, "amsg.db")
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("--from: %w", err)
@@ -66,7 +71,8 @@ func migrateData(ctx context.Context, dir, url string, log *slog.Logger) (map[st
 		return nil, err
 	}
 	defer closeFile(dataLock)
-	src, err := store.Open(ctx, store.Config{Path: path, Logger: log})
+	keys.Path, keys.Logger = path, log
+	src, err := store.Open(ctx, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -31,8 +31,9 @@ func TestMigrateCopiesADataDirectoryIntoPostgres(t *testing.T) {
 	}
 	url := storetest.DatabaseURL(t)
 
+	keys := map[string]string{"AMSG_MASTER_KEY": sec.MasterKey, "AMSG_VAPID_PUBLIC_KEY": sec.VAPIDPublicKey, "AMSG_VAPID_PRIVATE_KEY": sec.VAPIDPrivateKey}
 	var stdout, stderr bytes.Buffer
-	if code := run(ctx, []string{"migrate", "--from", dir, "--to", url}, &stdout, &stderr, func(string) string { return "" }); code != 0 {
+	if code := run(ctx, []string{"migrate", "--from", dir, "--to", url}, &stdout, &stderr, func(name string) string { return keys[name] }); code != 0 {
 		t.Fatalf("amsg migrate = %d\n%s", code, stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "tasks: 1 rows\n") {

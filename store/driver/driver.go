@@ -31,6 +31,11 @@ type Driver interface {
 	// SQLite's callers are kept apart by the data-directory lock and its one
 	// writer).
 	Exclusive(ctx context.Context, name string, fn func() error) error
+	// Probe runs fn in a write transaction on a fresh connection, opened
+	// the way Open opened the database, so a health check notices what the
+	// pooled connections would not (SQLite: a file deleted or replaced under
+	// them).
+	Probe(ctx context.Context, fn func(*sql.Tx) error) error
 	// Leader is a campaign for the leadership called name among the
 	// processes on this database.
 	Leader(name string) Leader

@@ -18,6 +18,7 @@ var dialect = driver.Dialect{
 		tasksSchema,
 		transcriptsSchema,
 		broadcastsSchema,
+		tokenProofsSchema,
 		instancesSchema,
 	},
 

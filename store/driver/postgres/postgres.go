@@ -95,6 +95,12 @@ func (db *DB) writeOnce(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// Probe runs fn as a write: each transaction takes a pooled connection the
+// pool has checked, and the server is the one thing to reach.
+func (db *DB) Probe(ctx context.Context, fn func(*sql.Tx) error) error {
+	return db.Write(ctx, fn)
+}
+
 // retryable reports a serialization failure or a deadlock: the transaction
 // did nothing and may run again.
 func retryable(err error) bool {

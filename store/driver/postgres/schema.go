@@ -155,6 +155,15 @@ CREATE TABLE broadcasts (
 );
 `
 
+// tokenProofsSchema: one row per user, its last proof of the client token.
+const tokenProofsSchema = `
+CREATE TABLE client_token_proofs (
+	user_id   TEXT PRIMARY KEY,
+	token_mac TEXT NOT NULL,
+	seen_at   BIGINT NOT NULL
+);
+`
+
 // instancesSchema: one row per running amsg, heartbeated.
 const instancesSchema = `
 CREATE TABLE instances (

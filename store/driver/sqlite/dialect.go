@@ -17,6 +17,7 @@ var dialect = driver.Dialect{
 		tasksSchema,
 		transcriptsSchema,
 		broadcastsSchema,
+		tokenProofsSchema,
 		instancesSchema,
 	},
 

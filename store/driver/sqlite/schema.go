@@ -139,6 +139,15 @@ CREATE TABLE broadcasts (
 ) STRICT;
 `
 
+// tokenProofsSchema: one row per user, its last proof of the client token.
+const tokenProofsSchema = `
+CREATE TABLE client_token_proofs (
+	user_id   TEXT PRIMARY KEY,
+	token_mac TEXT NOT NULL,
+	seen_at   INTEGER NOT NULL
+) STRICT;
+`
+
 // instancesSchema: one row per running amsg, heartbeated.
 const instancesSchema = `
 CREATE TABLE instances (

@@ -29,6 +29,7 @@ const (
 
 // DB is an open SQLite database.
 type DB struct {
+	path   string  // absolute
 	writer *sql.DB // one connection: SQLite has one writer anyway
 	reader *sql.DB // query_only connections
 }
@@ -48,6 +49,7 @@ func (db *DB) open(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	db.path = abs
 	if err := prepareFile(abs); err != nil {
 		return err
 	}
@@ -114,6 +116,28 @@ func VacuumInto(ctx context.Context, path, out string) error {
 	defer db.Close()
 	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, out)
 	return err
+}
+
+// Probe runs fn on a connection of its own to the file at its path,
+// without creating it: the pooled connections keep a deleted or replaced
+// file open and would not notice.
+func (db *DB) Probe(ctx context.Context, fn func(*sql.Tx) error) error {
+	if _, err := os.Stat(db.path); err != nil {
+		return err
+	}
+	probe, err := sql.Open("sqlite", dsn(db.path, "mode=rw&_txlock=immediate"))
+	if err != nil {
+		return err
+	}
+	defer probe.Close()
+	tx, err := probe.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	return tx.Commit()
 }
 
 // Writer is the one write connection.
