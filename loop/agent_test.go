@@ -449,7 +449,7 @@ func TestAgentRetakesAnAbandonedClaim(t *testing.T) {
 			t.Fatal(err) // a's claim, its round under way
 		}
 		advance(time.Second)
-		b := NewAgent(AgentConfig{Client: NewClient(Config{}), Transcripts: f.agent.Transcripts(), Now: now, Instance: "b", Liveness: alive})
+		b := NewAgent(AgentConfig{Client: NewClient(Config{Policy: testPolicy}), Transcripts: f.agent.Transcripts(), Now: now, Instance: "b", Liveness: alive})
 		_, err := b.Resume(t.Context(), Resume{Owner: owner, SessionID: "s", Iteration: 1, Call: f.call(result)})
 		conflict(t, err)
 

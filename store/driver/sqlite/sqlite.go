@@ -122,6 +122,9 @@ func VacuumInto(ctx context.Context, path, out string) error {
 // without creating it: the pooled connections keep a deleted or replaced
 // file open and would not notice.
 func (db *DB) Probe(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := db.reader.PingContext(ctx); err != nil { // closed
+		return err
+	}
 	if _, err := os.Stat(db.path); err != nil {
 		return err
 	}
