@@ -57,36 +57,13 @@ const (
 // ErrInvalidOutbox reports outbox input the store cannot keep or look up.
 var ErrInvalidOutbox = errors.New("store: invalid outbox input")
 
-// OutboxMessage is one finalized push as the outbox keeps it.
-type OutboxMessage struct {
-	MessageID string
-	TaskUUID  string // "" when the push belongs to no task
-	SessionID string // "" when the push has none
-	// MessageIndex (1-based) and TotalMessages place the push in its burst;
-	// 0 when the push has none.
-	MessageIndex  int
-	TotalMessages int
-	// Payload is the push as encoded for sending: a JSON object of at most
-	// push.MaxDecodeBytes.
-	Payload json.RawMessage
-}
+// OutboxMessage is one finalized push as the outbox keeps it; the type
+// lives in push so the courier shares it without importing the store.
+type OutboxMessage = push.OutboxMessage
 
-// NewOutboxMessage encodes p and lifts its identity fields, so every sender
-// records pushes the same way.
-func NewOutboxMessage(p push.Push) (OutboxMessage, error) {
-	payload, err := push.Encode(p)
-	if err != nil {
-		return OutboxMessage{}, fmt.Errorf("store: outbox message: %w", err)
-	}
-	c := p.CommonFields()
-	m := OutboxMessage{MessageID: c.MessageID, SessionID: c.SessionID, Payload: payload}
-	m.TaskUUID, _ = c.TaskUUID.Get()
-	if content, ok := p.(*push.ContentPush); ok {
-		m.MessageIndex, _ = content.MessageIndex.Get()
-		m.TotalMessages, _ = content.TotalMessages.Get()
-	}
-	return m, nil
-}
+// NewOutboxMessage encodes p and lifts its identity fields
+// (push.NewOutboxMessage).
+var NewOutboxMessage = push.NewOutboxMessage
 
 // OutboxEntry is a stored outbox row.
 type OutboxEntry struct {
@@ -193,6 +170,9 @@ func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []strin
 	}
 	return n, nil
 }
+
+// markOutboxDeliveredSQL marks one message delivered: now, userID, messageID.
+var markOutboxDeliveredSQL = preparedSQL(`UPDATE message_outbox SET delivered_at = ? WHERE user_id = ? AND message_id = ?`)
 
 // updateOutbox runs query with now, userID and messageIDs as a JSON array,
 // and returns the rows changed.

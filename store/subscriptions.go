@@ -156,9 +156,11 @@ func (s *Store) SubscriptionSummary(ctx context.Context, userID string) (Subscri
 // DeleteDevice deletes one of userID's devices. A device that is already
 // gone, or belongs to another user, is not an error.
 func (s *Store) DeleteDevice(ctx context.Context, userID string, deviceID int64) error {
-	_, err := s.execCount(ctx, "delete subscriptions", `DELETE FROM subscriptions WHERE user_id = ? AND id = ?`, userID, deviceID)
+	_, err := s.execCount(ctx, "delete subscriptions", deleteDeviceSQL, userID, deviceID)
 	return err
 }
+
+var deleteDeviceSQL = preparedSQL(`DELETE FROM subscriptions WHERE user_id = ? AND id = ?`)
 
 // DeleteSubscription deletes userID's device with this endpoint and reports
 // whether there was one.

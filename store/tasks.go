@@ -310,21 +310,17 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, until time.Time) (Lease
 // ReleaseLease gives l up without changing anything else, so the task is
 // claimable again at once. A lease already lost is not an error.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
-	if err := s.releaseLease(ctx, s.writer, l); err != nil {
+	if err := s.write(ctx, func(tx *sql.Tx) error { return s.releaseLease(ctx, tx, l) }); err != nil {
 		return fmt.Errorf("store: release lease: %w", err)
 	}
 	return nil
 }
 
-// execer is a *sql.DB or a *sql.Tx.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+var releaseLeaseSQL = preparedSQL(`UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`)
 
-// releaseLease clears l's lease through db, if l still holds it.
-func (s *Store) releaseLease(ctx context.Context, db execer, l Lease) error {
-	_, err := db.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
-		millis(s.now()), l.TaskID, millis(l.Until))
+// releaseLease clears l's lease in tx, if l still holds it.
+func (s *Store) releaseLease(ctx context.Context, tx *sql.Tx, l Lease) error {
+	_, err := s.txExec(ctx, tx, releaseLeaseSQL, millis(s.now()), l.TaskID, millis(l.Until))
 	return err
 }
 
