@@ -107,10 +107,10 @@ type Store struct {
 	writes     chan *writeOp
 	stopWrites chan struct{}
 	writesDone chan struct{}
-	log     *slog.Logger
-	now     func() time.Time
-	secrets Secrets
-	keyring *usercrypt.Keyring
+	log        *slog.Logger
+	now        func() time.Time
+	secrets    Secrets
+	keyring    *usercrypt.Keyring
 
 	closeOnce sync.Once
 	closeErr  error
