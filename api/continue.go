@@ -21,6 +21,7 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	defer c.round.Close()
 	ctx := context.WithoutCancel(r.Context())
 	run, err := s.deps.Instant.Agent.Resume(ctx, loop.Resume{
 		Owner: c.owner, SessionID: c.req.sessionID, Iteration: c.req.iteration, Call: c.req.call(),
@@ -42,5 +43,5 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	return s.respondRound(ctx, w, r, run, c.to)
+	return s.respondRound(ctx, w, r, run, c.round)
 }

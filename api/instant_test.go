@@ -20,6 +20,7 @@ import (
 
 	"amsg/loop"
 	"amsg/loop/llmtest"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/store"
 	"amsg/store/storetest"
@@ -38,12 +39,12 @@ type instantFixture struct {
 func newInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig) *instantFixture {
 	t.Helper()
 	st := storetest.New(t)
-	dispatcher, fake := newTestDispatcher(t, st)
+	deliveries, fake := newTestCourier(t, st, courier.PolicyUpstream)
 	agent.Client = loop.NewClient(loop.Config{})
 	agent.Transcripts = loop.NewTranscripts(st, nil)
 	agent.Logger = testLogger(t)
 	cfg.AllowPrivateEndpoints = true
-	s := newTestServer(t, cfg, Deps{Store: st, Dispatcher: dispatcher,
+	s := newTestServer(t, cfg, Deps{Store: st, Courier: deliveries,
 		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond}})
 	h := httptest.NewServer(s)
 	t.Cleanup(h.Close)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
@@ -54,8 +55,8 @@ type Config struct {
 type Deps struct {
 	// Store is the database; /healthz pings it.
 	Store *store.Store
-	// Dispatcher delivers pushes to every device of a user.
-	Dispatcher *webpush.Dispatcher
+	// Courier delivers every push.
+	Courier *courier.Courier
 	// Scheduler delivers tasks; the task endpoints need it.
 	Scheduler *scheduler.Scheduler
 	// Metrics receives the HTTP metrics; /metrics serves its gatherer.
@@ -121,7 +122,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.now = time.Now
 	}
 	s.builder = builders.Builder{Now: s.now}
-	if deps.Store == nil || deps.Dispatcher == nil {
+	if deps.Store == nil || deps.Courier == nil {
 		return nil, errors.New("api: a store and a dispatcher are required")
 	}
 	if s.cfg.MaxBodyBytes <= 0 {

@@ -10,6 +10,7 @@ import (
 
 	"amsg/builders"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/webpush"
 )
 
@@ -149,14 +150,8 @@ func (s *Server) handleTestPush(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	payload, err := push.Encode(p)
-	if err != nil {
-		return err
-	}
-	res, err := s.deps.Dispatcher.Dispatch(r.Context(), userID, webpush.Message{
-		ID: p.MessageID, Kind: p.Kind(), Payload: payload, Source: push.SourceInstant,
-	})
-	if errors.Is(err, webpush.ErrNoDevices) {
+	res, err := s.deps.Courier.SendPush(r.Context(), userID, push.SourceInstant, p)
+	if errors.Is(err, courier.ErrNoRecipients) {
 		return errSubscriptionMissing
 	}
 	if err != nil {

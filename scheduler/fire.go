@@ -13,7 +13,7 @@ import (
 	"amsg/builders"
 	"amsg/loop"
 	"amsg/push"
-	"amsg/push/webpush"
+	"amsg/push/courier"
 	"amsg/store"
 )
 
@@ -71,30 +71,47 @@ func messageIDBase(taskID int64, occurrence time.Time) string {
 
 // outgoing is one built push of a burst, as the outbox records it.
 type outgoing struct {
-	store.OutboxMessage
+	push.OutboxMessage
 	kind      push.Kind
 	delivered bool // an earlier attempt delivered it
 }
 
 // fire delivers one occurrence of task: content (the stored message, or an
-// LLM answer), then its pushes, reasoning first, paced. It returns how many
-// content pushes went out. An occurrence that already reached the user in
-// part (a retry after a failure mid-burst, or after a crash) finishes the
-// burst it started, from the outbox: a new LLM answer would mix with the
-// sentences already shown under the same messageIds.
+// LLM answer), then its pushes, reasoning first, paced, through one courier
+// round. It returns how many content pushes the burst has. The burst is
+// recorded in the outbox before its first push leaves, and an attempt that
+// finds the occurrence's burst recorded resends it rather than building it
+// again: after a crash mid-burst, the sentences already shown stay the first
+// answer's, under the same messageIds, and the LLM is not asked again. An
+// attempt that fails having delivered none of its burst discards it, so the
+// retry starts afresh (with an edited message, or a new LLM answer).
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
-	var pushed []string
 	defer func() { s.recordRound(task, round, err) }()
 
-	burst := s.startedBurst(ctx, task)
+	cr, err := s.deps.Courier.Open(ctx, courier.Recipients{UserID: task.UserID}, p.MessageType.Source())
+	switch {
+	case errors.Is(err, courier.ErrNoRecipients):
+		return 0, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+	case err != nil:
+		return 0, err
+	}
+	defer cr.Close()
+
+	burst, started, err := s.recordedBurst(ctx, task)
+	if err != nil {
+		return 0, err
+	}
 	if burst == nil {
-		if burst, round, err = s.newBurst(ctx, task, p, rec); err != nil {
+		if burst, round, err = s.newBurst(ctx, cr, task, p, rec); err != nil {
 			return 0, err
 		}
 	}
-	defer func() { s.markDelivered(task, pushed) }()
-	source := p.MessageType.Source()
+	defer func() {
+		if err != nil && !started {
+			s.discardBurst(task)
+		}
+	}()
 	paced := false
 	for _, o := range burst {
 		if o.kind == push.KindContent {
@@ -108,11 +125,11 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 				return 0, err
 			}
 		}
-		paced = true
-		if err := s.send(ctx, task.UserID, source, o); err != nil {
+		withheld, err := s.send(ctx, cr, o)
+		if err != nil {
 			return 0, err
 		}
-		pushed = append(pushed, o.MessageID)
+		started, paced = started || !withheld, !withheld
 		switch {
 		case round == nil:
 		case o.kind == push.KindReasoning:
@@ -125,11 +142,10 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 }
 
 // newBurst makes an occurrence's pushes (calling the LLM when the task asks
-// for it) and records them in the outbox before anything is sent, for
-// clients that were offline; the outbox is best effort and never fails a
-// delivery. round is the LLM round to record, set even when the call failed.
-func (s *Scheduler) newBurst(ctx context.Context, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
-	resp, err := s.content(ctx, task, p)
+// for it) and records them in the outbox before anything is sent. round is
+// the LLM round to record, set even when the call failed.
+func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
+	resp, err := s.content(ctx, p)
 	if resp == nil && err == nil {
 		resp = &contentResult{text: *p.UserMessage}
 	} else if resp != nil {
@@ -144,42 +160,49 @@ func (s *Scheduler) newBurst(ctx context.Context, task store.Task, p Payload, re
 	if round != nil {
 		round.Reasoning, round.Text = resp.reasoning, resp.text
 	}
-	messages := make([]store.OutboxMessage, len(burst))
+	messages := make([]push.OutboxMessage, len(burst))
 	for i, o := range burst {
 		messages[i] = o.OutboxMessage
 	}
-	if err := s.deps.Store.AppendOutbox(ctx, task.UserID, messages); err != nil {
-		s.log.Warn("scheduler: outbox append failed; sending anyway", "task_id", task.ID, "err", err)
+	if err := cr.Record(ctx, messages); err != nil {
+		return nil, round, err
 	}
 	return burst, round, nil
 }
 
-// startedBurst returns the burst an earlier attempt of the occurrence
-// recorded in the outbox, when some of it was delivered; nil otherwise (an
-// attempt that reached nobody starts afresh, with an edited message or a
-// new LLM answer).
-func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoing {
+// recordedBurst returns the burst an earlier attempt of the occurrence
+// recorded in the outbox, and whether any of it was delivered; nil when
+// there is none.
+func (s *Scheduler) recordedBurst(ctx context.Context, task store.Task) (burst []outgoing, started bool, err error) {
 	entries, err := s.deps.Store.SessionOutbox(ctx, task.UserID, sessionID(task.ID, task.NextSendAt))
 	if err != nil {
-		s.log.Warn("scheduler: reading the occurrence's outbox failed; building it afresh", "task_id", task.ID, "err", err)
-		return nil
+		return nil, false, fmt.Errorf("read the occurrence's outbox: %w", err)
 	}
-	burst := make([]outgoing, 0, len(entries))
-	started := false
+	burst = make([]outgoing, 0, len(entries))
 	for _, e := range entries {
 		p, err := push.Decode(e.Payload)
 		if err != nil {
 			s.log.Warn("scheduler: an outbox row does not decode; building the occurrence afresh", "task_id", task.ID, "err", err)
-			return nil
+			return nil, false, nil
 		}
 		delivered := !e.DeliveredAt.IsZero()
 		started = started || delivered
 		burst = append(burst, outgoing{OutboxMessage: e.OutboxMessage, kind: p.Kind(), delivered: delivered})
 	}
-	if !started {
-		return nil
+	if len(burst) == 0 {
+		return nil, false, nil
 	}
-	return burst
+	return burst, started, nil
+}
+
+// discardBurst deletes the recorded pushes of an occurrence none of which
+// was delivered, so its retry builds the burst afresh.
+func (s *Scheduler) discardBurst(task store.Task) {
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	if _, err := s.deps.Store.DiscardUndeliveredSession(ctx, task.UserID, sessionID(task.ID, task.NextSendAt)); err != nil {
+		s.log.Warn("scheduler: discarding an undelivered burst failed", "task_id", task.ID, "err", err)
+	}
 }
 
 // recordRound writes an occurrence's LLM round into the session transcript
@@ -205,19 +228,6 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 	}
 }
 
-// markDelivered records in the outbox the pushes that went out, also those
-// of a burst cut short.
-func (s *Scheduler) markDelivered(task store.Task, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
-	defer cancel()
-	if err := s.deps.Store.MarkOutboxDelivered(ctx, task.UserID, ids); err != nil {
-		s.log.Warn("scheduler: marking outbox rows delivered failed", "task_id", task.ID, "err", err)
-	}
-}
-
 // contentResult is what an occurrence sends: the reasoning and the text,
 // and the LLM's answer when one was asked.
 type contentResult struct {
@@ -229,7 +239,7 @@ type contentResult struct {
 // ones without an LLM) it returns nil: the stored userMessage is the text.
 // Otherwise it makes one LLM call with the stored prompt; a failed call
 // returns a non-nil result without an answer, so the round is recorded.
-func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (*contentResult, error) {
+func (s *Scheduler) content(ctx context.Context, p Payload) (*contentResult, error) {
 	useLLM := p.MessageType == push.TypePrompted || p.MessageType == push.TypeAuto ||
 		(p.MessageType == push.TypeInstant && p.HasAIConfig())
 	if !useLLM {
@@ -237,15 +247,6 @@ func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (*c
 			return nil, textError("Invalid instant message: no content source available")
 		}
 		return nil, nil
-	}
-	// Check for a device before spending LLM tokens on a message nobody
-	// can receive; without an LLM call, sending finds out by itself.
-	devices, err := s.deps.Store.Devices(ctx, task.UserID)
-	if err != nil {
-		return nil, fmt.Errorf("list push subscriptions: %w", err)
-	}
-	if len(devices) == 0 {
-		return nil, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
 	req := loop.Request{
 		APIURL:         deref(p.APIURL),
@@ -258,7 +259,15 @@ func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (*c
 		ExtraBody:      p.LLMExtraBody,
 		RequireContent: true,
 	}
+	// LLM calls have a pool of their own, so slow models never hold the
+	// delivery slots fixed tasks need.
+	select {
+	case s.llmSlots <- struct{}{}:
+	case <-ctx.Done():
+		return &contentResult{}, ctx.Err()
+	}
 	resp, err := s.deps.LLM.Complete(ctx, req)
+	<-s.llmSlots
 	if err != nil {
 		return &contentResult{}, err
 	}
@@ -339,20 +348,21 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 	return burst, nil
 }
 
-// send delivers one push to every device of the user. It succeeds when at
-// least one device took it: retrying would only repeat it on the others.
-func (s *Scheduler) send(ctx context.Context, userID string, source push.Source, o outgoing) error {
-	res, err := s.deps.Pusher.Dispatch(ctx, userID, webpush.Message{ID: o.MessageID, Kind: o.kind, Payload: o.Payload, Source: source})
+// send delivers one push of the round. It succeeds when at least one
+// device took it, or the push policy kept it off Web Push (withheld):
+// retrying would only repeat it on the others.
+func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing) (withheld bool, err error) {
+	res, err := cr.Send(ctx, o.OutboxMessage, o.kind)
 	switch {
-	case errors.Is(err, webpush.ErrNoDevices):
-		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+	case errors.Is(err, courier.ErrNoRecipients):
+		return false, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	case errors.Is(err, push.ErrPayloadTooLarge):
-		return permanent(CodePayloadTooLarge, fmt.Errorf("%s: %w", CodePayloadTooLarge, err))
+		return false, permanent(CodePayloadTooLarge, fmt.Errorf("%s: %w", CodePayloadTooLarge, err))
 	case err != nil:
-		return err
+		return false, err
 	}
-	if res.Delivered() > 0 {
-		return nil
+	if res.Withheld || res.Delivered() > 0 {
+		return res.Withheld, nil
 	}
 	gone := 0
 	var reasons []string
@@ -367,9 +377,9 @@ func (s *Scheduler) send(ctx context.Context, userID string, source push.Source,
 	if gone == len(res.Devices) {
 		// The push service dropped every subscription; the devices are
 		// deleted, so retrying cannot help until the page registers again.
-		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+		return false, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
-	return &FireError{Code: loop.CodePushSendFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
+	return false, &FireError{Code: loop.CodePushSendFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
 		len(res.Devices), strings.Join(reasons, "; ")))}
 }
 

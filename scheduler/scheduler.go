@@ -24,7 +24,7 @@ import (
 
 	"amsg/loop"
 	"amsg/push"
-	"amsg/push/webpush"
+	"amsg/push/courier"
 	"amsg/store"
 )
 
@@ -33,7 +33,8 @@ const (
 	DefaultTick              = time.Second
 	DefaultLeaseTTL          = 90 * time.Second
 	DefaultHeartbeat         = 30 * time.Second
-	DefaultConcurrency       = 8
+	DefaultConcurrency       = 64
+	DefaultLLMConcurrency    = 8
 	DefaultFetchLimit        = 50
 	DefaultPushInterval      = 1500 * time.Millisecond
 	DefaultStaleAfter        = 60 * time.Minute
@@ -56,8 +57,13 @@ type Config struct {
 	// tasks are delivered again once their leases end.
 	LeaseTTL  time.Duration
 	Heartbeat time.Duration
-	// Concurrency bounds the tasks delivered at once.
+	// Concurrency bounds the tasks delivered at once. The courier bounds
+	// the sends per user and per push service below it, so one user or one
+	// slow push service holds only a few of these.
 	Concurrency int
+	// LLMConcurrency bounds the LLM calls of prompted and auto tasks under
+	// way at once: slow models wait among themselves.
+	LLMConcurrency int
 	// FetchLimit bounds the tasks one Tick call claims.
 	FetchLimit int
 	// PushInterval is the pause between the pushes of one burst.
@@ -85,11 +91,6 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Pusher fans a push out to a user's devices; *webpush.Dispatcher is one.
-type Pusher interface {
-	Dispatch(ctx context.Context, userID string, msg webpush.Message) (webpush.Result, error)
-}
-
 // Completer calls an LLM; *loop.Client is one.
 type Completer interface {
 	Complete(ctx context.Context, req loop.Request) (*loop.Response, error)
@@ -97,9 +98,10 @@ type Completer interface {
 
 // Deps are the components the scheduler uses.
 type Deps struct {
-	Store  *store.Store
-	Pusher Pusher
-	LLM    Completer
+	Store *store.Store
+	// Courier delivers every occurrence's pushes.
+	Courier *courier.Courier
+	LLM     Completer
 	// Transcripts, when set, records every LLM round an occurrence runs.
 	Transcripts *loop.Transcripts
 }
@@ -111,9 +113,10 @@ type Scheduler struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	slots chan struct{} // one token per delivery under way
-	freed chan struct{} // signalled when a delivery ends
-	wake  chan struct{} // signalled by Wake
+	slots    chan struct{} // one token per delivery under way
+	llmSlots chan struct{} // one token per LLM call under way
+	freed    chan struct{} // signalled when a delivery ends
+	wake     chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
 	// period is over. stopping is closed when Stop begins.
@@ -133,13 +136,14 @@ type Scheduler struct {
 
 // New checks deps and applies the defaults.
 func New(cfg Config, deps Deps) (*Scheduler, error) {
-	if deps.Store == nil || deps.Pusher == nil || deps.LLM == nil {
-		return nil, errors.New("scheduler: Store, Pusher and LLM are required")
+	if deps.Store == nil || deps.Courier == nil || deps.LLM == nil {
+		return nil, errors.New("scheduler: Store, Courier and LLM are required")
 	}
 	cfg.Tick = cmp.Or(cfg.Tick, DefaultTick)
 	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	cfg.LLMConcurrency = cmp.Or(cfg.LLMConcurrency, DefaultLLMConcurrency)
 	cfg.FetchLimit = cmp.Or(cfg.FetchLimit, DefaultFetchLimit)
 	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
@@ -158,6 +162,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		log:      cmp.Or(cfg.Logger, slog.Default()),
 		now:      cfg.Now,
 		slots:    make(chan struct{}, cfg.Concurrency),
+		llmSlots: make(chan struct{}, cfg.LLMConcurrency),
 		freed:    make(chan struct{}, 1),
 		wake:     make(chan struct{}, 1),
 		stopping: make(chan struct{}),

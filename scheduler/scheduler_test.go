@@ -18,6 +18,7 @@ import (
 	"amsg/loop"
 	"amsg/loop/llmtest"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/store"
@@ -90,7 +91,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 			return ctx.Err()
 		}
 	}
-	h.sched, err = New(cfg, Deps{Store: h.st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: h.st},
+	h.sched, err = New(cfg, Deps{Store: h.st, Courier: courier.New(sender, h.st, courier.Config{Policy: courier.PolicyUpstream, Logger: logger}),
 		LLM: loop.NewClient(loop.Config{Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
 	if err != nil {
 		t.Fatal(err)

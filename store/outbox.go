@@ -274,6 +274,15 @@ func (s *Store) DiscardUndeliveredOutbox(ctx context.Context, userID, taskUUID s
 		WHERE user_id = ? AND task_uuid = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, taskUUID)
 }
 
+// DiscardUndeliveredSession deletes the pushes of one session of userID
+// that no push service accepted and no client acknowledged, and returns how
+// many. The scheduler calls it when an occurrence failed before any of its
+// burst was delivered, so the retry builds the burst afresh.
+func (s *Store) DiscardUndeliveredSession(ctx context.Context, userID, sessionID string) (int, error) {
+	return s.execCount(ctx, "discard undelivered session", `DELETE FROM message_outbox
+		WHERE user_id = ? AND session_id = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, sessionID)
+}
+
 // CleanupOutbox applies the retention (Config.OutboxAckedMaxAge,
 // Config.OutboxMaxAge): it deletes rows acknowledged longer ago than the
 // first and any row created longer ago than the second (a push service keeps

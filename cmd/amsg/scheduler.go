@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"amsg/push/courier"
 	"amsg/scheduler"
 )
 
@@ -41,8 +42,8 @@ func (c schedulerConfig) validate() error {
 	return nil
 }
 
-// newScheduler builds the scheduler, which delivers tasks through p.
-func (s *server) newScheduler(p scheduler.Pusher) error {
+// newScheduler builds the scheduler, which delivers tasks through cr.
+func (s *server) newScheduler(cr *courier.Courier) error {
 	c := s.cfg.Scheduler
 	sched, err := scheduler.New(scheduler.Config{
 		Tick:         s.cfg.Tick,
@@ -51,7 +52,7 @@ func (s *server) newScheduler(p scheduler.Pusher) error {
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
-	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: s.llm, Transcripts: s.transcripts})
+	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts})
 	if err != nil {
 		return &configError{err}
 	}

@@ -67,6 +67,19 @@ func ParsePolicy(s string) (Policy, error) {
 	return "", fmt.Errorf("push policy %q is neither %q nor %q", s, PolicyVisible, PolicyUpstream)
 }
 
+// MarshalText and UnmarshalText make a Policy a flag (flag.TextVar).
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p), nil }
+
+// UnmarshalText reads a policy name with ParsePolicy.
+func (p *Policy) UnmarshalText(b []byte) error {
+	v, err := ParsePolicy(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
 // Sends reports whether a push of kind goes by Web Push under p.
 func (p Policy) Sends(kind push.Kind) bool {
 	return p == PolicyUpstream || kind != push.KindReasoning
@@ -202,8 +215,13 @@ func (c *Courier) Open(ctx context.Context, to Recipients, source push.Source) (
 			return nil, fmt.Errorf("list push subscriptions: %w", err)
 		}
 		r.devices = d
+		for _, dev := range d.list() {
+			if to.Subscription != nil && dev.Subscription.Endpoint == to.Subscription.Endpoint {
+				r.to.Subscription = nil // one of the user's devices already: sent once
+			}
+		}
 	}
-	if to.Subscription == nil && (r.devices == nil || len(r.devices.list()) == 0) {
+	if r.to.Subscription == nil && (r.devices == nil || len(r.devices.list()) == 0) {
 		r.Close()
 		return nil, ErrNoRecipients
 	}
