@@ -517,15 +517,15 @@ func TestInstantLLMFailure(t *testing.T) {
 					t.Errorf("error frame %s", streamed)
 				}
 			}
-			if transport == "json" {
-				// The JSON client also gets the error push.
-				pushes := f.waitPushes(t, 1)
-				if pushes[0].Kind != "error" || !strings.HasPrefix(pushes[0].Text, "LLM_CALL_FAILED: AI API error: 500") {
-					t.Errorf("push %+v", pushes[0])
-				}
-			} else if n := len(f.push.Requests()); n != 0 {
-				// The connected client was told in the stream; no duplicate push.
-				t.Errorf("%d pushes after an error frame", n)
+			// Both transports also send the error push by Web Push; over SSE
+			// it is the error frame's push, same messageId, so the user's
+			// other devices and a cut connection learn of it too.
+			pushes := f.waitPushes(t, 1)
+			if pushes[0].Kind != "error" || !strings.HasPrefix(pushes[0].Text, "LLM_CALL_FAILED: AI API error: 500") {
+				t.Errorf("push %+v", pushes[0])
+			}
+			if transport == "sse" && pushes[0].ID != summarize(t, []byte(streamed)).ID {
+				t.Errorf("error push %s, error frame %s: want one messageId", pushes[0].ID, summarize(t, []byte(streamed)).ID)
 			}
 		})
 	}

@@ -83,8 +83,9 @@ type outgoing struct {
 // finds the occurrence's burst recorded resends it rather than building it
 // again: after a crash mid-burst, the sentences already shown stay the first
 // answer's, under the same messageIds, and the LLM is not asked again. An
-// attempt that fails having delivered none of its burst discards it, so the
-// retry starts afresh (with an edited message, or a new LLM answer).
+// attempt that push services failed before any of its burst was delivered
+// discards it, so the retry starts afresh (with an edited message, or a new
+// LLM answer).
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
 	defer func() { s.recordRound(task, round, err) }()
@@ -108,7 +109,10 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		}
 	}
 	defer func() {
-		if err != nil && !started {
+		// Only a failure the push services reported proves the burst
+		// reached nobody; an interrupted attempt (shutdown, a lost lease)
+		// may have a push in flight, so its burst stays for the retry.
+		if err != nil && !started && ctx.Err() == nil {
 			s.discardBurst(task)
 		}
 	}()

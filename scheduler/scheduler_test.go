@@ -70,6 +70,12 @@ var start = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
+	return newPolicyHarness(t, cfg, courier.PolicyUpstream)
+}
+
+// newPolicyHarness is newHarness with the courier under policy.
+func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness {
+	t.Helper()
 	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: &clock{now: start}}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h.st = storetest.Open(t, store.Config{Path: h.path, Now: h.clk.Now, Logger: logger})
@@ -91,7 +97,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 			return ctx.Err()
 		}
 	}
-	h.sched, err = New(cfg, Deps{Store: h.st, Courier: courier.New(sender, h.st, courier.Config{Policy: courier.PolicyUpstream, Logger: logger}),
+	h.sched, err = New(cfg, Deps{Store: h.st, Courier: courier.New(sender, h.st, courier.Config{Policy: policy, Logger: logger}),
 		LLM: loop.NewClient(loop.Config{Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
 	if err != nil {
 		t.Fatal(err)
