@@ -51,6 +51,10 @@ const (
 	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
 	// never waiting for the writer or the readers).
 	checkpointInterval = time.Second
+	// maxWALBytes is the WAL size past which the writer waits for a
+	// TRUNCATE checkpoint: readers that always hold a snapshot could
+	// otherwise keep the WAL from ever starting over.
+	maxWALBytes = 64 << 20
 )
 
 // errClosed is a write to a closed store.
@@ -100,6 +104,7 @@ type Store struct {
 	writer       *sql.DB // one connection: SQLite has one writer anyway
 	reader       *sql.DB // query_only connections
 	checkpointer *sql.DB // one connection that checkpoints the WAL
+	walPath      string
 	// stmts are the hot statements (preparedSQL), prepared on the writer.
 	stmts map[string]*sql.Stmt
 	// writes hands a write to the committer; stopWrites ends it and
@@ -198,6 +203,7 @@ func (s *Store) open(ctx context.Context, path string) error {
 	if err := prepareFile(abs); err != nil {
 		return err
 	}
+	s.walPath = abs + "-wal"
 	// The writer never checkpoints on commit: the checkpointer does it off
 	// the writer's path.
 	if s.writer, err = sql.Open("sqlite", dsn(abs, "_txlock=immediate&_pragma=wal_autocheckpoint(0)")); err != nil {
@@ -338,18 +344,24 @@ func (s *Store) stopWriter() {
 }
 
 // commitLoop runs the writes: it takes one, gathers those already waiting
-// (up to maxGroupWrites), commits them in one transaction, and checkpoints
-// the WAL on its timer between transactions, on the checkpointer's own
-// connection, so a checkpoint never sits inside a commit.
+// (up to maxGroupWrites), and commits them in one transaction. The WAL is
+// checkpointed in two steps: on a timer, a PASSIVE checkpoint on the
+// checkpointer's own connection copies the WAL into the database while
+// writes go on; once it is done, the loop checkpoints the few frames written
+// meanwhile between two transactions, so the next write starts the WAL over
+// instead of letting it grow.
 func (s *Store) commitLoop() {
 	defer close(s.writesDone)
 	ticker := time.NewTicker(checkpointInterval)
 	defer ticker.Stop()
-	checkpoints := make(chan struct{}, 1)
+	checkpoints, copied := make(chan struct{}, 1), make(chan struct{}, 1)
 	checkpointerDone := make(chan struct{})
 	go func() {
 		defer close(checkpointerDone)
-		s.checkpointLoop(checkpoints)
+		for range checkpoints {
+			s.checkpoint()
+			copied <- struct{}{}
+		}
 	}()
 	defer func() {
 		close(checkpoints)
@@ -364,6 +376,12 @@ func (s *Store) commitLoop() {
 			select {
 			case checkpoints <- struct{}{}:
 			default: // one is under way
+			}
+			continue
+		case <-copied:
+			s.checkpoint()
+			if info, err := os.Stat(s.walPath); err == nil && info.Size() > maxWALBytes {
+				s.truncateWAL()
 			}
 			continue
 		case op := <-s.writes:
@@ -382,15 +400,23 @@ func (s *Store) commitLoop() {
 	}
 }
 
-// checkpointLoop runs a PASSIVE checkpoint per signal: it copies what it can
-// of the WAL into the database without blocking the writer or the readers.
-func (s *Store) checkpointLoop(signals <-chan struct{}) {
-	for range signals {
-		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
-		if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-			s.log.Warn("store: WAL checkpoint failed", "err", err)
-		}
-		cancel()
+// truncateWAL checkpoints the whole WAL and empties it, waiting (up to the
+// busy timeout) for the readers.
+func (s *Store) truncateWAL() {
+	ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
+	defer cancel()
+	if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		s.log.Warn("store: WAL truncation failed", "err", err)
+	}
+}
+
+// checkpoint runs a PASSIVE checkpoint: it copies what it can of the WAL
+// into the database without waiting for the writer or the readers.
+func (s *Store) checkpoint() {
+	ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
+	defer cancel()
+	if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		s.log.Warn("store: WAL checkpoint failed", "err", err)
 	}
 }
 
