@@ -219,16 +219,18 @@ func (s *Scheduler) loop() {
 	defer close(s.loopDone)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	backlog := false // the last claim was full: more may be due
 	for {
 		s.cleanup(s.runCtx, false)
 		var freed <-chan struct{}
 		wait := s.cfg.Tick
-		if free := cap(s.slots) - len(s.slots); free == 0 {
+		if free := cap(s.slots) - len(s.slots); free == 0 || (backlog && free < s.claimBatch()) {
+			// While a backlog drains, claim a batch at a time rather than
+			// one task per freed slot: one write claims tens of tasks.
 			freed = s.freed
 		} else if n, err := s.claimAndStart(free); err != nil {
 			s.log.Error("scheduler: claiming due tasks failed", "err", err)
-		} else if n == free {
-			// A full claim: more may be due. Claim again when a slot frees.
+		} else if backlog = n == free; backlog {
 			freed = s.freed
 		} else {
 			wait = s.untilNextDue(wait)
@@ -243,6 +245,10 @@ func (s *Scheduler) loop() {
 		}
 	}
 }
+
+// claimBatch is how many slots must be free before the loop claims again
+// while a backlog drains: a quarter of them, at most 32.
+func (s *Scheduler) claimBatch() int { return min(max(cap(s.slots)/4, 1), 32) }
 
 // untilNextDue shortens wait to when the next pending task becomes
 // claimable, so a task fires within milliseconds of its time rather than

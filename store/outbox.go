@@ -103,13 +103,7 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 	now := millis(s.now())
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		for i, m := range messages {
-			if _, err := tx.Exec(`INSERT INTO message_outbox
-					(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (user_id, message_id) DO UPDATE SET
-					payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
-				WHERE acked_at IS NULL`,
-				userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
+			if _, err := s.txExec(ctx, tx, appendOutboxSQL, userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
 				nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed[i], now); err != nil {
 				return err
 			}
@@ -121,6 +115,13 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 	}
 	return nil
 }
+
+var appendOutboxSQL = preparedSQL(`INSERT INTO message_outbox
+		(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (user_id, message_id) DO UPDATE SET
+		payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
+	WHERE acked_at IS NULL`)
 
 func checkOutboxMessage(m OutboxMessage) error {
 	switch {
