@@ -71,6 +71,7 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
+	s.deps.Courier.Forget(userID)
 	writeData(w, http.StatusOK, struct {
 		UpdatedAt int64 `json:"updatedAt"`
 		DeviceID  int64 `json:"deviceId"`
@@ -123,6 +124,7 @@ func (s *Server) handleDeleteSubscription(w http.ResponseWriter, r *http.Request
 	} else if count, err = s.deps.Store.DeleteSubscriptions(r.Context(), userID); err != nil {
 		return err
 	}
+	s.deps.Courier.Forget(userID)
 	writeData(w, http.StatusOK, struct {
 		Deleted bool `json:"deleted"`
 		Count   int  `json:"count"`

@@ -90,8 +90,8 @@ const (
 	DefaultPerUser   = 4
 	DefaultPerOrigin = 32
 	// DefaultDeviceMaxAge bounds how long a user's devices are reused from
-	// memory before they are read again, so a device registered during a
-	// long backlog is found.
+	// memory before they are read again; Forget drops them sooner when the
+	// API changes them.
 	DefaultDeviceMaxAge = 10 * time.Second
 )
 
@@ -205,7 +205,7 @@ type Round struct {
 
 // Open starts a round to to, whose pushes are of source (instant or
 // scheduled: it picks TTL and urgency). It reads the user's devices, unless
-// a round to the same user has them in memory, and fails with
+// they were read less than DeviceMaxAge ago, and fails with
 // ErrNoRecipients when there is nobody to send to.
 func (c *Courier) Open(ctx context.Context, to Recipients, source push.Source) (*Round, error) {
 	r := &Round{c: c, to: to, source: source}
@@ -228,14 +228,8 @@ func (c *Courier) Open(ctx context.Context, to Recipients, source push.Source) (
 	return r, nil
 }
 
-// Close ends the round; a user's devices leave memory when their last round
-// closes.
-func (r *Round) Close() {
-	if r.devices != nil {
-		r.c.devices.release(r.devices)
-		r.devices = nil
-	}
-}
+// Close ends the round.
+func (r *Round) Close() { r.devices = nil }
 
 // Record writes pushes to the user's outbox before any is sent, so a page
 // that was offline catches up and a retried occurrence resends the same

@@ -164,14 +164,35 @@ func TestRoundReadsDevicesOnce(t *testing.T) {
 	if n := f.reads.devices.Load(); n != 1 {
 		t.Errorf("devices read %d times for 3 pushes in 2 rounds, want once", n)
 	}
-	// With no round open, the next round reads them again.
-	r3, err := f.c.Open(t.Context(), courier.Recipients{UserID: alice}, push.SourceScheduled)
-	if err != nil {
-		t.Fatal(err)
+	// A device registered meanwhile is found once the API says so.
+	f.subscribe(t, alice, f.push.Subscribe())
+	f.c.Forget(alice)
+	res, err := f.c.SendPush(t.Context(), alice, push.SourceScheduled, content(t, "m3", "m3"))
+	if err != nil || res.Delivered() != 2 {
+		t.Errorf("after Forget: %+v, %v: want both devices", res, err)
 	}
-	r3.Close()
 	if n := f.reads.devices.Load(); n != 2 {
-		t.Errorf("devices read %d times after the rounds closed, want 2", n)
+		t.Errorf("devices read %d times after Forget, want 2", n)
+	}
+}
+
+// Devices read longer ago than DeviceMaxAge are read again.
+func TestDevicesAreReadAgainWhenOld(t *testing.T) {
+	f := newFixture(t, courier.PolicyVisible)
+	f.subscribe(t, alice, f.push.Subscribe())
+	var now atomic.Int64
+	now.Store(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC).UnixNano())
+	c := courier.New(nil, f.reads, courier.Config{DeviceMaxAge: time.Minute, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	for _, step := range []time.Duration{0, 59 * time.Second, 2 * time.Second} {
+		now.Add(int64(step))
+		r, err := c.Open(t.Context(), courier.Recipients{UserID: alice}, push.SourceScheduled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+	if n := f.reads.devices.Load(); n != 2 {
+		t.Errorf("devices read %d times at 0 s, 59 s and 61 s with a 60 s bound, want 2", n)
 	}
 }
 

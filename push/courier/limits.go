@@ -61,10 +61,11 @@ func (l *limiter) unref(key string, s *slots) {
 	}
 }
 
-// deviceCache keeps the devices of users with rounds open, so a backlog of
-// one user's pushes reads and decrypts the subscriptions once rather than
-// per push. An entry lives while a round holds it, and is read again once
-// older than maxAge.
+// deviceCache keeps users' devices in memory for maxAge after they were
+// read, so a backlog of one user's pushes (or many users' scheduled pushes,
+// round after round) reads and decrypts the subscriptions once rather than
+// per push. Forget drops a user whose subscriptions changed; an entry older
+// than maxAge is read again. At most maxCachedUsers entries are kept.
 type deviceCache struct {
 	store  Store
 	maxAge time.Duration
@@ -74,13 +75,15 @@ type deviceCache struct {
 	users map[string]*userDevices
 }
 
+// maxCachedUsers bounds the cache; past it, expired entries are swept.
+const maxCachedUsers = 10_000
+
 // userDevices is one user's devices. ready is closed once the read ended;
 // devices and err are set before that and, apart from drop, not after.
 type userDevices struct {
 	userID string
 	ready  chan struct{}
 	readAt time.Time
-	refs   int
 
 	mu      sync.Mutex
 	devices []push.Device
@@ -91,33 +94,34 @@ func newDeviceCache(st Store, maxAge time.Duration, now func() time.Time) *devic
 	return &deviceCache{store: st, maxAge: maxAge, now: now, users: map[string]*userDevices{}}
 }
 
-// acquire returns userID's devices, read now unless a fresh entry is held
-// by another round; concurrent rounds to a user wait for one read.
+// acquire returns userID's devices, read now unless a fresh entry is
+// cached; concurrent rounds to a user wait for one read.
 func (c *deviceCache) acquire(ctx context.Context, userID string) (*userDevices, error) {
+	now := c.now()
 	c.mu.Lock()
 	u := c.users[userID]
-	if u != nil && u.fresh(c.now(), c.maxAge) {
-		u.refs++
+	if u != nil && u.fresh(now, c.maxAge) {
 		c.mu.Unlock()
 		select {
 		case <-u.ready:
 		case <-ctx.Done():
-			c.release(u)
 			return nil, ctx.Err()
 		}
 		if u.err != nil {
-			c.release(u)
 			return nil, u.err
 		}
 		return u, nil
 	}
-	u = &userDevices{userID: userID, ready: make(chan struct{}), readAt: c.now(), refs: 1}
-	c.users[userID] = u // an older entry stays with the rounds holding it
+	if len(c.users) >= maxCachedUsers {
+		c.sweepLocked(now)
+	}
+	u = &userDevices{userID: userID, ready: make(chan struct{}), readAt: now}
+	c.users[userID] = u // rounds holding an older entry keep it
 	c.mu.Unlock()
 	u.devices, u.err = c.store.Devices(ctx, userID)
 	close(u.ready)
 	if u.err != nil {
-		c.release(u)
+		c.forget(u)
 		return nil, u.err
 	}
 	return u, nil
@@ -134,13 +138,30 @@ func (u *userDevices) fresh(now time.Time, maxAge time.Duration) bool {
 	}
 }
 
-// release drops a round's hold; the last one removes the entry.
-func (c *deviceCache) release(u *userDevices) {
+// sweepLocked drops the entries that are no longer fresh.
+func (c *deviceCache) sweepLocked(now time.Time) {
+	for id, u := range c.users {
+		if !u.fresh(now, c.maxAge) {
+			delete(c.users, id)
+		}
+	}
+}
+
+// forget drops u unless a newer entry replaced it.
+func (c *deviceCache) forget(u *userDevices) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if u.refs--; u.refs == 0 && c.users[u.userID] == u {
+	if c.users[u.userID] == u {
 		delete(c.users, u.userID)
 	}
+}
+
+// Forget drops userID's devices from memory, so the next round reads them:
+// call it when the user's subscriptions change.
+func (c *Courier) Forget(userID string) {
+	c.devices.mu.Lock()
+	defer c.devices.mu.Unlock()
+	delete(c.devices.users, userID)
 }
 
 // list returns the devices as they are now.
