@@ -46,8 +46,10 @@ const (
 	busyTimeout = 5 * time.Second
 	// readConns bounds the read pool: each connection has its own page cache.
 	readConns = 4
-	// maxGroupWrites bounds the writes one transaction commits together.
+	// maxGroupWrites bounds the writes one transaction commits together;
+	// groupWait how long a busy writer waits for more before committing.
 	maxGroupWrites = 128
+	groupWait      = time.Millisecond
 	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
 	// never waiting for the writer or the readers).
 	checkpointInterval = time.Second
@@ -367,6 +369,7 @@ func (s *Store) commitLoop() {
 		close(checkpoints)
 		<-checkpointerDone
 	}()
+	busy := false // the last group had company: wait a moment for more
 	for {
 		var group []*writeOp
 		select {
@@ -387,15 +390,8 @@ func (s *Store) commitLoop() {
 		case op := <-s.writes:
 			group = append(group, op)
 		}
-	gather:
-		for len(group) < maxGroupWrites {
-			select {
-			case op := <-s.writes:
-				group = append(group, op)
-			default:
-				break gather
-			}
-		}
+		group = s.gather(group, busy)
+		busy = len(group) > 1
 		s.commitGroup(group)
 	}
 }
@@ -408,6 +404,36 @@ func (s *Store) truncateWAL() {
 	if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		s.log.Warn("store: WAL truncation failed", "err", err)
 	}
+}
+
+// gather adds to group the writes waiting now and, when busy, those that
+// arrive within groupWait, up to maxGroupWrites. A lone write never waits:
+// the wait pays off only when deliveries keep writing.
+func (s *Store) gather(group []*writeOp, busy bool) []*writeOp {
+	var deadline <-chan time.Time
+	if busy {
+		t := time.NewTimer(groupWait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(group) < maxGroupWrites {
+		select {
+		case op := <-s.writes:
+			group = append(group, op)
+			continue
+		default:
+		}
+		if deadline == nil {
+			break
+		}
+		select {
+		case op := <-s.writes:
+			group = append(group, op)
+		case <-deadline:
+			return group
+		}
+	}
+	return group
 }
 
 // checkpoint runs a PASSIVE checkpoint: it copies what it can of the WAL
