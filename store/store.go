@@ -451,7 +451,7 @@ func (s *Store) checkpoint() {
 // alone; a failed commit fails them all. The transaction has no context of
 // its own: a caller that gives up only loses its own write.
 func (s *Store) commitGroup(group []*writeOp) {
-	live := group[:0]
+	live := make([]*writeOp, 0, len(group))
 	for _, op := range group {
 		if err := op.ctx.Err(); err != nil {
 			op.done <- err
