@@ -38,8 +38,14 @@ type instantFixture struct {
 
 func newInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig) *instantFixture {
 	t.Helper()
+	return newPolicyInstantFixture(t, cfg, agent, courier.PolicyUpstream)
+}
+
+// newPolicyInstantFixture is newInstantFixture with the courier under policy.
+func newPolicyInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig, policy courier.Policy) *instantFixture {
+	t.Helper()
 	st := storetest.New(t)
-	deliveries, fake := newTestCourier(t, st, courier.PolicyUpstream)
+	deliveries, fake := newTestCourier(t, st, policy)
 	agent.Client = loop.NewClient(loop.Config{})
 	agent.Transcripts = loop.NewTranscripts(st, nil)
 	agent.Logger = testLogger(t)
@@ -487,6 +493,33 @@ func TestSSEClientDisconnectStillDelivers(t *testing.T) {
 	}
 	if want := []string{"第一句。 1/2", "第二句。 2/3", "第三句。 3/3"}; !reflect.DeepEqual(texts, want) {
 		t.Errorf("pushes %q, want %q", texts, want)
+	}
+}
+
+// Under the visible push policy the reasoning of an SSE round is streamed
+// and kept in the outbox but never sent by Web Push; the reply is.
+func TestInstantVisiblePolicyStreamsReasoningWithoutPushingIt(t *testing.T) {
+	f := newPolicyInstantFixture(t, Config{}, loop.AgentConfig{}, courier.PolicyVisible)
+	sub := f.push.Subscribe()
+	f.llm.Enqueue(answerReply)
+	resp, frames := f.stream(t, t.Context(), "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": sub})))
+	got := payloads(t, frames)
+	var streamed []pushSummary
+	for _, fr := range got[:len(got)-1] {
+		streamed = append(streamed, summarize(t, []byte(fr.data)))
+	}
+	if !reflect.DeepEqual(kinds(streamed), []string{"reasoning", "content", "content"}) {
+		t.Fatalf("frames %+v", streamed)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil { // the response ends once the backups settled
+		t.Fatal(err)
+	}
+	var pushed []string
+	for _, p := range f.push.Pushes() {
+		pushed = append(pushed, summarize(t, p.JSON).Kind)
+	}
+	if !reflect.DeepEqual(pushed, []string{"content", "content"}) {
+		t.Errorf("pushed kinds %v, want the reply's two content pushes only", pushed)
 	}
 }
 

@@ -7,10 +7,13 @@
 // again with the same push ids, which the service worker deduplicates.
 //
 // The background loop claims as many due tasks as there are free delivery
-// slots (Config.Concurrency, default 8), claims again as soon as a slot
-// frees while work remains, so a backlog drains at the speed of delivery
-// rather than one batch per tick, and otherwise sleeps until the next task
-// is due or Config.Tick (default 1 s) has passed, whichever is sooner.
+// slots (Config.Concurrency, default 64), claims again as soon as a batch of
+// slots frees while work remains, so a backlog drains at the speed of
+// delivery rather than one batch per tick, and otherwise sleeps until the
+// next task is due or Config.Tick (default 1 s) has passed, whichever is
+// sooner. Every push goes through the courier (push/courier), which bounds
+// the sends per user and per push service; LLM calls have a pool of their
+// own (Config.LLMConcurrency).
 package scheduler
 
 import (
