@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -449,7 +450,10 @@ func (s *Store) checkpoint() {
 // commitGroup commits a group of writes in one transaction. Each write of a
 // group of several runs inside a savepoint, so one that fails is rolled back
 // alone; a failed commit fails them all. The transaction has no context of
-// its own: a caller that gives up only loses its own write.
+// its own: a caller that gives up only loses its own write. A write whose
+// failure ended the whole transaction (SQLite rolls a transaction back when
+// a statement in it is interrupted, as a cancelled context does) fails
+// alone, and the others run again in a new transaction.
 func (s *Store) commitGroup(group []*writeOp) {
 	live := make([]*writeOp, 0, len(group))
 	for _, op := range group {
@@ -459,50 +463,68 @@ func (s *Store) commitGroup(group []*writeOp) {
 		}
 		live = append(live, op)
 	}
-	if len(live) == 0 {
-		return
+	for len(live) > 0 {
+		live = s.tryGroup(live)
 	}
-	errs := make([]error, len(live))
+}
+
+// errTxAborted marks a write whose failure rolled back the whole
+// transaction of its group.
+var errTxAborted = errors.New("store: the transaction was rolled back")
+
+// tryGroup runs group in one transaction and answers every write, unless
+// one write aborted the transaction: that one is answered, and the others
+// are returned to run again.
+func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
 	tx, err := s.writer.BeginTx(context.Background(), nil)
 	if err != nil {
-		for _, op := range live {
+		for _, op := range group {
 			op.done <- err
 		}
-		return
+		return nil
 	}
-	if len(live) == 1 {
-		if errs[0] = live[0].fn(tx); errs[0] != nil {
-			live[0].done <- errors.Join(errs[0], ignoreDone(tx.Rollback()))
-			return
+	errs := make([]error, len(group))
+	if len(group) == 1 {
+		if errs[0] = group[0].fn(tx); errs[0] != nil {
+			group[0].done <- errors.Join(errs[0], ignoreDone(tx.Rollback()))
+			return nil
 		}
 	} else {
-		for i, op := range live {
+		for i, op := range group {
 			errs[i] = s.inSavepoint(tx, op)
+			if errors.Is(errs[i], errTxAborted) {
+				_ = tx.Rollback() // the connection rolled it back already; this ends the Tx
+				op.done <- errs[i]
+				return slices.Delete(slices.Clone(group), i, i+1)
+			}
 		}
 	}
 	commitErr := tx.Commit()
-	for i, op := range live {
+	for i, op := range group {
 		if errs[i] == nil {
 			errs[i] = commitErr
 		}
 		op.done <- errs[i]
 	}
+	return nil
 }
 
-// inSavepoint runs one write of a group, undoing it alone if it fails.
+// inSavepoint runs one write of a group, undoing it alone if it fails. When
+// the savepoint is gone after a failure, the failure ended the whole
+// transaction, and the error says so (errTxAborted).
 func (s *Store) inSavepoint(tx *sql.Tx, op *writeOp) error {
 	ctx := context.Background()
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT write"); err != nil {
-		return err
+		return errors.Join(err, errTxAborted)
 	}
 	err := op.fn(tx)
 	if err != nil {
 		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO write"); rerr != nil {
-			err = errors.Join(err, rerr)
+			return errors.Join(err, rerr, errTxAborted)
 		}
 	}
 	if _, rerr := tx.ExecContext(ctx, "RELEASE write"); rerr != nil {
-		err = errors.Join(err, rerr)
+		return errors.Join(err, rerr, errTxAborted)
 	}
 	return err
 }

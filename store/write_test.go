@@ -79,3 +79,40 @@ func TestWriteAfterCloseFails(t *testing.T) {
 		t.Errorf("write after Close: %v, want errClosed", err)
 	}
 }
+
+// A write whose failure ends the whole transaction (here by rolling it back
+// itself, as an interrupted statement makes SQLite do) fails alone: the
+// writes before and after it run again in a new transaction.
+func TestGroupCommitSurvivesAWriteThatAbortsTheTransaction(t *testing.T) {
+	st := openInternal(t)
+	insert := func(id string) func(*sql.Tx) error {
+		return func(tx *sql.Tx) error {
+			return st.insertAttempts(t.Context(), tx, []push.Attempt{{MessageID: id, Outcome: push.OutcomeDelivered}})
+		}
+	}
+	abort := func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+			return err
+		}
+		return errors.New("interrupted")
+	}
+	ops := []*writeOp{{fn: insert("a")}, {fn: abort}, {fn: insert("c")}}
+	for _, op := range ops {
+		op.ctx, op.done = t.Context(), make(chan error, 1)
+	}
+	st.commitGroup(ops)
+	if err := <-ops[0].done; err != nil {
+		t.Errorf("write before the abort: %v", err)
+	}
+	if err := <-ops[1].done; !errors.Is(err, errTxAborted) {
+		t.Errorf("aborting write: %v, want errTxAborted", err)
+	}
+	if err := <-ops[2].done; err != nil {
+		t.Errorf("write after the abort: %v", err)
+	}
+	for _, id := range []string{"a", "c"} {
+		if attempts, err := st.Attempts(t.Context(), id); err != nil || len(attempts) != 1 {
+			t.Errorf("attempts of %s: %v, %v; want it committed once", id, attempts, err)
+		}
+	}
+}
