@@ -21,7 +21,6 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer c.round.Close()
 	ctx := context.WithoutCancel(r.Context())
 	run, err := s.deps.Instant.Agent.Resume(ctx, loop.Resume{
 		Owner: c.owner, SessionID: c.req.sessionID, Iteration: c.req.iteration, Call: c.req.call(),

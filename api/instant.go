@@ -145,7 +145,6 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer c.round.Close()
 	sessionID := c.req.sessionID
 	if sessionID == "" {
 		sessionID = "sess_" + push.NewUUID()

@@ -97,7 +97,6 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 	case err != nil:
 		return 0, err
 	}
-	defer cr.Close()
 
 	burst, started, err := s.recordedBurst(ctx, task)
 	if err != nil {

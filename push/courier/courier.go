@@ -154,9 +154,6 @@ func New(sender Sender, st Store, cfg Config) *Courier {
 	}
 }
 
-// Policy is the courier's push policy.
-func (c *Courier) Policy() Policy { return c.cfg.Policy }
-
 // Recipients are who a round's pushes go to.
 type Recipients struct {
 	// UserID names a user whose every device gets the pushes, and whose
@@ -195,7 +192,7 @@ func (r Result) Delivered() int {
 
 // Round is a run of pushes to one set of recipients: an LLM round's
 // reasoning and content, a scheduled occurrence's burst, a single test or
-// operator push. Its recipients are resolved once, when it opens. Close it.
+// operator push. Its recipients are resolved once, when it opens.
 type Round struct {
 	c       *Courier
 	to      Recipients
@@ -222,14 +219,10 @@ func (c *Courier) Open(ctx context.Context, to Recipients, source push.Source) (
 		}
 	}
 	if r.to.Subscription == nil && (r.devices == nil || len(r.devices.list()) == 0) {
-		r.Close()
 		return nil, ErrNoRecipients
 	}
 	return r, nil
 }
-
-// Close ends the round.
-func (r *Round) Close() { r.devices = nil }
 
 // Record writes pushes to the user's outbox before any is sent, so a page
 // that was offline catches up and a retried occurrence resends the same
@@ -378,6 +371,5 @@ func (c *Courier) SendPush(ctx context.Context, userID string, source push.Sourc
 	if err != nil {
 		return Result{MessageID: p.CommonFields().MessageID}, err
 	}
-	defer r.Close()
 	return r.Push(ctx, p)
 }

@@ -159,8 +159,6 @@ func TestRoundReadsDevicesOnce(t *testing.T) {
 			t.Fatalf("push %s: %+v, %v", id, res, err)
 		}
 	}
-	r1.Close()
-	r2.Close()
 	if n := f.reads.devices.Load(); n != 1 {
 		t.Errorf("devices read %d times for 3 pushes in 2 rounds, want once", n)
 	}
@@ -185,11 +183,9 @@ func TestDevicesAreReadAgainWhenOld(t *testing.T) {
 	c := courier.New(nil, f.reads, courier.Config{DeviceMaxAge: time.Minute, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	for _, step := range []time.Duration{0, 59 * time.Second, 2 * time.Second} {
 		now.Add(int64(step))
-		r, err := c.Open(t.Context(), courier.Recipients{UserID: alice}, push.SourceScheduled)
-		if err != nil {
+		if _, err := c.Open(t.Context(), courier.Recipients{UserID: alice}, push.SourceScheduled); err != nil {
 			t.Fatal(err)
 		}
-		r.Close()
 	}
 	if n := f.reads.devices.Load(); n != 2 {
 		t.Errorf("devices read %d times at 0 s, 59 s and 61 s with a 60 s bound, want 2", n)
@@ -208,7 +204,6 @@ func TestGoneDeviceIsDeletedAndSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	res, err := r.Push(t.Context(), content(t, "m0", "a"))
 	if err != nil || res.Delivered() != 1 || len(res.Devices) != 2 {
 		t.Fatalf("first push %+v, %v", res, err)
@@ -233,7 +228,6 @@ func TestRequestSubscriptionThatIsADeviceGetsOnePush(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
 	if res, err := r.Push(t.Context(), content(t, "m0", "a")); err != nil || len(res.Devices) != 1 {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -256,7 +250,6 @@ func TestPushPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer r.Close()
 			res, err := r.Push(t.Context(), reasoning(t, "m_reasoning"))
 			if err != nil || res.Withheld != (tt.policy == courier.PolicyVisible) {
 				t.Fatalf("reasoning push %+v, %v", res, err)
