@@ -3,6 +3,7 @@ package push
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // OutboxMessage is one finalized push as the outbox keeps it. It lives here,
@@ -36,4 +37,12 @@ func NewOutboxMessage(p Push) (OutboxMessage, error) {
 		m.TotalMessages, _ = content.TotalMessages.Get()
 	}
 	return m, nil
+}
+
+// OutboxEntry is a stored outbox row.
+type OutboxEntry struct {
+	ID int64
+	OutboxMessage
+	CreatedAt   time.Time
+	DeliveredAt time.Time // zero until a push service accepted the push
 }

@@ -69,12 +69,8 @@ func messageIDBase(taskID int64, occurrence time.Time) string {
 	return "msg_task_" + strconv.FormatInt(taskID, 10) + "@" + strconv.FormatInt(occurrence.UnixMilli(), 10)
 }
 
-// outgoing is one built push of a burst, as the outbox records it.
-type outgoing struct {
-	push.OutboxMessage
-	kind      push.Kind
-	delivered bool // an earlier attempt delivered it
-}
+// outgoing is one push of a burst, as the outbox records it.
+type outgoing = courier.Recorded
 
 // fire delivers one occurrence of task: content (the stored message, or an
 // LLM answer), then its pushes, reasoning first, paced, through one courier
@@ -98,7 +94,8 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		return 0, err
 	}
 
-	burst, started, err := s.recordedBurst(ctx, task)
+	session := sessionID(task.ID, task.NextSendAt)
+	burst, started, err := cr.Recorded(ctx, session)
 	if err != nil {
 		return 0, err
 	}
@@ -112,15 +109,15 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		// reached nobody; an interrupted attempt (shutdown, a lost lease)
 		// may have a push in flight, so its burst stays for the retry.
 		if err != nil && !started && ctx.Err() == nil {
-			s.discardBurst(task)
+			s.discardBurst(cr, task, session)
 		}
 	}()
 	paced := false
 	for _, o := range burst {
-		if o.kind == push.KindContent {
+		if o.Kind == push.KindContent {
 			sent++
 		}
-		if o.delivered {
+		if o.Delivered {
 			continue
 		}
 		if paced {
@@ -135,7 +132,7 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		started, paced = started || !withheld, !withheld
 		switch {
 		case round == nil:
-		case o.kind == push.KindReasoning:
+		case o.Kind == push.KindReasoning:
 			round.ReasoningPush = o.MessageID
 		default:
 			round.ContentPushes = append(round.ContentPushes, o.MessageID)
@@ -173,37 +170,12 @@ func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.
 	return burst, round, nil
 }
 
-// recordedBurst returns the burst an earlier attempt of the occurrence
-// recorded in the outbox, and whether any of it was delivered; nil when
-// there is none.
-func (s *Scheduler) recordedBurst(ctx context.Context, task store.Task) (burst []outgoing, started bool, err error) {
-	entries, err := s.deps.Store.SessionOutbox(ctx, task.UserID, sessionID(task.ID, task.NextSendAt))
-	if err != nil {
-		return nil, false, fmt.Errorf("read the occurrence's outbox: %w", err)
-	}
-	burst = make([]outgoing, 0, len(entries))
-	for _, e := range entries {
-		p, err := push.Decode(e.Payload)
-		if err != nil {
-			s.log.Warn("scheduler: an outbox row does not decode; building the occurrence afresh", "task_id", task.ID, "err", err)
-			return nil, false, nil
-		}
-		delivered := !e.DeliveredAt.IsZero()
-		started = started || delivered
-		burst = append(burst, outgoing{OutboxMessage: e.OutboxMessage, kind: p.Kind(), delivered: delivered})
-	}
-	if len(burst) == 0 {
-		return nil, false, nil
-	}
-	return burst, started, nil
-}
-
 // discardBurst deletes the recorded pushes of an occurrence none of which
 // was delivered, so its retry builds the burst afresh.
-func (s *Scheduler) discardBurst(task store.Task) {
+func (s *Scheduler) discardBurst(cr *courier.Round, task store.Task, session string) {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
-	if _, err := s.deps.Store.DiscardUndeliveredSession(ctx, task.UserID, sessionID(task.ID, task.NextSendAt)); err != nil {
+	if err := cr.Discard(ctx, session); err != nil {
 		s.log.Warn("scheduler: discarding an undelivered burst failed", "task_id", task.ID, "err", err)
 	}
 }
@@ -321,7 +293,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		if err != nil {
 			return err
 		}
-		burst = append(burst, outgoing{OutboxMessage: m, kind: pu.Kind()})
+		burst = append(burst, outgoing{OutboxMessage: m, Kind: pu.Kind()})
 		return nil
 	}
 	if reasoning != "" {
@@ -355,7 +327,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 // device took it, or the push policy kept it off Web Push (withheld):
 // retrying would only repeat it on the others.
 func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing) (withheld bool, err error) {
-	res, err := cr.Send(ctx, o.OutboxMessage, o.kind)
+	res, err := cr.Send(ctx, o.OutboxMessage, o.Kind)
 	switch {
 	case errors.Is(err, courier.ErrNoRecipients):
 		return false, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))

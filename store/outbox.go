@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"amsg/push"
 )
@@ -65,13 +64,8 @@ type OutboxMessage = push.OutboxMessage
 // (push.NewOutboxMessage).
 var NewOutboxMessage = push.NewOutboxMessage
 
-// OutboxEntry is a stored outbox row.
-type OutboxEntry struct {
-	ID int64
-	OutboxMessage
-	CreatedAt   time.Time
-	DeliveredAt time.Time // zero until a push service accepted the push
-}
+// OutboxEntry is a stored outbox row (push.OutboxEntry).
+type OutboxEntry = push.OutboxEntry
 
 // OutboxPage is one page of a user's unacknowledged pushes.
 type OutboxPage struct {

@@ -27,6 +27,12 @@ type Store interface {
 	Devices(ctx context.Context, userID string) ([]push.Device, error)
 	// AppendOutbox records pushes before they are sent.
 	AppendOutbox(ctx context.Context, userID string, messages []push.OutboxMessage) error
+	// SessionOutbox returns the pushes recorded for one session of the
+	// user, oldest first.
+	SessionOutbox(ctx context.Context, userID, sessionID string) ([]push.OutboxEntry, error)
+	// DiscardUndeliveredSession deletes the session's pushes that were
+	// neither delivered nor acknowledged.
+	DiscardUndeliveredSession(ctx context.Context, userID, sessionID string) (int, error)
 	// RecordDeliveries writes what one push's delivery did, in one
 	// transaction: the attempts, the outbox rows of userID it delivered and
 	// the devices of userID push services reported gone.
@@ -233,6 +239,44 @@ func (r *Round) Record(ctx context.Context, messages []push.OutboxMessage) error
 	}
 	if err := r.c.store.AppendOutbox(ctx, r.to.UserID, messages); err != nil {
 		return fmt.Errorf("record pushes in the outbox: %w", err)
+	}
+	return nil
+}
+
+// Recorded is a push an earlier round recorded in the outbox.
+type Recorded struct {
+	push.OutboxMessage
+	Kind      push.Kind
+	Delivered bool // a push service took it
+}
+
+// Recorded returns the pushes recorded for sessionID of the round's user,
+// oldest first, and whether any was delivered: a scheduled occurrence
+// resends its burst from here rather than building it again. A row that no
+// longer decodes makes the burst unusable: nil, with a warning.
+func (r *Round) Recorded(ctx context.Context, sessionID string) (burst []Recorded, started bool, err error) {
+	entries, err := r.c.store.SessionOutbox(ctx, r.to.UserID, sessionID)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the session's outbox: %w", err)
+	}
+	for _, e := range entries {
+		p, err := push.Decode(e.Payload)
+		if err != nil {
+			r.c.log.WarnContext(ctx, "courier: a recorded push does not decode; the burst is built afresh", "sessionId", sessionID, "err", err)
+			return nil, false, nil
+		}
+		delivered := !e.DeliveredAt.IsZero()
+		started = started || delivered
+		burst = append(burst, Recorded{OutboxMessage: e.OutboxMessage, Kind: p.Kind(), Delivered: delivered})
+	}
+	return burst, started, nil
+}
+
+// Discard deletes the recorded pushes of sessionID that no push service
+// took, so the session's next round builds them afresh.
+func (r *Round) Discard(ctx context.Context, sessionID string) error {
+	if _, err := r.c.store.DiscardUndeliveredSession(ctx, r.to.UserID, sessionID); err != nil {
+		return fmt.Errorf("discard the session's undelivered pushes: %w", err)
 	}
 	return nil
 }
