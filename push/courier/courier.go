@@ -9,6 +9,7 @@
 package courier
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -134,21 +135,11 @@ type Courier struct {
 
 // New makes a Courier.
 func New(sender Sender, st Store, cfg Config) *Courier {
-	if cfg.PerUser <= 0 {
-		cfg.PerUser = DefaultPerUser
-	}
-	if cfg.PerOrigin <= 0 {
-		cfg.PerOrigin = DefaultPerOrigin
-	}
-	if cfg.DeviceMaxAge <= 0 {
-		cfg.DeviceMaxAge = DefaultDeviceMaxAge
-	}
-	if cfg.Policy == "" {
-		cfg.Policy = PolicyVisible
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.PerUser = cmp.Or(max(cfg.PerUser, 0), DefaultPerUser)
+	cfg.PerOrigin = cmp.Or(max(cfg.PerOrigin, 0), DefaultPerOrigin)
+	cfg.DeviceMaxAge = cmp.Or(max(cfg.DeviceMaxAge, 0), DefaultDeviceMaxAge)
+	cfg.Policy = cmp.Or(cfg.Policy, PolicyVisible)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
