@@ -157,3 +157,44 @@ func TestHungPushServiceAndLLMDoNotDelayOthers(t *testing.T) {
 	}
 	t.Logf("bob's push arrived %s after the scheduler started", time.Since(began))
 }
+
+// One user's backlog larger than the delivery slots, aimed at a push
+// service that hangs, takes at most PerUserTasks of them: another user's
+// task due after it is delivered within 2 s.
+func TestOneUsersBacklogLeavesSlotsToOthers(t *testing.T) {
+	h := newHarness(t, Config{})
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer hang.Close()
+	defer close(release) // before hang.Close, which waits for its requests
+	stuck := h.push.Subscribe()
+	stuck.Endpoint = hang.URL + "/push/stuck"
+	raw, _ := json.Marshal(stuck)
+	if _, err := h.st.PutSubscription(t.Context(), alice, raw, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	h.subscribe(bob)
+	for range DefaultConcurrency + 6 {
+		h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("hang")}, start)
+	}
+	h.insert(bob, Payload{MessageType: push.TypeFixed, UserMessage: str("on time")}, start.Add(time.Millisecond))
+	h.clk.Set(start.Add(time.Second))
+
+	h.sched.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	pushes, err := h.push.WaitPushes(ctx, 1)
+	if err != nil {
+		t.Fatalf("bob's task was not delivered within 2 s of its due time: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(pushes[0].JSON, &m); err != nil || m["message"] != "on time" {
+		t.Errorf("first push %s", pushes[0].JSON)
+	}
+}

@@ -38,6 +38,7 @@ const (
 	DefaultHeartbeat         = 30 * time.Second
 	DefaultConcurrency       = 64
 	DefaultLLMConcurrency    = 8
+	DefaultPerUserTasks      = 8
 	DefaultFetchLimit        = 50
 	DefaultPushInterval      = 1500 * time.Millisecond
 	DefaultStaleAfter        = 60 * time.Minute
@@ -67,6 +68,10 @@ type Config struct {
 	// LLMConcurrency bounds the LLM calls of prompted and auto tasks under
 	// way at once: slow models wait among themselves.
 	LLMConcurrency int
+	// PerUserTasks bounds the tasks of one user the background loop
+	// delivers at once, so one user's backlog (or push service that hangs)
+	// leaves the other slots to other users.
+	PerUserTasks int
 	// FetchLimit bounds the tasks one Tick call claims.
 	FetchLimit int
 	// PushInterval is the pause between the pushes of one burst.
@@ -116,10 +121,14 @@ type Scheduler struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	slots    chan struct{} // one token per delivery under way
-	llmSlots chan struct{} // one token per LLM call under way
-	freed    chan struct{} // signalled when a delivery ends
-	wake     chan struct{} // signalled by Wake
+	slots chan struct{} // one token per delivery under way
+	// userTasks counts each user's tasks in delivery (the background
+	// loop's), bounded by PerUserTasks.
+	usersMu   sync.Mutex
+	userTasks map[string]int
+	llmSlots  chan struct{} // one token per LLM call under way
+	freed     chan struct{} // signalled when a delivery ends
+	wake      chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
 	// period is over. stopping is closed when Stop begins.
@@ -147,6 +156,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	cfg.LLMConcurrency = cmp.Or(cfg.LLMConcurrency, DefaultLLMConcurrency)
+	cfg.PerUserTasks = cmp.Or(cfg.PerUserTasks, DefaultPerUserTasks)
 	cfg.FetchLimit = cmp.Or(cfg.FetchLimit, DefaultFetchLimit)
 	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
@@ -160,16 +170,17 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
 	s := &Scheduler{
-		cfg:      cfg,
-		deps:     deps,
-		log:      cmp.Or(cfg.Logger, slog.Default()),
-		now:      cfg.Now,
-		slots:    make(chan struct{}, cfg.Concurrency),
-		llmSlots: make(chan struct{}, cfg.LLMConcurrency),
-		freed:    make(chan struct{}, 1),
-		wake:     make(chan struct{}, 1),
-		stopping: make(chan struct{}),
-		loopDone: make(chan struct{}),
+		cfg:       cfg,
+		deps:      deps,
+		log:       cmp.Or(cfg.Logger, slog.Default()),
+		now:       cfg.Now,
+		slots:     make(chan struct{}, cfg.Concurrency),
+		llmSlots:  make(chan struct{}, cfg.LLMConcurrency),
+		userTasks: map[string]int{},
+		freed:     make(chan struct{}, 1),
+		wake:      make(chan struct{}, 1),
+		stopping:  make(chan struct{}),
+		loopDone:  make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -281,21 +292,65 @@ func (s *Scheduler) Wake() {
 // claimAndStart claims up to n due tasks and starts delivering them,
 // logging each result.
 func (s *Scheduler) claimAndStart(n int) (int, error) {
-	tasks, err := s.deps.Store.ClaimDueTasks(s.runCtx, s.now(), s.cfg.LeaseTTL, n)
+	tasks, err := s.deps.Store.ClaimDueTasksExcept(s.runCtx, s.now(), s.cfg.LeaseTTL, n, s.busyUsers())
 	if err != nil {
 		return 0, err
 	}
 	for _, t := range tasks {
+		if !s.takeUser(t.UserID) {
+			// The claim gave this user more than its share: the rest wait,
+			// claimable, while the user's tasks under way finish, and the
+			// loop claims again at once for the others.
+			s.releaseLease(t.Lease())
+			s.Wake()
+			continue
+		}
 		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		if !s.launch(func() {
 			defer s.release()
+			defer s.dropUser(t.UserID)
 			s.logResult(s.process(t))
 		}) {
 			s.release()
+			s.dropUser(t.UserID)
 			s.releaseLease(t.Lease())
 		}
 	}
 	return len(tasks), nil
+}
+
+// takeUser counts one more task of userID in delivery, unless the user has
+// PerUserTasks already.
+func (s *Scheduler) takeUser(userID string) bool {
+	s.usersMu.Lock()
+	defer s.usersMu.Unlock()
+	if s.userTasks[userID] >= s.cfg.PerUserTasks {
+		return false
+	}
+	s.userTasks[userID]++
+	return true
+}
+
+func (s *Scheduler) dropUser(userID string) {
+	s.usersMu.Lock()
+	defer s.usersMu.Unlock()
+	if s.userTasks[userID]--; s.userTasks[userID] <= 0 {
+		delete(s.userTasks, userID)
+	}
+}
+
+// busyUsers are the users with PerUserTasks in delivery, whom the next
+// claim passes over.
+func (s *Scheduler) busyUsers() []string {
+	s.usersMu.Lock()
+	defer s.usersMu.Unlock()
+	var busy []string
+	for id, n := range s.userTasks {
+		if n >= s.cfg.PerUserTasks && len(busy) < store.MaxClaimSkipUsers {
+			busy = append(busy, id)
+		}
+	}
+	return busy
 }
 
 // launch runs fn as a delivery Stop waits for, unless Stop has begun.

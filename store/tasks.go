@@ -264,9 +264,29 @@ func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (bool, erro
 // ordered by next_send_at. One statement in one IMMEDIATE transaction: two
 // claimers never get the same task.
 func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Duration, limit int) ([]Task, error) {
+	return s.ClaimDueTasksExcept(ctx, now, ttl, limit, nil)
+}
+
+// MaxClaimSkipUsers bounds the users one ClaimDueTasksExcept passes over.
+const MaxClaimSkipUsers = 1000
+
+// ClaimDueTasksExcept is ClaimDueTasks passing over the tasks of the users
+// in skip: the scheduler names the users who have as many tasks in delivery
+// as it lets one user have, so one user's backlog cannot take every slot.
+func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time.Duration, limit int, skip []string) ([]Task, error) {
+	if len(skip) > MaxClaimSkipUsers {
+		return nil, fmt.Errorf("store: claim due tasks: %d users to skip, limit %d", len(skip), MaxClaimSkipUsers)
+	}
+	if skip == nil {
+		skip = []string{} // [], not null
+	}
+	skipped, err := json.Marshal(skip)
+	if err != nil {
+		return nil, err
+	}
 	var tasks []Task
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := s.txQuery(ctx, tx, claimDueSQL, millis(now.Add(ttl)), millis(s.now()), millis(now), limit)
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		rows, err := s.txQuery(ctx, tx, claimDueSQL, millis(now.Add(ttl)), millis(s.now()), millis(now), string(skipped), limit)
 		if err != nil {
 			return err
 		}
@@ -282,6 +302,7 @@ func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Durat
 
 var claimDueSQL = preparedSQL(`UPDATE tasks SET lease_until = ?, updated_at = ?
 	WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ?
+			AND user_id NOT IN (SELECT value FROM json_each(?))
 		ORDER BY ` + claimableAt + `, id LIMIT ?)
 	RETURNING ` + taskColumns)
 
