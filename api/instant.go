@@ -22,6 +22,9 @@ type Instant struct {
 	// KeepAlive is the interval of SSE keepalive comments; 0 means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
+	// DefaultModel says the operator configured a model, which a request
+	// that gives no apiUrl, apiKey and primaryModel uses.
+	DefaultModel bool
 }
 
 // instantFeature is the standard's instant path with amsg's agent loop:
@@ -56,12 +59,13 @@ func onlyPost(http.ResponseWriter, *http.Request) error {
 // instantCall is an /instant or /continue request read, validated and
 // addressed.
 type instantCall struct {
-	req   *instantRequest
-	round *courier.Round // the round's recipients, resolved once; Close it
-	owner loop.Owner
+	req    *instantRequest
+	userID string         // "" when the request names no user
+	round  *courier.Round // the round's recipients, resolved once
+	owner  loop.Owner
 }
 
-type decodeFunc func(f fields, haveUser bool, maxIter int, warn func(builders.Warning)) (*instantRequest, error)
+type decodeFunc func(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error)
 
 // readInstantCall runs the standard's request pipeline after auth: the
 // user id when the request names one (required for an encrypted body),
@@ -69,6 +73,9 @@ type decodeFunc func(f fields, haveUser bool, maxIter int, warn func(builders.Wa
 // X-Payload-Encrypted: true), validation, then amsg's checks of the
 // recipients, which opens the call's courier round (the caller closes it).
 func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode decodeFunc) (*instantCall, error) {
+	if err := requireJSONContent(r); err != nil {
+		return nil, err
+	}
 	encrypted := strings.TrimSpace(r.Header.Get("X-Payload-Encrypted")) == "true"
 	var userID string
 	var err error
@@ -103,19 +110,29 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	warn := func(w builders.Warning) {
 		s.log.WarnContext(r.Context(), "avatarUrl 不合法，已置空", "path", r.URL.Path, "warning", w.String())
 	}
-	q, err := decode(f, userID != "", s.deps.Instant.Agent.MaxIterations(), warn)
+	q, err := decode(f, userID != "", s.deps.Instant.Agent.MaxIterations(), s.deps.Instant.DefaultModel, warn)
 	if err != nil {
 		return nil, err
 	}
 	round, err := s.openRound(r.Context(), userID, q.subscription)
+	if err == nil && !round.Reachable() && acceptsOnlyJSON(strings.Join(r.Header.Values("Accept"), ",")) {
+		// Over SSE the reply reaches the page without Web Push: a user who
+		// has not turned notifications on can still chat (the outbox keeps
+		// the pushes for a device registered later). Only the JSON
+		// transport needs a recipient.
+		err = errSubscriptionMissing
+	}
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkAPIURL(r.Context(), q.apiURL); err != nil {
 		return nil, err
 	}
 	owner := loop.UserOwner(userID)
 	if userID == "" {
 		owner = loop.SubscriptionOwner(q.subscription.Endpoint)
 	}
-	return &instantCall{req: q, round: round, owner: owner}, nil
+	return &instantCall{req: q, userID: userID, round: round, owner: owner}, nil
 }
 
 // gunzipBody decompresses a request body. The gzip header is read on the
@@ -149,9 +166,12 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if sessionID == "" {
 		sessionID = "sess_" + push.NewUUID()
 	}
-	// The round outlives the request: a client that goes away must not
-	// stop the model or the pushes.
-	ctx := context.WithoutCancel(r.Context())
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	if err != nil {
+		return err
+	}
+	defer rd.end()
+	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Start(ctx, loop.Start{
 		Owner: c.owner, SessionID: sessionID, Iteration: max(c.req.iteration, 0), Call: c.req.call(),
 		Presentation: c.req.presentation(), TokenBudget: c.req.tokenBudget,
@@ -203,7 +223,7 @@ type roundResult struct {
 // round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
 // LLM_CALL_FAILED, after its error push.
 func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to *courier.Round) error {
-	out, err := run.Execute(ctx, func(p push.Push) error { return s.deliverPush(ctx, to, p) })
+	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p) }))
 	var f *loop.Failure
 	if errors.As(err, &f) {
 		if f.Push != nil {
@@ -254,7 +274,7 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	stream := startSSE(w, r, keepAlive)
 	backups := s.newPushQueue(ctx, to)
-	_, err := run.Execute(ctx, func(p push.Push) error {
+	_, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error {
 		data, err := push.Encode(p)
 		if err != nil {
 			return err
@@ -262,7 +282,7 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 		stream.event("payload", data)
 		backups.add(p)
 		return nil
-	})
+	}))
 	var f *loop.Failure
 	switch {
 	case errors.As(err, &f) && f.Push != nil:
@@ -283,17 +303,13 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 // every device of the user it names, and the push subscription it carries
 // (unless that is one of the user's devices already). The request's
 // subscription must be usable (https on a public host unless private
-// endpoints are allowed, keys that encrypt); a user without devices and
-// without a subscription in the request cannot be reached.
+// endpoints are allowed, keys that encrypt). A round that reaches nobody
+// still records the user's pushes in the outbox.
 func (s *Server) openRound(ctx context.Context, userID string, sub *push.Subscription) (*courier.Round, error) {
 	if sub != nil {
 		if err := s.checkSubscription(ctx, *sub, "pushSubscription."); err != nil {
 			return nil, err
 		}
 	}
-	round, err := s.deps.Courier.Open(ctx, courier.Recipients{UserID: userID, Subscription: sub}, push.SourceInstant)
-	if errors.Is(err, courier.ErrNoRecipients) {
-		return nil, errSubscriptionMissing
-	}
-	return round, err
+	return s.deps.Courier.Open(ctx, courier.Recipients{UserID: userID, Subscription: sub}, push.SourceInstant)
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -10,8 +11,12 @@ import (
 // subscribes with, and the capability list clients use to detect an old
 // deployment.
 func (s *Server) metaFeature() feature {
+	capabilities := []string{"vapid-public-key"}
+	if !s.cfg.ApplePushRefused {
+		capabilities = append(capabilities, "apple-web-push")
+	}
 	return feature{
-		capabilities: []string{"vapid-public-key"},
+		capabilities: capabilities,
 		routes: []route{
 			{http.MethodGet, "vapid-public-key", authClient, s.handleVAPIDPublicKey},
 			{http.MethodGet, "capabilities", authClient, s.handleCapabilities},
@@ -31,24 +36,25 @@ func (s *Server) handleVAPIDPublicKey(w http.ResponseWriter, r *http.Request) er
 	return nil
 }
 
-// handleCapabilities lists only features this server really implements.
+// applePushWarning is what /capabilities says while Apple endpoints are
+// refused.
+const applePushWarning = "pushes to Apple devices are refused: the VAPID subject is a placeholder Apple rejects; " +
+	"set AMSG_VAPID_SUBJECT to a real contact"
+
+// handleCapabilities lists only features this server really implements,
+// and warns of a configuration that keeps some devices from receiving.
 func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) error {
+	var warnings []string
+	if s.cfg.ApplePushRefused {
+		warnings = append(warnings, applePushWarning)
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Success       bool     `json:"success"`
 		ServerVersion string   `json:"serverVersion"`
 		Features      []string `json:"features"`
-	}{true, s.cfg.ServerVersion, s.features})
+		Warnings      []string `json:"warnings,omitempty"`
+	}{true, s.cfg.ServerVersion, s.features, warnings})
 	return nil
-}
-
-// handleHealth answers 200 when the store answers, 503 otherwise.
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if err := s.deps.Store.Ping(r.Context()); err != nil {
-		s.log.WarnContext(r.Context(), "health check failed", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // handleMetrics serves the Prometheus text format. When a client token is
@@ -57,8 +63,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.ClientToken != "" {
 		token := r.Header.Get("X-Client-Token")
-		if auth := r.Header.Get("Authorization"); token == "" && len(auth) > 7 {
-			token = auth[7:]
+		if auth := r.Header.Get("Authorization"); token == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+			token = auth[7:] // the whole rest is compared: no prefix of any 7 bytes passes
 		}
 		if !s.tokens.equal(token, s.cfg.ClientToken) {
 			s.writeError(w, r, errInvalidClientToken)

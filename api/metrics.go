@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,11 +40,8 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
-		}
-		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(rec.status)).Inc()
+		route := routePattern(r)
+		m.requests.WithLabelValues(metricMethod(r.Method), route, strconv.Itoa(rec.status)).Inc()
 		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/loop"
 	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
@@ -49,6 +50,19 @@ type Config struct {
 	AllowPrivateEndpoints bool
 	Logger                *slog.Logger
 	Now                   func() time.Time
+
+	// ApplePushRefused says the sender refuses Apple's push service (the
+	// VAPID subject is a placeholder); /capabilities then lacks
+	// "apple-web-push" and warns.
+	ApplePushRefused bool
+	// AdminToken, when set, enables the operator API under
+	// /api/v1/admin/ for requests that carry it as a Bearer token.
+	AdminToken string
+	// Limits bound what one caller can make the server do (limits.go).
+	Limits Limits
+	// LLMPolicy vets the apiUrl a request or task gives (400
+	// INVALID_API_URL); the LLM client enforces it again when it dials.
+	LLMPolicy loop.URLPolicy
 }
 
 // Deps are the components the handlers use.
@@ -67,6 +81,9 @@ type Deps struct {
 	ServiceWorker http.Handler
 	// Instant serves /instant, /continue and /sessions; nil serves none.
 	Instant *Instant
+	// AdminPage serves the operator page at /admin when Config.AdminToken
+	// is set; nil serves none.
+	AdminPage http.Handler
 }
 
 // handlerFunc is an endpoint: it writes a success response or returns an
@@ -104,7 +121,12 @@ type Server struct {
 	routes    []route // longest name first, for suffix matching
 	features  []string
 	metrics   *httpMetrics
+	rounds    *roundGuard
+	proofs    *tokenProofs
+	health    healthCheck
 	handler   http.Handler
+
+	broadcasts broadcastRunner // the operator's broadcasts this process sends
 }
 
 // New builds the server.
@@ -131,13 +153,21 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.cfg.MaxClientStateBodyBytes <= 0 {
 		s.cfg.MaxClientStateBodyBytes = 16 << 20
 	}
+	s.cfg.Limits = s.cfg.Limits.withDefaults()
+	var reg prometheus.Registerer
 	if deps.Metrics != nil {
 		m, err := newHTTPMetrics(deps.Metrics)
 		if err != nil {
 			return nil, fmt.Errorf("api: register metrics: %w", err)
 		}
-		s.metrics = m
+		s.metrics, reg = m, deps.Metrics
 	}
+	rounds, err := newRoundGuard(s.cfg.Limits, s.log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("api: register metrics: %w", err)
+	}
+	s.rounds = rounds
+	s.proofs = newTokenProofs(deps.Store, s.cfg.Limits.TokenProofMaxAge, s.now, s.log)
 	for _, f := range []feature{
 		s.metaFeature(),
 		s.userKeyFeature(),
@@ -156,7 +186,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.routes = append(s.routes, f.routes...)
 	}
 	slices.SortStableFunc(s.routes, func(a, b route) int { return len(b.name) - len(a.name) })
-	s.handler = s.cors.middleware(s.recoverPanics(s.mux()))
+	s.handler = s.deadlines(s.cors.middleware(s.rateLimit(s.recoverPanics(s.mux()))))
 	return s, nil
 }
 
@@ -164,12 +194,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) mux() http.Handler {
 	r := chi.NewRouter()
+	r.Use(s.logRequests)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
 	for _, rt := range s.routes {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}
+	s.mountAdmin(r)
+	r.Get("/api/v1/openapi.json", handleOpenAPI)
 	r.Get("/healthz", s.handleHealth)
 	if s.deps.Metrics != nil {
 		r.Get("/metrics", s.handleMetrics)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,8 +71,11 @@ type response struct {
 	body   string
 }
 
+// newRequest builds a request that, unless header says otherwise, prefers
+// Chinese: the endpoint tests check the standard's exact texts.
 func newRequest(method, path, body string, header map[string]string) *http.Request {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Accept-Language", "zh-CN")
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -157,7 +161,25 @@ func TestCapabilitiesListsImplementedFeatures(t *testing.T) {
 	if err := json.Unmarshal([]byte(got.body), &body); err != nil {
 		t.Fatal(err)
 	}
-	if !body.Success || body.ServerVersion != "1.2.3" || len(body.Features) == 0 || body.Features[0] != "vapid-public-key" {
+	if !body.Success || body.ServerVersion != "1.2.3" || len(body.Features) == 0 || body.Features[0] != "vapid-public-key" ||
+		!slices.Contains(body.Features, "apple-web-push") || strings.Contains(got.body, "warnings") {
+		t.Errorf("capabilities = %s", got.body)
+	}
+}
+
+// TestCapabilitiesWarnOfRefusedApplePush: with a placeholder VAPID subject
+// the server neither claims Apple devices nor keeps quiet about it.
+func TestCapabilitiesWarnOfRefusedApplePush(t *testing.T) {
+	s := newTestServer(t, Config{ApplePushRefused: true}, Deps{})
+	got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil)
+	var body struct {
+		Features []string `json:"features"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(got.body), &body); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(body.Features, "apple-web-push") || len(body.Warnings) != 1 || !strings.Contains(body.Warnings[0], "VAPID subject") {
 		t.Errorf("capabilities = %s", got.body)
 	}
 }
@@ -233,13 +255,20 @@ func TestCORS(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	st := storetest.New(t)
-	s := newTestServer(t, Config{}, Deps{Store: st})
+	now := time.Unix(1_800_000_000, 0)
+	s := newTestServer(t, Config{Now: func() time.Time { return now }}, Deps{Store: st})
 	if got := do(t, s, http.MethodGet, "/healthz", nil); got.status != http.StatusOK || got.body != `{"status":"ok"}`+"\n" {
 		t.Errorf("healthy: %d %s", got.status, got.body)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A pass answers for a second, so a flood of checks is not a flood of
+	// probes; then the store is probed again.
+	if got := do(t, s, http.MethodGet, "/healthz", nil); got.status != http.StatusOK {
+		t.Errorf("within a second of a pass: %d", got.status)
+	}
+	now = now.Add(healthCacheTTL)
 	if got := do(t, s, http.MethodGet, "/healthz", nil); got.status != http.StatusServiceUnavailable || got.body != `{"status":"unavailable"}`+"\n" {
 		t.Errorf("closed store: %d %s", got.status, got.body)
 	}

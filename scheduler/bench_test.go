@@ -63,7 +63,7 @@ func BenchmarkBacklog(b *testing.B) {
 			}
 		}
 		sched, err := New(Config{Logger: logger}, Deps{Store: st, Courier: courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: logger}),
-			LLM: loop.NewClient(loop.Config{})})
+			LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
 		if err != nil {
 			b.Fatal(err)
 		}

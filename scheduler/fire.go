@@ -88,10 +88,11 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 
 	cr, err := s.deps.Courier.Open(ctx, courier.Recipients{UserID: task.UserID}, p.MessageType.Source())
 	switch {
-	case errors.Is(err, courier.ErrNoRecipients):
-		return 0, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	case err != nil:
 		return 0, err
+	case !cr.Reachable():
+		// Before spending LLM tokens on a message nobody can receive.
+		return 0, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
 
 	session := sessionID(task.ID, task.NextSendAt)

@@ -97,6 +97,9 @@ type Config struct {
 	// Sleep waits between pushes and between instant attempts; nil waits
 	// on a timer that ends early with the context.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnClaim, when set, is told how late each claimed occurrence is (the
+	// claim time minus its nominal time), for the lateness metric.
+	OnClaim func(lateness time.Duration)
 }
 
 // Completer calls an LLM; *loop.Client is one.
@@ -292,10 +295,12 @@ func (s *Scheduler) Wake() {
 // claimAndStart claims up to n due tasks and starts delivering them,
 // logging each result.
 func (s *Scheduler) claimAndStart(n int) (int, error) {
-	tasks, err := s.deps.Store.ClaimDueTasksExcept(s.runCtx, s.now(), s.cfg.LeaseTTL, n, s.busyUsers())
+	now := s.now()
+	tasks, err := s.deps.Store.ClaimDueTasksExcept(s.runCtx, now, s.cfg.LeaseTTL, n, s.busyUsers())
 	if err != nil {
 		return 0, err
 	}
+	taken := tasks[:0:0]
 	for _, t := range tasks {
 		if !s.takeUser(t.UserID) {
 			// The claim gave this user more than its share: the rest wait,
@@ -305,6 +310,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			s.Wake()
 			continue
 		}
+		taken = append(taken, t)
 		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		if !s.launch(func() {
 			defer s.release()
@@ -316,6 +322,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			s.releaseLease(t.Lease())
 		}
 	}
+	s.observeClaims(taken, now)
 	return len(tasks), nil
 }
 
@@ -353,6 +360,16 @@ func (s *Scheduler) busyUsers() []string {
 	return busy
 }
 
+// observeClaims reports each claimed occurrence's lateness to OnClaim.
+func (s *Scheduler) observeClaims(tasks []store.Task, claimedAt time.Time) {
+	if s.cfg.OnClaim == nil {
+		return
+	}
+	for _, t := range tasks {
+		s.cfg.OnClaim(claimedAt.Sub(t.NextSendAt))
+	}
+}
+
 // launch runs fn as a delivery Stop waits for, unless Stop has begun.
 func (s *Scheduler) launch(fn func()) bool {
 	s.mu.Lock()
@@ -381,6 +398,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	s.observeClaims(tasks, start)
 	results := make([]result, len(tasks))
 	var wg sync.WaitGroup
 	// Slots are taken in claim order, so tasks start in next_send_at order;

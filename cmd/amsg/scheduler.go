@@ -42,8 +42,9 @@ func (c schedulerConfig) validate() error {
 	return nil
 }
 
-// newScheduler builds the scheduler, which delivers tasks through cr.
-func (s *server) newScheduler(cr *courier.Courier) error {
+// newScheduler builds the scheduler, which delivers tasks through cr and
+// reports each claim's lateness to onClaim.
+func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) error {
 	c := s.cfg.Scheduler
 	sched, err := scheduler.New(scheduler.Config{
 		Tick:         s.cfg.Tick,
@@ -52,6 +53,7 @@ func (s *server) newScheduler(cr *courier.Courier) error {
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
+		OnClaim:      onClaim,
 	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts})
 	if err != nil {
 		return &configError{err}

@@ -199,8 +199,9 @@ type Round struct {
 
 // Open starts a round to to, whose pushes are of source (instant or
 // scheduled: it picks TTL and urgency). It reads the user's devices, unless
-// they were read less than DeviceMaxAge ago, and fails with
-// ErrNoRecipients when there is nobody to send to.
+// they were read less than DeviceMaxAge ago. A round with nobody to send to
+// (Reachable false) still records its pushes in the user's outbox; its
+// sends fail with ErrNoRecipients.
 func (c *Courier) Open(ctx context.Context, to Recipients, source push.Source) (*Round, error) {
 	r := &Round{c: c, to: to, source: source}
 	if to.UserID != "" {
@@ -215,10 +216,13 @@ func (c *Courier) Open(ctx context.Context, to Recipients, source push.Source) (
 			}
 		}
 	}
-	if r.to.Subscription == nil && (r.devices == nil || len(r.devices.list()) == 0) {
-		return nil, ErrNoRecipients
-	}
 	return r, nil
+}
+
+// Reachable reports whether the round has a recipient: the request's
+// subscription, or a device of the user.
+func (r *Round) Reachable() bool {
+	return r.to.Subscription != nil || (r.devices != nil && len(r.devices.list()) > 0)
 }
 
 // Record writes pushes to the user's outbox before any is sent, so a page
@@ -405,6 +409,9 @@ func (c *Courier) SendPush(ctx context.Context, userID string, source push.Sourc
 	r, err := c.Open(ctx, Recipients{UserID: userID}, source)
 	if err != nil {
 		return Result{MessageID: p.CommonFields().MessageID}, err
+	}
+	if !r.Reachable() {
+		return Result{MessageID: p.CommonFields().MessageID}, ErrNoRecipients
 	}
 	return r.Push(ctx, p)
 }

@@ -78,7 +78,7 @@ func newServer(t *testing.T) *server {
 	deliveries := courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: log})
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	llm := loop.NewClient(loop.Config{Logger: log})
+	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
@@ -92,12 +92,13 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, Logger: log}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
 		Store:         st,
 		Courier:       deliveries,
 		Scheduler:     sched,
 		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
 		Web:           web.Handler(),
+		AdminPage:     web.AdminHandler(),
 		ServiceWorker: sw.Handler(version),
 	})
 	if err != nil {
