@@ -194,7 +194,7 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w: since %d, limit %d", ErrInvalidOutbox, since, limit)
 	}
 	entries, fetched, last, err := s.readOutbox(ctx, userID,
-		`WHERE user_id = ? AND acked_at IS NULL AND id > ? ORDER BY id LIMIT ?`, userID, since, limit)
+		outboxColumns+`WHERE user_id = ? AND acked_at IS NULL AND id > ? ORDER BY id LIMIT ?`, userID, since, limit)
 	if err != nil {
 		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
 	}
@@ -204,26 +204,31 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 	return OutboxPage{Entries: entries, Cursor: max(since, last), HasMore: fetched == limit}, nil
 }
 
+// outboxColumns starts every outbox read.
+const outboxColumns = `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
+		payload, created_at, delivered_at
+	FROM message_outbox `
+
+var sessionOutboxSQL = preparedRead(outboxColumns + `WHERE user_id = ? AND session_id = ? ORDER BY id`)
+
 // SessionOutbox returns the pushes recorded for one session of userID,
 // oldest first, whether delivered or acknowledged or not. The scheduler
 // resends a failed occurrence's burst from here, so a retry repeats the
 // first answer rather than asking the LLM for a new one.
 func (s *Store) SessionOutbox(ctx context.Context, userID, sessionID string) ([]OutboxEntry, error) {
-	entries, _, _, err := s.readOutbox(ctx, userID, `WHERE user_id = ? AND session_id = ? ORDER BY id`, userID, sessionID)
+	entries, _, _, err := s.readOutbox(ctx, userID, sessionOutboxSQL, userID, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("store: session outbox: %w", err)
 	}
 	return entries, nil
 }
 
-// readOutbox reads the outbox rows of userID that where selects (ordered by
-// id) and returns those whose payload opens, the count of rows read and the
+// readOutbox reads the outbox rows of userID that query (outboxColumns and
+// a WHERE … ORDER BY id clause) selects and returns those whose payload opens, the count of rows read and the
 // id of the last row read (0 for none), both counting the rows that were
 // skipped because they do not decrypt (logged).
-func (s *Store) readOutbox(ctx context.Context, userID, where string, args ...any) (entries []OutboxEntry, fetched int, last int64, err error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
-			payload, created_at, delivered_at
-		FROM message_outbox `+where, args...)
+func (s *Store) readOutbox(ctx context.Context, userID, query string, args ...any) (entries []OutboxEntry, fetched int, last int64, err error) {
+	rows, err := s.readQuery(ctx, query, args...)
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -110,8 +110,10 @@ type Store struct {
 	reader       *sql.DB // query_only connections
 	checkpointer *sql.DB // one connection that checkpoints the WAL
 	walPath      string
-	// stmts are the hot statements (preparedSQL), prepared on the writer.
-	stmts map[string]*sql.Stmt
+	// stmts are the hot statements (preparedSQL), prepared on the writer;
+	// readStmts the hot reads (preparedRead), prepared on the read pool.
+	stmts     map[string]*sql.Stmt
+	readStmts map[string]*sql.Stmt
 	// writes hands a write to the committer; stopWrites ends it and
 	// writesDone is closed once it has.
 	writes     chan *writeOp
@@ -561,16 +563,54 @@ func preparedSQL(query string) string {
 	return query
 }
 
+// preparedReads are the reads every delivery runs, registered by
+// preparedRead and prepared once on the read pool at Open (database/sql
+// then prepares each on every pooled connection once).
+var preparedReads []string
+
+// preparedRead registers query as a hot read and returns it. Call it in a
+// package-level var declaration.
+func preparedRead(query string) string {
+	preparedReads = append(preparedReads, query)
+	return query
+}
+
 func (s *Store) prepareStatements(ctx context.Context) error {
-	s.stmts = make(map[string]*sql.Stmt, len(preparedQueries))
-	for _, q := range preparedQueries {
-		st, err := s.writer.PrepareContext(ctx, q)
-		if err != nil {
-			return fmt.Errorf("%w: %s", err, q)
-		}
-		s.stmts[q] = st
+	var err error
+	if s.stmts, err = prepareAll(ctx, s.writer, preparedQueries); err != nil {
+		return err
 	}
-	return nil
+	s.readStmts, err = prepareAll(ctx, s.reader, preparedReads)
+	return err
+}
+
+func prepareAll(ctx context.Context, db *sql.DB, queries []string) (map[string]*sql.Stmt, error) {
+	stmts := make(map[string]*sql.Stmt, len(queries))
+	for _, q := range queries {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", err, q)
+		}
+		stmts[q] = st
+	}
+	return stmts, nil
+}
+
+// readRow is readQuery for one row.
+func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.readStmts[query]; st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.reader.QueryRowContext(ctx, query, args...)
+}
+
+// readQuery runs query on the read pool, on its prepared statement when it
+// has one.
+func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := s.readStmts[query]; st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.reader.QueryContext(ctx, query, args...)
 }
 
 // txExec runs query in tx, on its prepared statement when it has one

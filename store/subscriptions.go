@@ -104,11 +104,13 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 	return d, nil
 }
 
+var devicesSQL = preparedRead(`SELECT id, subscription, created_at, updated_at
+	FROM subscriptions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`)
+
 // Devices returns userID's subscriptions, most recently updated first. A row
 // that does not decrypt (the master key changed) is skipped and logged.
 func (s *Store) Devices(ctx context.Context, userID string) ([]push.Device, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, subscription, created_at, updated_at
-		FROM subscriptions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`, userID)
+	rows, err := s.readQuery(ctx, devicesSQL, userID)
 	if err != nil {
 		return nil, fmt.Errorf("store: devices: %w", err)
 	}

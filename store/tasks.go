@@ -306,12 +306,14 @@ var claimDueSQL = preparedSQL(`UPDATE tasks SET lease_until = ?, updated_at = ?
 		ORDER BY ` + claimableAt + `, id LIMIT ?)
 	RETURNING ` + taskColumns)
 
+var nextClaimableSQL = preparedRead(`SELECT min(` + claimableAt + `) FROM tasks WHERE status = 'pending'`)
+
 // NextClaimableAt returns the earliest time a pending task becomes
 // claimable, and false when there is no pending task. The scheduler sleeps
 // until then rather than a whole tick.
 func (s *Store) NextClaimableAt(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := s.reader.QueryRowContext(ctx, `SELECT min(`+claimableAt+`) FROM tasks WHERE status = 'pending'`).Scan(&next)
+	err := s.readRow(ctx, nextClaimableSQL).Scan(&next)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("store: next claimable task: %w", err)
 	}
