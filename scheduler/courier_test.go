@@ -52,24 +52,7 @@ func TestVisiblePolicyKeepsReasoningOffWebPush(t *testing.T) {
 // asking the LLM again.
 func TestInterruptedBurstResendsTheRecordedAnswer(t *testing.T) {
 	h := newHarness(t, Config{})
-	arrived, release := make(chan struct{}, 1), make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer hang.Close()
-	defer close(release)
-	stuck := h.push.Subscribe()
-	stuck.Endpoint = hang.URL + "/push/stuck"
-	raw, _ := json.Marshal(stuck)
-	device, err := h.st.PutSubscription(t.Context(), alice, raw, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	device, arrived := h.hangingDevice(alice, http.StatusServiceUnavailable)
 	h.llm.Enqueue(llmtest.Reply{Content: "一。二。"}, llmtest.Reply{Content: "别的。"})
 	task := h.insert(alice, Payload{MessageType: push.TypePrompted, CompletePrompt: str("p"),
 		APIURL: str(h.llm.APIURL()), APIKey: str("k"), PrimaryModel: str("m")}, start)
@@ -91,10 +74,11 @@ func TestInterruptedBurstResendsTheRecordedAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.subscribe(alice)
-	h.sched, err = New(h.sched.cfg, h.sched.deps)
+	sched, err := New(h.sched.cfg, h.sched.deps)
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.sched = sched
 	if sum := h.tick(); sum.SuccessCount != 1 {
 		t.Fatalf("retry %s", mustJSON(t, sum))
 	}
@@ -116,46 +100,18 @@ func TestInterruptedBurstResendsTheRecordedAnswer(t *testing.T) {
 // fixed task, due last, by more than 2 s.
 func TestHungPushServiceAndLLMDoNotDelayOthers(t *testing.T) {
 	h := newHarness(t, Config{})
-	release := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.WriteHeader(http.StatusCreated)
-	}))
-	defer hang.Close()
-	defer close(release) // before hang.Close, which waits for its requests
-	stuck := h.push.Subscribe()
-	stuck.Endpoint = hang.URL + "/push/stuck"
-	raw, _ := json.Marshal(stuck)
-	if _, err := h.st.PutSubscription(t.Context(), alice, raw, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
+	h.hangingDevice(alice, http.StatusCreated)
+	answer := make(chan struct{}) // the LLM answers only when the test ends
+	defer close(answer)
 	h.subscribe("carol")
 	h.subscribe(bob)
 	for range 8 {
 		h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("hang")}, start)
-		h.llm.Enqueue(llmtest.Reply{Content: "never", Release: release})
+		h.llm.Enqueue(llmtest.Reply{Content: "never", Release: answer})
 		h.insert("carol", Payload{MessageType: push.TypePrompted, CompletePrompt: str("p"),
 			APIURL: str(h.llm.APIURL()), APIKey: str("k"), PrimaryModel: str("m")}, start)
 	}
-	h.insert(bob, Payload{MessageType: push.TypeFixed, UserMessage: str("on time")}, start.Add(time.Millisecond))
-	h.clk.Set(start.Add(time.Second))
-
-	began := time.Now()
-	h.sched.Start()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
-	defer cancel()
-	pushes, err := h.push.WaitPushes(ctx, 1)
-	if err != nil {
-		t.Fatalf("bob's task was not delivered within 2 s of its due time: %v", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(pushes[0].JSON, &m); err != nil || m["message"] != "on time" {
-		t.Errorf("first push %s", pushes[0].JSON)
-	}
-	t.Logf("bob's push arrived %s after the scheduler started", time.Since(began))
+	h.bobDeliveredWithin2s()
 }
 
 // One user's backlog larger than the delivery slots, aimed at a push
@@ -163,38 +119,62 @@ func TestHungPushServiceAndLLMDoNotDelayOthers(t *testing.T) {
 // task due after it is delivered within 2 s.
 func TestOneUsersBacklogLeavesSlotsToOthers(t *testing.T) {
 	h := newHarness(t, Config{})
-	release := make(chan struct{})
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.WriteHeader(http.StatusCreated)
-	}))
-	defer hang.Close()
-	defer close(release) // before hang.Close, which waits for its requests
-	stuck := h.push.Subscribe()
-	stuck.Endpoint = hang.URL + "/push/stuck"
-	raw, _ := json.Marshal(stuck)
-	if _, err := h.st.PutSubscription(t.Context(), alice, raw, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
+	h.hangingDevice(alice, http.StatusCreated)
 	h.subscribe(bob)
 	for range DefaultConcurrency + 6 {
 		h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("hang")}, start)
 	}
+	h.bobDeliveredWithin2s()
+}
+
+// hangingDevice registers for userID a device whose push service holds every
+// request until the test ends, then answers status; each request arriving
+// is signalled on arrived (buffered, never blocking).
+func (h *harness) hangingDevice(userID string, status int) (device push.Device, arrived <-chan struct{}) {
+	h.t.Helper()
+	signal, release := make(chan struct{}, 128), make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case signal <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(status)
+	}))
+	h.t.Cleanup(hang.Close)
+	h.t.Cleanup(func() { close(release) }) // runs first: hang.Close waits for its requests
+	stuck := h.push.Subscribe()
+	stuck.Endpoint = hang.URL + "/push/stuck"
+	raw, _ := json.Marshal(stuck)
+	d, err := h.st.PutSubscription(h.t.Context(), userID, raw, time.Time{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.courier.Forget(userID)
+	return d, signal
+}
+
+// bobDeliveredWithin2s inserts bob's fixed task, due just after everything
+// inserted so far, starts the scheduler and waits up to 2 s (real time) for
+// it to reach the push service before any other push.
+func (h *harness) bobDeliveredWithin2s() {
+	h.t.Helper()
 	h.insert(bob, Payload{MessageType: push.TypeFixed, UserMessage: str("on time")}, start.Add(time.Millisecond))
 	h.clk.Set(start.Add(time.Second))
-
+	began := time.Now()
 	h.sched.Start()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(h.t.Context(), 2*time.Second)
 	defer cancel()
 	pushes, err := h.push.WaitPushes(ctx, 1)
 	if err != nil {
-		t.Fatalf("bob's task was not delivered within 2 s of its due time: %v", err)
+		h.t.Fatalf("bob's task was not delivered within 2 s of its due time: %v", err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(pushes[0].JSON, &m); err != nil || m["message"] != "on time" {
-		t.Errorf("first push %s", pushes[0].JSON)
+		h.t.Errorf("first push %s", pushes[0].JSON)
 	}
+	h.t.Logf("bob's push arrived %s after the scheduler started", time.Since(began))
 }
