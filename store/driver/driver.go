@@ -45,7 +45,7 @@ type Driver interface {
 	// found; SQLite's one process wakes itself, so its ListenTasks only
 	// waits for ctx.
 	ListenTasks(ctx context.Context, wake func()) error
-	// Close releases the database; the store has run Dialect.Optimize.
+	// Close releases the database; the store has run Dialect.Closing.
 	Close() error
 }
 
@@ -75,10 +75,15 @@ type Dialect struct {
 	// tasks_due index spells it.
 	ClaimableAt string
 	// ClaimDueTasks leases due tasks. Arguments: lease_until, updated_at,
-	// now, limit. It ends in RETURNING, to which the store appends its task
-	// columns. PostgreSQL skips rows another
-	// instance is claiming at the same moment instead of waiting for them.
+	// now, the users to pass over as a JSON array, limit. It ends in
+	// RETURNING, to which the store appends its task columns. PostgreSQL
+	// skips rows another instance is claiming at the same moment instead of
+	// waiting for them.
 	ClaimDueTasks string
+	// ClaimOutsideWrites runs the claim as a statement of its own rather
+	// than in a write: PostgreSQL's claim needs READ COMMITTED, where SKIP
+	// LOCKED keeps claimers apart, not the writes' SERIALIZABLE.
+	ClaimOutsideWrites bool
 	// InJSONArray is a subquery of the text values of the JSON array given
 	// as its one argument: x IN (InJSONArray).
 	InJSONArray string
@@ -97,6 +102,6 @@ type Dialect struct {
 	// rows get ids after theirs.
 	AfterCopy []string
 
-	// Optimize runs at Close, "" for none.
-	Optimize string
+	// Closing runs on the writer at Close, in order.
+	Closing []string
 }

@@ -28,10 +28,12 @@ var dialect = driver.Dialect{
 	// statement at READ COMMITTED. $n keeps the arguments in SQLite's order.
 	ClaimDueTasks: `WITH due (due_id) AS (
 			SELECT id FROM tasks WHERE status = 'pending' AND claimable_at <= $3
-			ORDER BY claimable_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+				AND user_id NOT IN (SELECT value FROM json_array_elements_text($4::json))
+			ORDER BY claimable_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
 		UPDATE tasks SET lease_until = $1, updated_at = $2 FROM due WHERE id = due_id
 		RETURNING `,
-	InJSONArray: `SELECT value FROM json_array_elements_text(?::json)`,
+	ClaimOutsideWrites: true,
+	InJSONArray:        `SELECT value FROM json_array_elements_text(?::json)`,
 
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),

@@ -22,10 +22,11 @@ var dialect = driver.Dialect{
 	},
 
 	ClaimableAt: claimableAt,
-	// One statement on the one writer connection: two claimers never get
-	// the same task.
+	// One statement in a write on the one writer connection: two claimers
+	// never get the same task.
 	ClaimDueTasks: `UPDATE tasks SET lease_until = ?, updated_at = ?
 		WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ?
+				AND user_id NOT IN (SELECT value FROM json_each(?))
 			ORDER BY ` + claimableAt + `, id LIMIT ?)
 		RETURNING `,
 	InJSONArray: `SELECT value FROM json_each(?)`,
@@ -36,5 +37,5 @@ var dialect = driver.Dialect{
 	Indexes:      `SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name`,
 	IndexColumns: `SELECT coalesce(name, '<expression>') FROM pragma_index_info(?) ORDER BY seqno`,
 
-	Optimize: `PRAGMA optimize`,
+	Closing: []string{`PRAGMA optimize`, `PRAGMA wal_checkpoint(TRUNCATE)`},
 }

@@ -29,9 +29,10 @@ const (
 
 // DB is an open SQLite database.
 type DB struct {
-	path   string  // absolute
-	writer *sql.DB // one connection: SQLite has one writer anyway
-	reader *sql.DB // query_only connections
+	path         string  // absolute
+	writer       *sql.DB // one connection: SQLite has one writer anyway
+	reader       *sql.DB // query_only connections
+	checkpointer *sql.DB // one connection that checkpoints the WAL
 }
 
 // Open opens (creating if needed, readable by its owner only) the database
@@ -53,7 +54,9 @@ func (db *DB) open(ctx context.Context, path string) error {
 	if err := prepareFile(abs); err != nil {
 		return err
 	}
-	if db.writer, err = sql.Open("sqlite", dsn(abs, "_txlock=immediate")); err != nil {
+	// The writer never checkpoints on commit: the store checkpoints on the
+	// checkpointer's connection, off the writer's path.
+	if db.writer, err = sql.Open("sqlite", dsn(abs, "_txlock=immediate&_pragma=wal_autocheckpoint(0)")); err != nil {
 		return err
 	}
 	db.writer.SetMaxOpenConns(1)
@@ -71,6 +74,10 @@ func (db *DB) open(ctx context.Context, path string) error {
 	}
 	db.reader.SetMaxOpenConns(readConns)
 	db.reader.SetMaxIdleConns(readConns)
+	if db.checkpointer, err = sql.Open("sqlite", dsn(abs, "")); err != nil {
+		return err
+	}
+	db.checkpointer.SetMaxOpenConns(1)
 	return nil
 }
 
@@ -143,6 +150,12 @@ func (db *DB) Probe(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// Path is the database file's absolute path.
+func (db *DB) Path() string { return db.path }
+
+// Checkpointer is a connection of its own for WAL checkpoints.
+func (db *DB) Checkpointer() *sql.DB { return db.checkpointer }
+
 // Writer is the one write connection.
 func (db *DB) Writer() *sql.DB { return db.writer }
 
@@ -185,10 +198,10 @@ func (db *DB) ListenTasks(ctx context.Context, _ func()) error {
 	return nil
 }
 
-// Close closes both pools.
+// Close closes the pools.
 func (db *DB) Close() error {
 	var errs []error
-	for _, pool := range []*sql.DB{db.reader, db.writer} {
+	for _, pool := range []*sql.DB{db.reader, db.checkpointer, db.writer} {
 		if pool != nil {
 			errs = append(errs, pool.Close())
 		}
