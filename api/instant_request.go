@@ -106,23 +106,13 @@ type requestValidator struct {
 	log          func(warning builders.Warning)
 }
 
-// check runs checks in order and returns the first failure.
-func (v *requestValidator) check(checks ...func() *Error) error {
-	for _, c := range checks {
-		if err := c(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // decodeInstant validates an /instant body (validateInstantPayload on the
 // standard's legacy path, which amsg always takes: it has no onLLMOutput
 // hook, so completePrompt is accepted with or without tools), then amsg's
 // own fields.
 func decodeInstant(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error) {
 	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, defaultModel: defaultModel, log: warn}
-	err := v.check(
+	err := check(
 		v.forbidden("firstSendTime", "amsg-instant 不接受 firstSendTime；该字段属于 amsg-server 的定时消息"),
 		v.onlyValue("recurrenceType", "none", `amsg-instant 不支持 recurrenceType（必须省略或为 "none"）`),
 		v.onlyValue("messageType", "instant", `amsg-instant 仅支持 messageType: "instant"（或省略）`),
@@ -146,7 +136,7 @@ func decodeInstant(f fields, haveUser bool, maxIter int, defaultModel bool, warn
 // order. Unlike upstream, messages may hold only the tool results.
 func decodeContinue(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error) {
 	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, defaultModel: defaultModel, log: warn}
-	err := v.check(
+	err := check(
 		func() *Error {
 			if _, ok := f.nonBlank("sessionId"); !ok {
 				return missingFields("sessionId 必填且为非空字符串", "sessionId")
@@ -236,14 +226,10 @@ func (v *requestValidator) messages() *Error {
 }
 
 func (v *requestValidator) temperature() *Error {
-	if !v.f.given("temperature") {
-		return nil
-	}
-	t, ok := v.f.number("temperature")
-	if !ok {
+	var ok bool
+	if v.q.temperature, ok = v.f.optionalNumber("temperature"); !ok {
 		return invalidFields("temperature 必须是有限数字", "temperature")
 	}
-	v.q.temperature = &t
 	return nil
 }
 
@@ -312,14 +298,10 @@ func (v *requestValidator) avatarURL() *Error {
 }
 
 func (v *requestValidator) messageSubtype() *Error {
-	if !v.f.given("messageSubtype") {
-		return nil
-	}
-	s, ok := v.f.str("messageSubtype")
-	if !ok {
+	var ok bool
+	if v.q.messageSubtype, ok = v.f.optionalString("messageSubtype"); !ok {
 		return invalidFields("messageSubtype 必须是字符串", "messageSubtype")
 	}
-	v.q.messageSubtype = s
 	return nil
 }
 
@@ -351,12 +333,10 @@ func (v *requestValidator) shared() *Error {
 		}
 		v.q.iteration = int(n)
 	}
-	if v.f.given("metadata") {
-		if push.JSONKind(v.f["metadata"]) != '{' {
-			return invalidFields("metadata 必须是普通对象", "metadata")
-		}
-		v.q.metadata = v.f["metadata"]
+	if err := checkMetadata(v.f, invalidPayload("", nil)); err != nil {
+		return err
 	}
+	v.q.metadata = v.f.raw("metadata")
 	v.q.llmExtraBody = v.f["llmExtraBody"]
 	return nil
 }

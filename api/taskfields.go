@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"amsg/push"
 )
 
 // fields is a decoded request object, read with JavaScript's rules: the
@@ -77,6 +79,35 @@ func (f fields) positiveInt(key string) (int, bool) {
 		return 0, false
 	}
 	return int(n), true
+}
+
+// optionalNumber reads a member that may be absent or null (nil) and is
+// otherwise a finite number; ok is false for anything else.
+func (f fields) optionalNumber(key string) (n *float64, ok bool) {
+	if !f.given(key) {
+		return nil, true
+	}
+	v, ok := f.number(key)
+	if !ok {
+		return nil, false
+	}
+	return &v, true
+}
+
+// optionalString reads a member that may be absent or null ("") and is
+// otherwise a string; ok is false for anything else.
+func (f fields) optionalString(key string) (string, bool) {
+	if !f.given(key) {
+		return "", true
+	}
+	return f.str(key)
+}
+
+// recurrence reads recurrenceType as the standard checks it: a truthy value
+// must name a recurrence.
+func (f fields) recurrence() (push.Recurrence, bool) {
+	rec, _ := f.str("recurrenceType")
+	return push.Recurrence(rec), !f.truthy("recurrenceType") || push.Recurrence(rec).Valid()
 }
 
 // stringPtr returns the member as a *string: nil unless it is a string.
