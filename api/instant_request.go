@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 )
@@ -36,8 +37,8 @@ type instantRequest struct {
 }
 
 // call is the LLM call the request describes.
-func (q *instantRequest) call() loop.Request {
-	return loop.Request{APIURL: q.apiURL, APIKey: q.apiKey, Model: q.primaryModel, Messages: q.messages,
+func (q *instantRequest) call() llm.Request {
+	return llm.Request{APIURL: q.apiURL, APIKey: q.apiKey, Model: q.primaryModel, Messages: q.messages,
 		Prompt: q.completePrompt, Temperature: q.temperature, MaxTokens: q.maxTokens,
 		Tools: q.tools, ToolChoice: q.toolChoice, ExtraBody: q.llmExtraBody}
 }
@@ -218,7 +219,7 @@ func (v *requestValidator) promptOrMessages() *Error {
 }
 
 func (v *requestValidator) messages() *Error {
-	if err := loop.ValidateMessages(v.f["messages"]); err != nil {
+	if err := llm.ValidateMessages(v.f["messages"]); err != nil {
 		return invalidFields(err.Chinese(), "messages")
 	}
 	v.q.messages = v.f["messages"]

@@ -18,8 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 	"amsg/push/pushtest"
 	"amsg/store"
 	"amsg/store/storetest"
@@ -39,11 +40,11 @@ func newInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig) *instan
 	t.Helper()
 	st := storetest.New(t)
 	dispatcher, fake := newTestDispatcher(t, st)
-	agent.Client = loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})
+	agent.Client = llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})
 	agent.Transcripts = loop.NewTranscripts(st, nil)
 	agent.Logger = testLogger(t)
 	cfg.AllowPrivateEndpoints = true
-	cfg.LLMPolicy = loop.URLPolicy{AllowPrivate: true}
+	cfg.LLMPolicy = llm.URLPolicy{AllowPrivate: true}
 	s := newTestServer(t, cfg, Deps{Store: st, Dispatcher: dispatcher,
 		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond}})
 	h := httptest.NewServer(s)

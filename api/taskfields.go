@@ -36,30 +36,10 @@ func (f fields) given(key string) bool {
 
 // truthy is JavaScript's truthiness of the member: absent, null, false, 0
 // and "" are false; objects and arrays are true.
-func (f fields) truthy(key string) bool {
-	v, ok := f[key]
-	if !ok {
-		return false
-	}
-	switch s := string(v); {
-	case s == "null", s == "false", s == `""`:
-		return false
-	case s != "" && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')):
-		n, err := strconv.ParseFloat(s, 64)
-		return err != nil || n != 0
-	}
-	return true
-}
+func (f fields) truthy(key string) bool { return push.JSTruthy(f[key]) }
 
 // str returns the member as a string, and whether it is one.
-func (f fields) str(key string) (string, bool) {
-	var s string
-	v, ok := f[key]
-	if !ok || len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+func (f fields) str(key string) (string, bool) { return push.JSONString(f[key]) }
 
 // number returns the member as a finite number, and whether it is one.
 func (f fields) number(key string) (float64, bool) {

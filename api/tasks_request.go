@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"amsg/loop"
+	"amsg/llm"
 	"amsg/push"
 	"amsg/scheduler"
 )
@@ -345,7 +345,7 @@ func (v *scheduleValidator) messageSubtype() *Error {
 }
 
 func (v *scheduleValidator) splitPattern() *Error {
-	if err := loop.ValidateSplitPattern(v.f["splitPattern"]); err != nil {
+	if err := llm.ValidateSplitPattern(v.f["splitPattern"]); err != nil {
 		return invalidParameters(err.Error(), "splitPattern")
 	}
 	return nil
@@ -479,7 +479,7 @@ func (v *updateValidator) splitPattern() *Error {
 	if !v.f.has("splitPattern") {
 		return nil
 	}
-	if err := loop.ValidateSplitPattern(v.f.fields["splitPattern"]); err != nil {
+	if err := llm.ValidateSplitPattern(v.f.fields["splitPattern"]); err != nil {
 		return invalidUpdate(err.Error(), "splitPattern")
 	}
 	return nil
@@ -576,7 +576,7 @@ func checkPrompt(f fields, base *Error) *Error {
 		return withMessage(base, "exactly one of `completePrompt` or `messages` must be provided（两者不能同时出现）", "completePrompt", "messages")
 	}
 	if f.given("messages") {
-		if err := loop.ValidateMessages(f["messages"]); err != nil {
+		if err := llm.ValidateMessages(f["messages"]); err != nil {
 			return withMessage(base, err.English(), "messages")
 		}
 	}
@@ -599,7 +599,7 @@ func checkCredentials(f fields, base *Error) *Error {
 		}
 	}
 	if u, ok := f.str("apiUrl"); ok && u != "" {
-		if _, err := loop.NormalizeAPIURL(u); err != nil {
+		if _, err := llm.NormalizeAPIURL(u); err != nil {
 			return withMessage(base, err.Error(), "apiUrl")
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/pushtest"
@@ -59,7 +60,7 @@ func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 	var err error
 	e.sched, err = scheduler.New(scheduler.Config{Now: e.clk.Now, Logger: testLogger(t),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: e.st, Pusher: dispatcher, LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
+		scheduler.Deps{Store: e.st, Pusher: dispatcher, LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,17 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/push"
 	"amsg/store/storetest"
 )
+
+// testKey is the API key the tests send; testPolicy lets the client reach
+// the fake LLM on loopback.
+const testKey = "sk-test-0123456789"
+
+var testPolicy = llm.URLPolicy{AllowPrivate: true}
 
 const owner = Owner("550e8400-e29b-41d4-a716-446655440000")
 
@@ -29,15 +36,15 @@ type agentFixture struct {
 
 func newAgentFixture(t *testing.T, cfg AgentConfig) *agentFixture {
 	t.Helper()
-	llm := llmtest.NewServer(t)
-	cfg.Client = NewClient(Config{Policy: testPolicy})
+	model := llmtest.NewServer(t)
+	cfg.Client = llm.NewClient(llm.Config{Policy: testPolicy})
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	cfg.Transcripts = NewTranscripts(storetest.New(t), cfg.Now)
-	return &agentFixture{agent: NewAgent(cfg), llm: llm}
+	return &agentFixture{agent: NewAgent(cfg), llm: model}
 }
 
-func (f *agentFixture) call(messages string) Request {
-	return Request{APIURL: f.llm.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(messages),
+func (f *agentFixture) call(messages string) llm.Request {
+	return llm.Request{APIURL: f.llm.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(messages),
 		Tools: json.RawMessage(`[{"type":"function","function":{"name":"get_time","parameters":{"type":"object"}}}]`)}
 }
 
@@ -423,7 +430,7 @@ func TestAgentRetakesAnAbandonedClaim(t *testing.T) {
 		_, err := f.resume(t.Context(), "s", 1, result)
 		conflict(t, err)
 
-		restarted := NewAgent(AgentConfig{Client: NewClient(Config{Policy: testPolicy}), Transcripts: f.agent.Transcripts(), Now: now})
+		restarted := NewAgent(AgentConfig{Client: llm.NewClient(llm.Config{Policy: testPolicy}), Transcripts: f.agent.Transcripts(), Now: now})
 		advance(time.Second)
 		f.llm.Enqueue(llmtest.Reply{Content: "中午。"})
 		run, err := restarted.Resume(t.Context(), Resume{Owner: owner, SessionID: "s", Iteration: 1, Call: f.call(result)})
@@ -605,7 +612,7 @@ func TestResumeWithTheWholeHistory(t *testing.T) {
 
 func TestRecordRound(t *testing.T) {
 	tr := NewTranscripts(storetest.New(t), nil)
-	resp := &Response{Content: "早上好。", Usage: Usage{InputTokens: 7, OutputTokens: 3, Reported: true}}
+	resp := &llm.Response{Content: "早上好。", Usage: llm.Usage{InputTokens: 7, OutputTokens: 3, Reported: true}}
 	if err := tr.Record(t.Context(), owner, "sess_task_1@1700000000000", Round{
 		Prompt: "say good morning", Response: resp, Reasoning: "morning", ReasoningPush: "msg_r",
 		Text: "早上好。", ContentPushes: []string{"msg_task_1@1700000000000_0"},
@@ -640,7 +647,7 @@ func TestSentenceStartsCountsSegments(t *testing.T) {
 		text := b.String()
 		var s sentenceStarts
 		s.add(text)
-		segs, err := DefaultSplitter().Split(text)
+		segs, err := llm.DefaultSplitter().Split(text)
 		if err != nil {
 			t.Fatal(err)
 		}

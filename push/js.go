@@ -3,6 +3,7 @@ package push
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 )
@@ -62,6 +63,16 @@ func MarshalNoEscape(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+// MustMarshalNoEscape is MarshalNoEscape for values that always encode:
+// strings, plain structs and valid JSON elements.
+func MustMarshalNoEscape(v any) json.RawMessage {
+	raw, err := MarshalNoEscape(v)
+	if err != nil {
+		panic(err) // unreachable for the values callers pass
+	}
+	return raw
+}
+
 // CompactJSON returns raw without insignificant whitespace, or raw itself
 // when it is not JSON.
 func CompactJSON(raw []byte) []byte {
@@ -70,4 +81,29 @@ func CompactJSON(raw []byte) []byte {
 		return raw
 	}
 	return out.Bytes()
+}
+
+// JSONString decodes a JSON string member; ok is false for any other value,
+// absent included (typeof v === "string").
+func JSONString(raw json.RawMessage) (s string, ok bool) {
+	if JSONKind(raw) != '"' {
+		return "", false
+	}
+	return s, json.Unmarshal(raw, &s) == nil
+}
+
+// JSTruthy is JavaScript truthiness of a JSON value: false for an absent
+// value, null, false, 0 and "".
+func JSTruthy(raw json.RawMessage) bool {
+	switch k := JSONKind(raw); {
+	case k == 0 || k == 'n' || k == 'f':
+		return false
+	case k == '"':
+		s, _ := JSONString(raw)
+		return s != ""
+	case k == '-' || (k >= '0' && k <= '9'):
+		f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+		return err != nil || f != 0 // an out-of-range literal is ±Inf in JavaScript: truthy
+	}
+	return true
 }

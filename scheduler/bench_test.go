@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop"
+	"amsg/llm"
 	"amsg/push"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
@@ -62,7 +62,7 @@ func BenchmarkBacklog(b *testing.B) {
 			}
 		}
 		sched, err := New(Config{Logger: logger}, Deps{Store: st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: st},
-			LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
+			LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})})
 		if err != nil {
 			b.Fatal(err)
 		}

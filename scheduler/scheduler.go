@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/webpush"
@@ -93,9 +94,9 @@ type Pusher interface {
 	Dispatch(ctx context.Context, userID string, msg webpush.Message) (webpush.Result, error)
 }
 
-// Completer calls an LLM; *loop.Client is one.
+// Completer calls an LLM; *llm.Client is one.
 type Completer interface {
-	Complete(ctx context.Context, req loop.Request) (*loop.Response, error)
+	Complete(ctx context.Context, req llm.Request) (*llm.Response, error)
 }
 
 // Deps are the components the scheduler uses.

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 	"amsg/push"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
@@ -91,7 +92,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		}
 	}
 	h.sched, err = New(cfg, Deps{Store: h.st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: h.st},
-		LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
+		LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestPromptedRoundsAreRecordedInTheOccurrencesTranscript(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %q %s %v", m.Type, m.Text, m.Code, m.Pushes))
 	}
 	base := fmt.Sprintf("msg_task_%d@%d_", task.ID, start.UnixMilli())
-	url, _ := loop.NormalizeAPIURL(h.llm.APIURL())
+	url, _ := llm.NormalizeAPIURL(h.llm.APIURL())
 	want := []string{
 		`input "check in"  []`,
 		`error "AI API error: 503 Service Unavailable. Request URL: ` + url + `" LLM_CALL_FAILED []`,

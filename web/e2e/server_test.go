@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/pushtest"
@@ -77,12 +78,12 @@ func newServer(t *testing.T) *server {
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: st}
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
+	client := llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: llm, Transcripts: transcripts})
+		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: client, Transcripts: transcripts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +92,11 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llm.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
 		Store:         st,
 		Dispatcher:    dispatcher,
 		Scheduler:     sched,
-		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log})},
 		Web:           web.Handler(),
 		AdminPage:     web.AdminHandler(),
 		ServiceWorker: sw.Handler(version),

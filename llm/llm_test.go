@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 )
 
 const testKey = "sk-test-0123456789"

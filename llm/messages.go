@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"amsg/push"
@@ -82,7 +82,7 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 		if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
 			return fail(MessageNotObject)
 		}
-		role, _ := jsonString(m["role"])
+		role, _ := push.JSONString(m["role"])
 		switch role {
 		case "system", "user", "assistant", "tool":
 		default:
@@ -95,7 +95,7 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 			for j, rawCall := range calls {
 				var call map[string]json.RawMessage
 				if push.JSONKind(rawCall) != '{' || json.Unmarshal(rawCall, &call) != nil ||
-					push.JSONKind(call["id"]) != '"' || !jsonTruthy(call["function"]) {
+					push.JSONKind(call["id"]) != '"' || !push.JSTruthy(call["function"]) {
 					return &MessagesError{Code: ToolCallMalformed, Index: i, ToolCallIndex: j}
 				}
 			}
@@ -107,14 +107,14 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 			if k := push.JSONKind(content); k != '"' && k != '[' {
 				return fail(ToolContentInvalid)
 			}
-			if id, ok := jsonString(m["tool_call_id"]); !ok || id == "" {
+			if id, ok := push.JSONString(m["tool_call_id"]); !ok || id == "" {
 				return fail(ToolCallIDMissing)
 			}
 			continue
 		}
 		switch push.JSONKind(content) {
 		case '"':
-			if s, _ := jsonString(content); s == "" {
+			if s, _ := push.JSONString(content); s == "" {
 				return fail(ContentEmptyString)
 			}
 		case '[':
@@ -126,28 +126,4 @@ func ValidateMessages(messages json.RawMessage) *MessagesError {
 		}
 	}
 	return nil
-}
-
-// jsonString decodes a JSON string; ok is false for any other value.
-func jsonString(raw json.RawMessage) (s string, ok bool) {
-	if push.JSONKind(raw) != '"' {
-		return "", false
-	}
-	return s, json.Unmarshal(raw, &s) == nil
-}
-
-// jsonTruthy is JavaScript truthiness of a decoded JSON value: false for an
-// absent value, null, false, 0 and "".
-func jsonTruthy(raw json.RawMessage) bool {
-	switch k := push.JSONKind(raw); {
-	case k == 0 || k == 'n' || k == 'f':
-		return false
-	case k == '"':
-		s, _ := jsonString(raw)
-		return s != ""
-	case k == '-' || (k >= '0' && k <= '9'):
-		f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
-		return err != nil || f != 0 // an out-of-range literal is ±Inf in JavaScript: truthy
-	}
-	return true
 }

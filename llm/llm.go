@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"amsg/push"
@@ -112,6 +112,9 @@ func NewClient(cfg Config) *Client {
 // newHTTPClient is an LLM client's HTTP client: no redirects (a redirect
 // would take a request past the policy, its body and key with it), and
 // control, when set, vetting every address dialled.
+// Timeout bounds one call, streamed or not.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
 func newHTTPClient(control func(network, address string, c syscall.RawConn) error) *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control}
@@ -315,7 +318,7 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 		return nil, c.transportError(ctx, err, endpoint, req.APIKey)
 	}
 	if req.RequireContent && push.JSTrim(resp.Content) == "" {
-		return nil, &Error{kind: ErrMissingContent, Status: status, msg: "AI API error: response missing choices[0].message.content"}
+		return nil, MissingContent(status)
 	}
 	return resp, nil
 }
@@ -422,7 +425,7 @@ func providerText(raw []byte) (message, code string) {
 
 func firstString(values ...json.RawMessage) string {
 	for _, v := range values {
-		if s, ok := jsonString(v); ok && strings.TrimSpace(s) != "" {
+		if s, ok := push.JSONString(v); ok && strings.TrimSpace(s) != "" {
 			return strings.TrimSpace(s)
 		}
 	}
@@ -481,7 +484,7 @@ func (c *Client) readCompletion(body io.Reader, status int, endpoint, key string
 		return nil, e
 	}
 	resp := &Response{Usage: parseUsage(cj.Usage)}
-	resp.FinishReason, _ = jsonString(cj.Choices[0].FinishReason)
+	resp.FinishReason, _ = push.JSONString(cj.Choices[0].FinishReason)
 	resp.setMessage(cj.Choices[0].Message)
 	return resp, nil
 }
@@ -493,9 +496,9 @@ func (r *Response) setMessage(raw json.RawMessage) {
 		raw, m = json.RawMessage(`{"role":"assistant","content":""}`), nil
 	}
 	r.Message = raw
-	r.Content, _ = jsonString(m["content"])
-	r.ReasoningContent, _ = jsonString(m["reasoning_content"])
-	r.Refusal, _ = jsonString(m["refusal"])
+	r.Content, _ = push.JSONString(m["content"])
+	r.ReasoningContent, _ = push.JSONString(m["reasoning_content"])
+	r.Refusal, _ = push.JSONString(m["refusal"])
 	if tc := m["tool_calls"]; push.JSONKind(tc) == '[' && !bytes.Equal(push.CompactJSON(tc), []byte("[]")) {
 		r.ToolCalls = tc
 	}

@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"amsg/push"
@@ -15,10 +15,10 @@ import (
 
 // DefaultSplitPattern is the standard's sentence split: runs of 。！？!? end a
 // sentence. The ASCII period is deliberately not in it.
-const DefaultSplitPattern = "([" + defaultDelimiters + "]+)"
+const DefaultSplitPattern = "([" + DefaultDelimiters + "]+)"
 
-// defaultDelimiters are the characters of DefaultSplitPattern's class.
-const defaultDelimiters = "。！？!?"
+// DefaultDelimiters are the characters of DefaultSplitPattern's class.
+const DefaultDelimiters = "。！？!?"
 
 // splitPattern limits from the standard (a cascade of at most 10 patterns of
 // at most 200 UTF-16 code units each).
@@ -109,7 +109,7 @@ func ParseSplitPattern(raw json.RawMessage) (*Splitter, error) {
 	case 0, 'n':
 		return DefaultSplitter(), nil
 	case '"':
-		s, _ := jsonString(raw)
+		s, _ := push.JSONString(raw)
 		return NewSplitter(s)
 	case '[':
 		var items []json.RawMessage
@@ -125,7 +125,7 @@ func ParseSplitPattern(raw json.RawMessage) (*Splitter, error) {
 		s := &Splitter{passes: make([]*splitPass, len(items))}
 		for i, item := range items {
 			label := fmt.Sprintf("splitPattern[%d]", i)
-			p, ok := jsonString(item)
+			p, ok := push.JSONString(item)
 			if !ok {
 				return nil, splitPatternError(label + " 必须是字符串")
 			}
