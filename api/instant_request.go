@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -219,8 +220,9 @@ func (v *requestValidator) promptOrMessages() *Error {
 }
 
 func (v *requestValidator) messages() *Error {
-	if err := llm.ValidateMessages(v.f["messages"]); err != nil {
-		return invalidFields(err.Chinese(), "messages")
+	var bad *llm.MessagesError
+	if errors.As(llm.ValidateMessages(v.f["messages"]), &bad) {
+		return invalidFields(bad.Chinese(), "messages")
 	}
 	v.q.messages = v.f["messages"]
 	return nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -576,8 +577,9 @@ func checkPrompt(f fields, base *Error) *Error {
 		return withMessage(base, "exactly one of `completePrompt` or `messages` must be provided（两者不能同时出现）", "completePrompt", "messages")
 	}
 	if f.given("messages") {
-		if err := llm.ValidateMessages(f["messages"]); err != nil {
-			return withMessage(base, err.English(), "messages")
+		var bad *llm.MessagesError
+		if errors.As(llm.ValidateMessages(f["messages"]), &bad) {
+			return withMessage(base, bad.English(), "messages")
 		}
 	}
 	if f.truthy("completePrompt") && f.stringPtr("completePrompt") == nil {

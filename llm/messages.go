@@ -65,17 +65,17 @@ func (e *MessagesError) fill(text string) string {
 
 // ValidateMessages checks an OpenAI messages array (raw JSON) against the
 // standard's shape rules (amsg-shared validateLlmMessagesShape) and returns
-// nil or the first violation. Extra keys on messages are allowed; array
+// nil or the first violation, a *MessagesError (errors.As finds it). Extra keys on messages are allowed; array
 // content elements and tool-call arguments are not inspected; tool_call_id is
 // not matched against earlier tool calls. Input that is not JSON counts as
 // not an array.
-func ValidateMessages(messages json.RawMessage) *MessagesError {
+func ValidateMessages(messages json.RawMessage) error {
 	var list []json.RawMessage
 	if push.JSONKind(messages) != '[' || json.Unmarshal(messages, &list) != nil || len(list) == 0 {
 		return &MessagesError{Code: MessagesNotArray, Index: -1, ToolCallIndex: -1}
 	}
 	for i, raw := range list {
-		fail := func(code MessagesCode) *MessagesError {
+		fail := func(code MessagesCode) error {
 			return &MessagesError{Code: code, Index: i, ToolCallIndex: -1}
 		}
 		var m map[string]json.RawMessage

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -56,13 +57,15 @@ func TestValidateMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ValidateMessages(json.RawMessage(tt.messages))
+			err := ValidateMessages(json.RawMessage(tt.messages))
 			if tt.want == nil {
-				if got != nil {
-					t.Fatalf("got %+v, want valid", got)
+				if err != nil {
+					t.Fatalf("got %+v, want valid", err)
 				}
 				return
 			}
+			var got *MessagesError
+			errors.As(err, &got)
 			if got == nil || *got != *tt.want {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
@@ -151,7 +154,11 @@ func FuzzValidateMessages(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		got := ValidateMessages(in)
+		err := ValidateMessages(in)
+		var got *MessagesError
+		if err != nil && !errors.As(err, &got) {
+			t.Fatalf("%q: %v is not a *MessagesError", in, err)
+		}
 		var v any
 		if json.Unmarshal(in, &v) != nil {
 			if got == nil || got.Code != MessagesNotArray {
