@@ -182,28 +182,3 @@ func parseTime(raw json.RawMessage) (time.Time, bool) {
 	}
 	return t, true
 }
-
-// jsParseInt is JavaScript's parseInt(raw, 10): leading spaces, a sign and
-// the longest run of digits; ok is false where it would give NaN.
-func jsParseInt(raw string) (int, bool) {
-	s := strings.TrimLeft(raw, " \t\n\r\v\f\u00a0\ufeff")
-	sign := 1
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		if s[0] == '-' {
-			sign = -1
-		}
-		s = s[1:]
-	}
-	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	if end == 0 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s[:end])
-	if err != nil {
-		return sign * math.MaxInt32, true // larger than any limit: capped
-	}
-	return sign * n, true
-}
