@@ -12,8 +12,10 @@ import (
 )
 
 // The standard is written in JavaScript: "blank" means empty after
-// String.prototype.trim, and length limits count String.prototype.length.
-// These give the two their JavaScript meaning for every package.
+// String.prototype.trim, length limits count String.prototype.length, a
+// check of a member is often its truthiness, and query values go through
+// Number() or parseInt(). These give them their JavaScript meaning for every
+// package; nothing else in amsg restates them.
 
 // IsJSSpace reports whether r is WhiteSpace or LineTerminator in ECMAScript,
 // the set String.prototype.trim removes and Number() ignores. It differs
