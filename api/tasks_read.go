@@ -58,7 +58,7 @@ func (s *Server) projectTask(t store.Task, withMetadata bool) taskView {
 	}
 	p, err := scheduler.TaskPayload(t)
 	if err != nil {
-		s.log.Warn("task payload unreadable; listing it without its fields", "task_id", t.ID, "err", err)
+		s.log.Warn("task payload unreadable; listing it without its fields", "taskId", t.ID, "err", err)
 		if withMetadata {
 			v.Metadata = json.RawMessage("null")
 		}

@@ -272,7 +272,7 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 			c.log.DebugContext(ctx, "llm call failed", append(attrs, "error", kind)...)
 			return
 		}
-		c.log.DebugContext(ctx, "llm call", append(attrs, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)...)
+		c.log.DebugContext(ctx, "llm call", append(attrs, "inputTokens", resp.Usage.InputTokens, "outputTokens", resp.Usage.OutputTokens)...)
 	}()
 	if !operators && !c.policy.AllowPrivate {
 		// A request-given endpoint: its caller learns the status class of
