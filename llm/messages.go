@@ -75,54 +75,66 @@ func ValidateMessages(messages json.RawMessage) error {
 		return &MessagesError{Code: MessagesNotArray, Index: -1, ToolCallIndex: -1}
 	}
 	for i, raw := range list {
-		fail := func(code MessagesCode) error {
-			return &MessagesError{Code: code, Index: i, ToolCallIndex: -1}
+		if err := validateMessage(i, raw); err != nil {
+			return err
 		}
-		var m map[string]json.RawMessage
-		if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
-			return fail(MessageNotObject)
-		}
-		role, _ := push.JSONString(m["role"])
-		switch role {
-		case "system", "user", "assistant", "tool":
-		default:
-			return fail(InvalidRole)
-		}
+	}
+	return nil
+}
 
-		// An assistant message carrying tool calls may have any content.
-		var calls []json.RawMessage
-		if role == "assistant" && push.JSONKind(m["tool_calls"]) == '[' && json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0 {
-			for j, rawCall := range calls {
-				var call map[string]json.RawMessage
-				if push.JSONKind(rawCall) != '{' || json.Unmarshal(rawCall, &call) != nil ||
-					push.JSONKind(call["id"]) != '"' || !push.JSTruthy(call["function"]) {
-					return &MessagesError{Code: ToolCallMalformed, Index: i, ToolCallIndex: j}
-				}
-			}
-			continue
+// validateMessage checks messages[i].
+func validateMessage(i int, raw json.RawMessage) error {
+	fail := func(code MessagesCode) error {
+		return &MessagesError{Code: code, Index: i, ToolCallIndex: -1}
+	}
+	var m map[string]json.RawMessage
+	if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
+		return fail(MessageNotObject)
+	}
+	role, _ := push.JSONString(m["role"])
+	switch role {
+	case "system", "user", "assistant", "tool":
+	default:
+		return fail(InvalidRole)
+	}
+	// An assistant message carrying tool calls may have any content.
+	var calls []json.RawMessage
+	if role == "assistant" && push.JSONKind(m["tool_calls"]) == '[' && json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0 {
+		return validateToolCalls(i, calls)
+	}
+	content := m["content"]
+	if role == "tool" {
+		if k := push.JSONKind(content); k != '"' && k != '[' {
+			return fail(ToolContentInvalid)
 		}
+		if id, ok := push.JSONString(m["tool_call_id"]); !ok || id == "" {
+			return fail(ToolCallIDMissing)
+		}
+		return nil
+	}
+	switch push.JSONKind(content) {
+	case '"':
+		if s, _ := push.JSONString(content); s == "" {
+			return fail(ContentEmptyString)
+		}
+	case '[':
+		if bytes.Equal(push.CompactJSON(content), []byte("[]")) {
+			return fail(ContentEmptyArray)
+		}
+	default:
+		return fail(ContentInvalidType)
+	}
+	return nil
+}
 
-		content := m["content"]
-		if role == "tool" {
-			if k := push.JSONKind(content); k != '"' && k != '[' {
-				return fail(ToolContentInvalid)
-			}
-			if id, ok := push.JSONString(m["tool_call_id"]); !ok || id == "" {
-				return fail(ToolCallIDMissing)
-			}
-			continue
-		}
-		switch push.JSONKind(content) {
-		case '"':
-			if s, _ := push.JSONString(content); s == "" {
-				return fail(ContentEmptyString)
-			}
-		case '[':
-			if bytes.Equal(push.CompactJSON(content), []byte("[]")) {
-				return fail(ContentEmptyArray)
-			}
-		default:
-			return fail(ContentInvalidType)
+// validateToolCalls checks the tool calls of messages[i]: objects with a
+// string id and a truthy function.
+func validateToolCalls(i int, calls []json.RawMessage) error {
+	for j, rawCall := range calls {
+		var call map[string]json.RawMessage
+		if push.JSONKind(rawCall) != '{' || json.Unmarshal(rawCall, &call) != nil ||
+			push.JSONKind(call["id"]) != '"' || !push.JSTruthy(call["function"]) {
+			return &MessagesError{Code: ToolCallMalformed, Index: i, ToolCallIndex: j}
 		}
 	}
 	return nil
