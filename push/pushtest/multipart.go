@@ -45,31 +45,54 @@ func DecodeMultipartChunk(data []byte, maxChunks int) (MultipartPart, error) {
 	if maxChunks <= 0 {
 		maxChunks = push.DefaultMultipartMaxChunks
 	}
+	meta, chunk, ok := chunkShape(data)
+	if !ok {
+		return MultipartPart{}, ErrNotMultipart
+	}
+	var p MultipartPart
+	var err error
+	if p.Meta, err = requiredMeta(meta, maxChunks); err != nil {
+		return MultipartPart{}, err
+	}
+	if p.Bytes, err = decodeBase64URL(chunk); err != nil {
+		return MultipartPart{}, fmt.Errorf("%w: chunk is not base64url", ErrInvalidMultipartChunk)
+	}
+	optionalMeta(meta, &p.Meta)
+	return p, nil
+}
+
+// chunkShape reports whether data has a chunk's shape: messageKind
+// "_multipart", an object `multipart` and a string `chunk`.
+func chunkShape(data []byte) (meta map[string]json.RawMessage, chunk string, ok bool) {
 	// Maps, not structs: encoding/json matches struct keys case-insensitively
 	// and the service worker does not.
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil || top == nil {
-		return MultipartPart{}, ErrNotMultipart
+		return nil, "", false
 	}
-	var kind, chunk string
-	var meta map[string]json.RawMessage
+	var kind string
 	if json.Unmarshal(top["messageKind"], &kind) != nil || push.Kind(kind) != push.KindMultipart ||
 		json.Unmarshal(top["multipart"], &meta) != nil || meta == nil ||
 		!isJSONString(top["chunk"]) || json.Unmarshal(top["chunk"], &chunk) != nil {
-		return MultipartPart{}, ErrNotMultipart
+		return nil, "", false
 	}
-	invalid := func(format string, a ...any) (MultipartPart, error) {
-		return MultipartPart{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidMultipartChunk}, a...)...)
+	return meta, chunk, true
+}
+
+// requiredMeta checks the members a valid chunk must have.
+func requiredMeta(meta map[string]json.RawMessage, maxChunks int) (push.MultipartMeta, error) {
+	invalid := func(format string, a ...any) (push.MultipartMeta, error) {
+		return push.MultipartMeta{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidMultipartChunk}, a...)...)
 	}
-	var p MultipartPart
+	var m push.MultipartMeta
 	if v, ok := jsonInteger(meta["version"]); !ok || v != push.MultipartVersion {
 		return invalid("version is not %d", push.MultipartVersion)
 	}
-	p.Meta.Version = push.MultipartVersion
-	if json.Unmarshal(meta["encoding"], &p.Meta.Encoding) != nil || p.Meta.Encoding != push.MultipartEncoding {
+	m.Version = push.MultipartVersion
+	if json.Unmarshal(meta["encoding"], &m.Encoding) != nil || m.Encoding != push.MultipartEncoding {
 		return invalid("encoding is not %q", push.MultipartEncoding)
 	}
-	if !isJSONString(meta["id"]) || json.Unmarshal(meta["id"], &p.Meta.ID) != nil || p.Meta.ID == "" {
+	if !isJSONString(meta["id"]) || json.Unmarshal(meta["id"], &m.ID) != nil || m.ID == "" {
 		return invalid("id is not a non-empty string")
 	}
 	total, ok := jsonInteger(meta["total"])
@@ -80,26 +103,25 @@ func DecodeMultipartChunk(data []byte, maxChunks int) (MultipartPart, error) {
 	if !ok || index < 1 || index > total {
 		return invalid("index is not an integer in 1..total")
 	}
-	p.Meta.Total, p.Meta.Index = int(total), int(index)
-	b, err := decodeBase64URL(chunk)
-	if err != nil {
-		return invalid("chunk is not base64url")
-	}
-	p.Bytes = b
+	m.Total, m.Index = int(total), int(index)
+	return m, nil
+}
+
+// optionalMeta normalises the members the service worker tolerates.
+func optionalMeta(meta map[string]json.RawMessage, m *push.MultipartMeta) {
 	var original string
 	if isJSONString(meta["originalMessageKind"]) && json.Unmarshal(meta["originalMessageKind"], &original) == nil {
 		k := push.Kind(original)
-		p.Meta.OriginalMessageKind = &k
+		m.OriginalMessageKind = &k
 	}
 	var createdAt float64
 	if json.Unmarshal(meta["createdAt"], &createdAt) == nil && isJSONNumber(meta["createdAt"]) &&
 		math.Abs(createdAt) < math.MaxInt64/2 {
-		p.Meta.CreatedAt = int64(createdAt)
+		m.CreatedAt = int64(createdAt)
 	}
 	if ttl, ok := jsonInteger(meta["ttlMs"]); ok && ttl > 0 && ttl < math.MaxInt64/2 {
-		p.Meta.TTLMs = int64(ttl)
+		m.TTLMs = int64(ttl)
 	}
-	return p, nil
 }
 
 // isJSONString reports whether raw is a JSON string (json.Unmarshal would
