@@ -255,7 +255,13 @@ func TestInstantToolLoop(t *testing.T) {
 	if len(history) != 3 || history[1]["role"] != "assistant" || history[2]["content"] != "12:00" {
 		t.Errorf("the second call's history: %s", f.llm.Requests()[1].Body["messages"])
 	}
+	checkToolLoopRecords(t, f)
+}
 
+// checkToolLoopRecords checks what TestInstantToolLoop's two rounds left
+// behind: the transcript, and the outbox holding the pushes it names.
+func checkToolLoopRecords(t *testing.T, f *instantFixture) {
+	t.Helper()
 	tr := f.transcript(t, testUserID, "sess_tool")
 	var rows []string
 	for _, m := range tr.Messages {
