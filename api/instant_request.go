@@ -192,12 +192,7 @@ func (v *requestValidator) onlyValue(key, allowed, message string) func() *Error
 }
 
 func (v *requestValidator) contactName() *Error {
-	name, ok := v.f.nonBlank("contactName")
-	if !ok {
-		return missingFields("contactName 必填", "contactName")
-	}
-	v.q.contactName = name
-	return nil
+	return readInto(v.f.nonBlank, "contactName", &v.q.contactName, missingFields("contactName 必填", "contactName"))
 }
 
 func (v *requestValidator) promptOrMessages() *Error {
@@ -211,12 +206,7 @@ func (v *requestValidator) promptOrMessages() *Error {
 	case hasMessages:
 		return v.messages()
 	}
-	prompt, ok := v.f.nonBlank("completePrompt")
-	if !ok {
-		return invalidFields("completePrompt 必须是非空字符串", "completePrompt")
-	}
-	v.q.completePrompt = prompt
-	return nil
+	return readInto(v.f.nonBlank, "completePrompt", &v.q.completePrompt, invalidFields("completePrompt 必须是非空字符串", "completePrompt"))
 }
 
 func (v *requestValidator) messages() *Error {
@@ -229,11 +219,7 @@ func (v *requestValidator) messages() *Error {
 }
 
 func (v *requestValidator) temperature() *Error {
-	var ok bool
-	if v.q.temperature, ok = v.f.optionalNumber("temperature"); !ok {
-		return invalidFields("temperature 必须是有限数字", "temperature")
-	}
-	return nil
+	return readInto(v.f.optionalNumber, "temperature", &v.q.temperature, invalidFields("temperature 必须是有限数字", "temperature"))
 }
 
 func (v *requestValidator) credentials() *Error {
@@ -301,11 +287,7 @@ func (v *requestValidator) avatarURL() *Error {
 }
 
 func (v *requestValidator) messageSubtype() *Error {
-	var ok bool
-	if v.q.messageSubtype, ok = v.f.optionalString("messageSubtype"); !ok {
-		return invalidFields("messageSubtype 必须是字符串", "messageSubtype")
-	}
-	return nil
+	return readInto(v.f.optionalString, "messageSubtype", &v.q.messageSubtype, invalidFields("messageSubtype 必须是字符串", "messageSubtype"))
 }
 
 func (v *requestValidator) splitFields() *Error {

@@ -45,6 +45,17 @@ func invalidTimestamp(message string, details map[string]any) *Error {
 	return newError(http.StatusBadRequest, "INVALID_TIMESTAMP", message).withDetails(details)
 }
 
+// readInto stores the member that read accepts into dst; a member read
+// refuses is fail.
+func readInto[T any](read func(key string) (T, bool), key string, dst *T, fail *Error) *Error {
+	value, ok := read(key)
+	if !ok {
+		return fail
+	}
+	*dst = value
+	return nil
+}
+
 // withMessage is base with message and invalidFields details.
 func withMessage(base *Error, message string, invalid ...string) *Error {
 	e := *base
@@ -311,11 +322,8 @@ func (v *scheduleValidator) instantContent() *Error {
 }
 
 func (v *scheduleValidator) temperature() *Error {
-	var ok bool
-	if v.req.payload.Temperature, ok = v.f.optionalNumber("temperature"); !ok {
-		return invalidParameters(msgInvalidParameters, "temperature (must be a finite number)")
-	}
-	return nil
+	return readInto(v.f.optionalNumber, "temperature", &v.req.payload.Temperature,
+		invalidParameters(msgInvalidParameters, "temperature (must be a finite number)"))
 }
 
 func (v *scheduleValidator) avatarURL() *Error {

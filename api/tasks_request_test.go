@@ -62,13 +62,21 @@ func TestScheduleChecksRunInOrder(t *testing.T) {
 	})
 }
 
-func TestUpdateChecksRunInOrder(t *testing.T) {
+// newTaskEnvWithTask is a task environment whose test user has a device
+// and a pending fixed task, whose uuid it returns.
+func newTaskEnvWithTask(t *testing.T) (*taskEnv, string) {
+	t.Helper()
 	e := newTaskEnv(t, Config{})
 	e.subscribe(t, testUserID)
 	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
 	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id})); got.status != http.StatusCreated {
 		t.Fatal(got.body)
 	}
+	return e, id
+}
+
+func TestUpdateChecksRunInOrder(t *testing.T) {
+	e, id := newTaskEnvWithTask(t)
 	invalid := func(fields string) string { return `{"invalidFields":[` + fields + `]}` }
 	faults := []fault{
 		{map[string]any{"nextSendAt": "soon"}, "INVALID_UPDATE_DATA", invalid(`"nextSendAt"`)},

@@ -702,12 +702,7 @@ func FuzzScheduleMessage(f *testing.F) {
 // Schedule and update check the credentials alike, each with its own code
 // and message for a non-string; update checks userMessage first.
 func TestCredentialErrors(t *testing.T) {
-	e := newTaskEnv(t, Config{})
-	e.subscribe(t, testUserID)
-	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
-	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id})); got.status != http.StatusCreated {
-		t.Fatal(got.body)
-	}
+	e, id := newTaskEnvWithTask(t)
 	llm := map[string]any{"messageType": "prompted", "userMessage": nil, "completePrompt": "hi",
 		"apiUrl": "https://llm.example/v1", "apiKey": "k", "primaryModel": "m"}
 	llmTask := func(more map[string]any) map[string]any {
