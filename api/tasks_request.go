@@ -213,10 +213,7 @@ func (v *scheduleValidator) recurrence() *Error {
 	if !ok {
 		return invalidParameters(msgInvalidParameters, "recurrenceType")
 	}
-	v.req.payload.RecurrenceType = rec
-	if rec == "" {
-		v.req.payload.RecurrenceType = push.RecurrenceNone
-	}
+	v.req.payload.RecurrenceType = cmp.Or(rec, push.RecurrenceNone)
 	return nil
 }
 

@@ -103,9 +103,7 @@ func NewClient(cfg Config) *Client {
 	if c.max <= 0 {
 		c.max = DefaultMaxResponseBytes
 	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
+	c.log = cmp.Or(c.log, slog.Default())
 	return c
 }
 
@@ -432,10 +430,7 @@ func providerText(raw []byte) (message, code string) {
 	}
 	var inner map[string]json.RawMessage
 	_ = json.Unmarshal(body["error"], &inner)
-	message = firstString(inner["message"], body["error"], body["message"], body["msg"], body["detail"])
-	if message == "" {
-		message = text
-	}
+	message = cmp.Or(firstString(inner["message"], body["error"], body["message"], body["msg"], body["detail"]), text)
 	code = firstString(inner["code"], inner["status"], inner["type"], body["code"])
 	return truncateRunes(message, providerMessageLimit), truncateRunes(code, providerCodeLimit)
 }
