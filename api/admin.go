@@ -385,7 +385,7 @@ func (s *Server) ResumeBroadcasts(ctx context.Context) error {
 		return err
 	}
 	for _, b := range list {
-		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursor_set", b.Cursor != "", "sent", b.Sent)
+		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursorSet", b.Cursor != "", "sent", b.Sent)
 		s.startBroadcast(b, 0)
 	}
 	return nil

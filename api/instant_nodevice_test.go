@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 )
 
 // A user with no device chats over SSE: the reply streams, nothing is
