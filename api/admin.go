@@ -391,7 +391,7 @@ func (s *Server) ResumeBroadcasts(ctx context.Context, idleSince time.Time) erro
 		if b.UpdatedAt.After(idleSince) {
 			continue
 		}
-		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursor_set", b.Cursor != "", "sent", b.Sent)
+		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursorSet", b.Cursor != "", "sent", b.Sent)
 		s.startBroadcast(b, 0)
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"amsg/builders"
-	"amsg/loop"
+	"amsg/llm"
 	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
@@ -62,7 +62,7 @@ type Config struct {
 	Limits Limits
 	// LLMPolicy vets the apiUrl a request or task gives (400
 	// INVALID_API_URL); the LLM client enforces it again when it dials.
-	LLMPolicy loop.URLPolicy
+	LLMPolicy llm.URLPolicy
 }
 
 // Deps are the components the handlers use.

@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -102,9 +103,9 @@ type Config struct {
 	OnClaim func(lateness time.Duration)
 }
 
-// Completer calls an LLM; *loop.Client is one.
+// Completer calls an LLM; *llm.Client is one.
 type Completer interface {
-	Complete(ctx context.Context, req loop.Request) (*loop.Response, error)
+	Complete(ctx context.Context, req llm.Request) (*llm.Response, error)
 }
 
 // Deps are the components the scheduler uses.

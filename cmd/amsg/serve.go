@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push/courier"
 	"amsg/push/webpush"
@@ -76,7 +77,7 @@ type server struct {
 	http        *http.Server
 	listener    net.Listener
 	scheduler   *scheduler.Scheduler
-	llm         *loop.Client
+	llm         *llm.Client
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
 	version     string   // buildVersion(), read once
@@ -166,8 +167,8 @@ func (s *server) build() error {
 		return err
 	}
 	reg.MustRegister(dueTasksGauge(s.store, s.log))
-	policy := loop.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
-	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
+	policy := llm.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
+	s.llm = llm.NewClient(llm.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
 		Policy: policy, Default: s.cfg.Limits.defaultModel()})
 	s.transcripts = loop.NewTranscripts(s.store, nil)
 	observeLateness, err := newLatenessMetric(reg)

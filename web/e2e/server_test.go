@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -78,12 +79,12 @@ func newServer(t *testing.T) *server {
 	deliveries := courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: log})
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
+	client := llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Courier: deliveries, LLM: llm, Transcripts: transcripts})
+		scheduler.Deps{Store: st, Courier: deliveries, LLM: client, Transcripts: transcripts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +93,11 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llm.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
 		Store:         st,
 		Courier:       deliveries,
 		Scheduler:     sched,
-		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log})},
 		Web:           web.Handler(),
 		AdminPage:     web.AdminHandler(),
 		ServiceWorker: sw.Handler(version),
