@@ -141,6 +141,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.metaFeature(),
 		s.userKeyFeature(),
 		s.subscriptionFeature(),
+		s.devicesFeature(),
 		s.taskFeature(),
 		s.clientStateFeature(),
 		s.outboxFeature(),

@@ -26,6 +26,7 @@ type config struct {
 	ShutdownTimeout       time.Duration
 	Scheduler             schedulerConfig // scheduler.go
 	Instant               instantConfig   // instant.go
+	Devices               devicesConfig   // devices.go
 
 	// Environment only.
 	MasterKey       string
@@ -76,6 +77,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
+	c.Devices.register(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -128,7 +130,10 @@ func (c config) validate() error {
 	if err := c.Scheduler.validate(); err != nil {
 		return err
 	}
-	return c.Instant.validate()
+	if err := c.Instant.validate(); err != nil {
+		return err
+	}
+	return c.Devices.validate()
 }
 
 func printServeUsage(fs *flag.FlagSet, w io.Writer) {

@@ -245,6 +245,7 @@ func (s *server) maintain(ctx context.Context) {
 			s.log.Info("pruned the delivery log", "rows", n)
 		}
 		s.pruneTranscripts(ctx)
+		s.expireSilentDevices(ctx)
 		select {
 		case <-ctx.Done():
 			return
