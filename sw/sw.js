@@ -214,7 +214,7 @@ function sessionTagOf(payload) {
 
 /**
  * How a push that came by Web Push is shown: 'full' (buildNotification) when
- * the rules above say so, else 'quiet' (buildQuietNotification) for a tool
+ * the rules above say so, else 'quiet' (buildFallbackNotification) for a tool
  * request or an error without a display policy of its own whatever the
  * page's state, and for anything else while no window is visible, since iOS
  * revokes subscriptions whose pushes show nothing; null only while a window
@@ -232,9 +232,10 @@ function webPushDisplay(payload, windowClients) {
 const SHOW_POLICIES = Object.freeze(['auto', 'always', 'when-hidden', false]);
 
 /**
- * A low-noise notification for a push the page would otherwise not show:
- * silent, under the session's tag so the reply replaces it, with a text
- * that says what is going on. The payload's own notification members win.
+ * A low-noise notification for a push of another kind than content that
+ * would otherwise show nothing: silent, under the session's tag so the reply
+ * replaces it, with a text that says what is going on. The payload's own
+ * notification members win.
  */
 function buildQuietNotification(payload, now = Date.now()) {
   const { title, options } = buildNotification(payload, now);
@@ -791,7 +792,7 @@ async function processPayload(payload, source) {
   broadcast(windows, { type: 'REI_AMSG_PUSH', event: eventNameFor(payload), payload });
   let shown = false;
   if (display) {
-    const { title, options } = display === 'full' ? buildNotification(payload, now) : buildQuietNotification(payload, now);
+    const { title, options } = display === 'full' ? buildNotification(payload, now) : buildFallbackNotification(payload, now);
     try {
       await showNotification(title, options);
       shown = true;
@@ -1110,7 +1111,8 @@ async function findInOutbox(config, messageId) {
       if (!response.ok) return undefined;
       const json = await response.json();
       const data = json && json.encrypted ? await decryptEnvelope(config.userKeyHex, json.data) : json && json.data;
-      const entries = isObject(data) && Array.isArray(data.entries) ? data.entries : [];
+      if (!isObject(data)) return undefined;
+      const entries = Array.isArray(data.entries) ? data.entries : [];
       const found = entries.find((e) => isObject(e) && e.messageId === messageId && isObject(e.push));
       if (found) return found.push;
       if (!Number.isSafeInteger(data.cursor) || data.cursor <= since) return undefined;
