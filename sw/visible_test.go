@@ -24,8 +24,13 @@ type round struct {
 	errPush   []byte
 }
 
-func newRound(t *testing.T, createdAt time.Time) round {
+// newRound builds the round at the browser's time, which the chunks' TTL
+// is measured from.
+func newRound(t *testing.T, p *browsertest.Page) round {
 	t.Helper()
+	var now int64
+	p.Eval(`Date.now()`, &now)
+	createdAt := time.UnixMilli(now)
 	b := builders.Builder{Now: func() time.Time { return createdAt }}
 	common := func(suffix string) builders.Common {
 		return builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
@@ -95,9 +100,7 @@ func tagged(ns []browsertest.Notification, tag string) *browsertest.Notification
 func TestEveryWebPushShowsANotificationWhileHidden(t *testing.T) {
 	srv := newTestServer(t, "v-visible")
 	_, p := openWorkerPage(t, srv)
-	var now int64
-	p.Eval(`Date.now()`, &now)
-	r := newRound(t, time.UnixMilli(now))
+	r := newRound(t, p)
 	sessionTag := builders.SessionTag(r.sessionID)
 	p.Navigate("about:blank") // headless pages are always visible: no window at all is hidden
 
@@ -140,9 +143,7 @@ func TestEveryWebPushShowsANotificationWhileHidden(t *testing.T) {
 func TestVisiblePageToolRequestAndReply(t *testing.T) {
 	srv := newTestServer(t, "v-visible-page")
 	_, p := openWorkerPage(t, srv)
-	var now int64
-	p.Eval(`Date.now()`, &now)
-	r := newRound(t, time.UnixMilli(now))
+	r := newRound(t, p)
 	sessionTag := builders.SessionTag(r.sessionID)
 
 	if shown, _ := deliverAndCount(t, p, r.reasoning); shown != 0 {

@@ -34,25 +34,7 @@ func TestEveryPushOfARoundShowsANotificationWhileHidden(t *testing.T) {
 	p.Navigate("about:blank") // no window of the app: the phone in a pocket
 
 	const session = "sess_visible_round"
-	base := map[string]any{"contactName": "Rei", "apiUrl": llm.APIURL(), "apiKey": "sk-test", "primaryModel": "test-model", "sessionId": session}
-	with := func(extra map[string]any) map[string]any {
-		m := map[string]any{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
-		return m
-	}
-	postEncrypted(t, srv, id, "instant", with(map[string]any{
-		"messages": []any{map[string]any{"role": "user", "content": "Which time zone am I in?"}},
-		"tools":    []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_timezone", "parameters": map[string]any{"type": "object"}}}},
-	}))
-	postEncrypted(t, srv, id, "continue", with(map[string]any{
-		"iteration": 1,
-		"messages":  []any{map[string]any{"role": "tool", "tool_call_id": "call_tz", "content": `{"timeZone":"Asia/Tokyo"}`}},
-	}))
+	runTimeZoneRound(t, srv, id, llm, session)
 	plaintexts := waitRound(t, srv)
 	kinds := make([]string, len(plaintexts))
 
