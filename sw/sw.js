@@ -264,7 +264,7 @@ function buildReceivingNotification(chunk) {
       body: 'Receiving a message…',
       icon: DEFAULT_ICON,
       badge: DEFAULT_BADGE,
-      tag: RECEIVING_TAG_PREFIX + chunk.id,
+      tag: nonBlankString(chunk.id) ? RECEIVING_TAG_PREFIX + chunk.id : undefined,
       data: {},
       silent: true,
     },
