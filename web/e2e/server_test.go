@@ -59,18 +59,29 @@ func (c *clock) Set(at time.Time) {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
+	return newServerWith(t, nil)
+}
+
+// newServerWith is newServer with the sender's configuration changed by
+// configure (nil: as it is).
+func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st := storetest.New(t)
 	sec := st.Secrets()
 	pushes := pushtest.NewServer(sec.VAPIDPublicKey)
 	t.Cleanup(pushes.Close)
-	sender, err := webpush.NewSender(webpush.Config{
+	cfg := webpush.Config{
 		VAPIDPublicKey:        sec.VAPIDPublicKey,
 		VAPIDPrivateKey:       sec.VAPIDPrivateKey,
 		Subject:               "https://amsg.dev/e2e",
 		AllowPrivateEndpoints: true,
 		Logger:                log,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	sender, err := webpush.NewSender(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
