@@ -22,12 +22,14 @@ func TestDeviceListShowsLastSeenAndRemovesAnyDevice(t *testing.T) {
 	p.WaitFor(`document.querySelectorAll('.device-list .device').length === 2`)
 	var rows []struct {
 		Mine bool   `json:"mine"`
+		Name string `json:"name"`
 		Text string `json:"text"`
 	}
 	p.Eval(`[...document.querySelectorAll('.device-list .device')].map((li) => ({
-		mine: li.classList.contains('this-device'), text: li.querySelector('.device-seen').textContent }))`, &rows)
-	if len(rows) != 2 || !rows[0].Mine || rows[1].Mine {
-		t.Fatalf("rows %+v, want this device first", rows)
+		mine: li.classList.contains('this-device'), name: li.querySelector('strong').textContent,
+		text: li.querySelector('.device-seen').textContent }))`, &rows)
+	if len(rows) != 2 || !rows[0].Mine || rows[1].Mine || rows[1].Name != "Another device" {
+		t.Fatalf("rows %+v, want this device first, then the other", rows)
 	}
 	for _, r := range rows {
 		if !strings.Contains(r.Text, "last seen") {

@@ -24,6 +24,15 @@ function hostOf(endpoint) {
   }
 }
 
+/** What kind of device a push service serves, by its host. */
+function deviceKind(host) {
+  if (/(^|\.)push\.apple\.com$/.test(host)) return 'An Apple device';
+  if (/(^|\.)googleapis\.com$/.test(host)) return 'A Chrome or Android device';
+  if (/(^|\.)mozilla\.com$/.test(host)) return 'A Firefox device';
+  if (/(^|\.)notify\.windows\.com$/.test(host)) return 'An Edge device';
+  return 'Another device';
+}
+
 /**
  * Renders the list into a section and returns it; refresh() reloads it.
  * onChange runs after this device was removed.
@@ -53,7 +62,7 @@ export function deviceList(app, { onChange = () => {}, headingLevel = 2 } = {}) 
       return h(here ? 'li.device.this-device' : 'li.device', { 'data-device-id': String(d.deviceId) },
         h('span.device-icon', icon('device')),
         h('div.device-text',
-          h('strong', here ? browserName() : `Device on ${hostOf(d.endpoint) || 'a push service'}`),
+          h('strong', here ? browserName() : deviceKind(hostOf(d.endpoint))),
           here ? h('span.badge.ok', 'This device') : null,
           h('span.muted.small.device-seen', `${hostOf(d.endpoint)} · ${seen} · registered ${relativeTime(d.createdAt)}`)),
         h('button.button.ghost.danger', { type: 'button', 'aria-label': here ? 'Remove this device' : `Remove the device on ${hostOf(d.endpoint)}`,
