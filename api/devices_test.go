@@ -110,7 +110,7 @@ func FuzzDecodeDeviceSeen(f *testing.F) {
 // a Declarative Web Push message that keeps the standard's members at its
 // root.
 func TestContentPushLeavesAsDeclarativeMessage(t *testing.T) {
-	s, fake := subscriptionServer(t, Config{AllowPrivateEndpoints: true})
+	s, fake := subscriptionServer(t, Config{AllowPrivateEndpoints: true, PageURL: "https://amsg.example"})
 	putSubscription(t, s, testUserID, map[string]any{"subscription": fake.Subscribe()})
 	if got := post(s, "/api/v1/test-push", "", map[string]string{"X-User-Id": testUserID}); got.status != http.StatusOK {
 		t.Fatalf("test-push: %d %s", got.status, got.body)
@@ -122,7 +122,7 @@ func TestContentPushLeavesAsDeclarativeMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := pushes[0].JSON
-	m, err := declarativetest.Parse(raw, "https://amsg.example/")
+	m, err := declarativetest.Parse(raw)
 	if err != nil {
 		t.Fatalf("%v: %s", err, raw)
 	}
@@ -132,7 +132,7 @@ func TestContentPushLeavesAsDeclarativeMessage(t *testing.T) {
 	}
 	c, ok := decoded.(*push.ContentPush)
 	if !ok || m.Title != "amsg" || m.Body != c.Message || m.Tag != c.MessageID || !m.Mutable ||
-		m.Navigate.Fragment != "/chat/"+c.SessionID || len(raw) > 3993 {
+		m.Navigate.String() != "https://amsg.example/#/chat/"+c.SessionID || len(raw) > 3993 {
 		t.Errorf("declarative %+v from %s", m, raw)
 	}
 }

@@ -164,7 +164,7 @@ func TestRules(t *testing.T) {
 		{"renotify null", notification(push.Notification{Renotify: push.Null[bool]()}), "notification.renotify", builders.RuleType, ""},
 		{"silent null", notification(push.Notification{Silent: push.Null[bool]()}), "notification.silent", builders.RuleType, ""},
 		{"strings and booleans", notification(push.Notification{Title: push.Some(""), Icon: push.Some("/i.png"), Badge: push.Some("/b.png"), RequireInteraction: push.Some(false)}), "", "",
-			`"icon":"/i.png","badge":"/b.png"`},
+			`"badge":"/b.png"`},
 		{"data null", notification(push.Notification{Data: raw(`null`)}), "notification.data", builders.RuleType, ""},
 		{"data an array", notification(push.Notification{Data: raw(`[]`)}), "notification.data", builders.RuleType, ""},
 		{"data not JSON", notification(push.Notification{Data: raw(`{`)}), "notification.data", builders.RuleJSON, ""},

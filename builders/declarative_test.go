@@ -10,15 +10,13 @@ import (
 	"amsg/push"
 )
 
-const scope = "https://amsg.example/"
-
 func parse(t *testing.T, p push.Push) declarativetest.Message {
 	t.Helper()
 	out, err := push.Encode(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := declarativetest.Parse(out, scope)
+	m, err := declarativetest.Parse(out)
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -37,7 +35,7 @@ func TestDeclarativeContent(t *testing.T) {
 	}
 	m := parse(t, p)
 	if m.Title != "来自 Rei" || m.Body != "Tea?" || m.Tag != "msg_a@1" || !m.Mutable || m.Silent ||
-		m.Navigate.String() != "https://amsg.example/#/chat/sess_task_7@1795000000000" {
+		m.Navigate.String() != pageURL+"/#/chat/sess_task_7@1795000000000" {
 		t.Fatalf("%+v navigate %s", m, m.Navigate)
 	}
 	// The title the push names wins; without any, amsg-sw's default.
@@ -70,7 +68,7 @@ func TestDeclarativeBodyIsBounded(t *testing.T) {
 	with, _ := push.Encode(p)
 	without, _ := push.Encode(&bare)
 	overhead := len(with) - len(without)
-	limit := builders.NotificationBodyMax + len(p.MessageID) + len(builders.ConversationPath(p.SessionID)) + 120
+	limit := builders.NotificationBodyMax + len(p.MessageID) + len(builders.ConversationURL(pageURL, p.SessionID)) + 140
 	if overhead > limit {
 		t.Fatalf("declarative members cost %d bytes, over %d", overhead, limit)
 	}
@@ -105,17 +103,47 @@ func TestQuietToolRequestAndError(t *testing.T) {
 }
 
 // show:false keeps a push silent (upstream's choice to make): it is not
-// made declarative, which would show it anyway; reasoning never is.
+// made declarative, which would show it anyway; reasoning never is; and
+// without the page's URL nothing is, since Safari refuses a declarative
+// message whose navigate is not absolute.
 func TestNotDeclarative(t *testing.T) {
 	c := instant()
 	c.Notification = &push.Notification{Show: push.Some(push.ShowNever)}
 	cp, _, _ := fixed.BuildContentPush(builders.ContentArgs{Common: c, Message: "x"})
 	tr, _ := fixed.BuildToolRequestPush(builders.ToolRequestArgs{Common: c, ToolCalls: raw(`[{"id":"a"}]`)})
 	rp, _, _ := fixed.BuildReasoningPush(builders.ReasoningArgs{Common: instant(), ReasoningContent: "plan"})
-	for _, p := range []push.Push{cp, tr, rp} {
+	noPage := fixed
+	noPage.PageURL = ""
+	plain, _, _ := noPage.BuildContentPush(builders.ContentArgs{Common: instant(), Message: "x"})
+	for _, bad := range []string{"amsg.example", "ftp://amsg.example", "https://user@amsg.example", "/"} {
+		noPage.PageURL = bad
+		p, _, _ := noPage.BuildContentPush(builders.ContentArgs{Common: instant(), Message: "x"})
+		if p.Notification != nil || p.Unknown != nil {
+			t.Errorf("page URL %q: the push was changed: %+v", bad, p.Notification)
+		}
+	}
+	for _, p := range []push.Push{cp, tr, rp, plain} {
 		out, _ := push.Encode(p)
-		if _, err := declarativetest.Parse(out, scope); err == nil {
+		if _, err := declarativetest.Parse(out); err == nil {
 			t.Errorf("%s is declarative: %s", p.Kind(), out)
 		}
+	}
+	if plain.Notification != nil || plain.Unknown != nil {
+		t.Errorf("without the page's URL the push was changed: %+v %+v", plain.Notification, plain.Unknown)
+	}
+}
+
+// Safari refuses a declarative message with an empty title or a relative
+// icon: the builders fill the one and resolve the other against the page.
+func TestDeclarativeRepairsWhatSafariRefuses(t *testing.T) {
+	c := instant()
+	c.Notification = &push.Notification{Title: push.Some(""), Icon: push.Some("/avatar.png")}
+	p, _, err := fixed.BuildContentPush(builders.ContentArgs{Common: c, Message: "x", ContactName: "Rei"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := parse(t, p)
+	if icon, _ := p.Notification.Icon.Get(); m.Title != "来自 Rei" || icon != pageURL+"/avatar.png" {
+		t.Errorf("title %q icon %q", m.Title, icon)
 	}
 }

@@ -80,7 +80,7 @@ func (b Builder) BuildContentPush(a ContentArgs) (*push.ContentPush, []Warning, 
 	if err := v.result(); err != nil {
 		return nil, nil, err
 	}
-	declare(&p.Common, displayTitle(a.Title, a.ContactName), summary(strings.TrimSpace(a.Message)), p.MessageID)
+	b.declare(&p.Common, displayTitle(a.Title, a.ContactName), summary(strings.TrimSpace(a.Message)), p.MessageID)
 	return p, warnings(warning), nil
 }
 
@@ -124,7 +124,7 @@ func (b Builder) BuildToolRequestPush(a ToolRequestArgs) (*push.ToolRequestPush,
 	if who == "" {
 		who = "Your companion"
 	}
-	quiet(&p.Common, displayTitle(a.Title, a.ContactName), fmt.Sprintf(toolRequestBody, who))
+	b.quiet(&p.Common, displayTitle(a.Title, a.ContactName), fmt.Sprintf(toolRequestBody, who))
 	return p, nil
 }
 
@@ -152,7 +152,7 @@ func (b Builder) BuildErrorPush(a ErrorArgs) (*push.ErrorPush, error) {
 	if strings.TrimSpace(body) == "" {
 		body = a.Code
 	}
-	quiet(&p.Common, errorTitle, summary(body))
+	b.quiet(&p.Common, errorTitle, summary(body))
 	return p, nil
 }
 

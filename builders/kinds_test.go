@@ -16,11 +16,15 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-// fixed is a Builder whose clock and ids tests control.
+// fixed is a Builder whose clock and ids tests control, for a page at
+// pageURL.
 var fixed = builders.Builder{
 	Now:          func() time.Time { return time.Date(2026, 11, 22, 12, 10, 56, 869_000_000, time.FixedZone("CET", 3600)) },
 	NewMessageID: func() string { return "msg_00000000-0000-4000-8000-000000000001" },
+	PageURL:      pageURL,
 }
+
+const pageURL = "https://amsg.example"
 
 func instant() builders.Common {
 	return builders.Common{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/builders/declarativetest"
 	"amsg/push"
 	"amsg/web/browsertest"
 )
@@ -72,13 +73,17 @@ func TestUpstreamWorkerShowsAmsgPushes(t *testing.T) {
 	p.Navigate(srv.URL + "/?module")
 	p.WaitServiceWorker()
 
-	build := builders.Builder{Now: time.Now}
+	build := builders.Builder{Now: time.Now, PageURL: srv.URL}
 	common := func(id string) builders.Common {
 		return builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant, MessageID: id, SessionID: "sess_up"}
 	}
 	declarative, _, err := build.BuildContentPush(builders.ContentArgs{Common: common("msg_up_dwp"), Message: "Tea at five?", ContactName: "Rei", Title: "来自 Rei"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	out, _ := push.Encode(declarative)
+	if _, err := declarativetest.Parse(out); err != nil {
+		t.Fatalf("%v: %s", err, out)
 	}
 	bare := *declarative
 	bare.MessageID, bare.Notification, bare.Unknown = "msg_up_bare", nil, nil

@@ -25,13 +25,16 @@ type round struct {
 }
 
 // newRound builds the round at the browser's time, which the chunks' TTL
-// is measured from.
+// is measured from, for the page p shows.
 func newRound(t *testing.T, p *browsertest.Page) round {
 	t.Helper()
-	var now int64
-	p.Eval(`Date.now()`, &now)
-	createdAt := time.UnixMilli(now)
-	b := builders.Builder{Now: func() time.Time { return createdAt }}
+	var page struct {
+		Now    int64  `json:"now"`
+		Origin string `json:"origin"`
+	}
+	p.Eval(`({ now: Date.now(), origin: location.origin })`, &page)
+	createdAt := time.UnixMilli(page.Now)
+	b := builders.Builder{Now: func() time.Time { return createdAt }, PageURL: page.Origin}
 	common := func(suffix string) builders.Common {
 		return builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
 			MessageID: "msg_visible_" + suffix, SessionID: "sess_visible"}

@@ -1,7 +1,8 @@
 // Package declarativetest reads a push payload as a browser's declarative
-// push message parser does (W3C Push API, "declarative push message"), so
-// tests can show that what amsg sends is one. It says nothing about how a
-// browser displays it.
+// push message parser does (W3C Push API, "declarative push message", with
+// WebKit's stricter reading: navigate and icon absolute URLs, a non-empty
+// title, mutable inside notification), so tests can show that what amsg
+// sends is one. It says nothing about how a browser displays it.
 package declarativetest
 
 import (
@@ -17,17 +18,16 @@ type Message struct {
 	Body     string
 	Tag      string
 	Silent   bool
-	Navigate *url.URL // resolved against the scope
-	Mutable  bool
+	Navigate *url.URL
+	Mutable  bool // notification.mutable (WebKit) or the root's (the draft)
 }
 
-// Parse reads payload as a declarative push message for a service worker
-// registration of scope (an absolute URL). The rules: a JSON object whose
-// web_push is the number 8030, whose notification is an object with string
-// title and navigate, navigate resolving against scope; body and tag strings
-// when present, silent and the root mutable booleans when present; renotify
-// true needs a tag.
-func Parse(payload []byte, scope string) (Message, error) {
+// Parse reads payload as a declarative push message. The rules: a JSON
+// object whose web_push is the number 8030, whose notification is an object
+// with a non-empty string title and an absolute URL navigate; body and tag
+// strings when present, icon an absolute URL, silent and mutable booleans;
+// renotify true needs a tag.
+func Parse(payload []byte) (Message, error) {
 	var m struct {
 		WebPush      *float64                   `json:"web_push"`
 		Notification map[string]json.RawMessage `json:"notification"`
@@ -46,19 +46,26 @@ func Parse(payload []byte, scope string) (Message, error) {
 	if err := member(m.Notification, "title", true, &out.Title); err != nil {
 		return Message{}, err
 	}
+	if out.Title == "" {
+		return Message{}, errors.New("notification.title is empty")
+	}
 	var navigate string
 	if err := member(m.Notification, "navigate", true, &navigate); err != nil {
 		return Message{}, err
 	}
-	base, err := url.Parse(scope)
-	if err != nil || !base.IsAbs() {
-		return Message{}, fmt.Errorf("scope %q is not an absolute URL", scope)
+	var err error
+	if out.Navigate, err = absoluteURL(navigate); err != nil {
+		return Message{}, fmt.Errorf("notification.navigate: %w", err)
 	}
-	ref, err := url.Parse(navigate)
-	if err != nil {
-		return Message{}, fmt.Errorf("navigate %q is not a URL: %w", navigate, err)
+	var icon string
+	if err := member(m.Notification, "icon", false, &icon); err != nil {
+		return Message{}, err
 	}
-	out.Navigate = base.ResolveReference(ref)
+	if _, present := m.Notification["icon"]; present {
+		if _, err := absoluteURL(icon); err != nil {
+			return Message{}, fmt.Errorf("notification.icon: %w", err)
+		}
+	}
 	if err := member(m.Notification, "body", false, &out.Body); err != nil {
 		return Message{}, err
 	}
@@ -75,8 +82,20 @@ func Parse(payload []byte, scope string) (Message, error) {
 	if renotify && out.Tag == "" {
 		return Message{}, errors.New("renotify without a tag")
 	}
-	out.Mutable = m.Mutable != nil && *m.Mutable
+	if err := member(m.Notification, "mutable", false, &out.Mutable); err != nil {
+		return Message{}, err
+	}
+	out.Mutable = out.Mutable || (m.Mutable != nil && *m.Mutable)
 	return out, nil
+}
+
+// absoluteURL parses s as WebKit does, without a base.
+func absoluteURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an absolute URL", s)
+	}
+	return u, nil
 }
 
 // member decodes notification[name] into into (a *string or *bool).

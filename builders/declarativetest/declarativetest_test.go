@@ -3,9 +3,8 @@ package declarativetest
 import "testing"
 
 func TestParse(t *testing.T) {
-	const scope = "https://email.example/"
 	// The specification's example, unknown members ignored.
-	m, err := Parse([]byte(`{"web_push":8030,"notification":{"title":"Ada emailed","lang":"en-US","body":"Did you hear?","navigate":"/message/12"},"mutable":true,"x":1}`), scope)
+	m, err := Parse([]byte(`{"web_push":8030,"notification":{"title":"Ada emailed","lang":"en-US","body":"Did you hear?","navigate":"https://email.example/message/12"},"mutable":true,"x":1}`))
 	if err != nil || m.Title != "Ada emailed" || m.Body != "Did you hear?" || m.Navigate.String() != "https://email.example/message/12" || !m.Mutable {
 		t.Fatalf("%+v %v", m, err)
 	}
@@ -19,10 +18,21 @@ func TestParse(t *testing.T) {
 		`{"web_push":8030,"notification":{"title":"t"}}`,
 		`{"web_push":8030,"notification":{"title":"t","navigate":"https://[bad"}}`,
 		`{"web_push":8030,"notification":{"title":"t","navigate":"/","body":null}}`,
-		`{"web_push":8030,"notification":{"title":"t","navigate":"/","renotify":true}}`,
+		`{"web_push":8030,"notification":{"title":"t","navigate":"https://a.example/","renotify":true}}`,
+		`{"web_push":8030,"notification":{"title":"","navigate":"https://a.example/"}}`,
+		`{"web_push":8030,"notification":{"title":"t","navigate":"/relative"}}`,
+		`{"web_push":8030,"notification":{"title":"t","navigate":"https://a.example/","icon":"/i.png"}}`,
+		`{"web_push":8030,"notification":{"title":"t","navigate":"https://a.example/","mutable":"yes"}}`,
 	} {
-		if _, err := Parse([]byte(bad), scope); err == nil {
+		if _, err := Parse([]byte(bad)); err == nil {
 			t.Errorf("%s parsed", bad)
 		}
+	}
+}
+
+func TestMutableInsideNotification(t *testing.T) {
+	m, err := Parse([]byte(`{"web_push":8030,"notification":{"title":"t","navigate":"https://a.example/","mutable":true}}`))
+	if err != nil || !m.Mutable {
+		t.Fatalf("%+v %v", m, err)
 	}
 }

@@ -26,7 +26,8 @@ type config struct {
 	ShutdownTimeout       time.Duration
 	Scheduler             schedulerConfig // scheduler.go
 	Instant               instantConfig   // instant.go
-	Devices               devicesConfig   // devices.go
+
+	Notifications notificationsConfig // notifications.go
 
 	// Environment only.
 	MasterKey       string
@@ -77,7 +78,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
-	c.Devices.register(fs)
+	c.Notifications.register(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -133,7 +134,7 @@ func (c config) validate() error {
 	if err := c.Instant.validate(); err != nil {
 		return err
 	}
-	return c.Devices.validate()
+	return c.Notifications.validate()
 }
 
 func printServeUsage(fs *flag.FlagSet, w io.Writer) {

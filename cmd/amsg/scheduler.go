@@ -51,6 +51,7 @@ func (s *server) newScheduler(p scheduler.Pusher) error {
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
+		PageURL:      s.cfg.Notifications.PublicURL,
 	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: s.llm, Transcripts: s.transcripts})
 	if err != nil {
 		return &configError{err}

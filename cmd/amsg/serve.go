@@ -160,6 +160,7 @@ func (s *server) build() error {
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
 		ApplePushRefused:      !sender.AppleSubjectOK(),
 		Logger:                s.log,
+		PageURL:               s.cfg.Notifications.PublicURL,
 	}, api.Deps{
 		Store:         s.store,
 		Dispatcher:    dispatcher,

@@ -67,6 +67,10 @@ func newServer(t *testing.T) *server {
 func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The page's origin is known before the server runs: pushes link to it.
+	srv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(srv.Close)
+	pageURL := "http://" + srv.Listener.Addr().String()
 	st := storetest.New(t)
 	sec := st.Secrets()
 	pushes := pushtest.NewServer(sec.VAPIDPublicKey)
@@ -91,7 +95,7 @@ func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
 	llm := loop.NewClient(loop.Config{Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
-	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
+	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log, PageURL: pageURL,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
 		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: llm, Transcripts: transcripts})
 	if err != nil {
@@ -102,19 +106,19 @@ func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, Logger: log}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, Logger: log, PageURL: pageURL}, api.Deps{
 		Store:         st,
 		Dispatcher:    dispatcher,
 		Scheduler:     sched,
-		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log, PageURL: pageURL})},
 		Web:           web.Handler(),
 		ServiceWorker: sw.Handler(version),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv.Config.Handler = h
+	srv.Start()
 	return &server{Server: srv, Store: st, Push: pushes, Scheduler: sched, clock: clk}
 }
 
