@@ -196,6 +196,9 @@ func (s *server) run(ctx context.Context) error {
 	if s.cfg.AllowPrivateEndpoints {
 		s.log.Warn("private push endpoints are allowed: development and tests only")
 	}
+	if s.cfg.Notifications.PublicURL == "" {
+		s.log.Info("--public-url is not set: pushes are not Declarative Web Push messages, which iOS shows even without the service worker")
+	}
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
