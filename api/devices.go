@@ -30,7 +30,7 @@ func (s *Server) devicesFeature() feature {
 const maxDeviceSeenBody = 16 << 10
 
 var (
-	errInvalidDeviceSeen = newError(http.StatusBadRequest, "INVALID_PARAMETERS", "请求体必须是 {\"endpoint\": 推送端点 URL}")
+	errInvalidDeviceSeen = newError(http.StatusBadRequest, "INVALID_PARAMETERS", `请求体必须是 {"endpoint": 推送端点 URL}`)
 	errDeviceNotFound    = newError(http.StatusNotFound, "PUSH_SUBSCRIPTION_NOT_FOUND", "该设备未登记推送订阅（PUT /push-subscription）")
 )
 

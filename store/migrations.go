@@ -18,6 +18,7 @@ var migrations = []func(*sql.Tx) error{
 	schema(outboxSchema),        // outbox.go
 	schema(tasksSchema),         // tasks.go
 	schema(transcriptsSchema),   // transcripts.go
+	schema(broadcastsSchema),    // admin.go
 	schema(devicesSchema),       // devices.go
 }
 

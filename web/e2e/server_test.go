@@ -106,12 +106,13 @@ func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, Logger: log, PageURL: pageURL}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, Logger: log, PageURL: pageURL}, api.Deps{
 		Store:         st,
 		Dispatcher:    dispatcher,
 		Scheduler:     sched,
 		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log, PageURL: pageURL})},
 		Web:           web.Handler(),
+		AdminPage:     web.AdminHandler(),
 		ServiceWorker: sw.Handler(version),
 	})
 	if err != nil {
