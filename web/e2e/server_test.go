@@ -92,7 +92,7 @@ func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: st}
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	llm := loop.NewClient(loop.Config{Logger: log})
+	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log, PageURL: pageURL,
@@ -106,7 +106,7 @@ func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, Logger: log, PageURL: pageURL}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log, PageURL: pageURL}, api.Deps{
 		Store:         st,
 		Dispatcher:    dispatcher,
 		Scheduler:     sched,
