@@ -10,6 +10,7 @@ import (
 
 	"amsg/builders/declarativetest"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -31,8 +32,8 @@ func seeDevice(s *Server, userID, body string) response {
 func TestDeviceSeenAndList(t *testing.T) {
 	clk := &testClock{now: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
 	st := storetest.Open(t, store.Config{Now: clk.Now})
-	dispatcher, fake := newTestDispatcher(t, st)
-	s := newTestServer(t, Config{AllowPrivateEndpoints: true, Now: clk.Now}, Deps{Store: st, Dispatcher: dispatcher})
+	deliveries, fake := newTestCourier(t, st, courier.PolicyVisible)
+	s := newTestServer(t, Config{AllowPrivateEndpoints: true, Now: clk.Now}, Deps{Store: st, Courier: deliveries})
 	phone, laptop := fake.Subscribe(), fake.Subscribe()
 	putSubscription(t, s, testUserID, map[string]any{"subscription": phone})
 	putSubscription(t, s, testUserID, map[string]any{"subscription": laptop})

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"amsg/builders"
-	"amsg/loop"
+	"amsg/llm"
+	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
@@ -65,15 +66,15 @@ type Config struct {
 	Limits Limits
 	// LLMPolicy vets the apiUrl a request or task gives (400
 	// INVALID_API_URL); the LLM client enforces it again when it dials.
-	LLMPolicy loop.URLPolicy
+	LLMPolicy llm.URLPolicy
 }
 
 // Deps are the components the handlers use.
 type Deps struct {
 	// Store is the database; /healthz pings it.
 	Store *store.Store
-	// Dispatcher delivers pushes to every device of a user.
-	Dispatcher *webpush.Dispatcher
+	// Courier delivers every push.
+	Courier *courier.Courier
 	// Scheduler delivers tasks; the task endpoints need it.
 	Scheduler *scheduler.Scheduler
 	// Metrics receives the HTTP metrics; /metrics serves its gatherer.
@@ -147,7 +148,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.now = time.Now
 	}
 	s.builder = builders.Builder{Now: s.now, PageURL: cfg.PageURL}
-	if deps.Store == nil || deps.Dispatcher == nil {
+	if deps.Store == nil || deps.Courier == nil {
 		return nil, errors.New("api: a store and a dispatcher are required")
 	}
 	if s.cfg.MaxBodyBytes <= 0 {

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop"
+	"amsg/llm"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/store"
@@ -61,8 +62,8 @@ func BenchmarkBacklog(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		sched, err := New(Config{Logger: logger}, Deps{Store: st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: st},
-			LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
+		sched, err := New(Config{Logger: logger}, Deps{Store: st, Courier: courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: logger}),
+			LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})})
 		if err != nil {
 			b.Fatal(err)
 		}

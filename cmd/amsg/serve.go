@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/llm"
 	"amsg/loop"
+	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
@@ -75,7 +77,7 @@ type server struct {
 	http        *http.Server
 	listener    net.Listener
 	scheduler   *scheduler.Scheduler
-	llm         *loop.Client
+	llm         *llm.Client
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
 	version     string   // buildVersion(), read once
@@ -139,7 +141,7 @@ func (s *server) build() error {
 	if err != nil {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
-	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
+	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log})
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)
@@ -147,15 +149,15 @@ func (s *server) build() error {
 		return err
 	}
 	reg.MustRegister(dueTasksGauge(s.store, s.log))
-	policy := loop.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
-	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
+	policy := llm.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
+	s.llm = llm.NewClient(llm.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
 		Policy: policy, Default: s.cfg.Limits.defaultModel()})
 	s.transcripts = loop.NewTranscripts(s.store, nil)
 	observeLateness, err := newLatenessMetric(reg)
 	if err != nil {
 		return err
 	}
-	if err := s.newScheduler(dispatcher, observeLateness); err != nil {
+	if err := s.newScheduler(deliveries, observeLateness); err != nil {
 		return err
 	}
 	// The worker's version hashes the page's files, so a build with a new
@@ -179,7 +181,7 @@ func (s *server) build() error {
 		PageURL:               s.cfg.Notifications.PublicURL,
 	}, api.Deps{
 		Store:         s.store,
-		Dispatcher:    dispatcher,
+		Courier:       deliveries,
 		Scheduler:     s.scheduler,
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(s.version + "-" + assets),

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/web/browsertest"
@@ -21,13 +21,13 @@ import (
 // the whole reply in place of the summary.
 func TestTruncatedReplyIsCompletedFromTheOutbox(t *testing.T) {
 	var apple *pushtest.Server
-	srv := newServerWith(t, func(c *webpush.Config) {
+	srv := newServerWith(t, serverOptions{sender: func(c *webpush.Config) {
 		apple = pushtest.NewServerWithOptions(c.VAPIDPublicKey, pushtest.Options{TLS: true, Host: "web.push.apple.com"})
 		t.Cleanup(apple.Close)
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(apple.CertPEM())
 		c.Resolver, c.RootCAs = apple.Resolver(), pool
-	})
+	}})
 	b := browsertest.New(t, browsertest.Config{})
 	p, _ := openPage(t, b, srv, "")
 	onboard(t, b, p, srv.URL)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 	"amsg/web/browsertest"
 )
 

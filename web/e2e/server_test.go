@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/scheduler"
@@ -59,12 +62,20 @@ func (c *clock) Set(at time.Time) {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	return newServerWith(t, nil)
+	return newServerWith(t, serverOptions{})
 }
 
-// newServerWith is newServer with the sender's configuration changed by
-// configure (nil: as it is).
-func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
+// serverOptions change newServer's server.
+type serverOptions struct {
+	// sender changes the sender's configuration; nil leaves it.
+	sender func(*webpush.Config)
+	// policy is the courier's push policy; "" is upstream's, which the
+	// tests written before the visible policy expect.
+	policy courier.Policy
+}
+
+// newServerWith is newServer with opts.
+func newServerWith(t *testing.T, opts serverOptions) *server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// The page's origin is known before the server runs: pushes link to it.
@@ -82,22 +93,22 @@ func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
 		AllowPrivateEndpoints: true,
 		Logger:                log,
 	}
-	if configure != nil {
-		configure(&cfg)
+	if opts.sender != nil {
+		opts.sender(&cfg)
 	}
 	sender, err := webpush.NewSender(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: st}
+	deliveries := courier.New(sender, st, courier.Config{Policy: cmp.Or(opts.policy, courier.PolicyUpstream), Logger: log})
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
+	client := llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log, PageURL: pageURL,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: llm, Transcripts: transcripts})
+		scheduler.Deps{Store: st, Courier: deliveries, LLM: client, Transcripts: transcripts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +117,11 @@ func newServerWith(t *testing.T, configure func(*webpush.Config)) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log, PageURL: pageURL}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llm.URLPolicy{AllowPrivate: true}, Logger: log, PageURL: pageURL}, api.Deps{
 		Store:         st,
-		Dispatcher:    dispatcher,
+		Courier:       deliveries,
 		Scheduler:     sched,
-		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log, PageURL: pageURL})},
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log, PageURL: pageURL})},
 		Web:           web.Handler(),
 		AdminPage:     web.AdminHandler(),
 		ServiceWorker: sw.Handler(version),

@@ -3,13 +3,15 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"amsg/builders"
 	"amsg/builders/declarativetest"
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
+	"amsg/push/courier"
 	"amsg/web/browsertest"
 )
 
@@ -18,10 +20,16 @@ import (
 // the app open. Every push the round sends to the push service, decrypted by
 // the fake push service and handed to amsg's worker one by one, shows a
 // notification: none is silent, which is what makes iOS revoke a
-// subscription. (Whether reasoning reaches the push service at all is the
-// server's push policy; the test holds either way.) Each content push that
-// fits in one push is a Declarative Web Push message.
+// subscription. Under the default visible policy reasoning does not reach
+// the push service at all; under upstream's it does, and shows quietly.
+// Each content push that fits in one push is a Declarative Web Push message.
 func TestEveryPushOfARoundShowsANotificationWhileHidden(t *testing.T) {
+	for _, policy := range []courier.Policy{courier.PolicyVisible, courier.PolicyUpstream} {
+		t.Run(string(policy), func(t *testing.T) { roundShowsEveryPush(t, policy) })
+	}
+}
+
+func roundShowsEveryPush(t *testing.T, policy courier.Policy) {
 	llm := llmtest.NewServer(t)
 	long := strings.Repeat("好", 1700) // 5100 bytes and no sentence end: one segment, over one push
 	llm.Enqueue(
@@ -29,7 +37,10 @@ func TestEveryPushOfARoundShowsANotificationWhileHidden(t *testing.T) {
 			ToolCalls: []llmtest.ToolCall{{ID: "call_tz", Name: "get_timezone", Arguments: "{}"}}},
 		llmtest.Reply{Content: long},
 	)
-	srv, _, p := newDevicePage(t)
+	srv := newServerWith(t, serverOptions{policy: policy})
+	b := browsertest.New(t, browsertest.Config{})
+	p, _ := openPage(t, b, srv, "")
+	onboard(t, b, p, srv.URL)
 	id := userID(t, p)
 	p.Navigate("about:blank") // no window of the app: the phone in a pocket
 
@@ -65,6 +76,9 @@ func TestEveryPushOfARoundShowsANotificationWhileHidden(t *testing.T) {
 	}
 
 	t.Logf("pushes of the round: %q", kinds)
+	if reasoning := slices.Contains(kinds, "reasoning"); reasoning != (policy == courier.PolicyUpstream) {
+		t.Errorf("policy %s: pushes %q", policy, kinds)
+	}
 
 	// The long reply, reassembled, is shown in place of the quiet ones.
 	var shown []browsertest.Notification
