@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func TestDeviceSeenAndList(t *testing.T) {
 	clk := &testClock{now: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
 	st := storetest.Open(t, store.Config{Now: clk.Now})
 	deliveries, fake := newTestCourier(t, st, courier.PolicyVisible)
-	s := newTestServer(t, Config{AllowPrivateEndpoints: true, Now: clk.Now}, Deps{Store: st, Courier: deliveries})
+	s := newTestServer(t, Config{AllowPrivateEndpoints: true, Now: clk.Now, AdminToken: testAdminToken}, Deps{Store: st, Courier: deliveries})
 	phone, laptop := fake.Subscribe(), fake.Subscribe()
 	putSubscription(t, s, testUserID, map[string]any{"subscription": phone})
 	putSubscription(t, s, testUserID, map[string]any{"subscription": laptop})
@@ -57,6 +58,21 @@ func TestDeviceSeenAndList(t *testing.T) {
 		if d.LastSeenAt != want || d.CreatedAt != registered || d.DeviceID == 0 {
 			t.Errorf("%s: %+v, want lastSeenAt %d", d.Endpoint, d, want)
 		}
+	}
+	// The operator's list shows the same last sign of life.
+	var admin struct {
+		Devices []struct {
+			PushHost   string `json:"pushHost"`
+			LastSeenAt string `json:"lastSeenAt"`
+		} `json:"devices"`
+	}
+	decodeData(t, adminDo(s, http.MethodGet, "/api/v1/admin/users/"+testUserID+"/devices", "").body, &admin)
+	var lastSeen []string
+	for _, d := range admin.Devices {
+		lastSeen = append(lastSeen, d.LastSeenAt)
+	}
+	if !slices.Contains(lastSeen, push.FormatTimestamp(time.UnixMilli(seenAt))) || !slices.Contains(lastSeen, push.FormatTimestamp(time.UnixMilli(registered))) {
+		t.Errorf("operator's list: %+v", admin.Devices)
 	}
 	// Another user cannot see (or touch) this user's device.
 	const other = "123e4567-e89b-42d3-a456-426614174000"
