@@ -56,6 +56,9 @@ type AgentConfig struct {
 	ClaimTimeout time.Duration
 	Now          func() time.Time // nil: time.Now
 	Logger       *slog.Logger     // nil: slog.Default()
+	// PageURL is the companion page's origin; with it content pushes are
+	// Declarative Web Push messages (builders.Builder.PageURL).
+	PageURL string
 }
 
 // DefaultClaimMargin is what a claim outlives the LLM call by: the time to
@@ -102,7 +105,7 @@ func NewAgent(cfg AgentConfig) *Agent {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.builder = builders.Builder{Now: a.now}
+	a.builder = builders.Builder{Now: a.now, PageURL: cfg.PageURL}
 	return a
 }
 

@@ -95,6 +95,9 @@ type Config struct {
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
+	// PageURL is the companion page's origin; with it content pushes are
+	// Declarative Web Push messages (builders.Builder.PageURL).
+	PageURL string
 	// Sleep waits between pushes and between instant attempts; nil waits
 	// on a timer that ends early with the context.
 	Sleep func(ctx context.Context, d time.Duration) error
