@@ -61,6 +61,9 @@ type AgentConfig struct {
 	Liveness Liveness
 	Now      func() time.Time // nil: time.Now
 	Logger   *slog.Logger     // nil: slog.Default()
+	// PageURL is the companion page's origin; with it content pushes are
+	// Declarative Web Push messages (builders.Builder.PageURL).
+	PageURL string
 }
 
 // Liveness tells whether an instance still runs.
@@ -115,7 +118,7 @@ func NewAgent(cfg AgentConfig) *Agent {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.builder = builders.Builder{Now: a.now}
+	a.builder = builders.Builder{Now: a.now, PageURL: cfg.PageURL}
 	return a
 }
 

@@ -287,7 +287,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 			OccurrenceMs:   push.Some(occurrence.UnixMilli()),
 		},
 	}
-	b := builders.Builder{Now: s.now}
+	b := builders.Builder{Now: s.now, PageURL: s.cfg.PageURL}
 	title := "来自 " + p.ContactName
 	var burst []outgoing
 	add := func(pu push.Push) error {

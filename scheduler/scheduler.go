@@ -95,6 +95,9 @@ type Config struct {
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
+	// PageURL is the companion page's origin; with it content pushes are
+	// Declarative Web Push messages (builders.Builder.PageURL).
+	PageURL string
 	// Sleep waits between pushes and between instant attempts; nil waits
 	// on a timer that ends early with the context.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -311,13 +314,12 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 		return 0, err
 	}
 	taken := tasks[:0:0]
+	var surplus []store.Lease
 	for _, t := range tasks {
 		if !s.takeUser(t.UserID) {
 			// The claim gave this user more than its share: the rest wait,
-			// claimable, while the user's tasks under way finish, and the
-			// loop claims again at once for the others.
-			s.releaseLease(t.Lease())
-			s.Wake()
+			// claimable, while the user's tasks under way finish.
+			surplus = append(surplus, t.Lease())
 			continue
 		}
 		taken = append(taken, t)
@@ -332,8 +334,25 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			s.releaseLease(t.Lease())
 		}
 	}
+	s.releaseSurplus(surplus)
 	s.observeClaims(taken, now)
 	return len(tasks), nil
+}
+
+// releaseSurplus gives back the leases a claim took beyond their users'
+// share, each on a goroutine of its own so the store commits them together
+// and the loop claims again for the other users at once, instead of after
+// one write per lease.
+func (s *Scheduler) releaseSurplus(leases []store.Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	for _, l := range leases {
+		if !s.launch(func() { s.releaseLease(l) }) {
+			s.releaseLease(l)
+		}
+	}
+	s.Wake()
 }
 
 // takeUser counts one more task of userID in delivery, unless the user has

@@ -116,8 +116,8 @@ func (s *server) runInstance(ctx context.Context) {
 	}
 }
 
-// keepHouse prunes the delivery log, the transcripts and the instances that
-// stopped beating long ago.
+// keepHouse prunes the delivery log, the transcripts, the devices silent
+// too long and the instances that stopped beating long ago.
 func (s *server) keepHouse(ctx context.Context) {
 	if n, err := s.store.PruneDeliveryLog(ctx); err != nil && ctx.Err() == nil {
 		s.log.Warn("pruning the delivery log failed", "err", err)
@@ -125,6 +125,7 @@ func (s *server) keepHouse(ctx context.Context) {
 		s.log.Info("pruned the delivery log", "rows", n)
 	}
 	s.pruneTranscripts(ctx)
+	s.expireSilentDevices(ctx)
 	if _, err := s.store.DeleteStaleInstances(ctx, time.Now().Add(-maintenanceInterval)); err != nil && ctx.Err() == nil {
 		s.log.Warn("pruning the instances table failed", "err", err)
 	}

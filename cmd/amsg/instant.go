@@ -54,6 +54,7 @@ func (s *server) instant() *api.Instant {
 		Instance:      s.instance,
 		Liveness:      liveness{store: s.store, heartbeat: s.cfg.Cluster.Heartbeat},
 		Logger:        s.log,
+		PageURL:       s.cfg.Notifications.PublicURL,
 	})}
 }
 

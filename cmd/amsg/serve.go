@@ -196,6 +196,7 @@ func (s *server) build() error {
 		Limits:                s.cfg.Limits.api(),
 		LLMPolicy:             policy,
 		Logger:                s.log,
+		PageURL:               s.cfg.Notifications.PublicURL,
 	}, api.Deps{
 		Store:         s.store,
 		Courier:       deliveries,
@@ -246,6 +247,9 @@ func (s *server) run(ctx context.Context) error {
 	if s.cfg.ClientToken == "" && !isLoopback(s.listener.Addr().String()) {
 		s.log.Warn("SECURITY: listening on a non-loopback address without AMSG_CLIENT_TOKEN: anyone who can reach it can use every endpoint, read any user's key and run LLM calls",
 			"addr", s.listener.Addr().String())
+	}
+	if s.cfg.Notifications.PublicURL == "" {
+		s.log.Info("--public-url is not set: pushes are not Declarative Web Push messages, which iOS shows even without the service worker")
 	}
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))

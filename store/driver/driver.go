@@ -84,6 +84,8 @@ type Dialect struct {
 	// than in a write: PostgreSQL's claim needs READ COMMITTED, where SKIP
 	// LOCKED keeps claimers apart, not the writes' SERIALIZABLE.
 	ClaimOutsideWrites bool
+	// Greatest names the function of the largest of its arguments.
+	Greatest string
 	// InJSONArray is a subquery of the text values of the JSON array given
 	// as its one argument: x IN (InJSONArray).
 	InJSONArray string

@@ -19,6 +19,7 @@ var dialect = driver.Dialect{
 		transcriptsSchema,
 		broadcastsSchema,
 		tokenProofsSchema,
+		devicesSchema,
 		instancesSchema,
 	},
 
@@ -33,6 +34,7 @@ var dialect = driver.Dialect{
 		UPDATE tasks SET lease_until = $1, updated_at = $2 FROM due WHERE id = due_id
 		RETURNING `,
 	ClaimOutsideWrites: true,
+	Greatest:           `GREATEST`,
 	InJSONArray:        `SELECT value FROM json_array_elements_text(?::json)`,
 
 	AfterCopy: []string{

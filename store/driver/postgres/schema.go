@@ -164,6 +164,11 @@ CREATE TABLE client_token_proofs (
 );
 `
 
+// devicesSchema: a device's last report of life.
+const devicesSchema = `
+ALTER TABLE subscriptions ADD COLUMN last_seen_at BIGINT;
+`
+
 // instancesSchema: one row per running amsg, heartbeated.
 const instancesSchema = `
 CREATE TABLE instances (

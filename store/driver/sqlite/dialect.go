@@ -18,6 +18,7 @@ var dialect = driver.Dialect{
 		transcriptsSchema,
 		broadcastsSchema,
 		tokenProofsSchema,
+		devicesSchema,
 		instancesSchema,
 	},
 
@@ -29,6 +30,7 @@ var dialect = driver.Dialect{
 				AND user_id NOT IN (SELECT value FROM json_each(?))
 			ORDER BY ` + claimableAt + `, id LIMIT ?)
 		RETURNING `,
+	Greatest:    `max`,
 	InJSONArray: `SELECT value FROM json_each(?)`,
 
 	Tables: `SELECT name FROM sqlite_schema

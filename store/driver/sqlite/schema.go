@@ -148,6 +148,11 @@ CREATE TABLE client_token_proofs (
 ) STRICT;
 `
 
+// devicesSchema: a device's last report of life.
+const devicesSchema = `
+ALTER TABLE subscriptions ADD COLUMN last_seen_at INTEGER;
+`
+
 // instancesSchema: one row per running amsg, heartbeated.
 const instancesSchema = `
 CREATE TABLE instances (
