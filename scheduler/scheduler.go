@@ -535,7 +535,7 @@ func (s *Scheduler) process(t store.Task) result {
 		// A payload that does not decrypt or parse, or names no valid
 		// recurrence, will not read better on a retry, and its recurrence
 		// is unknown: the task fails for good, whatever it was.
-		rec, perr = Recurrence{Type: push.RecurrenceNone}, permanent("", perr)
+		rec, perr = Recurrence{Type: push.RecurrenceNone}, unreadableError{perr}
 	}
 	if perr == nil && s.stale(t, started) {
 		lease, _ := held.end()
@@ -595,13 +595,12 @@ func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err erro
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	now := s.now()
-	fe := fireErr(err)
-	le := newLastError(now, t.NextSendAt, fe.Error())
-	le.Code, le.Permanent = fe.Code, fe.Permanent
-	r := result{taskID: t.ID, reason: fe.Error(), permanent: fe.Permanent, retryCount: t.RetryCount}
+	le := newLastError(now, t.NextSendAt, err.Error())
+	le.Code, le.Permanent = failure(err)
+	r := result{taskID: t.ID, reason: err.Error(), permanent: le.Permanent, retryCount: t.RetryCount}
 	var werr error
 	switch {
-	case fe.Permanent || t.RetryCount >= s.cfg.MaxRetries:
+	case le.Permanent || t.RetryCount >= s.cfg.MaxRetries:
 		if rec.Recurring() {
 			r.kind = resultSkipped
 			r.next, _ = rec.NextAfter(t.NextSendAt, now)

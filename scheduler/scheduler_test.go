@@ -804,9 +804,10 @@ func TestDeliverInstant(t *testing.T) {
 	if sum := h.tick(); sum.TotalTasks != 0 {
 		t.Fatalf("the ticker claimed a leased instant task: %+v", sum)
 	}
-	res, ierr := h.sched.DeliverInstant(t.Context(), ok)
-	if ierr != nil || res.MessagesSent != 2 || res.RetriesUsed != 0 || !h.gone(alice, ok.UUID) {
-		t.Fatalf("instant = %+v, %v", res, ierr)
+	res, err := h.sched.DeliverInstant(t.Context(), ok)
+	var ierr *InstantError
+	if errors.As(err, &ierr) || res.MessagesSent != 2 || res.RetriesUsed != 0 || !h.gone(alice, ok.UUID) {
+		t.Fatalf("instant = %+v, %v", res, err)
 	}
 	p := h.pushes()[0]
 	if p["source"] != "instant" || p["messageType"] != "instant" || h.push.Messages()[0].Header.Get("TTL") != "600" {
@@ -816,8 +817,8 @@ func TestDeliverInstant(t *testing.T) {
 	h.sleeps = nil
 	failing := insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")})
 	h.push.Respond(sub, 3, pushtest.Response{Status: http.StatusBadGateway})
-	_, ierr = h.sched.DeliverInstant(t.Context(), failing)
-	if ierr == nil || ierr.Code != "PROCESSING_ERROR" || *ierr.RetriesAttempted != 2 || ierr.Permanent {
+	_, err = h.sched.DeliverInstant(t.Context(), failing)
+	if !errors.As(err, &ierr) || ierr.Code != "PROCESSING_ERROR" || *ierr.RetriesAttempted != 2 || ierr.Permanent {
 		t.Fatalf("failing instant: %+v", ierr)
 	}
 	if fmt.Sprint(h.sleeps) != "[1s 2s]" {
@@ -832,8 +833,8 @@ func TestDeliverInstant(t *testing.T) {
 	}
 	h.courier.Forget(alice) // as the API does
 	h.sleeps = nil
-	_, ierr = h.sched.DeliverInstant(t.Context(), insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")}))
-	if ierr == nil || !ierr.Permanent || *ierr.RetriesAttempted != 0 || len(h.sleeps) != 0 {
+	_, err = h.sched.DeliverInstant(t.Context(), insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")}))
+	if !errors.As(err, &ierr) || !ierr.Permanent || *ierr.RetriesAttempted != 0 || len(h.sleeps) != 0 {
 		t.Errorf("no device: %+v after %v", ierr, h.sleeps)
 	}
 }
