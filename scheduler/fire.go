@@ -365,18 +365,3 @@ func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing) (wi
 	}
 	return false, fmt.Errorf("%w on %d device(s): %s", errPushSendFailed, len(res.Devices), strings.Join(reasons, "; "))
 }
-
-// sleep waits d or until ctx ends.
-func defaultSleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

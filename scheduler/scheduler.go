@@ -95,8 +95,8 @@ type Config struct {
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
-	// Sleep waits between pushes and between instant attempts; nil waits
-	// on a timer that ends early with the context.
+	// Sleep waits between pushes and between instant attempts; nil is
+	// push.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnClaim, when set, is told how late each claimed occurrence is (the
 	// claim time minus its nominal time), for the lateness metric.
@@ -190,7 +190,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		s.now = time.Now
 	}
 	if s.cfg.Sleep == nil {
-		s.cfg.Sleep = defaultSleep
+		s.cfg.Sleep = push.Sleep
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	return s, nil
