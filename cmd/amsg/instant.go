@@ -52,6 +52,7 @@ func (s *server) instant() *api.Instant {
 		MaxIterations: c.MaxLoopIterations,
 		TokenBudget:   c.SessionTokenBudget,
 		Logger:        s.log,
+		Now:           s.now,
 	})}
 }
 
