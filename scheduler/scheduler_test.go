@@ -19,6 +19,7 @@ import (
 	"amsg/llm/llmtest"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
@@ -31,26 +32,6 @@ const (
 	bob   = "123e4567-e89b-42d3-a456-426614174000"
 )
 
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
-func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
-
 // harness is a scheduler wired to a real store, a fake push service and a
 // fake LLM, with a settable clock and sleeps that return at once (and are
 // recorded).
@@ -60,7 +41,7 @@ type harness struct {
 	st      *store.Store
 	push    *pushtest.Server
 	llm     *llmtest.Server
-	clk     *clock
+	clk     *clocktest.Clock
 	sched   *Scheduler
 	courier *courier.Courier
 
@@ -78,7 +59,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // newPolicyHarness is newHarness with the courier under policy.
 func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness {
 	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: &clock{now: start}}
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: clocktest.New(start)}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h.st = storetest.Open(t, store.Config{Path: h.path, Now: h.clk.Now, Logger: logger})
 	sec := h.st.Secrets()
