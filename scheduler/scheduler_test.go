@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -106,15 +107,9 @@ var uuidCounter int
 
 func (h *harness) insert(userID string, p Payload, next time.Time) store.Task {
 	h.t.Helper()
-	if p.ContactName == "" {
-		p.ContactName = "Rei"
-	}
-	if p.MessageSubtype == "" {
-		p.MessageSubtype = "chat"
-	}
-	if p.RecurrenceType == "" {
-		p.RecurrenceType = push.RecurrenceNone
-	}
+	p.ContactName = cmp.Or(p.ContactName, "Rei")
+	p.MessageSubtype = cmp.Or(p.MessageSubtype, "chat")
+	p.RecurrenceType = cmp.Or(p.RecurrenceType, push.RecurrenceNone)
 	p.FirstSendTime = push.FormatTimestamp(next)
 	raw, err := p.Encode()
 	if err != nil {

@@ -381,9 +381,7 @@ func (s *Sender) prepare(msg Message) (*outgoing, error) {
 	if msg.Urgency != "" {
 		o.urgency = msg.Urgency
 	}
-	if o.Topic == "" {
-		o.Topic = TopicOf(msg.ID)
-	}
+	o.Topic = cmp.Or(o.Topic, TopicOf(msg.ID))
 	o.ttlText = strconv.FormatInt(int64(o.ttl/time.Second), 10)
 	o.inline = len(msg.Payload) <= s.cfg.InlineBudget
 	if !o.inline {
