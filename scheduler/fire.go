@@ -185,7 +185,7 @@ func (s *Scheduler) discardBurst(cr *courier.Round, task store.Task, session str
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	if err := cr.Discard(ctx, session); err != nil {
-		s.log.Warn("scheduler: discarding an undelivered burst failed", "task_id", task.ID, "err", err)
+		s.log.Warn("scheduler: discarding an undelivered burst failed", "taskId", task.ID, "err", err)
 	}
 }
 
@@ -208,7 +208,7 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	if err := s.deps.Transcripts.Record(ctx, loop.UserOwner(task.UserID), sessionID(task.ID, task.NextSendAt), *round); err != nil {
-		s.log.Warn("scheduler: recording the round in the transcript failed", "task_id", task.ID, "err", err)
+		s.log.Warn("scheduler: recording the round in the transcript failed", "taskId", task.ID, "err", err)
 	}
 }
 
@@ -268,7 +268,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 	}
 	segments, err := splitter.Split(text)
 	if errors.Is(err, llm.ErrSplitTimeout) || errors.Is(err, llm.ErrSplitInputTooLarge) {
-		s.log.Warn("scheduler: splitPattern gave up; sending the text as one message", "task_id", task.ID, "err", err)
+		s.log.Warn("scheduler: splitPattern gave up; sending the text as one message", "taskId", task.ID, "err", err)
 		segments, err = []string{text}, nil
 	}
 	if err != nil {

@@ -65,7 +65,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		defer bcancel()
 		if ferr := s.deps.Store.FailTask(bctx, lease, retries, le.json()); ferr != nil {
-			s.log.Error("scheduler: recording a failed instant task failed", "task_id", t.ID, "err", ferr)
+			s.log.Error("scheduler: recording a failed instant task failed", "taskId", t.ID, "err", ferr)
 		}
 		return InstantResult{}, &InstantError{Code: "PROCESSING_ERROR", Message: err.Error(), RetriesAttempted: &retries, Permanent: le.Permanent}
 	}

@@ -437,7 +437,7 @@ func (s *Scheduler) releaseLease(l store.Lease) result {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	if err := s.deps.Store.ReleaseLease(ctx, l); err != nil {
-		s.log.Error("scheduler: releasing a lease failed", "task_id", l.TaskID, "err", err)
+		s.log.Error("scheduler: releasing a lease failed", "taskId", l.TaskID, "err", err)
 	}
 	return result{taskID: l.TaskID, kind: resultReleased}
 }
@@ -499,11 +499,11 @@ func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
 			switch {
 			case errors.Is(err, store.ErrLeaseLost):
 				h.lost = true
-				s.log.Warn("scheduler: lease lost while delivering; stopping", "task_id", l.TaskID)
+				s.log.Warn("scheduler: lease lost while delivering; stopping", "taskId", l.TaskID)
 				cancel()
 				return
 			case err != nil:
-				s.log.Error("scheduler: renewing a lease failed", "task_id", l.TaskID, "err", err)
+				s.log.Error("scheduler: renewing a lease failed", "taskId", l.TaskID, "err", err)
 			default:
 				h.lease = renewed
 			}
