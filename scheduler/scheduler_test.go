@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -46,8 +45,7 @@ type harness struct {
 	sched   *Scheduler
 	courier *courier.Courier
 
-	mu     sync.Mutex
-	sleeps []time.Duration
+	sleep *clocktest.Sleeper
 }
 
 var start = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
@@ -60,7 +58,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // newPolicyHarness is newHarness with the courier under policy.
 func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness {
 	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: clocktest.New(start)}
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: clocktest.New(start), sleep: &clocktest.Sleeper{}}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h.st = storetest.Open(t, store.Config{Path: h.path, Now: h.clk.Now, Logger: logger})
 	sec := h.st.Secrets()
@@ -74,12 +72,7 @@ func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness 
 	}
 	cfg.Logger, cfg.Now = logger, h.clk.Now
 	if cfg.Sleep == nil {
-		cfg.Sleep = func(ctx context.Context, d time.Duration) error {
-			h.mu.Lock()
-			h.sleeps = append(h.sleeps, d)
-			h.mu.Unlock()
-			return ctx.Err()
-		}
+		cfg.Sleep = h.sleep.Sleep
 	}
 	h.courier = courier.New(sender, h.st, courier.Config{Policy: policy, Logger: logger})
 	h.sched, err = New(cfg, Deps{Store: h.st, Courier: h.courier,
@@ -240,8 +233,8 @@ func TestBurstIsSegmentedAndPacedWithOneSessionID(t *testing.T) {
 			t.Errorf("push %d: %v", i, p)
 		}
 	}
-	if fmt.Sprint(h.sleeps) != "[1.5s 1.5s]" {
-		t.Errorf("pacing %v, want 1.5 s between pushes", h.sleeps)
+	if fmt.Sprint(h.sleep.Waits()) != "[1.5s 1.5s]" {
+		t.Errorf("pacing %v, want 1.5 s between pushes", h.sleep.Waits())
 	}
 	page, err := h.st.UnackedOutbox(t.Context(), alice, 0, 10)
 	if err != nil || len(page.Entries) != 3 {
@@ -790,15 +783,15 @@ func TestDeliverInstant(t *testing.T) {
 		t.Errorf("instant push %v", p)
 	}
 
-	h.sleeps = nil
+	h.sleep.Reset()
 	failing := insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")})
 	h.push.Respond(sub, 3, pushtest.Response{Status: http.StatusBadGateway})
 	_, err = h.sched.DeliverInstant(t.Context(), failing)
 	if !errors.As(err, &ierr) || ierr.Code != "PROCESSING_ERROR" || *ierr.RetriesAttempted != 2 || ierr.Permanent {
 		t.Fatalf("failing instant: %+v", ierr)
 	}
-	if fmt.Sprint(h.sleeps) != "[1s 2s]" {
-		t.Errorf("waits between attempts %v", h.sleeps)
+	if fmt.Sprint(h.sleep.Waits()) != "[1s 2s]" {
+		t.Errorf("waits between attempts %v", h.sleep.Waits())
 	}
 	if got := h.task(alice, failing.UUID); got.Status != store.TaskFailed || got.RetryCount != 2 || got.LastError == nil {
 		t.Errorf("failed instant row %+v", got)
@@ -808,10 +801,10 @@ func TestDeliverInstant(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.courier.Forget(alice) // as the API does
-	h.sleeps = nil
+	h.sleep.Reset()
 	_, err = h.sched.DeliverInstant(t.Context(), insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")}))
-	if !errors.As(err, &ierr) || !ierr.Permanent || *ierr.RetriesAttempted != 0 || len(h.sleeps) != 0 {
-		t.Errorf("no device: %+v after %v", ierr, h.sleeps)
+	if !errors.As(err, &ierr) || !ierr.Permanent || *ierr.RetriesAttempted != 0 || len(h.sleep.Waits()) != 0 {
+		t.Errorf("no device: %+v after %v", ierr, h.sleep.Waits())
 	}
 }
 

@@ -1,8 +1,9 @@
-// Package clocktest is the fake clock of amsg's tests: a time that only
+// Package clocktest is the fake time of amsg's tests: a Clock that only
 // moves when the test moves it, read through Now by every component that
 // takes a clock (store, sender, courier, transcripts, agent, scheduler,
-// API). It imports only the standard library, so tests at every layer can
-// use it.
+// API), and a Sleeper that records the waits a component asks for instead
+// of waiting. It imports only the standard library, so tests at every layer
+// can use it.
 package clocktest
 
 import (

@@ -1,6 +1,9 @@
 package clocktest_test
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -49,5 +52,24 @@ func TestClockConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if got := c.Now(); !got.Equal(epoch.Add(400 * time.Millisecond)) {
 		t.Errorf("after 400 Adds of 1ms: %v", got)
+	}
+}
+
+func TestSleeperRecordsWithoutWaiting(t *testing.T) {
+	var s clocktest.Sleeper
+	if err := s.Sleep(t.Context(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Sleep(ctx, 2*time.Hour); !errors.Is(err, context.Canceled) {
+		t.Errorf("Sleep under an ended context = %v, want context.Canceled", err)
+	}
+	if got := s.Waits(); !slices.Equal(got, []time.Duration{time.Hour, 2 * time.Hour}) {
+		t.Errorf("Waits = %v", got)
+	}
+	s.Reset()
+	if got := s.Waits(); len(got) != 0 {
+		t.Errorf("after Reset: %v", got)
 	}
 }

@@ -18,27 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/push/pushtest"
 )
-
-// sleeper records the waits the sender asks for instead of waiting.
-type sleeper struct {
-	mu    sync.Mutex
-	waits []time.Duration
-}
-
-func (s *sleeper) Sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.waits = append(s.waits, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeper) Waits() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.waits)
-}
 
 type fixture struct {
 	// now is the sender's frozen clock: real time at the start of the test,
@@ -47,7 +29,7 @@ type fixture struct {
 	now    time.Time
 	ps     *pushtest.Server
 	sender *Sender
-	sleep  *sleeper
+	sleep  *clocktest.Sleeper
 	reg    *prometheus.Registry
 	logs   *bytes.Buffer
 }
@@ -60,7 +42,7 @@ func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{now: time.Now().Truncate(time.Second), ps: pushtest.NewServer(public), sleep: &sleeper{},
+	f := &fixture{now: time.Now().Truncate(time.Second), ps: pushtest.NewServer(public), sleep: &clocktest.Sleeper{},
 		reg: prometheus.NewRegistry(), logs: &bytes.Buffer{}}
 	t.Cleanup(f.ps.Close)
 	cfg := Config{
