@@ -54,17 +54,18 @@ func newInstanceID() string {
 type liveness struct {
 	store     *store.Store
 	heartbeat time.Duration
+	now       func() time.Time
 }
 
 func (l liveness) InstanceAlive(ctx context.Context, instance string) (bool, error) {
-	return l.store.InstanceAlive(ctx, instance, time.Now().Add(-missedHeartbeats*l.heartbeat))
+	return l.store.InstanceAlive(ctx, instance, l.now().Add(-missedHeartbeats*l.heartbeat))
 }
 
 // joinInstances registers this instance. A SQLite data directory has one
 // process (its lock says so), so every instance recorded before is dead.
 func (s *server) joinInstances(ctx context.Context) error {
 	if s.cfg.DatabaseURL == "" {
-		if _, err := s.store.DeleteStaleInstances(ctx, time.Now().Add(time.Hour)); err != nil {
+		if _, err := s.store.DeleteStaleInstances(ctx, s.now().Add(time.Hour)); err != nil {
 			return err
 		}
 	}
@@ -91,12 +92,12 @@ func (s *server) runInstance(ctx context.Context) {
 			s.log.Info("housekeeping leadership", "instance", s.instance, "leads", leads)
 			lastHousekeeping = time.Time{}
 		}
-		if leads && time.Since(lastHousekeeping) >= maintenanceInterval {
-			lastHousekeeping = time.Now()
+		if leads && s.now().Sub(lastHousekeeping) >= maintenanceInterval {
+			lastHousekeeping = s.now()
 			s.keepHouse(ctx)
 		}
 		if leads && s.cfg.DatabaseURL != "" {
-			if err := s.api.ResumeBroadcasts(ctx, time.Now().Add(-broadcastIdle)); err != nil && ctx.Err() == nil {
+			if err := s.api.ResumeBroadcasts(ctx, s.now().Add(-broadcastIdle)); err != nil && ctx.Err() == nil {
 				s.log.Warn("resuming the broadcasts of dead instances failed", "err", err)
 			}
 		}
@@ -126,7 +127,7 @@ func (s *server) keepHouse(ctx context.Context) {
 	}
 	s.pruneTranscripts(ctx)
 	s.expireSilentDevices(ctx)
-	if _, err := s.store.DeleteStaleInstances(ctx, time.Now().Add(-maintenanceInterval)); err != nil && ctx.Err() == nil {
+	if _, err := s.store.DeleteStaleInstances(ctx, s.now().Add(-maintenanceInterval)); err != nil && ctx.Err() == nil {
 		s.log.Warn("pruning the instances table failed", "err", err)
 	}
 }

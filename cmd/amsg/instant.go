@@ -52,9 +52,10 @@ func (s *server) instant() *api.Instant {
 		MaxIterations: c.MaxLoopIterations,
 		TokenBudget:   c.SessionTokenBudget,
 		Instance:      s.instance,
-		Liveness:      liveness{store: s.store, heartbeat: s.cfg.Cluster.Heartbeat},
+		Liveness:      liveness{store: s.store, heartbeat: s.cfg.Cluster.Heartbeat, now: s.now},
 		Logger:        s.log,
 		PageURL:       s.cfg.Notifications.PublicURL,
+		Now:           s.now,
 	})}
 }
 

@@ -84,6 +84,9 @@ type server struct {
 	instance    string   // cluster.go
 	housekeeper store.Leader
 	api         *api.Server // resumes broadcasts on the leader
+	// now is the one clock: the store, the sender, the courier, the
+	// transcripts, the agent, the scheduler and the API all read it.
+	now func() time.Time
 }
 
 // errNoDataDirLock means the data directory could not be locked against a
@@ -97,6 +100,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now
 	st, err := store.Open(ctx, store.Config{
 		Path:              filepath.Join(cfg.DataDir, "amsg.db"),
 		DatabaseURL:       cfg.DatabaseURL,
@@ -106,6 +110,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		GenerateVAPID:     webpush.GenerateVAPIDKeys,
 		MaxDevicesPerUser: cfg.Limits.MaxDevicesPerUser,
 		Logger:            log,
+		Now:               now,
 	})
 	if err != nil {
 		closeFile(dataLock)
@@ -114,7 +119,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		}
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st, dataLock: dataLock, version: buildVersion(),
+	s := &server{cfg: cfg, log: log, store: st, now: now, dataLock: dataLock, version: buildVersion(),
 		instance: newInstanceID(), housekeeper: st.Leader(housekeepingLeader)}
 	if err := errors.Join(s.joinInstances(ctx), s.build()); err != nil {
 		st.Close()
@@ -155,22 +160,23 @@ func (s *server) build() error {
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
 		Registerer:            reg,
 		Logger:                s.log,
+		Now:                   s.now,
 	})
 	if err != nil {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
-	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log})
+	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log, Now: s.now})
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(dueTasksGauge(s.store, s.log))
+	reg.MustRegister(dueTasksGauge(s.store, s.now, s.log))
 	policy := llm.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
 	s.llm = llm.NewClient(llm.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
 		Policy: policy, Default: s.cfg.Limits.defaultModel()})
-	s.transcripts = loop.NewTranscripts(s.store, nil)
+	s.transcripts = loop.NewTranscripts(s.store, s.now)
 	observeLateness, err := newLatenessMetric(reg)
 	if err != nil {
 		return err
@@ -197,6 +203,7 @@ func (s *server) build() error {
 		LLMPolicy:             policy,
 		Logger:                s.log,
 		PageURL:               s.cfg.Notifications.PublicURL,
+		Now:                   s.now,
 	}, api.Deps{
 		Store:         s.store,
 		Courier:       deliveries,
@@ -214,7 +221,7 @@ func (s *server) build() error {
 	if s.cfg.DatabaseURL == "" {
 		// One process per data directory: every running broadcast is a
 		// dead one's. Several instances leave it to their leader.
-		if err := handler.ResumeBroadcasts(context.Background(), time.Now()); err != nil {
+		if err := handler.ResumeBroadcasts(context.Background(), s.now()); err != nil {
 			return err
 		}
 	}
