@@ -177,7 +177,7 @@ func TestWebPushReportsSeenAndCompletesTruncated(t *testing.T) {
 		PushManager.prototype.getSubscription = async () => ({ endpoint: 'https://push.example/this-phone' });
 	})()`, nil)
 
-	full, _, err := builders.BuildContentPush(builders.ContentArgs{
+	full, _, err := builders.Builder{}.BuildContentPush(builders.ContentArgs{
 		Common:  builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant, MessageID: "msg_long", SessionID: "sess_long"},
 		Message: strings.Repeat("long text ", 600), ContactName: "Rei",
 	})
