@@ -30,9 +30,14 @@ func buildAmsg(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w (is Go installed?)", err)
 	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	const elsewhere = "run deliverybench inside the amsg repository, or pass --amsg-bin"
+	modFile := strings.TrimSpace(string(gomod))
+	if modFile == "" || modFile == os.DevNull {
+		return "", errors.New(elsewhere + ": this directory is in no Go module")
+	}
+	root := filepath.Dir(modFile)
 	if _, err := os.Stat(filepath.Join(root, "cmd", "amsg")); err != nil {
-		return "", fmt.Errorf("run deliverybench inside the amsg repository, or pass --amsg-bin: %w", err)
+		return "", fmt.Errorf("%s: %w", elsewhere, err)
 	}
 	bin := filepath.Join(dir, "amsg")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/amsg")
@@ -84,16 +89,16 @@ func startAmsg(ctx context.Context, sup *supervisor, s amsgSettings, i int) (*am
 		name: fmt.Sprintf("amsg serve #%d", i+1), cpu: s.cpu, path: s.binary, args: []string{"serve"},
 		env: append(env, s.extraEnv...), stdout: io.Discard,
 		onLine: func(line string) {
-			var entry struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "amsg listening" {
+			if entry, ok := parseLogLine(line); ok && entry.Msg == "amsg listening" {
 				select {
 				case listening <- entry.Addr:
 				default:
 				}
 			}
+		},
+		worthTelling: func(line string) bool {
+			entry, ok := parseLogLine(line)
+			return !ok || (entry.Level != "INFO" && entry.Level != "DEBUG")
 		},
 	})
 	if err != nil {
@@ -109,6 +114,20 @@ func startAmsg(ctx context.Context, sup *supervisor, s amsgSettings, i int) (*am
 	case <-time.After(time.Minute):
 		return nil, fmt.Errorf("%s did not listen within a minute; its last output:\n%s", c.name, c.Tail())
 	}
+}
+
+// logLine is what the benchmark reads in amsg's JSON log lines.
+type logLine struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+	Addr  string `json:"addr"`
+}
+
+// parseLogLine reads a JSON log line; a panic or other text is not one.
+func parseLogLine(line string) (logLine, bool) {
+	var entry logLine
+	err := json.Unmarshal([]byte(line), &entry)
+	return entry, err == nil
 }
 
 // apiClient makes the standard's encrypted requests, as amsg-client does.

@@ -49,20 +49,23 @@ func (c *child) Tail() string {
 	return strings.Join(c.tail, "\n")
 }
 
-// readStderr keeps the last lines of r and hands each line to onLine.
-func (c *child) readStderr(r io.Reader, onLine func(string)) {
+// readStderr keeps the last lines of r worth telling and hands each line
+// to onLine.
+func (c *child) readStderr(r io.Reader, spec childSpec) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		c.mu.Lock()
-		c.tail = append(c.tail, line)
-		if len(c.tail) > tailLines {
-			c.tail = c.tail[1:]
+		if spec.worthTelling == nil || spec.worthTelling(line) {
+			c.mu.Lock()
+			c.tail = append(c.tail, line)
+			if len(c.tail) > tailLines {
+				c.tail = c.tail[1:]
+			}
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
-		if onLine != nil {
-			onLine(line)
+		if spec.onLine != nil {
+			spec.onLine(line)
 		}
 	}
 }
@@ -86,6 +89,9 @@ type childSpec struct {
 	stdin  bool     // give it a pipe it reads until the benchmark ends
 	stdout io.Writer
 	onLine func(string) // called with each stderr line; may be nil
+	// worthTelling picks the stderr lines an error report quotes; nil
+	// quotes the last lines whatever they are.
+	worthTelling func(string) bool
 }
 
 // start runs spec. The process gets SIGTERM if the benchmark dies.
@@ -115,7 +121,7 @@ func (s *supervisor) start(spec childSpec) (*child, io.WriteCloser, error) {
 	c := &child{name: spec.name, cmd: cmd, done: make(chan struct{})}
 	stderrDone := make(chan struct{})
 	go func() {
-		c.readStderr(stderr, spec.onLine)
+		c.readStderr(stderr, spec)
 		close(stderrDone)
 	}()
 	go func() {

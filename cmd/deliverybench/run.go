@@ -280,18 +280,38 @@ func (b *bench) runNodePhase(ctx context.Context, modules string) (phase, error)
 const minLead = 2 * time.Second
 
 func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings) (phase, error) {
-	o := b.o
-	instances := make([]*amsgInstance, o.Instances)
-	pids := make([]int, o.Instances)
+	instances := make([]*amsgInstance, b.o.Instances)
 	for i := range instances {
 		inst, err := startAmsg(ctx, b.sup, s, i)
 		if err != nil {
 			return phase{}, err
 		}
-		instances[i], pids[i] = inst, inst.Pid()
+		instances[i] = inst
 		b.logf("amsg serve #%d at %s (pid %d)", i+1, inst.URL, inst.Pid())
 	}
-	keyring, err := usercrypt.NewKeyring(s.masterKey)
+	// A crashed amsg ends the phase at once, with its last words.
+	ctx, stopWatching := whileRunning(ctx, instances)
+	defer stopWatching()
+	p, err := b.deliverThroughAmsg(ctx, instances, s.masterKey)
+	if err != nil {
+		for _, inst := range instances {
+			if exited := inst.Exited(); exited != nil {
+				return phase{}, exited
+			}
+		}
+	}
+	return p, err
+}
+
+// deliverThroughAmsg registers the devices, schedules the tasks and
+// measures their delivery.
+func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstance, masterKey string) (phase, error) {
+	o := b.o
+	pids := make([]int, len(instances))
+	for i, inst := range instances {
+		pids[i] = inst.Pid()
+	}
+	keyring, err := usercrypt.NewKeyring(masterKey)
 	if err != nil {
 		return phase{}, err
 	}
@@ -316,12 +336,14 @@ func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings) (phase, error)
 	start := time.Now().Add(lead).Truncate(time.Millisecond)
 	due := dueTimes(start, o)
 	b.logf("amsg: scheduling %d fixed tasks for %d users through the API; the first is due in %s", o.Tasks, o.Users, lead.Round(time.Millisecond))
+	scheduling := time.Now()
 	err = forEach(ctx, o.Tasks, o.Inserters, func(ctx context.Context, i int) error {
 		return api.scheduleFixed(ctx, base(i), users[i%o.Users], i, due(i))
 	})
 	if err != nil {
 		return phase{}, fmt.Errorf("scheduling tasks: %w", err)
 	}
+	b.logf("amsg: scheduled in %s", time.Since(scheduling).Round(time.Millisecond))
 	if late := time.Since(start); late > -50*time.Millisecond {
 		return phase{}, fmt.Errorf("scheduling took past the due time (by %s): pass a larger --lead than %s", late.Round(time.Millisecond), lead)
 	}
@@ -342,11 +364,6 @@ func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings) (phase, error)
 	b.logf("amsg: due at %s; waiting for %d pushes", start.UTC().Format(time.TimeOnly+".000"), o.Tasks)
 	res, err := b.waitDelivered(ctx, o.Tasks, o.Scenario == scenarioLatency)
 	if err != nil {
-		for _, inst := range instances {
-			if exited := inst.Exited(); exited != nil {
-				return phase{}, errors.Join(err, exited)
-			}
-		}
 		return phase{}, err
 	}
 	amsgAfter, err := cpuOf(pids...)
@@ -370,6 +387,21 @@ func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings) (phase, error)
 		p.latencies = append(p.latencies, time.Duration(us)*time.Microsecond)
 	}
 	return p, nil
+}
+
+// whileRunning returns a context that ends when any of instances exits.
+func whileRunning(ctx context.Context, instances []*amsgInstance) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	for _, inst := range instances {
+		go func() {
+			select {
+			case <-inst.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // estimateLead guesses how long scheduling tasks takes from how long
@@ -410,7 +442,14 @@ func (b *bench) report(node *phase, amsg phase) {
 	line(amsg, "(due time to last arrival) ")
 	fmt.Fprintf(b.out, "amsg peak RSS: %.0f MiB\n", float64(amsg.peakRSS)/(1<<20))
 	if node != nil {
-		fmt.Fprintf(b.out, "ratio amsg/node: %.2fx (goal >= 5x)\n", amsg.rate()/node.rate())
+		fmt.Fprintf(b.out, "ratio amsg/node: %.2fx (goal >= 5x); by CPU per push: %.2fx\n",
+			amsg.rate()/node.rate(), perPush(node.cpu, node.pushes)/perPush(amsg.cpu, amsg.pushes))
+	}
+	for _, p := range []*phase{node, &amsg} {
+		if p != nil && b.pinned && p.serviceCPU > p.elapsed*9/10 {
+			fmt.Fprintf(b.out, "warning: the push service was busy %.0f%% of the %s phase: its CPU, not the sender, may have set the rate\n",
+				100*p.serviceCPU.Seconds()/p.elapsed.Seconds(), p.name)
+		}
 	}
 	if len(amsg.latencies) > 0 {
 		fmt.Fprintf(b.out, "due-to-delivered at %d tasks/s: p50 %s, p99 %s, max %s\n", o.Rate,
