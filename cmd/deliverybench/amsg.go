@@ -67,11 +67,12 @@ type amsgSettings struct {
 	cpu         int
 }
 
-// startAmsg starts instance i and waits until it listens.
-func startAmsg(ctx context.Context, sup *supervisor, s amsgSettings, i int) (*amsgInstance, error) {
+// startAmsg starts the instance named id (round-instance), with a data
+// directory of its own, and waits until it listens.
+func startAmsg(ctx context.Context, sup *supervisor, s amsgSettings, id string) (*amsgInstance, error) {
 	env := []string{
 		"AMSG_ADDR=127.0.0.1:0",
-		"AMSG_DATA_DIR=" + filepath.Join(s.dir, fmt.Sprintf("amsg-data-%d", i)),
+		"AMSG_DATA_DIR=" + filepath.Join(s.dir, "amsg-data-"+id),
 		"AMSG_LOG_FORMAT=json",
 		"AMSG_ALLOW_PRIVATE_ENDPOINTS=true",
 		"AMSG_RATE_LIMIT=off",
@@ -86,7 +87,7 @@ func startAmsg(ctx context.Context, sup *supervisor, s amsgSettings, i int) (*am
 	}
 	listening := make(chan string, 1)
 	c, _, err := sup.start(childSpec{
-		name: fmt.Sprintf("amsg serve #%d", i+1), cpu: s.cpu, path: s.binary, args: []string{"serve"},
+		name: "amsg serve #" + id, cpu: s.cpu, path: s.binary, args: []string{"serve"},
 		env: append(env, s.extraEnv...), stdout: io.Discard,
 		onLine: func(line string) {
 			if entry, ok := parseLogLine(line); ok && entry.Msg == "amsg listening" {

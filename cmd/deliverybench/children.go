@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,29 +136,36 @@ func (s *supervisor) start(spec childSpec) (*child, io.WriteCloser, error) {
 	return c, stdin, nil
 }
 
-// stopAll sends SIGTERM to every child still running, newest first, and
-// kills those that have not exited within grace.
+// stopAll stops every child still running, newest first.
 func (s *supervisor) stopAll(grace time.Duration) error {
 	s.mu.Lock()
 	children := s.children
-	s.children = nil
 	s.mu.Unlock()
 	var errs []error
 	for i := len(children) - 1; i >= 0; i-- {
-		c := children[i]
-		select {
-		case <-c.done:
-			continue
-		default:
-		}
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(grace):
-			_ = c.cmd.Process.Kill()
-			<-c.done
-			errs = append(errs, fmt.Errorf("%s did not stop within %s of SIGTERM and was killed", c.name, grace))
-		}
+		errs = append(errs, s.stop(children[i], grace))
 	}
 	return errors.Join(errs...)
+}
+
+// stop sends c SIGTERM, kills it if it has not exited within grace, and
+// forgets it.
+func (s *supervisor) stop(c *child, grace time.Duration) error {
+	s.mu.Lock()
+	s.children = slices.DeleteFunc(s.children, func(o *child) bool { return o == c })
+	s.mu.Unlock()
+	select {
+	case <-c.done:
+		return nil
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return nil
+	case <-time.After(grace):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed", c.name, grace)
+	}
 }

@@ -28,6 +28,7 @@ type options struct {
 	Duration    time.Duration
 	DatabaseURL string // passed to amsg as AMSG_DATABASE_URL
 	Instances   int
+	Rounds      int      // node then amsg, this many times, for medians on a noisy machine
 	AmsgBinary  string   // a prebuilt amsg; empty builds ./cmd/amsg
 	AmsgEnv     []string // extra KEY=VALUE for every amsg serve
 	SkipNode    bool
@@ -73,6 +74,8 @@ web-push@3.6.7, on this machine, in one run:
 
 It prints each side's rate, CPU seconds and CPU per push, the push service's
 CPU, and amsg's rate over node's (the delivery-engine goal is 5x or more).
+On a shared machine the rates are noisy: --rounds 3 repeats node then amsg
+three times (a fresh amsg each time) and prints medians and ranges.
 
 Scenarios:
   compare   node, then amsg, N pushes each (default N 3000, 100 users)
@@ -108,6 +111,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.Duration, "duration", 20*time.Second, "latency scenario: how long tasks keep falling due")
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "passed to every amsg serve as AMSG_DATABASE_URL (empty: SQLite in a fresh data directory)")
 	fs.IntVar(&o.Instances, "instances", 1, "amsg serve processes on one database (more than 1 needs --database-url)")
+	fs.IntVar(&o.Rounds, "rounds", 1, "repeat node then amsg this many times (a fresh amsg each time) and print medians")
 	fs.StringVar(&o.AmsgBinary, "amsg-bin", "", "use this amsg binary instead of building ./cmd/amsg")
 	fs.Var(&env, "amsg-env", "extra AMSG_NAME=value for amsg serve (repeatable), e.g. AMSG_TASK_CONCURRENCY=32")
 	fs.BoolVar(&o.SkipNode, "skip-node", false, "compare scenario: measure amsg only")
@@ -167,6 +171,8 @@ func (o options) validate() error {
 		return bad("--instances must be between 1 and 16, got %d", o.Instances)
 	case o.Instances > 1 && o.DatabaseURL == "":
 		return bad("--instances %d needs --database-url: SQLite's data directory belongs to one process", o.Instances)
+	case o.Rounds < 1 || o.Rounds > 50:
+		return bad("--rounds must be between 1 and 50, got %d", o.Rounds)
 	case o.Lead < 0 || o.Timeout <= 0:
 		return bad("--lead must not be negative and --timeout must be positive")
 	case o.Inserters < 1 || o.Inserters > 256:

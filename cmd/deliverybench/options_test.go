@@ -32,7 +32,7 @@ func TestParseOptionsDefaults(t *testing.T) {
 			if o.Tasks != tc.tasks || o.Users != tc.users || o.runsNode() != tc.runsNode {
 				t.Errorf("tasks %d, users %d, node %v; want %d, %d, %v", o.Tasks, o.Users, o.runsNode(), tc.tasks, tc.users, tc.runsNode)
 			}
-			if o.Instances != 1 || !o.Pin || o.Inserters != 8 || o.Timeout != 10*time.Minute {
+			if o.Instances != 1 || o.Rounds != 1 || !o.Pin || o.Inserters != 8 || o.Timeout != 10*time.Minute {
 				t.Errorf("other defaults: %+v", o)
 			}
 		})
@@ -63,6 +63,7 @@ func TestParseOptionsRejects(t *testing.T) {
 		{[]string{"--instances", "0"}, "--instances"},
 		{[]string{"--scenario", "latency", "--rate", "0"}, "--rate"},
 		{[]string{"--lead", "-1s"}, "--lead"},
+		{[]string{"--rounds", "0"}, "--rounds"},
 		{[]string{"--inserters", "0"}, "--inserters"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {

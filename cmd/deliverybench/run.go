@@ -69,7 +69,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return err
 	}
 	defer func() {
-		if stopErr := b.sup.stopAll(15 * time.Second); stopErr != nil {
+		if stopErr := b.sup.stopAll(stopGrace); stopErr != nil {
 			b.logf("warning: %v", stopErr)
 		}
 		if o.Keep {
@@ -108,24 +108,35 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return err
 	}
 
-	var node *phase
-	if runsNode {
-		p, err := b.runNodePhase(ctx, modules)
-		if err != nil {
-			return err
-		}
-		node = &p
-	}
-	amsg, err := b.runAmsgPhase(ctx, amsgSettings{
+	settings := amsgSettings{
 		binary: amsgBinary, dir: b.dir, certFile: b.certFile, masterKey: usercrypt.GenerateMasterKey(),
 		vapidPublic: b.vapidPublic, vapidSecret: b.vapidSecret, databaseURL: o.DatabaseURL,
 		extraEnv: o.AmsgEnv, cpu: b.cpu(measuredCPU),
-	})
-	if err != nil {
-		return err
 	}
-	b.report(node, amsg)
+	var rounds []round
+	for r := range o.Rounds {
+		var rd round
+		if runsNode {
+			p, err := b.runNodePhase(ctx, modules)
+			if err != nil {
+				return err
+			}
+			rd.node = &p
+		}
+		if rd.amsg, err = b.runAmsgPhase(ctx, settings, r); err != nil {
+			return err
+		}
+		b.reportRound(r, rd)
+		rounds = append(rounds, rd)
+	}
+	b.reportSummary(rounds)
 	return nil
+}
+
+// round is one node phase (if any) and the amsg phase after it.
+type round struct {
+	node *phase
+	amsg phase
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -276,18 +287,32 @@ func (b *bench) runNodePhase(ctx context.Context, modules string) (phase, error)
 		cpu: time.Duration(res.CPUMicros) * time.Microsecond, serviceCPU: after - before}, nil
 }
 
+// stopGrace is how long a child has to exit after SIGTERM before it is
+// killed.
+const stopGrace = 15 * time.Second
+
 // minLead is the shortest wait between the inserts and the due time.
 const minLead = 2 * time.Second
 
-func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings) (phase, error) {
+func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings, round int) (phase, error) {
 	instances := make([]*amsgInstance, b.o.Instances)
+	defer func() {
+		for _, inst := range instances {
+			if inst == nil {
+				continue
+			}
+			if err := b.sup.stop(inst.child, stopGrace); err != nil {
+				b.logf("warning: %v", err)
+			}
+		}
+	}()
 	for i := range instances {
-		inst, err := startAmsg(ctx, b.sup, s, i)
+		inst, err := startAmsg(ctx, b.sup, s, fmt.Sprintf("%d-%d", round+1, i+1))
 		if err != nil {
 			return phase{}, err
 		}
 		instances[i] = inst
-		b.logf("amsg serve #%d at %s (pid %d)", i+1, inst.URL, inst.Pid())
+		b.logf("%s at %s (pid %d)", inst.name, inst.URL, inst.Pid())
 	}
 	// A crashed amsg ends the phase at once, with its last words.
 	ctx, stopWatching := whileRunning(ctx, instances)
@@ -423,37 +448,76 @@ func dueTimes(start time.Time, o options) func(i int) time.Time {
 	}
 }
 
-// report prints the results.
-func (b *bench) report(node *phase, amsg phase) {
+// reportRound prints one round's results.
+func (b *bench) reportRound(r int, rd round) {
 	o := b.o
-	pin := "unpinned"
-	if b.pinned {
-		pin = fmt.Sprintf("push service on CPU %d, sender on CPU %d", pushServiceCPU, measuredCPU)
+	if r == 0 {
+		pin := "unpinned"
+		if b.pinned {
+			pin = fmt.Sprintf("push service on CPU %d, sender on CPU %d", pushServiceCPU, measuredCPU)
+		}
+		fmt.Fprintf(b.out, "scenario %s: %d pushes, %d users, %d amsg instance(s), %d CPUs, %s\n",
+			o.Scenario, o.Tasks, o.Users, o.Instances, runtime.NumCPU(), pin)
 	}
-	fmt.Fprintf(b.out, "scenario %s: %d pushes, %d users, %d amsg instance(s), %d CPUs, %s\n",
-		o.Scenario, o.Tasks, o.Users, o.Instances, runtime.NumCPU(), pin)
+	if o.Rounds > 1 {
+		fmt.Fprintf(b.out, "round %d of %d:\n", r+1, o.Rounds)
+	}
 	line := func(p phase, from string) {
 		fmt.Fprintf(b.out, "%-22s %6d pushes in %7.3f s %s = %7.0f pushes/s; CPU %6.2f s = %5.0f µs/push; push service CPU %5.0f µs/push\n",
 			p.name, p.pushes, p.elapsed.Seconds(), from, p.rate(), p.cpu.Seconds(), perPush(p.cpu, p.pushes), perPush(p.serviceCPU, p.pushes))
 	}
-	if node != nil {
-		line(*node, "(first send to last answer)")
+	if rd.node != nil {
+		line(*rd.node, "(first send to last answer)")
 	}
-	line(amsg, "(due time to last arrival) ")
-	fmt.Fprintf(b.out, "amsg peak RSS: %.0f MiB\n", float64(amsg.peakRSS)/(1<<20))
-	if node != nil {
-		fmt.Fprintf(b.out, "ratio amsg/node: %.2fx (goal >= 5x); by CPU per push: %.2fx\n",
-			amsg.rate()/node.rate(), perPush(node.cpu, node.pushes)/perPush(amsg.cpu, amsg.pushes))
+	line(rd.amsg, "(due time to last arrival) ")
+	fmt.Fprintf(b.out, "amsg peak RSS: %.0f MiB\n", float64(rd.amsg.peakRSS)/(1<<20))
+	if rd.node != nil {
+		fmt.Fprintf(b.out, "ratio amsg/node: %.2fx (goal >= 5x); by CPU per push: %.2fx\n", rd.rateRatio(), rd.cpuRatio())
 	}
-	for _, p := range []*phase{node, &amsg} {
+	if len(rd.amsg.latencies) > 0 {
+		fmt.Fprintf(b.out, "due-to-delivered at %d tasks/s: p50 %s, p99 %s, max %s\n", o.Rate,
+			percentile(rd.amsg.latencies, 50).Round(time.Millisecond), percentile(rd.amsg.latencies, 99).Round(time.Millisecond),
+			percentile(rd.amsg.latencies, 100).Round(time.Millisecond))
+	}
+	for _, p := range []*phase{rd.node, &rd.amsg} {
 		if p != nil && b.pinned && p.serviceCPU > p.elapsed*9/10 {
 			fmt.Fprintf(b.out, "warning: the push service was busy %.0f%% of the %s phase: its CPU, not the sender, may have set the rate\n",
 				100*p.serviceCPU.Seconds()/p.elapsed.Seconds(), p.name)
 		}
 	}
-	if len(amsg.latencies) > 0 {
-		fmt.Fprintf(b.out, "due-to-delivered at %d tasks/s: p50 %s, p99 %s, max %s\n", o.Rate,
-			percentile(amsg.latencies, 50).Round(time.Millisecond), percentile(amsg.latencies, 99).Round(time.Millisecond),
-			percentile(amsg.latencies, 100).Round(time.Millisecond))
+}
+
+// rateRatio is amsg's rate over node's.
+func (rd round) rateRatio() float64 { return rd.amsg.rate() / rd.node.rate() }
+
+// cpuRatio is node's CPU per push over amsg's.
+func (rd round) cpuRatio() float64 {
+	return perPush(rd.node.cpu, rd.node.pushes) / perPush(rd.amsg.cpu, rd.amsg.pushes)
+}
+
+// reportSummary prints the medians and ranges over several rounds.
+func (b *bench) reportSummary(rounds []round) {
+	if len(rounds) < 2 {
+		return
 	}
+	var amsgRates, nodeRates, ratios, cpuRatios []float64
+	for _, rd := range rounds {
+		amsgRates = append(amsgRates, rd.amsg.rate())
+		if rd.node != nil {
+			nodeRates = append(nodeRates, rd.node.rate())
+			ratios = append(ratios, rd.rateRatio())
+			cpuRatios = append(cpuRatios, rd.cpuRatio())
+		}
+	}
+	summary := func(name, unit string, vs []float64) {
+		if len(vs) > 0 {
+			lo, mid, hi := spread(vs)
+			fmt.Fprintf(b.out, "%-26s median %8.2f%s  (range %.2f–%.2f)\n", name, mid, unit, lo, hi)
+		}
+	}
+	fmt.Fprintf(b.out, "over %d rounds:\n", len(rounds))
+	summary("node pushes/s", "", nodeRates)
+	summary("amsg pushes/s", "", amsgRates)
+	summary("ratio amsg/node", "x", ratios)
+	summary("ratio by CPU per push", "x", cpuRatios)
 }

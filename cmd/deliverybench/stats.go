@@ -37,6 +37,21 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return ds[min(max(rank, 1), len(ds))-1]
 }
 
+// spread returns the least, the median and the greatest of vs, which it
+// sorts; the median of an even count is the mean of the middle two.
+func spread(vs []float64) (lo, median, hi float64) {
+	if len(vs) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(vs)
+	n := len(vs)
+	median = vs[n/2]
+	if n%2 == 0 {
+		median = (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[0], median, vs[n-1]
+}
+
 // clockTick is Linux's USER_HZ, the unit of the CPU times in /proc/pid/stat:
 // 100 on every architecture Go supports.
 const clockTick = 10 * time.Millisecond

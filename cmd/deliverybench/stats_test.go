@@ -116,3 +116,20 @@ func TestEstimateLead(t *testing.T) {
 		t.Errorf("estimateLead = %s, want 3s", got)
 	}
 }
+
+func TestSpread(t *testing.T) {
+	for _, tc := range []struct {
+		vs          []float64
+		lo, mid, hi float64
+	}{
+		{nil, 0, 0, 0},
+		{[]float64{2}, 2, 2, 2},
+		{[]float64{3, 1, 2}, 1, 2, 3},
+		{[]float64{4, 1, 3, 2}, 1, 2.5, 4},
+	} {
+		lo, mid, hi := spread(tc.vs)
+		if lo != tc.lo || mid != tc.mid || hi != tc.hi {
+			t.Errorf("spread(%v) = %v, %v, %v; want %v, %v, %v", tc.vs, lo, mid, hi, tc.lo, tc.mid, tc.hi)
+		}
+	}
+}
