@@ -10,8 +10,12 @@ import (
 // subscribes with, and the capability list clients use to detect an old
 // deployment.
 func (s *Server) metaFeature() feature {
+	capabilities := []string{"vapid-public-key"}
+	if !s.cfg.ApplePushRefused {
+		capabilities = append(capabilities, "apple-web-push")
+	}
 	return feature{
-		capabilities: []string{"vapid-public-key"},
+		capabilities: capabilities,
 		routes: []route{
 			{http.MethodGet, "vapid-public-key", authClient, s.handleVAPIDPublicKey},
 			{http.MethodGet, "capabilities", authClient, s.handleCapabilities},
@@ -31,13 +35,24 @@ func (s *Server) handleVAPIDPublicKey(w http.ResponseWriter, r *http.Request) er
 	return nil
 }
 
-// handleCapabilities lists only features this server really implements.
+// applePushWarning is what /capabilities says while Apple endpoints are
+// refused.
+const applePushWarning = "pushes to Apple devices are refused: the VAPID subject is a placeholder Apple rejects; " +
+	"set AMSG_VAPID_SUBJECT to a real contact"
+
+// handleCapabilities lists only features this server really implements,
+// and warns of a configuration that keeps some devices from receiving.
 func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) error {
+	var warnings []string
+	if s.cfg.ApplePushRefused {
+		warnings = append(warnings, applePushWarning)
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Success       bool     `json:"success"`
 		ServerVersion string   `json:"serverVersion"`
 		Features      []string `json:"features"`
-	}{true, s.cfg.ServerVersion, s.features})
+		Warnings      []string `json:"warnings,omitempty"`
+	}{true, s.cfg.ServerVersion, s.features, warnings})
 	return nil
 }
 

@@ -48,6 +48,11 @@ type Config struct {
 	AllowPrivateEndpoints bool
 	Logger                *slog.Logger
 	Now                   func() time.Time
+
+	// ApplePushRefused says the sender refuses Apple's push service (the
+	// VAPID subject is a placeholder); /capabilities then lacks
+	// "apple-web-push" and warns.
+	ApplePushRefused bool
 }
 
 // Deps are the components the handlers use.

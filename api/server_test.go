@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,7 +157,25 @@ func TestCapabilitiesListsImplementedFeatures(t *testing.T) {
 	if err := json.Unmarshal([]byte(got.body), &body); err != nil {
 		t.Fatal(err)
 	}
-	if !body.Success || body.ServerVersion != "1.2.3" || len(body.Features) == 0 || body.Features[0] != "vapid-public-key" {
+	if !body.Success || body.ServerVersion != "1.2.3" || len(body.Features) == 0 || body.Features[0] != "vapid-public-key" ||
+		!slices.Contains(body.Features, "apple-web-push") || strings.Contains(got.body, "warnings") {
+		t.Errorf("capabilities = %s", got.body)
+	}
+}
+
+// TestCapabilitiesWarnOfRefusedApplePush: with a placeholder VAPID subject
+// the server neither claims Apple devices nor keeps quiet about it.
+func TestCapabilitiesWarnOfRefusedApplePush(t *testing.T) {
+	s := newTestServer(t, Config{ApplePushRefused: true}, Deps{})
+	got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil)
+	var body struct {
+		Features []string `json:"features"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(got.body), &body); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(body.Features, "apple-web-push") || len(body.Warnings) != 1 || !strings.Contains(body.Warnings[0], "VAPID subject") {
 		t.Errorf("capabilities = %s", got.body)
 	}
 }

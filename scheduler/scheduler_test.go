@@ -213,8 +213,8 @@ func TestFixedTaskDeliversTheStandardsPushAndIsDeleted(t *testing.T) {
 	if string(pushes[0].JSON) != want {
 		t.Errorf("push\n got %s\nwant %s", pushes[0].JSON, want)
 	}
-	if hdr := h.push.Messages()[0].Header.Get("TTL"); hdr != "2419200" {
-		t.Errorf("TTL %q, want four weeks for a scheduled push", hdr)
+	if hdr := h.push.Messages()[0].Header.Get("TTL"); hdr != "3600" {
+		t.Errorf("TTL %q, want the stale guard's hour for a scheduled push", hdr)
 	}
 	if !h.gone(alice, task.UUID) {
 		t.Error("a delivered one-off task was kept")
@@ -798,7 +798,7 @@ func TestDeliverInstant(t *testing.T) {
 		t.Fatalf("instant = %+v, %v", res, ierr)
 	}
 	p := h.pushes()[0]
-	if p["source"] != "instant" || p["messageType"] != "instant" || h.push.Messages()[0].Header.Get("TTL") != "60" {
+	if p["source"] != "instant" || p["messageType"] != "instant" || h.push.Messages()[0].Header.Get("TTL") != "600" {
 		t.Errorf("instant push %v", p)
 	}
 

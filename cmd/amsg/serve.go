@@ -158,6 +158,7 @@ func (s *server) build() error {
 		TokenSigningKey:       s.cfg.TokenSigningKey,
 		CORSOrigin:            s.cfg.CORSOrigin,
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
+		ApplePushRefused:      !sender.AppleSubjectOK(),
 		Logger:                s.log,
 	}, api.Deps{
 		Store:         s.store,

@@ -18,6 +18,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -30,9 +31,15 @@ const maxTokenLifetime = 24 * time.Hour
 // the push service's origin, unexpired but not valid for more than 24 hours,
 // and names a contact.
 func verifyVAPID(header string, serverKey []byte, origin string, now time.Time) error {
+	_, err := verifyVAPIDExpiry(header, serverKey, origin, now)
+	return err
+}
+
+// verifyVAPIDExpiry is verifyVAPID that also returns the token's expiry.
+func verifyVAPIDExpiry(header string, serverKey []byte, origin string, now time.Time) (time.Time, error) {
 	scheme, params, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "vapid") {
-		return fmt.Errorf("authorization scheme is not vapid: %q", scheme)
+		return time.Time{}, fmt.Errorf("authorization scheme is not vapid: %q", scheme)
 	}
 	var token, key string
 	for _, p := range strings.Split(params, ",") {
@@ -46,29 +53,29 @@ func verifyVAPID(header string, serverKey []byte, origin string, now time.Time) 
 	}
 	k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(key, "="))
 	if err != nil || !bytes.Equal(k, serverKey) {
-		return fmt.Errorf("k= is not the application server key the subscription was made with")
+		return time.Time{}, fmt.Errorf("k= is not the application server key the subscription was made with")
 	}
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return errors.New("t= is not a JWT of three parts")
+		return time.Time{}, errors.New("t= is not a JWT of three parts")
 	}
 	var head struct {
 		Alg string `json:"alg"`
 	}
 	if err := decodeSegment(parts[0], &head); err != nil || head.Alg != "ES256" {
-		return fmt.Errorf("JWT header alg is %q, want ES256", head.Alg)
+		return time.Time{}, fmt.Errorf("JWT header alg is %q, want ES256", head.Alg)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || len(sig) != 64 {
-		return errors.New("JWT signature is not 64 bytes of r||s")
+		return time.Time{}, errors.New("JWT signature is not 64 bytes of r||s")
 	}
 	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), serverKey)
 	if err != nil {
-		return fmt.Errorf("server key: %w", err)
+		return time.Time{}, fmt.Errorf("server key: %w", err)
 	}
 	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 	if !ecdsa.Verify(pub, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
-		return errors.New("JWT signature does not verify with k")
+		return time.Time{}, errors.New("JWT signature does not verify with k")
 	}
 	var claims struct {
 		Aud string          `json:"aud"`
@@ -76,27 +83,59 @@ func verifyVAPID(header string, serverKey []byte, origin string, now time.Time) 
 		Sub json.RawMessage `json:"sub"`
 	}
 	if err := decodeSegment(parts[1], &claims); err != nil {
-		return fmt.Errorf("JWT claims: %w", err)
+		return time.Time{}, fmt.Errorf("JWT claims: %w", err)
 	}
 	if claims.Aud != origin {
-		return fmt.Errorf("JWT aud is %q, want the push service origin %q", claims.Aud, origin)
+		return time.Time{}, fmt.Errorf("JWT aud is %q, want the push service origin %q", claims.Aud, origin)
 	}
 	exp, err := strconv.ParseFloat(string(claims.Exp), 64)
 	if err != nil || exp < 0 || exp > math.MaxInt32*4 {
-		return fmt.Errorf("JWT exp %s is not a number of seconds", claims.Exp)
+		return time.Time{}, fmt.Errorf("JWT exp %s is not a number of seconds", claims.Exp)
 	}
-	if expiry := time.Unix(int64(exp), 0); !expiry.After(now) || expiry.Sub(now) > maxTokenLifetime {
-		return fmt.Errorf("JWT exp %s is not within 24 hours after now (%s)", expiry.UTC(), now.UTC())
+	expiry := time.Unix(int64(exp), 0)
+	if !expiry.After(now) || expiry.Sub(now) > maxTokenLifetime {
+		return time.Time{}, fmt.Errorf("JWT exp %s is not within 24 hours after now (%s)", expiry.UTC(), now.UTC())
 	}
 	var sub string
 	if json.Unmarshal(claims.Sub, &sub) != nil || sub == "" {
-		return errors.New("JWT sub is missing")
+		return time.Time{}, errors.New("JWT sub is missing")
 	}
 	lower := strings.ToLower(sub)
 	if strings.HasPrefix(lower, "mailto:mailto:") ||
 		!strings.HasPrefix(lower, "mailto:") && !strings.HasPrefix(lower, "https:") {
-		return fmt.Errorf("JWT sub %q is not a mailto: or https: contact", sub)
+		return time.Time{}, fmt.Errorf("JWT sub %q is not a mailto: or https: contact", sub)
 	}
+	return expiry, nil
+}
+
+// tokenCache remembers the VAPID headers that verified, until their
+// expiry, as RFC 8292 §4 encourages push services to: a sender that reuses
+// its token then costs the service one signature check, not one per push.
+type tokenCache struct {
+	mu       sync.Mutex
+	verified map[string]time.Time // Authorization header → the token's exp
+}
+
+// maxCachedTokens bounds the cache; it starts over when full.
+const maxCachedTokens = 4096
+
+func (c *tokenCache) verify(header string, serverKey []byte, origin string, now time.Time) error {
+	c.mu.Lock()
+	expiry, ok := c.verified[header]
+	c.mu.Unlock()
+	if ok && now.Before(expiry) {
+		return nil
+	}
+	expiry, err := verifyVAPIDExpiry(header, serverKey, origin, now)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.verified == nil || len(c.verified) >= maxCachedTokens {
+		c.verified = make(map[string]time.Time)
+	}
+	c.verified[header] = expiry
+	c.mu.Unlock()
 	return nil
 }
 

@@ -22,34 +22,24 @@ func b64(t testing.TB, s string) []byte {
 	return b
 }
 
-// RFC 8291 §5 and Appendix A: the example push message and the user agent's
-// keys that open it.
-const (
-	rfc8291Body = "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6Tl" +
-		"zAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN"
-	rfc8291UAPrivate = "q1dXpw3UpT5VOmu_cf_v6ih07Aems3njxI-JWgLcM94"
-	rfc8291UAPublic  = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
-	rfc8291Auth      = "BTBZMqHH6r4Tts7J_aSIgg"
-)
-
 func rfc8291Keys(t *testing.T) (*ecdh.PrivateKey, []byte) {
-	key, err := ecdh.P256().NewPrivateKey(b64(t, rfc8291UAPrivate))
+	key, err := ecdh.P256().NewPrivateKey(b64(t, RFC8291Example.UAPrivate))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()); got != rfc8291UAPublic {
-		t.Fatalf("ua_public %s, want the RFC's %s", got, rfc8291UAPublic)
+	if got := base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()); got != RFC8291Example.UAPublic {
+		t.Fatalf("ua_public %s, want the RFC's %s", got, RFC8291Example.UAPublic)
 	}
-	return key, b64(t, rfc8291Auth)
+	return key, b64(t, RFC8291Example.Auth)
 }
 
 func TestDecryptRFC8291Example(t *testing.T) {
 	key, auth := rfc8291Keys(t)
-	plaintext, rs, err := decrypt(b64(t, rfc8291Body), key, auth)
+	plaintext, rs, err := decrypt(b64(t, RFC8291Example.Body), key, auth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(plaintext) != "When I grow up, I want to be a watermelon" || rs != 4096 {
+	if string(plaintext) != RFC8291Example.Plaintext || rs != RFC8291Example.RecordSize {
 		t.Errorf("got %q with rs %d", plaintext, rs)
 	}
 }
@@ -71,14 +61,14 @@ func TestDecryptRefusesBadBodies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := decrypt(tt.mutate(b64(t, rfc8291Body)), key, auth)
+			_, _, err := decrypt(tt.mutate(b64(t, RFC8291Example.Body)), key, auth)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want one saying %q", err, tt.want)
 			}
 		})
 	}
 	other := make([]byte, 16)
-	if _, _, err := decrypt(b64(t, rfc8291Body), key, other); err == nil {
+	if _, _, err := decrypt(b64(t, RFC8291Example.Body), key, other); err == nil {
 		t.Error("decrypted with the wrong auth secret")
 	}
 }
@@ -108,7 +98,7 @@ func TestVerifyVAPIDRFC8292Example(t *testing.T) {
 		{"expired", header, "https://push.example.net", exp, "exp"},
 		{"valid for over a day", header, "https://push.example.net", exp.Add(-25 * time.Hour), "24 hours"},
 		{"other audience", header, "https://push.example.org", exp.Add(-time.Hour), "aud"},
-		{"other key", "vapid t=" + rfc8292Token + ", k=" + rfc8291UAPublic, "https://push.example.net", exp.Add(-time.Hour), "k="},
+		{"other key", "vapid t=" + rfc8292Token + ", k=" + RFC8291Example.UAPublic, "https://push.example.net", exp.Add(-time.Hour), "k="},
 		{"forged signature", "vapid t=" + rfc8292Token[:len(rfc8292Token)-2] + "AA, k=" + rfc8292Key, "https://push.example.net", exp.Add(-time.Hour), "signature"},
 		{"legacy scheme", "WebPush " + rfc8292Token, "https://push.example.net", exp.Add(-time.Hour), "scheme"},
 		{"no token", "vapid k=" + rfc8292Key, "https://push.example.net", exp.Add(-time.Hour), "three parts"},
@@ -195,5 +185,30 @@ func TestVerifyVAPIDClaims(t *testing.T) {
 				t.Errorf("err = %v, want one about %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestTokenCache: a token that verified is not checked again until its
+// exp, and then fails as any expired token does; a failed one is never
+// cached.
+func TestTokenCache(t *testing.T) {
+	key := b64(t, rfc8292Key)
+	exp := time.Unix(1453523768, 0)
+	header := "vapid t=" + rfc8292Token + ", k=" + rfc8292Key
+	var c tokenCache
+	if err := c.verify(header, key, "https://push.example.org", exp.Add(-time.Hour)); err == nil {
+		t.Fatal("a token for another audience verified")
+	}
+	if len(c.verified) != 0 {
+		t.Error("a refused token was cached")
+	}
+	if err := c.verify(header, key, "https://push.example.net", exp.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.verified[header]; !ok {
+		t.Error("a verified token was not cached")
+	}
+	if err := c.verify(header, key, "https://push.example.net", exp); err == nil || !strings.Contains(err.Error(), "exp") {
+		t.Errorf("a cached token past its exp: err = %v", err)
 	}
 }

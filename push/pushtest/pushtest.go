@@ -3,19 +3,25 @@
 // request the way a push service and a browser together would (the VAPID JWT
 // of RFC 8292, the headers of RFC 8030, aes128gcm decryption of RFC 8188 and
 // RFC 8291 with its own code), records what arrived, puts `_multipart` chunks
-// back together, and answers with whatever status a test scripts.
+// back together, and answers with whatever status a test scripts. Options
+// add TLS (with the certificate as PEM for a child process to trust), a
+// counting mode for long benchmark runs, and a stand-in host name such as
+// Apple's.
 package pushtest
 
 import (
 	"context"
 	"crypto/ecdh"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,7 +49,49 @@ type Message struct {
 	Plaintext  []byte      // the decrypted push; nil if verification failed
 	RecordSize int         // the rs field of the aes128gcm header
 	ReceivedAt time.Time
+	// The RFC 8030 headers as received ("" when absent); TTL is -1 when
+	// the header is absent or malformed.
+	Urgency string
+	Topic   string
+	TTL     int
+	// Authorization is the raw VAPID header, to compare tokens across
+	// requests.
+	Authorization string
 }
+
+// Options configure a Server beyond NewServer's defaults.
+type Options struct {
+	// TLS serves https with a self-signed certificate made for this server;
+	// CertPEM returns it for a client or a child process to trust
+	// (SSL_CERT_FILE for Go, NODE_EXTRA_CA_CERTS for node).
+	TLS bool
+	// DiscardBodies verifies and decrypts every request as usual but keeps
+	// only counts and errors: Requests, Messages and Pushes stay empty and
+	// WaitMessages and WaitPushes return nil slices, so a run of 100 000
+	// pushes stays small. Use Counts and WaitDelivered.
+	DiscardBodies bool
+	// Host is the host name in the endpoints instead of 127.0.0.1, such as
+	// "web.push.apple.com" to stand for another push service. The server
+	// still listens on loopback; a sender reaches it through Resolver, and
+	// the TLS certificate names the host too.
+	Host string
+	// OnDelivered, if set, sees every delivered message (decrypted, with
+	// its headers and arrival time) before it is counted, so a benchmark
+	// can measure each push while DiscardBodies keeps none. It runs on the
+	// request's goroutine, concurrently with others.
+	OnDelivered func(Message)
+}
+
+// Counts are what a server received so far.
+type Counts struct {
+	Requests  int // every request
+	Delivered int // answered 2xx
+	Pushes    int // whole pushes restored, multipart ones once
+	Errors    int // failed verification
+}
+
+// maxKeptErrors bounds Errors; Counts.Errors counts them all.
+const maxKeptErrors = 1000
 
 // Push is a push as the service worker would see it: an inline message, or
 // the original JSON restored from its `_multipart` chunks.
@@ -59,16 +107,19 @@ type Server struct {
 	URL string // base URL, http://127.0.0.1:port
 
 	srv      *httptest.Server
+	opts     Options
+	certPEM  []byte
 	vapidKey []byte // the application server's public key, 65 bytes
+	tokens   tokenCache
 
 	mu           sync.Mutex
 	maxBodyBytes int
 	deviceClock  func() time.Time
 	subs         map[string]*subscription // by endpoint
 	requests     []Message
-	delivered    int // of requests, those answered 2xx
 	pushes       []Push
 	errs         []error
+	counts       Counts
 	changed      chan struct{} // closed and replaced on every new record
 }
 
@@ -80,24 +131,80 @@ type subscription struct {
 	retired bool
 }
 
-// NewServer starts a push service that accepts requests signed by the VAPID
-// key pair whose public key is vapidPublicKey (base64url). Call Close when
-// done.
+// NewServer starts a push service on plain http that accepts requests
+// signed by the VAPID key pair whose public key is vapidPublicKey
+// (base64url). Call Close when done.
 func NewServer(vapidPublicKey string) *Server {
+	return NewServerWithOptions(vapidPublicKey, Options{})
+}
+
+// NewServerWithOptions starts a push service as NewServer does, configured
+// by opts.
+func NewServerWithOptions(vapidPublicKey string, opts Options) *Server {
 	key, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(vapidPublicKey, "="))
 	if err != nil || len(key) != 65 {
 		panic("pushtest: the VAPID public key must be base64url of a 65-byte point")
 	}
 	s := &Server{
+		opts:         opts,
 		vapidKey:     key,
 		maxBodyBytes: DefaultMaxBodyBytes,
 		deviceClock:  time.Now,
 		subs:         make(map[string]*subscription),
 		changed:      make(chan struct{}),
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if opts.TLS {
+		cert, certPEM, err := selfSignedCert(opts.Host)
+		if err != nil {
+			panic("pushtest: " + err.Error())
+		}
+		s.certPEM = certPEM
+		s.srv.EnableHTTP2 = true
+		s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	s.URL = s.srv.URL
+	if opts.Host != "" {
+		s.URL = strings.Replace(s.URL, "127.0.0.1", opts.Host, 1)
+	}
 	return s
+}
+
+// CertPEM returns the TLS certificate in PEM, nil without Options.TLS.
+func (s *Server) CertPEM() []byte { return s.certPEM }
+
+// Client returns an HTTP client that trusts the server's certificate and
+// reaches Options.Host.
+func (s *Server) Client() *http.Client {
+	c := s.srv.Client()
+	if s.opts.Host != "" {
+		t := c.Transport.(*http.Transport).Clone()
+		addr := s.srv.Listener.Addr().String()
+		t.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}
+		c = &http.Client{Transport: t}
+	}
+	return c
+}
+
+// Resolver resolves Options.Host to the loopback address the server
+// listens on and every other name as net.DefaultResolver does; it fits
+// webpush.Config.Resolver.
+func (s *Server) Resolver() Resolver { return Resolver{host: s.opts.Host} }
+
+// Resolver is what Server.Resolver returns.
+type Resolver struct{ host string }
+
+// LookupNetIP resolves host.
+func (r Resolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if r.host != "" && strings.EqualFold(strings.TrimSuffix(host, "."), r.host) {
+		return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1})}, nil
+	}
+	return net.DefaultResolver.LookupNetIP(ctx, network, host)
 }
 
 // Close shuts the service down.
@@ -200,8 +307,27 @@ func (s *Server) Pushes() []Push {
 	return append([]Push(nil), s.pushes...)
 }
 
+// Counts returns how many requests, deliveries, pushes and errors arrived.
+func (s *Server) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
+}
+
+// WaitDelivered waits until n messages have been delivered, in either
+// mode, and returns the counts then.
+func (s *Server) WaitDelivered(ctx context.Context, n int) (Counts, error) {
+	c, err := waitFor(ctx, s, n, "messages", func() int { return s.counts.Delivered },
+		func() []Counts { return []Counts{s.counts} })
+	if err != nil {
+		return s.Counts(), err
+	}
+	return c[0], nil
+}
+
 // Errors returns what failed verification: bad VAPID tokens, headers,
-// encryption, or chunks. A correct sender leaves it empty.
+// encryption, or chunks; the first 1000 of them. A correct sender leaves
+// it empty.
 func (s *Server) Errors() []error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -210,12 +336,12 @@ func (s *Server) Errors() []error {
 
 // WaitMessages waits until n messages have been delivered and returns them.
 func (s *Server) WaitMessages(ctx context.Context, n int) ([]Message, error) {
-	return waitFor(ctx, s, n, "messages", func() int { return s.delivered }, s.deliveredLocked)
+	return waitFor(ctx, s, n, "messages", func() int { return s.counts.Delivered }, s.deliveredLocked)
 }
 
 // WaitPushes waits until n pushes have been delivered whole and returns them.
 func (s *Server) WaitPushes(ctx context.Context, n int) ([]Push, error) {
-	return waitFor(ctx, s, n, "pushes", func() int { return len(s.pushes) },
+	return waitFor(ctx, s, n, "pushes", func() int { return s.counts.Pushes },
 		func() []Push { return append([]Push(nil), s.pushes...) })
 }
 
@@ -250,7 +376,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	st, maxBody := s.subs[endpoint], s.maxBodyBytes
 	s.mu.Unlock()
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBody)+1))
-	msg := Message{Endpoint: endpoint, Header: r.Header.Clone(), Body: body, ReceivedAt: time.Now()}
+	msg := Message{Endpoint: endpoint, Header: r.Header.Clone(), Body: body, ReceivedAt: time.Now(),
+		Urgency: r.Header.Get("Urgency"), Topic: r.Header.Get("Topic"), TTL: -1,
+		Authorization: r.Header.Get("Authorization")}
 	answer := func(status int, fail error) {
 		msg.Status = status
 		s.record(msg, fail, st)
@@ -267,14 +395,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		answer(http.StatusNotFound, nil)
 		return
 	}
-	if err := verifyVAPID(r.Header.Get("Authorization"), s.vapidKey, s.URL, time.Now()); err != nil {
+	if err := s.tokens.verify(msg.Authorization, s.vapidKey, s.URL, time.Now()); err != nil {
 		answer(http.StatusUnauthorized, fmt.Errorf("%s: VAPID: %w", endpoint, err))
 		return
 	}
-	if err := checkHeaders(r.Header); err != nil {
+	ttl, err := checkHeaders(r.Header)
+	if err != nil {
 		answer(http.StatusBadRequest, fmt.Errorf("%s: %w", endpoint, err))
 		return
 	}
+	msg.TTL = ttl
 	if len(body) > maxBody {
 		answer(http.StatusRequestEntityTooLarge, nil)
 		return
@@ -299,32 +429,50 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", reply.RetryAfter)
 	}
 	msg.Status = reply.Status
+	if s.opts.OnDelivered != nil && msg.Status/100 == 2 {
+		s.opts.OnDelivered(msg) // before record, so a waiter woken by it sees the callback's effect
+	}
 	s.record(msg, nil, st)
 	w.WriteHeader(reply.Status)
 	_, _ = io.WriteString(w, reply.Body)
 }
 
-// record stores a request and, when it was delivered, the push it carries,
-// then wakes the waiters.
+// record stores a request (or, with DiscardBodies, counts it) and, when it
+// was delivered, the push it carries, then wakes the waiters.
 func (s *Server) record(msg Message, fail error, st *subscription) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, msg)
+	s.counts.Requests++
+	if !s.opts.DiscardBodies {
+		s.requests = append(s.requests, msg)
+	}
 	if msg.Status/100 == 2 {
-		s.delivered++
+		s.counts.Delivered++
 	}
-	if fail != nil {
-		s.errs = append(s.errs, fail)
-	}
+	s.fail(fail)
 	if msg.Status/100 == 2 && msg.Plaintext != nil {
 		if p, err := s.restore(msg, st); err != nil {
-			s.errs = append(s.errs, fmt.Errorf("%s: %w", msg.Endpoint, err))
+			s.fail(fmt.Errorf("%s: %w", msg.Endpoint, err))
 		} else if p != nil {
-			s.pushes = append(s.pushes, *p)
+			s.counts.Pushes++
+			if !s.opts.DiscardBodies {
+				s.pushes = append(s.pushes, *p)
+			}
 		}
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// fail records a verification error, if any; s.mu is held.
+func (s *Server) fail(err error) {
+	if err == nil {
+		return
+	}
+	s.counts.Errors++
+	if len(s.errs) < maxKeptErrors {
+		s.errs = append(s.errs, err)
+	}
 }
 
 // restore returns the push a delivered message completes, if any.
@@ -343,22 +491,25 @@ func (s *Server) restore(msg Message, st *subscription) (*Push, error) {
 	return &Push{Endpoint: msg.Endpoint, JSON: whole, Chunks: part.Meta.Total}, nil
 }
 
-// checkHeaders checks the RFC 8030 and RFC 8188 headers of a push request.
-func checkHeaders(h http.Header) error {
+// checkHeaders checks the RFC 8030 and RFC 8188 headers of a push request
+// and returns the TTL. A malformed Topic is refused as Mozilla's service
+// does (400).
+func checkHeaders(h http.Header) (ttl int, err error) {
 	if ce := h.Get("Content-Encoding"); !strings.EqualFold(ce, "aes128gcm") {
-		return fmt.Errorf("header Content-Encoding is %q, want aes128gcm", ce)
+		return 0, fmt.Errorf("header Content-Encoding is %q, want aes128gcm", ce)
 	}
-	ttl := h.Get("TTL")
-	if n, err := strconv.ParseUint(ttl, 10, 31); err != nil || strconv.FormatUint(n, 10) != ttl {
-		return fmt.Errorf("header TTL is %q, want a non-negative number of seconds", ttl)
+	text := h.Get("TTL")
+	n, err := strconv.ParseUint(text, 10, 31)
+	if err != nil || strconv.FormatUint(n, 10) != text {
+		return 0, fmt.Errorf("header TTL is %q, want a non-negative number of seconds", text)
 	}
 	switch u := h.Get("Urgency"); u {
 	case "", "very-low", "low", "normal", "high":
 	default:
-		return fmt.Errorf("header Urgency is %q", u)
+		return 0, fmt.Errorf("header Urgency is %q", u)
 	}
 	if t := h.Get("Topic"); len(t) > 32 || strings.Trim(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
-		return fmt.Errorf("header Topic %q is not up to 32 base64url characters", t)
+		return 0, fmt.Errorf("header Topic %q is not up to 32 base64url characters", t)
 	}
-	return nil
+	return int(n), nil
 }

@@ -3,11 +3,14 @@ package pushtest_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -264,5 +267,113 @@ func TestSubscriptionKeys(t *testing.T) {
 	a, err := base64.RawURLEncoding.DecodeString(sub.Keys.Auth)
 	if err != nil || len(a) != 16 {
 		t.Errorf("auth %q", sub.Keys.Auth)
+	}
+}
+
+// sendWith sends through webpush-go with the given client and options.
+func sendWith(t *testing.T, client *http.Client, sub push.Subscription, payload []byte, opts webpushgo.Options) *http.Response {
+	t.Helper()
+	if client != nil {
+		opts.HTTPClient = client
+	}
+	resp, err := webpushgo.SendNotificationWithContext(context.Background(), payload, &webpushgo.Subscription{
+		Endpoint: sub.Endpoint, Keys: webpushgo.Keys{Auth: sub.Keys.Auth, P256dh: sub.Keys.P256dh},
+	}, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp
+}
+
+func TestServerRecordsHeaders(t *testing.T) {
+	s, pub, priv := newServer(t)
+	sub := s.Subscribe()
+	opts := webpushgo.Options{Subscriber: "ops@example.org", VAPIDPublicKey: pub, VAPIDPrivateKey: priv,
+		TTL: 600, Urgency: webpushgo.UrgencyLow, Topic: "abcDEF012-_"}
+	if resp := sendWith(t, nil, sub, []byte(`{}`), opts); resp.StatusCode != 201 {
+		t.Fatalf("status %d, errors %v", resp.StatusCode, s.Errors())
+	}
+	m := s.Messages()[0]
+	if m.TTL != 600 || m.Urgency != "low" || m.Topic != "abcDEF012-_" || !strings.HasPrefix(m.Authorization, "vapid t=") {
+		t.Errorf("TTL %d Urgency %q Topic %q Authorization %q", m.TTL, m.Urgency, m.Topic, m.Authorization)
+	}
+	for _, topic := range []string{"has space", "dot.ted", strings.Repeat("a", 33)} {
+		opts.Topic = topic
+		if resp := sendWith(t, nil, sub, []byte(`{}`), opts); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("Topic %q: status %d, want 400", topic, resp.StatusCode)
+		}
+	}
+	if c := s.Counts(); c.Requests != 4 || c.Delivered != 1 || c.Errors != 3 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+// TestServerTLSAndDiscard: a TLS server a client trusts through the PEM
+// alone, keeping counts but no bodies, and still refusing bad requests.
+func TestServerTLSAndDiscard(t *testing.T) {
+	_, pub, priv := newServer(t)
+	var mu sync.Mutex
+	var seen []string // plaintexts OnDelivered saw
+	s := pushtest.NewServerWithOptions(pub, pushtest.Options{TLS: true, DiscardBodies: true, OnDelivered: func(m pushtest.Message) {
+		mu.Lock()
+		seen = append(seen, string(m.Plaintext))
+		mu.Unlock()
+	}})
+	t.Cleanup(s.Close)
+	if !strings.HasPrefix(s.URL, "https://127.0.0.1:") {
+		t.Fatalf("URL %s", s.URL)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(s.CertPEM()) {
+		t.Fatal("CertPEM is not a PEM certificate")
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	sub := s.Subscribe()
+	opts := webpushgo.Options{Subscriber: "ops@example.org", VAPIDPublicKey: pub, VAPIDPrivateKey: priv, TTL: 60}
+	for range 3 {
+		if resp := sendWith(t, client, sub, []byte(`{"messageKind":"content","message":"hi"}`), opts); resp.StatusCode != 201 || resp.ProtoMajor != 2 {
+			t.Fatalf("status %d over %s, errors %v", resp.StatusCode, resp.Proto, s.Errors())
+		}
+	}
+	opts.VAPIDPrivateKey, opts.VAPIDPublicKey, _ = webpushgo.GenerateVAPIDKeys()
+	if resp := sendWith(t, client, sub, []byte(`{}`), opts); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("another VAPID key: status %d", resp.StatusCode)
+	}
+	c, err := s.WaitDelivered(waitCtx(t), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != (pushtest.Counts{Requests: 4, Delivered: 3, Pushes: 3, Errors: 1}) {
+		t.Errorf("counts %+v", c)
+	}
+	if len(s.Requests()) != 0 || len(s.Pushes()) != 0 {
+		t.Error("bodies kept with DiscardBodies")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 || seen[2] != `{"messageKind":"content","message":"hi"}` {
+		t.Errorf("OnDelivered saw %q, want the 3 delivered plaintexts", seen)
+	}
+}
+
+// TestServerHost: endpoints name another host, which the server's
+// Resolver and Client reach.
+func TestServerHost(t *testing.T) {
+	_, pub, priv := newServer(t)
+	s := pushtest.NewServerWithOptions(pub, pushtest.Options{TLS: true, Host: "web.push.apple.com"})
+	t.Cleanup(s.Close)
+	sub := s.Subscribe()
+	if !strings.HasPrefix(sub.Endpoint, "https://web.push.apple.com:") {
+		t.Fatalf("endpoint %s", sub.Endpoint)
+	}
+	addrs, err := s.Resolver().LookupNetIP(context.Background(), "ip", "WEB.push.apple.com.")
+	if err != nil || len(addrs) != 1 || !addrs[0].IsLoopback() {
+		t.Errorf("resolved %v, %v", addrs, err)
+	}
+	opts := webpushgo.Options{Subscriber: "ops@example.org", VAPIDPublicKey: pub, VAPIDPrivateKey: priv, TTL: 60}
+	if resp := sendWith(t, s.Client(), sub, []byte(`{}`), opts); resp.StatusCode != 201 {
+		t.Fatalf("status %d, errors %v", resp.StatusCode, s.Errors())
 	}
 }

@@ -1,13 +1,20 @@
 // Package webpush delivers pushes to browser push services: VAPID keys,
-// subscription checks, RFC 8291/8292 through webpush-go v1.4.0 with its traps
-// disarmed, the status policy with bounded retries, `_multipart` chunking of
-// oversized pushes, fan-out to every device of a user, and metrics.
+// subscription checks, RFC 8291 encryption and RFC 8292 VAPID on the
+// standard library with one signed token per push-service origin, the RFC
+// 8030 headers chosen per kind and source, the status policy with bounded
+// retries, `_multipart` chunking of oversized pushes (one cut visible push
+// for Apple's service instead), fan-out to every device of a user, and
+// metrics.
 package webpush
 
 import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,13 +22,14 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 
-	webpushgo "github.com/SherClockHolmes/webpush-go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"amsg/push"
@@ -39,11 +47,15 @@ const (
 )
 
 // TTLs a push service may hold a message for a device that is offline.
-// Instant replies are stale after a minute; scheduled pushes wait up to the
-// four weeks push services allow at most.
+// An instant reply is worth minutes: the page's stream and the outbox carry
+// it too, and a phone in a low-power state may take a few minutes to wake.
+// A scheduled push is worth as long as the scheduler's stale guard would
+// still fire it (an hour late); after that a check-in does harm. MaxTTL is
+// the longest any push service keeps a message (FCM's four weeks).
 const (
-	InstantTTL   = 60 * time.Second
-	ScheduledTTL = 28 * 24 * time.Hour
+	InstantTTL   = 10 * time.Minute
+	ScheduledTTL = time.Hour
+	MaxTTL       = 28 * 24 * time.Hour
 )
 
 // maxChunkBytes is the largest ChunkBytes whose chunks still fit the
@@ -59,15 +71,16 @@ type Message struct {
 	ID      string    // the push's messageId, for the delivery log
 	Kind    push.Kind // the push's messageKind; chunks carry it as originalMessageKind
 	Payload []byte    // the push's encoded JSON, as the service worker will see it
-	// Source picks the defaults: instant pushes get TTL 60 s and urgency
-	// high, scheduled ones four weeks and normal.
-	Source  push.Source
-	TTL     time.Duration // overrides the source's TTL; at most ScheduledTTL
-	Urgency Urgency       // overrides the source's urgency
+	// Source picks the default TTL: InstantTTL or ScheduledTTL.
+	Source push.Source
+	TTL    time.Duration // overrides the source's TTL; at most MaxTTL
+	// Urgency overrides the kind's (see urgencyOf).
+	Urgency Urgency
 	// Topic lets the push service replace an undelivered message with the
-	// same topic (RFC 8030 §5.4: up to 32 base64url characters). Chunks of
-	// an oversized push are sent without it, or they would replace each
-	// other.
+	// same topic (RFC 8030 §5.4: up to 32 base64url characters). Empty
+	// means TopicOf(ID), so only retries of this very push collapse. The
+	// chunks of an oversized push each get their own topic derived from it
+	// (chunkTopic), so they never replace each other.
 	Topic string
 }
 
@@ -93,6 +106,17 @@ type Config struct {
 	// ChunkBytes is how many bytes of the push each chunk carries; default
 	// push.DefaultMultipartChunkBytes, at most 2700.
 	ChunkBytes int
+	// MaxConnsPerHost bounds the connections to one push service, idle ones
+	// included; size it to the requests in flight, or requests beyond the
+	// idle pool re-open TLS connections. Default 256.
+	MaxConnsPerHost int
+	// Resolver resolves endpoint hosts before the dial policy sees the
+	// addresses; nil is the system's. Tests point a stand-in host (such
+	// as Apple's) at a local push service with it.
+	Resolver Resolver
+	// RootCAs are the authorities push services' certificates are checked
+	// against; nil is the system's. Tests trust a local push service with it.
+	RootCAs *x509.CertPool
 
 	MaxAttempts  int           // HTTP attempts per request before giving up; default 4
 	MaxRetryWait time.Duration // total wait between retries for one message and device; default 30 s
@@ -111,14 +135,13 @@ type Config struct {
 // Sender delivers messages to push subscriptions. It is safe for concurrent
 // use; make one per process, since it holds the shared HTTP client.
 type Sender struct {
-	cfg          Config
-	policy       EndpointPolicy
-	client       *http.Client
-	subscriber   string // Options.Subscriber for webpush-go
-	vapidPublic  string
-	vapidPrivate string
-	log          *slog.Logger
-	metrics      *metrics
+	cfg     Config
+	policy  EndpointPolicy
+	client  *http.Client
+	signer  *vapidSigner
+	subject string // the JWT's sub claim
+	log     *slog.Logger
+	metrics *metrics
 }
 
 // NewSender checks cfg and builds a Sender.
@@ -138,6 +161,7 @@ func NewSender(cfg Config) (*Sender, error) {
 	cfg.MaxRetryWait = cmp.Or(cfg.MaxRetryWait, 30*time.Second)
 	cfg.BaseBackoff = cmp.Or(cfg.BaseBackoff, 500*time.Millisecond)
 	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, 8*time.Second)
+	cfg.MaxConnsPerHost = cmp.Or(cfg.MaxConnsPerHost, 256)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -155,29 +179,40 @@ func NewSender(cfg Config) (*Sender, error) {
 		return nil, fmt.Errorf("webpush: ChunkBytes %d is outside 1..%d", cfg.ChunkBytes, maxChunkBytes)
 	case cfg.PadTo < 0 || cfg.PadTo > push.MaxEncryptedBytes:
 		return nil, fmt.Errorf("webpush: PadTo %d is outside 0..%d", cfg.PadTo, push.MaxEncryptedBytes)
-	case cfg.Timeout < 0 || cfg.MaxAttempts < 0 || cfg.MaxRetryWait < 0 || cfg.BaseBackoff < 0 || cfg.MaxBackoff < 0:
-		return nil, errors.New("webpush: Timeout, MaxAttempts, MaxRetryWait, BaseBackoff and MaxBackoff must not be negative")
+	case cfg.Timeout < 0 || cfg.MaxAttempts < 0 || cfg.MaxRetryWait < 0 || cfg.BaseBackoff < 0 || cfg.MaxBackoff < 0 ||
+		cfg.MaxConnsPerHost < 0:
+		return nil, errors.New("webpush: Timeout, MaxAttempts, MaxRetryWait, BaseBackoff, MaxBackoff and MaxConnsPerHost must not be negative")
 	}
-	if placeholderSubject(sub) {
-		cfg.Logger.Warn("VAPID subject has a domain that cannot receive mail; Apple's push service rejects such tokens",
-			"subject", sub)
+	signer, err := newVAPIDSigner(pub, priv, sub, cfg.Now)
+	if err != nil {
+		return nil, err
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
 	}
-	policy := EndpointPolicy{AllowPrivate: cfg.AllowPrivateEndpoints}
-	return &Sender{
-		cfg:          cfg,
-		policy:       policy,
-		client:       newHTTPClient(policy, cfg.Timeout),
-		subscriber:   webpushSubscriber(sub),
-		vapidPublic:  pub,
-		vapidPrivate: priv,
-		log:          cfg.Logger,
-		metrics:      m,
-	}, nil
+	policy := EndpointPolicy{AllowPrivate: cfg.AllowPrivateEndpoints, Resolver: cfg.Resolver}
+	s := &Sender{
+		cfg:     cfg,
+		policy:  policy,
+		client:  newHTTPClient(policy, cfg),
+		signer:  signer,
+		subject: sub,
+		log:     cfg.Logger,
+		metrics: m,
+	}
+	if !s.AppleSubjectOK() {
+		cfg.Logger.Warn("the VAPID subject is a placeholder that Apple's push service rejects; pushes to Apple devices "+
+			"(iPhone, iPad, Safari) are refused until --vapid-subject / AMSG_VAPID_SUBJECT names a real contact",
+			"subject", sub)
+	}
+	return s, nil
 }
+
+// AppleSubjectOK reports whether the VAPID subject is one Apple's push
+// service accepts. When it is not, sends to Apple endpoints fail with
+// OutcomeConfigError and the devices stay.
+func (s *Sender) AppleSubjectOK() bool { return !placeholderSubject(s.subject) }
 
 func uniformJitter(n time.Duration) time.Duration {
 	if n <= 0 {
@@ -186,25 +221,58 @@ func uniformJitter(n time.Duration) time.Duration {
 	return rand.N(n)
 }
 
-// newHTTPClient is the one client every send shares: keep-alive connections,
-// bounded waits, no redirects (a push service never needs one, and following
-// one would let an endpoint point us anywhere), no proxy (it would hide the
-// address the policy must see), and a dialer that applies the endpoint
-// policy to the resolved address.
-func newHTTPClient(policy EndpointPolicy, timeout time.Duration) *http.Client {
+// newHTTPClient is the one client every send shares: keep-alive connections
+// (HTTP/2 where the push service offers it) pooled up to MaxConnsPerHost,
+// bounded waits, no redirects (a push service never needs one, and
+// following one would let an endpoint point us anywhere), no proxy (it
+// would hide the address the policy must see), and a dialer that applies
+// the endpoint policy to the resolved address.
+func newHTTPClient(policy EndpointPolicy, cfg Config) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: policy.dialControl}
+	dial := dialer.DialContext
+	if cfg.Resolver != nil {
+		dial = resolvingDial(dialer, cfg.Resolver)
+	}
 	return &http.Client{
-		Timeout: timeout,
+		Timeout: cfg.Timeout,
 		Transport: &http.Transport{
-			DialContext:           dialer.DialContext,
+			DialContext:           dial,
+			TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs},
 			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          100,
-			MaxIdleConnsPerHost:   32,
+			MaxIdleConns:          4 * cfg.MaxConnsPerHost,
+			MaxIdleConnsPerHost:   cfg.MaxConnsPerHost,
+			MaxConnsPerHost:       cfg.MaxConnsPerHost,
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// resolvingDial resolves the host with r and dials its addresses in turn;
+// the dialer's Control still checks each address.
+func resolvingDial(d *net.Dialer, r Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			return d.DialContext(ctx, network, addr)
+		}
+		ips, err := r.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, err
+		}
+		err = fmt.Errorf("%s resolves to no address", host)
+		for _, ip := range ips {
+			var c net.Conn
+			if c, err = d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port)); err == nil {
+				return c, nil
+			}
+		}
+		return nil, err
 	}
 }
 
@@ -216,6 +284,10 @@ type Delivery struct {
 	PushHost string // the endpoint's host, the only part of it fit to log
 	Attempts []push.Attempt
 	Err      error // why, when Outcome is not delivered
+
+	// Cut says the push went to Apple's service as one push cut to the
+	// budget, carrying `_truncated`, instead of as chunks.
+	Cut bool
 }
 
 // Send delivers msg to one subscription, retrying as the status policy says.
@@ -236,29 +308,67 @@ func (s *Sender) Send(ctx context.Context, sub push.Subscription, msg Message) (
 type outgoing struct {
 	Message
 	ttl     time.Duration
+	ttlText string // the TTL header
 	urgency Urgency
 	inline  bool // within the inline budget
 
 	chunkOnce sync.Once
 	chunks    [][]byte
 	chunkErr  error
+
+	cutOnce sync.Once
+	cut     []byte // the one visible push for Apple endpoints, when not inline
+	cutErr  error
 }
 
+// urgencyOf is the RFC 8030 §5.3 urgency of a kind. Content is what the
+// user waits for and the only push that always shows a notification: high,
+// which wakes a phone at once (iOS delivers pushes late without it).
+// Reasoning only accompanies content and is worth nothing on its own: low.
+// A tool request holds its round until a device answers, and an error ends
+// a round the user may be waiting on, but neither is the reply itself:
+// normal, delivered promptly without forcing a sleeping phone awake.
+func urgencyOf(k push.Kind) Urgency {
+	switch k {
+	case push.KindContent:
+		return UrgencyHigh
+	case push.KindReasoning:
+		return UrgencyLow
+	default:
+		return UrgencyNormal
+	}
+}
+
+// TopicOf is the default Topic of a push: the first 128 bits of the
+// SHA-256 of its message ID in hex, 32 characters. Hex keeps to letters and
+// digits, which every push service accepts (one Safari report leaves "_"
+// in doubt), and a message ID is unique per push, so only retries of the
+// same push replace each other.
+func TopicOf(messageID string) string {
+	sum := sha256.Sum256([]byte(messageID))
+	return hex.EncodeToString(sum[:16])
+}
+
+// chunkTopic is the topic of chunk i of a push with the given topic:
+// distinct per chunk, so the chunks of one set never replace each other,
+// and stable, so a retry of a chunk replaces its own undelivered copy.
+func chunkTopic(topic string, i int) string { return TopicOf(topic + "/" + strconv.Itoa(i)) }
+
 func (s *Sender) prepare(msg Message) (*outgoing, error) {
-	o := &outgoing{Message: msg}
+	o := &outgoing{Message: msg, urgency: urgencyOf(msg.Kind)}
 	switch msg.Source {
 	case push.SourceInstant:
-		o.ttl, o.urgency = InstantTTL, UrgencyHigh
+		o.ttl = InstantTTL
 	case push.SourceScheduled:
-		o.ttl, o.urgency = ScheduledTTL, UrgencyNormal
+		o.ttl = ScheduledTTL
 	default:
 		return nil, fmt.Errorf("%w: source %q is neither instant nor scheduled", ErrInvalidMessage, msg.Source)
 	}
 	switch {
 	case msg.ID == "":
 		return nil, fmt.Errorf("%w: the message ID is empty", ErrInvalidMessage)
-	case msg.TTL < 0 || msg.TTL > ScheduledTTL:
-		return nil, fmt.Errorf("%w: TTL %s is outside 0..%s", ErrInvalidMessage, msg.TTL, ScheduledTTL)
+	case msg.TTL < 0 || msg.TTL > MaxTTL:
+		return nil, fmt.Errorf("%w: TTL %s is outside 0..%s", ErrInvalidMessage, msg.TTL, MaxTTL)
 	case msg.Urgency != "" && msg.Urgency != UrgencyVeryLow && msg.Urgency != UrgencyLow &&
 		msg.Urgency != UrgencyNormal && msg.Urgency != UrgencyHigh:
 		return nil, fmt.Errorf("%w: urgency %q is not one of very-low, low, normal, high", ErrInvalidMessage, msg.Urgency)
@@ -271,6 +381,10 @@ func (s *Sender) prepare(msg Message) (*outgoing, error) {
 	if msg.Urgency != "" {
 		o.urgency = msg.Urgency
 	}
+	if o.Topic == "" {
+		o.Topic = TopicOf(msg.ID)
+	}
+	o.ttlText = strconv.FormatInt(int64(o.ttl/time.Second), 10)
 	o.inline = len(msg.Payload) <= s.cfg.InlineBudget
 	if !o.inline {
 		if _, err := o.chunkPayloads(s); err != nil {
@@ -314,46 +428,76 @@ func (o *outgoing) chunkPayloads(s *Sender) ([][]byte, error) {
 	return o.chunks, o.chunkErr
 }
 
-// deliver sends a prepared message to one subscription: inline or as chunks,
-// and as chunks after all when a push service refuses an inline body larger
-// than a chunk with 413 (some mobile services cap bodies near 3 KB).
+// deliver sends a prepared message to one subscription: inline, or when
+// too large as chunks (as one cut visible push to Apple's service, where
+// chunks would show nothing), and as chunks after all when a push service
+// other than Apple's refuses an inline body larger than a chunk with 413
+// (some mobile services cap bodies near 3 KB).
 func (s *Sender) deliver(ctx context.Context, sub push.Subscription, o *outgoing) Delivery {
 	var d Delivery
+	var keys uaKeys
 	u, err := s.policy.parseEndpoint(sub.Endpoint)
 	if err == nil {
 		d.PushHost = u.Host
-		err = CheckKeys(sub.Keys)
+		keys, err = parseKeys(sub.Keys)
+	}
+	apple := err == nil && isApplePushHost(u.Hostname())
+	if apple && !s.AppleSubjectOK() {
+		err = errPlaceholderForApple
 	}
 	if err != nil {
 		d.Outcome, d.Err = push.OutcomeFailed, err
+		if errors.Is(err, errPlaceholderForApple) {
+			d.Outcome = push.OutcomeConfigError // the server's fault: the device stays
+		}
 		s.metrics.delivery(d.Outcome)
 		return d
 	}
-	r := &run{s: s, ctx: ctx, sub: sub, o: o, d: &d}
-	if o.inline {
+	r := &run{s: s, ctx: ctx, endpoint: sub.Endpoint, origin: originOf(u), keys: keys, o: o, d: &d}
+	switch {
+	case o.inline:
 		r.sendAll([][]byte{o.Payload}, false)
-		if d.Outcome == push.OutcomeTooLarge && len(o.Payload) > s.cfg.ChunkBytes {
+		if !apple && d.Outcome == push.OutcomeTooLarge && len(o.Payload) > s.cfg.ChunkBytes {
 			if chunks, err := o.chunkPayloads(s); err == nil {
 				s.log.Info("push service refused an inline push as too large; sending it as chunks",
 					"host", d.PushHost, "messageId", o.ID, "bytes", len(o.Payload), "chunks", len(chunks))
 				r.sendAll(chunks, true)
 			}
 		}
-	} else {
+	case apple:
+		if cut, err := o.cutPayload(s); err == nil {
+			r.sendAll([][]byte{cut}, false)
+			d.Cut = true
+		} else {
+			r.sendAll(o.chunks, true) // not a content push: nothing to cut
+		}
+	default:
 		r.sendAll(o.chunks, true)
 	}
 	s.metrics.delivery(d.Outcome)
 	return d
 }
 
+// originOf is the RFC 6454 serialization of an endpoint's origin, the
+// VAPID token's audience: lower-case host, default port left out.
+func originOf(u *url.URL) string {
+	host := strings.ToLower(u.Host)
+	if p := u.Port(); u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" {
+		host = strings.TrimSuffix(host, ":"+p)
+	}
+	return u.Scheme + "://" + host
+}
+
 // run is one message's delivery to one subscription.
 type run struct {
-	s      *Sender
-	ctx    context.Context
-	sub    push.Subscription
-	o      *outgoing
-	d      *Delivery
-	waited time.Duration // retry waits so far, against MaxRetryWait
+	s        *Sender
+	ctx      context.Context
+	endpoint string
+	origin   string // the push service's origin, the VAPID token's audience
+	keys     uaKeys
+	o        *outgoing
+	d        *Delivery
+	waited   time.Duration // retry waits so far, against MaxRetryWait
 }
 
 // sendAll sends the payloads in order and stops at the first that fails;
@@ -361,11 +505,11 @@ type run struct {
 func (r *run) sendAll(payloads [][]byte, chunked bool) {
 	r.d.Chunks, r.d.Err = 0, nil
 	for i, p := range payloads {
-		label := ""
+		label, topic := "", r.o.Topic
 		if chunked {
-			label = fmt.Sprintf("chunk %d/%d: ", i+1, len(payloads))
+			label, topic = fmt.Sprintf("chunk %d/%d: ", i+1, len(payloads)), chunkTopic(r.o.Topic, i)
 		}
-		if r.d.Outcome = r.send(p, chunked, label); r.d.Outcome != push.OutcomeDelivered {
+		if r.d.Outcome = r.send(p, topic, label); r.d.Outcome != push.OutcomeDelivered {
 			return
 		}
 	}
@@ -374,13 +518,19 @@ func (r *run) sendAll(payloads [][]byte, chunked bool) {
 	}
 }
 
-// send makes one request and its retries, recording every attempt.
-func (r *run) send(payload []byte, chunked bool, label string) push.Outcome {
+// send encrypts one payload and makes its request and retries, recording
+// every attempt. Retries resend the same body.
+func (r *run) send(payload []byte, topic, label string) push.Outcome {
 	cfg := &r.s.cfg
+	body, err := sealPush(payload, r.keys, cfg.PadTo)
+	if err != nil {
+		r.d.Err = fmt.Errorf("%sencrypt: %w", label, err)
+		return push.OutcomeFailed
+	}
 	for try := 1; ; try++ {
 		at := cfg.Now()
 		start := time.Now()
-		resp, err := r.s.post(r.ctx, r.sub, r.o, payload, chunked)
+		resp, err := r.s.post(r.ctx, r, body, topic)
 		latency := time.Since(start)
 		outcome, cause := classify(resp, err)
 		var wait time.Duration
@@ -430,7 +580,7 @@ func (r *run) record(at time.Time, status int, outcome push.Outcome, latency tim
 		Status:    status,
 		Outcome:   outcome,
 		Latency:   latency,
-		Error:     scrubEndpoint(cause, r.sub.Endpoint, r.d.PushHost),
+		Error:     scrubEndpoint(cause, r.endpoint, r.d.PushHost),
 	})
 }
 
@@ -449,29 +599,34 @@ const (
 	maxBodyDrain   = 64 << 10
 )
 
-// post sends one encrypted request through webpush-go.
-func (s *Sender) post(ctx context.Context, sub push.Subscription, o *outgoing, payload []byte, chunked bool) (response, error) {
-	opts := &webpushgo.Options{
-		HTTPClient: s.client,
-		// The smallest record that fits, unless padding is asked for: the
-		// body is then payload + 103 bytes, not always 4096.
-		RecordSize:      uint32(max(s.cfg.PadTo, len(payload)+push.EncryptionOverhead)),
-		Subscriber:      s.subscriber,
-		TTL:             int(o.ttl / time.Second),
-		Urgency:         webpushgo.Urgency(o.urgency),
-		VAPIDPublicKey:  s.vapidPublic,
-		VAPIDPrivateKey: s.vapidPrivate,
+// Header values shared by every request; the transport only reads them.
+var (
+	contentEncodingAES128GCM = []string{"aes128gcm"}
+	contentTypeOctetStream   = []string{"application/octet-stream"}
+)
+
+// post makes one request with an encrypted body.
+func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (response, error) {
+	auth, err := s.signer.header(r.origin)
+	if err != nil {
+		return response{}, err
 	}
-	if !chunked {
-		opts.Topic = o.Topic
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return response{}, err
 	}
-	// v1.4.0 appends the padding delimiter into the slice it is given; a
-	// shared payload sent to several devices at once would be a data race.
-	msg := bytes.Clone(payload)
-	resp, err := webpushgo.SendNotificationWithContext(ctx, msg, &webpushgo.Subscription{
-		Endpoint: sub.Endpoint,
-		Keys:     webpushgo.Keys{Auth: sub.Keys.Auth, P256dh: sub.Keys.P256dh},
-	}, opts)
+	// Canonical keys set directly, the per-request values in one slice.
+	h := req.Header
+	values := []string{auth, r.o.ttlText, string(r.o.urgency), topic}
+	h["Authorization"] = values[0:1:1]
+	h["Content-Encoding"] = contentEncodingAES128GCM
+	h["Content-Type"] = contentTypeOctetStream
+	h["Ttl"] = values[1:2:2]
+	h["Urgency"] = values[2:3:3]
+	if topic != "" {
+		h["Topic"] = values[3:4:4]
+	}
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return response{}, err
 	}
@@ -479,10 +634,13 @@ func (s *Sender) post(ctx context.Context, sub push.Subscription, o *outgoing, p
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBodyDrain))
 		_ = resp.Body.Close()
 	}()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodySnippet))
-	r := response{status: resp.StatusCode, body: printable(snippet)}
-	r.retryAfter, r.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now())
-	return r, nil
+	var snippet []byte
+	if resp.StatusCode/100 != 2 { // a success's body says nothing we keep
+		snippet, _ = io.ReadAll(io.LimitReader(resp.Body, maxBodySnippet))
+	}
+	out := response{status: resp.StatusCode, body: printable(snippet)}
+	out.retryAfter, out.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now())
+	return out, nil
 }
 
 // classify applies the status policy: what an answer (or its absence) means
@@ -545,6 +703,9 @@ func scrubEndpoint(text, endpoint, host string) string {
 func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
 	attrs = append(attrs, "host", d.PushHost, "messageId", messageID, "outcome", d.Outcome,
 		"status", d.Status, "attempts", len(d.Attempts))
+	if d.Cut {
+		attrs = append(attrs, "cut", true)
+	}
 	if d.Chunks > 0 {
 		attrs = append(attrs, "chunks", d.Chunks)
 	}
@@ -557,7 +718,7 @@ func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
 	case push.OutcomeGone:
 		s.log.Info("push subscription gone", attrs...)
 	case push.OutcomeConfigError:
-		s.log.Error("push service refused the request", attrs...)
+		s.log.Error("push not delivered: a configuration error", attrs...)
 	default:
 		s.log.Warn("push not delivered", attrs...)
 	}

@@ -498,7 +498,8 @@ func TestTooLargeFallsBackToChunks(t *testing.T) {
 
 // TestOversizedPushArrivesAsChunks: a 20 kB content push reaches the device
 // as chunks that reassemble to the original JSON, every body within 4096
-// bytes, and chunks never carry a Topic (they would replace each other).
+// bytes, and the chunks of one device carry distinct topics (a shared one
+// would let them replace each other), the same on every device.
 func TestOversizedPushArrivesAsChunks(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.ps.Subscribe(), f.ps.Subscribe()
@@ -530,10 +531,22 @@ func TestOversizedPushArrivesAsChunks(t *testing.T) {
 			t.Errorf("%s: %d bytes in %d chunks, want the original %d bytes", p.Endpoint, len(p.JSON), p.Chunks, len(msg.Payload))
 		}
 	}
+	topics := map[string][]string{} // by endpoint, in arrival order
 	for _, m := range f.ps.Requests() {
-		if len(m.Body) > push.MaxEncryptedBytes || m.Header.Get("Topic") != "" {
-			t.Errorf("a chunk of %d bytes with Topic %q", len(m.Body), m.Header.Get("Topic"))
+		if len(m.Body) > push.MaxEncryptedBytes {
+			t.Errorf("a chunk of %d bytes", len(m.Body))
 		}
+		topics[m.Endpoint] = append(topics[m.Endpoint], m.Topic)
+	}
+	seen := map[string]bool{}
+	for _, topic := range topics[a.Endpoint] {
+		if seen[topic] || topic == "" || topic == "reply" {
+			t.Errorf("chunk topics %q are not distinct and derived", topics[a.Endpoint])
+		}
+		seen[topic] = true
+	}
+	if !slices.Equal(topics[a.Endpoint], topics[b.Endpoint]) {
+		t.Errorf("the devices' chunk topics differ: %q and %q", topics[a.Endpoint], topics[b.Endpoint])
 	}
 	if got := f.metric(t, "amsg_push_multipart_messages_total", ""); got != 1 {
 		t.Errorf("multipart messages metric %v, want 1 (split once for both devices)", got)
@@ -550,11 +563,11 @@ func TestHeadersAndBodySize(t *testing.T) {
 		topic       string
 		wantBodyLen func(payload int) int
 	}{
-		{"instant", 0, func(m Message) Message { return m }, "60", "high", "", func(n int) int { return n + 103 }},
-		{"scheduled", 0, func(m Message) Message { m.Source = push.SourceScheduled; return m }, "2419200", "normal", "", func(n int) int { return n + 103 }},
-		{"overrides", 0, func(m Message) Message { m.TTL, m.Urgency, m.Topic = time.Hour, UrgencyLow, "task-42_a"; return m },
-			"3600", "low", "task-42_a", func(n int) int { return n + 103 }},
-		{"padded", 4096, func(m Message) Message { return m }, "60", "high", "", func(int) int { return 4096 }},
+		{"instant", 0, func(m Message) Message { return m }, "600", "high", TopicOf("msg_h"), func(n int) int { return n + 103 }},
+		{"scheduled", 0, func(m Message) Message { m.Source = push.SourceScheduled; return m }, "3600", "high", TopicOf("msg_h"), func(n int) int { return n + 103 }},
+		{"overrides", 0, func(m Message) Message { m.TTL, m.Urgency, m.Topic = 2*time.Hour, UrgencyLow, "task-42_a"; return m },
+			"7200", "low", "task-42_a", func(n int) int { return n + 103 }},
+		{"padded", 4096, func(m Message) Message { return m }, "600", "high", TopicOf("msg_h"), func(int) int { return 4096 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -796,4 +809,34 @@ func TestMaxChunkBytesFits(t *testing.T) {
 	if n := size(push.DefaultMultipartChunkBytes); n > 2700 {
 		t.Errorf("a default chunk makes a %d-byte push", n)
 	}
+}
+
+// TestHeadersPerKindAndSource: Urgency follows the kind, TTL the source,
+// and the Topic the message id, as pushtest records them.
+func TestHeadersPerKindAndSource(t *testing.T) {
+	f := newFixture(t)
+	sub := f.ps.Subscribe()
+	urgency := map[push.Kind]string{push.KindContent: "high", push.KindReasoning: "low",
+		push.KindToolRequest: "normal", push.KindError: "normal"}
+	ttl := map[push.Source]int{push.SourceInstant: 600, push.SourceScheduled: 3600}
+	for kind, wantUrgency := range urgency {
+		for source, wantTTL := range ttl {
+			id := "msg_" + string(kind) + "_" + string(source)
+			payload := []byte(`{"messageKind":"` + string(kind) + `","messageId":"` + id + `"}`)
+			d, err := f.sender.Send(context.Background(), sub, Message{ID: id, Kind: kind, Payload: payload, Source: source})
+			if err != nil || d.Outcome != push.OutcomeDelivered {
+				t.Fatalf("%s/%s: %+v, %v", kind, source, d, err)
+			}
+			msgs := f.ps.Messages()
+			m := msgs[len(msgs)-1]
+			if m.Urgency != wantUrgency || m.TTL != wantTTL || m.Topic != TopicOf(id) || len(m.Topic) != 32 {
+				t.Errorf("%s/%s: Urgency %q TTL %d Topic %q; want %q %d %q", kind, source, m.Urgency, m.TTL, m.Topic,
+					wantUrgency, wantTTL, TopicOf(id))
+			}
+		}
+	}
+	if TopicOf("msg_a") == TopicOf("msg_b") || strings.Trim(TopicOf("msg_a"), "0123456789abcdef") != "" {
+		t.Errorf("topics %q %q", TopicOf("msg_a"), TopicOf("msg_b"))
+	}
+	f.noErrors(t)
 }

@@ -60,30 +60,38 @@ func decodeKey(s string) ([]byte, error) {
 // uncompressed point on P-256 and auth 16 bytes, or encryption would fail at
 // every send.
 func CheckKeys(keys push.SubscriptionKeys) error {
+	_, err := parseKeys(keys)
+	return err
+}
+
+// parseKeys is CheckKeys that returns the decoded keys, as a send needs
+// them.
+func parseKeys(keys push.SubscriptionKeys) (uaKeys, error) {
 	if keys.P256dh == "" {
-		return invalid("keys.p256dh", "is missing")
+		return uaKeys{}, invalid("keys.p256dh", "is missing")
 	}
 	p, err := decodeKey(keys.P256dh)
 	if err != nil {
-		return invalid("keys.p256dh", "is not base64url")
+		return uaKeys{}, invalid("keys.p256dh", "is not base64url")
 	}
 	if len(p) != 65 || p[0] != 4 {
-		return invalid("keys.p256dh", "is not a 65-byte uncompressed P-256 point (got %d bytes)", len(p))
+		return uaKeys{}, invalid("keys.p256dh", "is not a 65-byte uncompressed P-256 point (got %d bytes)", len(p))
 	}
-	if _, err := ecdh.P256().NewPublicKey(p); err != nil {
-		return invalid("keys.p256dh", "is not a point on the P-256 curve")
+	public, err := ecdh.P256().NewPublicKey(p)
+	if err != nil {
+		return uaKeys{}, invalid("keys.p256dh", "is not a point on the P-256 curve")
 	}
 	if keys.Auth == "" {
-		return invalid("keys.auth", "is missing")
+		return uaKeys{}, invalid("keys.auth", "is missing")
 	}
 	a, err := decodeKey(keys.Auth)
 	if err != nil {
-		return invalid("keys.auth", "is not base64url")
+		return uaKeys{}, invalid("keys.auth", "is not base64url")
 	}
 	if len(a) != 16 {
-		return invalid("keys.auth", "must be 16 bytes (got %d)", len(a))
+		return uaKeys{}, invalid("keys.auth", "must be 16 bytes (got %d)", len(a))
 	}
-	return nil
+	return uaKeys{public: public, auth: a}, nil
 }
 
 // Resolver looks up a host's addresses; *net.Resolver is one.

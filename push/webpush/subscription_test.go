@@ -194,12 +194,19 @@ func TestDialRefusesPrivateAddress(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	strict := newHTTPClient(EndpointPolicy{}, 5*time.Second)
+	cfg := Config{Timeout: 5 * time.Second, MaxConnsPerHost: 4}
+	strict := newHTTPClient(EndpointPolicy{}, cfg)
 	_, err := strict.Post(srv.URL, "application/octet-stream", nil)
 	if !errors.Is(err, ErrRefusedAddress) || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("strict client reached %s: err = %v", srv.URL, err)
 	}
-	open := newHTTPClient(EndpointPolicy{AllowPrivate: true}, 5*time.Second)
+	// A name a resolver points at loopback is refused at the dial too.
+	cfg.Resolver = fakeResolver{"push.example.net": {"127.0.0.1"}}
+	named := strings.Replace(srv.URL, "127.0.0.1", "push.example.net", 1)
+	if _, err := newHTTPClient(EndpointPolicy{}, cfg).Post(named, "application/octet-stream", nil); !errors.Is(err, ErrRefusedAddress) {
+		t.Errorf("strict client with a resolver reached %s: err = %v", named, err)
+	}
+	open := newHTTPClient(EndpointPolicy{AllowPrivate: true}, cfg)
 	resp, err := open.Post(srv.URL, "application/octet-stream", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -3,13 +3,19 @@ package webpush
 import (
 	"bytes"
 	"crypto/ecdh"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/mail"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 )
 
 // ErrVAPIDConfig is what every VAPID key or subject problem matches with
@@ -30,8 +36,8 @@ func GenerateVAPIDKeys() (public, private string, err error) {
 }
 
 // parseVAPIDKeys checks that public and private form one P-256 key pair and
-// returns them re-encoded as unpadded base64url, the only form webpush-go
-// decodes (operators paste standard base64 too).
+// returns them re-encoded as unpadded base64url, the form the k= parameter
+// takes (operators paste standard base64 too).
 func parseVAPIDKeys(public, private string) (pub, priv string, err error) {
 	pubBytes, err := decodeKey(public)
 	if err != nil || len(pubBytes) != 65 || pubBytes[0] != 4 {
@@ -79,11 +85,6 @@ func NormalizeSubject(subject string) (string, error) {
 	return "mailto:" + s, nil
 }
 
-// webpushSubscriber is the Options.Subscriber that makes webpush-go v1.4.0
-// sign sub: it prefixes "mailto:" to anything not starting with "https:", so
-// it must get the bare address (else the token says mailto:mailto:).
-func webpushSubscriber(sub string) string { return strings.TrimPrefix(sub, "mailto:") }
-
 // placeholderSubject reports a subject whose domain cannot receive mail;
 // Apple's push service rejects those tokens.
 func placeholderSubject(sub string) bool {
@@ -98,4 +99,101 @@ func placeholderSubject(sub string) bool {
 		}
 	}
 	return !strings.Contains(domain, ".")
+}
+
+// VAPID token lifetimes. RFC 8292 §2 forbids an exp more than 24 hours
+// after the request; 12 hours with renewal an hour before the end keeps a
+// clock that runs ahead by up to 11 hours inside that limit, and §4 asks
+// senders to reuse a token so the push service can cache its check.
+const (
+	tokenLifetime    = 12 * time.Hour
+	tokenRenewBefore = time.Hour
+	maxTokenLifetime = 24 * time.Hour
+	// maxCachedOrigins bounds the token cache; endpoints come from users,
+	// so their origins are outside input. Real push services are a handful.
+	maxCachedOrigins = 1024
+)
+
+// jwtHeader is base64url({"typ":"JWT","alg":"ES256"}).
+const jwtHeader = "eyJ0eXAiOiJKV1QiLCJhbGciOiJFUzI1NiJ9"
+
+// vapidSigner makes the Authorization header of RFC 8292 and keeps one per
+// push-service origin until it nears its expiry.
+type vapidSigner struct {
+	key     *ecdsa.PrivateKey // parsed once
+	keyPart string            // ", k=<public key>"
+	subject string            // the sub claim
+	now     func() time.Time
+
+	mu     sync.Mutex
+	tokens map[string]vapidToken // by origin
+}
+
+type vapidToken struct {
+	header string
+	exp    time.Time
+}
+
+func newVAPIDSigner(public, private, subject string, now func() time.Time) (*vapidSigner, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(private)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the private key is not base64url", ErrVAPIDConfig)
+	}
+	key, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the private key is not a valid P-256 scalar", ErrVAPIDConfig)
+	}
+	return &vapidSigner{key: key, keyPart: ", k=" + public, subject: subject, now: now,
+		tokens: make(map[string]vapidToken)}, nil
+}
+
+// header returns the Authorization header for a push service origin
+// (scheme://host[:port], the JWT's aud), signing a new token only when
+// the cached one has less than tokenRenewBefore left.
+func (v *vapidSigner) header(origin string) (string, error) {
+	now := v.now()
+	v.mu.Lock()
+	t, ok := v.tokens[origin]
+	v.mu.Unlock()
+	if ok && t.exp.Sub(now) >= tokenRenewBefore && t.exp.Sub(now) <= maxTokenLifetime {
+		return t.header, nil
+	}
+	// Two sends may sign at once for one origin; both tokens are valid and
+	// the later one stays.
+	t, err := v.sign(origin, now)
+	if err != nil {
+		return "", err
+	}
+	v.mu.Lock()
+	if len(v.tokens) >= maxCachedOrigins {
+		clear(v.tokens)
+	}
+	v.tokens[origin] = t
+	v.mu.Unlock()
+	return t.header, nil
+}
+
+func (v *vapidSigner) sign(origin string, now time.Time) (vapidToken, error) {
+	exp := now.Add(tokenLifetime).Truncate(time.Second)
+	claims, err := json.Marshal(struct {
+		Aud string `json:"aud"`
+		Exp int64  `json:"exp"`
+		Sub string `json:"sub"`
+	}{origin, exp.Unix(), v.subject})
+	if err != nil {
+		return vapidToken{}, err
+	}
+	unsigned := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(claims)
+	digest := sha256.Sum256([]byte(unsigned))
+	r, s, err := ecdsa.Sign(rand.Reader, v.key, digest[:])
+	if err != nil {
+		return vapidToken{}, fmt.Errorf("sign the VAPID token: %w", err)
+	}
+	var sig [64]byte // JWS ES256 is r || s, 32 bytes each (RFC 7518 §3.4)
+	r.FillBytes(sig[:32])
+	s.FillBytes(sig[32:])
+	return vapidToken{
+		header: "vapid t=" + unsigned + "." + base64.RawURLEncoding.EncodeToString(sig[:]) + v.keyPart,
+		exp:    exp,
+	}, nil
 }
