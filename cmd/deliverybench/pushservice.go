@@ -3,22 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -77,8 +68,9 @@ func dueAt(plaintext []byte) (time.Time, bool) {
 }
 
 // runPushService is the child process: pushtest's verifying, decrypting
-// service behind TLS on loopback, plus a control server. It stops when its
-// standard input closes (the benchmark ended or died) or on a signal.
+// service over TLS on loopback, keeping counts and arrival times rather than
+// bodies, plus a control server. It stops when its standard input closes
+// (the benchmark ended or died) or on a signal.
 func runPushService(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet(pushServiceCommand, flag.ContinueOnError)
 	vapidKey := fs.String("vapid-public-key", "", "the application server's VAPID public key, base64url")
@@ -95,27 +87,19 @@ func runPushService(ctx context.Context, args []string, stdin io.Reader, stdout 
 		cancel()
 	}()
 
-	ps := pushtest.NewServer(*vapidKey)
+	var arrived arrivals
+	ps := pushtest.NewServerWithOptions(*vapidKey, pushtest.Options{TLS: true, DiscardBodies: true, OnDelivered: arrived.add})
 	defer ps.Close()
-	front, certPEM, err := newTLSFront(ps.URL)
-	if err != nil {
-		return err
-	}
-	defer front.Close()
-	// Subscriptions and the VAPID audience take the origin from URL, so it
-	// must name the TLS front before the first Subscribe.
-	ps.URL = "https://" + front.Addr().String()
-	go front.serve(ctx)
 
 	control, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("pushservice: control listener: %w", err)
 	}
-	srv := &http.Server{Handler: controlHandler(ps), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: controlHandler(ps, &arrived), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(control) }()
 	defer srv.Close()
 
-	ready, err := json.Marshal(pushServiceReady{PushURL: ps.URL, ControlURL: "http://" + control.Addr().String(), CertPEM: certPEM})
+	ready, err := json.Marshal(pushServiceReady{PushURL: ps.URL, ControlURL: "http://" + control.Addr().String(), CertPEM: string(ps.CertPEM())})
 	if err != nil {
 		return err
 	}
@@ -126,8 +110,34 @@ func runPushService(ctx context.Context, args []string, stdin io.Reader, stdout 
 	return nil
 }
 
+// arrival is what the benchmark keeps of one delivered message.
+type arrival struct {
+	at  time.Time
+	due time.Time // zero when the message carries no due time
+}
+
+// arrivals records every delivered message in arrival order.
+type arrivals struct {
+	mu   sync.Mutex
+	list []arrival
+}
+
+func (a *arrivals) add(m pushtest.Message) {
+	due, _ := dueAt(m.Plaintext)
+	a.mu.Lock()
+	a.list = append(a.list, arrival{at: m.ReceivedAt, due: due})
+	a.mu.Unlock()
+}
+
+// span returns the arrivals from index from, n of them.
+func (a *arrivals) span(from, n int) []arrival {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]arrival(nil), a.list[from:min(from+n, len(a.list))]...)
+}
+
 // controlHandler serves the benchmark's requests to the push service.
-func controlHandler(ps *pushtest.Server) http.Handler {
+func controlHandler(ps *pushtest.Server, arrived *arrivals) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /subscribe", func(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.Atoi(r.URL.Query().Get("n"))
@@ -152,24 +162,27 @@ func controlHandler(ps *pushtest.Server) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		msgs, err := ps.WaitMessages(ctx, from+n)
+		counts, err := ps.WaitDelivered(ctx, from+n)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusGatewayTimeout)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(summarize(msgs[from:from+n], ps.Errors(), q.Get("due") == "1"))
+		errs := ps.Errors()
+		res := summarize(arrived.span(from, n), q.Get("due") == "1")
+		res.ErrorCount += counts.Errors
+		for _, err := range errs[:min(len(errs), 5)] {
+			res.Errors = append(res.Errors, err.Error())
+		}
+		_ = json.NewEncoder(w).Encode(res)
 	})
 	return mux
 }
 
-// summarize reports what the benchmark needs about the messages of a phase.
-func summarize(msgs []pushtest.Message, errs []error, latencies bool) waitResult {
-	res := waitResult{Delivered: len(msgs), ErrorCount: len(errs)}
-	for _, err := range errs[:min(len(errs), 5)] {
-		res.Errors = append(res.Errors, err.Error())
-	}
-	for i, m := range msgs {
-		at := m.ReceivedAt.UnixNano()
+// summarize reports what the benchmark needs about the arrivals of a phase.
+func summarize(list []arrival, latencies bool) waitResult {
+	res := waitResult{Delivered: len(list)}
+	for i, a := range list {
+		at := a.at.UnixNano()
 		if i == 0 || at < res.First {
 			res.First = at
 		}
@@ -177,100 +190,14 @@ func summarize(msgs []pushtest.Message, errs []error, latencies bool) waitResult
 		if !latencies {
 			continue
 		}
-		due, ok := dueAt(m.Plaintext)
-		if !ok {
+		if a.due.IsZero() {
 			res.ErrorCount++
-			res.Errors = append(res.Errors, fmt.Sprintf("%s: a push without its due time", m.Endpoint))
 			continue
 		}
-		res.LatenciesMicros = append(res.LatenciesMicros, m.ReceivedAt.Sub(due).Microseconds())
+		res.LatenciesMicros = append(res.LatenciesMicros, a.at.Sub(a.due).Microseconds())
+	}
+	if res.ErrorCount > 0 {
+		res.Errors = append(res.Errors, fmt.Sprintf("%d pushes carry no due time (%s)", res.ErrorCount, dueMarker))
 	}
 	return res
-}
-
-// tlsFront terminates TLS on loopback and passes each connection's bytes to
-// the plain HTTP service behind it. Until pushtest serves TLS itself this is
-// how its handler gets a TLS front; it adds one loopback copy per byte.
-type tlsFront struct {
-	net.Listener
-	backend string // host:port
-}
-
-func newTLSFront(backendURL string) (*tlsFront, string, error) {
-	u, err := url.Parse(backendURL)
-	if err != nil {
-		return nil, "", fmt.Errorf("pushservice: backend URL: %w", err)
-	}
-	cert, certPEM, err := selfSignedCert()
-	if err != nil {
-		return nil, "", err
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		NextProtos:   []string{"http/1.1"}, // the service behind speaks HTTP/1.1 only
-		MinVersion:   tls.VersionTLS12,
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("pushservice: TLS listener: %w", err)
-	}
-	return &tlsFront{Listener: ln, backend: u.Host}, certPEM, nil
-}
-
-func (f *tlsFront) serve(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		conn, err := f.Accept()
-		if err != nil {
-			return
-		}
-		wg.Go(func() { f.pass(ctx, conn) })
-	}
-}
-
-// pass copies between one client connection and a new backend connection
-// until either side closes.
-func (f *tlsFront) pass(ctx context.Context, client net.Conn) {
-	defer client.Close()
-	var d net.Dialer
-	backend, err := d.DialContext(ctx, "tcp", f.backend)
-	if err != nil {
-		return
-	}
-	defer backend.Close()
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(backend, client); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(client, backend); done <- struct{}{} }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
-
-// selfSignedCert makes a P-256 certificate for 127.0.0.1 that is its own
-// authority, so clients can trust it as a root (SSL_CERT_FILE,
-// NODE_EXTRA_CA_CERTS).
-func selfSignedCert() (tls.Certificate, string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, "", err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(now.UnixNano()),
-		Subject:               pkix.Name{CommonName: "deliverybench push service"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, "", fmt.Errorf("pushservice: certificate: %w", err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, string(certPEM), nil
 }

@@ -133,3 +133,22 @@ func TestSpread(t *testing.T) {
 		}
 	}
 }
+
+func TestSummarize(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	list := []arrival{
+		{at: t0.Add(30 * time.Millisecond), due: t0},
+		{at: t0.Add(10 * time.Millisecond), due: t0.Add(5 * time.Millisecond)},
+		{at: t0.Add(20 * time.Millisecond)},
+	}
+	res := summarize(list, false)
+	if res.Delivered != 3 || res.First != t0.Add(10*time.Millisecond).UnixNano() || res.Last != t0.Add(30*time.Millisecond).UnixNano() ||
+		res.ErrorCount != 0 || res.LatenciesMicros != nil {
+		t.Errorf("without latencies: %+v", res)
+	}
+	res = summarize(list, true)
+	if len(res.LatenciesMicros) != 2 || res.LatenciesMicros[0] != 30_000 || res.LatenciesMicros[1] != 5_000 ||
+		res.ErrorCount != 1 || len(res.Errors) != 1 {
+		t.Errorf("with latencies, one push without a due time: %+v", res)
+	}
+}
