@@ -463,8 +463,9 @@ func (b *bench) reportRound(r int, rd round) {
 		fmt.Fprintf(b.out, "round %d of %d:\n", r+1, o.Rounds)
 	}
 	line := func(p phase, from string) {
-		fmt.Fprintf(b.out, "%-22s %6d pushes in %7.3f s %s = %7.0f pushes/s; CPU %6.2f s = %5.0f µs/push; push service CPU %5.0f µs/push\n",
-			p.name, p.pushes, p.elapsed.Seconds(), from, p.rate(), p.cpu.Seconds(), perPush(p.cpu, p.pushes), perPush(p.serviceCPU, p.pushes))
+		fmt.Fprintf(b.out, "%-22s %6d pushes in %7.3f s %s = %7.0f pushes/s; CPU %6.2f s (%3.0f%% of a core) = %5.0f µs/push; push service CPU %5.0f µs/push\n",
+			p.name, p.pushes, p.elapsed.Seconds(), from, p.rate(), p.cpu.Seconds(), 100*p.cpu.Seconds()/p.elapsed.Seconds(),
+			perPush(p.cpu, p.pushes), perPush(p.serviceCPU, p.pushes))
 	}
 	if rd.node != nil {
 		line(*rd.node, "(first send to last answer)")
