@@ -38,6 +38,7 @@ type options struct {
 	Inserters   int // API requests in flight while registering devices and scheduling
 	Keep        bool
 	Short       bool
+	Perf        bool // sample amsg with perf during delivery
 }
 
 // envList collects a repeated KEY=VALUE flag.
@@ -119,6 +120,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.Lead, "lead", 0, "wait between starting the inserts and the due time (0: estimated from the device registrations)")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
 	fs.IntVar(&o.Inserters, "inserters", 8, "API requests in flight while registering devices and scheduling tasks")
+	fs.BoolVar(&o.Perf, "perf", false, "sample amsg with Linux perf from the due time to the last arrival and print its top functions (adds a few per cent of CPU)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary directory (data, logs, certificate) and print its path")
 	fs.BoolVar(&o.Short, "short", false, "smoke run: 50 pushes for 10 users; node is skipped when npm is missing")
 	if err := fs.Parse(args); err != nil {

@@ -56,6 +56,7 @@ type phase struct {
 	cpu        time.Duration // the sender's CPU time
 	serviceCPU time.Duration // the push service's
 	peakRSS    int64         // amsg only; 0 when unknown
+	profile    string        // amsg only, with --perf: the top of perf's report
 	latencies  []time.Duration
 }
 
@@ -317,7 +318,7 @@ func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings, round int) (ph
 	// A crashed amsg ends the phase at once, with its last words.
 	ctx, stopWatching := whileRunning(ctx, instances)
 	defer stopWatching()
-	p, err := b.deliverThroughAmsg(ctx, instances, s.masterKey)
+	p, err := b.deliverThroughAmsg(ctx, instances, s.masterKey, round)
 	if err != nil {
 		for _, inst := range instances {
 			if exited := inst.Exited(); exited != nil {
@@ -330,7 +331,7 @@ func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings, round int) (ph
 
 // deliverThroughAmsg registers the devices, schedules the tasks and
 // measures their delivery.
-func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstance, masterKey string) (phase, error) {
+func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstance, masterKey string, round int) (phase, error) {
 	o := b.o
 	pids := make([]int, len(instances))
 	for i, inst := range instances {
@@ -386,6 +387,12 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	if err != nil {
 		return phase{}, err
 	}
+	var prof *profiler
+	if o.Perf {
+		if prof, err = startProfile(b.sup, b.dir, round, pids); err != nil {
+			return phase{}, err
+		}
+	}
 	b.logf("amsg: due at %s; waiting for %d pushes", start.UTC().Format(time.TimeOnly+".000"), o.Tasks)
 	res, err := b.waitDelivered(ctx, o.Tasks, o.Scenario == scenarioLatency)
 	if err != nil {
@@ -407,6 +414,11 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 			return phase{}, err
 		}
 		p.peakRSS = max(p.peakRSS, rss)
+	}
+	if prof != nil {
+		if p.profile, err = prof.stop(ctx, b.sup); err != nil {
+			return phase{}, err
+		}
 	}
 	for _, us := range res.LatenciesMicros {
 		p.latencies = append(p.latencies, time.Duration(us)*time.Microsecond)
@@ -474,6 +486,9 @@ func (b *bench) reportRound(r int, rd round) {
 	fmt.Fprintf(b.out, "amsg peak RSS: %.0f MiB\n", float64(rd.amsg.peakRSS)/(1<<20))
 	if rd.node != nil {
 		fmt.Fprintf(b.out, "ratio amsg/node: %.2fx (goal >= 5x); by CPU per push: %.2fx\n", rd.rateRatio(), rd.cpuRatio())
+	}
+	if rd.amsg.profile != "" {
+		fmt.Fprintf(b.out, "amsg's CPU (perf, self time, from the due time to the last arrival):\n%s", rd.amsg.profile)
 	}
 	if len(rd.amsg.latencies) > 0 {
 		fmt.Fprintf(b.out, "due-to-delivered at %d tasks/s: p50 %s, p99 %s, max %s\n", o.Rate,
