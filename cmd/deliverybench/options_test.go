@@ -92,3 +92,12 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotaEnv(t *testing.T) {
+	if env := quotaEnv(100_000, 1000); env != nil {
+		t.Errorf("100 tasks a user: %v, want amsg's default quota", env)
+	}
+	if env := quotaEnv(200_001, 100); !slices.Equal(env, []string{"AMSG_MAX_TASKS_PER_USER=2001"}) {
+		t.Errorf("2001 tasks a user: %v", env)
+	}
+}

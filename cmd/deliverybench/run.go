@@ -112,7 +112,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	settings := amsgSettings{
 		binary: amsgBinary, dir: b.dir, certFile: b.certFile, masterKey: usercrypt.GenerateMasterKey(),
 		vapidPublic: b.vapidPublic, vapidSecret: b.vapidSecret, databaseURL: o.DatabaseURL,
-		extraEnv: o.AmsgEnv, cpu: b.cpu(measuredCPU),
+		extraEnv: append(quotaEnv(o.Tasks, o.Users), o.AmsgEnv...), cpu: b.cpu(measuredCPU),
 	}
 	var rounds []round
 	for r := range o.Rounds {
@@ -424,6 +424,19 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 		p.latencies = append(p.latencies, time.Duration(us)*time.Microsecond)
 	}
 	return p, nil
+}
+
+// amsgTaskQuota is amsg's default bound on one user's pending tasks.
+const amsgTaskQuota = 1000
+
+// quotaEnv raises amsg's task quota when a user gets more tasks than it
+// allows; --amsg-env, later in the environment, still wins.
+func quotaEnv(tasks, users int) []string {
+	perUser := (tasks + users - 1) / users
+	if perUser <= amsgTaskQuota {
+		return nil
+	}
+	return []string{fmt.Sprintf("AMSG_MAX_TASKS_PER_USER=%d", perUser)}
 }
 
 // whileRunning returns a context that ends when any of instances exits.
