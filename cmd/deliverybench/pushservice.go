@@ -151,6 +151,9 @@ func controlHandler(ps *pushtest.Server, arrived *arrivals) http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(subs)
 	})
+	mux.HandleFunc("GET /counts", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(ps.Counts())
+	})
 	mux.HandleFunc("GET /wait", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		from, err1 := strconv.Atoi(q.Get("from"))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/store/usercrypt"
 )
@@ -113,6 +114,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		binary: amsgBinary, dir: b.dir, certFile: b.certFile, masterKey: usercrypt.GenerateMasterKey(),
 		vapidPublic: b.vapidPublic, vapidSecret: b.vapidSecret, databaseURL: o.DatabaseURL,
 		extraEnv: append(quotaEnv(o.Tasks, o.Users), o.AmsgEnv...), cpu: b.cpu(measuredCPU),
+	}
+	if o.DatabaseURL != "" {
+		b.logf("the database server's CPU is not counted: it is not a process this command started")
 	}
 	var rounds []round
 	for r := range o.Rounds {
@@ -240,6 +244,9 @@ func (b *bench) waitDelivered(ctx context.Context, n int, latencies bool) (waitR
 	if latencies {
 		q.Set("due", "1")
 	}
+	progressDone := make(chan struct{})
+	defer close(progressDone)
+	go b.reportProgress(ctx, progressDone, b.delivered, n)
 	var res waitResult
 	if err := b.controlCall(ctx, http.MethodGet, "/wait", q, &res); err != nil {
 		return res, err
@@ -249,6 +256,30 @@ func (b *bench) waitDelivered(ctx context.Context, n int, latencies bool) (waitR
 		return res, fmt.Errorf("the push service rejected %d requests, the first: %v", res.ErrorCount, res.Errors)
 	}
 	return res, nil
+}
+
+// progressEvery is how often a long wait says how far it got.
+const progressEvery = 15 * time.Second
+
+// reportProgress logs how many of the n pushes of the phase, which began
+// after the first from, have arrived, every progressEvery, until done closes.
+func (b *bench) reportProgress(ctx context.Context, done <-chan struct{}, from, n int) {
+	tick := time.NewTicker(progressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var c pushtest.Counts
+		if err := b.controlCall(ctx, http.MethodGet, "/counts", nil, &c); err != nil {
+			return
+		}
+		b.logf("%d of %d pushes arrived (%d rejected)", c.Delivered-from, n, c.Errors)
+	}
 }
 
 // cpuOf sums the CPU time of processes so far.
