@@ -6,7 +6,9 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
+# VERSION is stamped into the binary; empty falls back to the module version.
+# docker build --build-arg VERSION="$(git describe --tags --always --dirty)" .
+ARG VERSION=
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/amsg ./cmd/amsg \
  && mkdir -p /out/data
 

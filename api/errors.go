@@ -3,6 +3,9 @@ package api
 import (
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
 )
 
 // Error is an API failure that carries the standard's error code. Handlers
@@ -30,8 +33,15 @@ func (e *Error) withDetails(details any) *Error {
 	return &c
 }
 
+// codeError returns an Error with its code's default message from
+// errorTable.
+func codeError(status int, code string) *Error {
+	return newError(status, code, defaultText(code).ZH)
+}
+
 // Errors shared by every endpoint. Messages are the standard's, verbatim:
-// clients show them, and branch on the code.
+// writeError answers with them when the request prefers Chinese and with
+// errorTable's English otherwise; clients branch on the code.
 var (
 	errNotFound           = newError(http.StatusNotFound, "NOT_FOUND", "Unknown route")
 	errInternal           = newError(http.StatusInternalServerError, "INTERNAL_ERROR", "服务器内部错误")
@@ -46,7 +56,8 @@ type errorBody struct {
 
 // writeError writes err as the error envelope. Anything that is not an
 // *Error is an internal failure: it is logged and the client sees only
-// INTERNAL_ERROR.
+// INTERNAL_ERROR. The message is English unless the request's
+// Accept-Language prefers Chinese.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
 	if !errors.As(err, &apiErr) {
@@ -55,8 +66,102 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else if apiErr.Status >= 500 {
 		s.log.WarnContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "code", apiErr.Code, "err", apiErr.Message)
 	}
+	message := apiErr.Message
+	if !prefersChinese(r.Header.Get("Accept-Language")) {
+		message = englishMessage(apiErr)
+	}
 	writeJSON(w, apiErr.Status, struct {
 		Success bool      `json:"success"`
 		Error   errorBody `json:"error"`
-	}{false, errorBody{apiErr.Code, apiErr.Message, apiErr.Details}})
+	}{false, errorBody{apiErr.Code, message, apiErr.Details}})
+}
+
+// errorTexts indexes errorTable by code and Chinese text; defaultTexts
+// holds each code's first row.
+var errorTexts, defaultTexts = func() (map[[2]string]string, map[string]errorText) {
+	byText, byCode := map[[2]string]string{}, map[string]errorText{}
+	for _, t := range errorTable {
+		byText[[2]string{t.Code, t.ZH}] = t.EN
+		if _, ok := byCode[t.Code]; !ok {
+			byCode[t.Code] = t
+		}
+	}
+	return byText, byCode
+}()
+
+// defaultText is code's default row; a code missing from the table gets a
+// generic text naming it.
+func defaultText(code string) errorText {
+	if t, ok := defaultTexts[code]; ok {
+		return t
+	}
+	return errorText{Code: code, EN: "Request failed (" + code + ")", ZH: "请求失败（" + code + "）"}
+}
+
+// englishMessage is e's message in English: the table's row for its text,
+// else the message itself when it has no Chinese in it (the agent loop's
+// and the validators' own words), else the code's default with the
+// details' reason or the fields they list.
+func englishMessage(e *Error) string {
+	if en, ok := errorTexts[[2]string{e.Code, e.Message}]; ok {
+		return en
+	}
+	if e.Message != "" && !hasHan(e.Message) {
+		return e.Message
+	}
+	msg := defaultText(e.Code).EN
+	if d, ok := e.Details.(map[string]any); ok {
+		if reason, ok := d["reason"].(string); ok && reason != "" && !hasHan(reason) {
+			return msg + ": " + reason
+		}
+		for _, key := range []string{"invalidFields", "missingFields"} {
+			if names, ok := d[key].([]string); ok && len(names) > 0 {
+				return msg + ": " + strings.Join(names, ", ")
+			}
+		}
+	}
+	return msg
+}
+
+func hasHan(s string) bool {
+	for _, r := range s {
+		if unicode.Is(unicode.Han, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxLanguageRanges bounds how much of an Accept-Language header is read.
+const maxLanguageRanges = 32
+
+// prefersChinese reports whether an Accept-Language header's preferred
+// language range (the highest q, the first among equals) is zh or a zh-*
+// subtag. Malformed ranges are skipped.
+func prefersChinese(header string) bool {
+	best, bestQ := "", 0.0
+	i := 0
+	for part := range strings.SplitSeq(header, ",") {
+		if i++; i > maxLanguageRanges {
+			break
+		}
+		tag, params, _ := strings.Cut(part, ";")
+		tag = strings.TrimSpace(tag)
+		if tag == "" {
+			continue
+		}
+		q := 1.0
+		if k, v, ok := strings.Cut(strings.TrimSpace(params), "="); ok && strings.TrimSpace(k) == "q" {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || f < 0 || f > 1 {
+				continue
+			}
+			q = f
+		}
+		if q > bestQ {
+			best, bestQ = tag, q
+		}
+	}
+	best = strings.ToLower(best)
+	return best == "zh" || strings.HasPrefix(best, "zh-")
 }

@@ -53,6 +53,9 @@ type Config struct {
 	// VAPID subject is a placeholder); /capabilities then lacks
 	// "apple-web-push" and warns.
 	ApplePushRefused bool
+	// AdminToken, when set, enables the operator API under
+	// /api/v1/admin/ for requests that carry it as a Bearer token.
+	AdminToken string
 }
 
 // Deps are the components the handlers use.
@@ -71,6 +74,9 @@ type Deps struct {
 	ServiceWorker http.Handler
 	// Instant serves /instant, /continue and /sessions; nil serves none.
 	Instant *Instant
+	// AdminPage serves the operator page at /admin when Config.AdminToken
+	// is set; nil serves none.
+	AdminPage http.Handler
 }
 
 // handlerFunc is an endpoint: it writes a success response or returns an
@@ -109,6 +115,8 @@ type Server struct {
 	features  []string
 	metrics   *httpMetrics
 	handler   http.Handler
+
+	broadcasts broadcastRunner // the operator's broadcasts this process sends
 }
 
 // New builds the server.
@@ -168,12 +176,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) mux() http.Handler {
 	r := chi.NewRouter()
+	r.Use(s.logRequests)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
 	for _, rt := range s.routes {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}
+	s.mountAdmin(r)
+	r.Get("/api/v1/openapi.json", handleOpenAPI)
 	r.Get("/healthz", s.handleHealth)
 	if s.deps.Metrics != nil {
 		r.Get("/metrics", s.handleMetrics)

@@ -70,8 +70,11 @@ type response struct {
 	body   string
 }
 
+// newRequest builds a request that, unless header says otherwise, prefers
+// Chinese: the endpoint tests check the standard's exact texts.
 func newRequest(method, path, body string, header map[string]string) *http.Request {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Accept-Language", "zh-CN")
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

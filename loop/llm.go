@@ -47,6 +47,16 @@ type Config struct {
 	// Logger gets one debug line per call (endpoint host, model, status,
 	// duration, tokens), never a key or a prompt. nil means slog.Default().
 	Logger *slog.Logger
+	// Observe, when set, is told of every call once it ends, for metrics.
+	Observe func(CallStats)
+}
+
+// CallStats is what Config.Observe learns of one call.
+type CallStats struct {
+	Stream   bool
+	Failed   bool
+	Duration time.Duration
+	Usage    Usage // zero for a failed call
 }
 
 // Client calls OpenAI-compatible chat-completions endpoints. It is safe for
@@ -57,11 +67,12 @@ type Client struct {
 	timeout time.Duration
 	max     int64
 	log     *slog.Logger
+	observe func(CallStats)
 }
 
 // NewClient returns a Client for cfg.
 func NewClient(cfg Config) *Client {
-	c := &Client{http: cfg.HTTPClient, timeout: cfg.Timeout, max: cfg.MaxResponseBytes, log: cfg.Logger}
+	c := &Client{http: cfg.HTTPClient, timeout: cfg.Timeout, max: cfg.MaxResponseBytes, log: cfg.Logger, observe: cfg.Observe}
 	if c.http == nil {
 		c.http = &http.Client{}
 	}
@@ -198,6 +209,13 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 	status := 0
 	defer func() {
 		attrs := []any{"host", hostOf(endpoint), "model", req.Model, "stream", stream, "status", status, "duration", time.Since(start)}
+		if c.observe != nil {
+			stats := CallStats{Stream: stream, Failed: err != nil, Duration: time.Since(start)}
+			if err == nil {
+				stats.Usage = resp.Usage
+			}
+			c.observe(stats)
+		}
 		if err != nil {
 			// The kind only: an error's text holds the endpoint URL, whose
 			// query may carry a key.

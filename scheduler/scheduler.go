@@ -83,6 +83,9 @@ type Config struct {
 	// Sleep waits between pushes and between instant attempts; nil waits
 	// on a timer that ends early with the context.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// OnClaim, when set, is told how late each claimed occurrence is (the
+	// claim time minus its nominal time), for the lateness metric.
+	OnClaim func(lateness time.Duration)
 }
 
 // Pusher fans a push out to a user's devices; *webpush.Dispatcher is one.
@@ -267,10 +270,12 @@ func (s *Scheduler) Wake() {
 // claimAndStart claims up to n due tasks and starts delivering them,
 // logging each result.
 func (s *Scheduler) claimAndStart(n int) (int, error) {
-	tasks, err := s.deps.Store.ClaimDueTasks(s.runCtx, s.now(), s.cfg.LeaseTTL, n)
+	now := s.now()
+	tasks, err := s.deps.Store.ClaimDueTasks(s.runCtx, now, s.cfg.LeaseTTL, n)
 	if err != nil {
 		return 0, err
 	}
+	s.observeClaims(tasks, now)
 	for _, t := range tasks {
 		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		if !s.launch(func() {
@@ -282,6 +287,16 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 		}
 	}
 	return len(tasks), nil
+}
+
+// observeClaims reports each claimed occurrence's lateness to OnClaim.
+func (s *Scheduler) observeClaims(tasks []store.Task, claimedAt time.Time) {
+	if s.cfg.OnClaim == nil {
+		return
+	}
+	for _, t := range tasks {
+		s.cfg.OnClaim(claimedAt.Sub(t.NextSendAt))
+	}
 }
 
 // launch runs fn as a delivery Stop waits for, unless Stop has begun.
@@ -312,6 +327,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
+	s.observeClaims(tasks, start)
 	results := make([]result, len(tasks))
 	var wg sync.WaitGroup
 	// Slots are taken in claim order, so tasks start in next_send_at order;

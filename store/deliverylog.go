@@ -69,10 +69,16 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []push.Attempt) err
 
 // Attempts returns the logged attempts of one message, oldest first.
 func (s *Store) Attempts(ctx context.Context, messageID string) ([]push.Attempt, error) {
+	return s.queryAttempts(ctx, "attempts", `WHERE message_id = ? ORDER BY at, id`, messageID)
+}
+
+// queryAttempts reads the delivery log rows that where (a WHERE clause and
+// its ORDER BY and LIMIT) selects; what names the caller in errors.
+func (s *Store) queryAttempts(ctx context.Context, what, where string, args ...any) ([]push.Attempt, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error
-		FROM delivery_log WHERE message_id = ? ORDER BY at, id`, messageID)
+		FROM delivery_log `+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: attempts: %w", err)
+		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}
 	defer rows.Close()
 	var attempts []push.Attempt
@@ -80,13 +86,13 @@ func (s *Store) Attempts(ctx context.Context, messageID string) ([]push.Attempt,
 		var a push.Attempt
 		var at, latency int64
 		if err := rows.Scan(&at, &a.MessageID, &a.UserID, &a.DeviceID, &a.PushHost, &a.Try, &a.Status, &a.Outcome, &latency, &a.Error); err != nil {
-			return nil, fmt.Errorf("store: attempts: %w", err)
+			return nil, fmt.Errorf("store: %s: %w", what, err)
 		}
 		a.At, a.Latency = fromMillis(at), time.Duration(latency)*time.Millisecond
 		attempts = append(attempts, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: attempts: %w", err)
+		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}
 	return attempts, nil
 }

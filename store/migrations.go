@@ -18,6 +18,7 @@ var migrations = []func(*sql.Tx) error{
 	schema(outboxSchema),        // outbox.go
 	schema(tasksSchema),         // tasks.go
 	schema(transcriptsSchema),   // transcripts.go
+	schema(broadcastsSchema),    // admin.go
 }
 
 // schema is a migration step that runs a fixed block of SQL statements.

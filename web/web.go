@@ -98,6 +98,12 @@ func Handler() http.Handler {
 	}
 	assets[ShellListPath] = newAsset("app-shell.json", shell)
 
+	return serveAssets(assets)
+}
+
+// serveAssets serves prepared files by URL path, GET and HEAD only, with
+// the security headers.
+func serveAssets(assets map[string]asset) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

@@ -33,6 +33,7 @@ type config struct {
 	VAPIDPrivateKey string
 	ClientToken     string
 	TokenSigningKey string
+	AdminToken      string
 }
 
 // secretEnv lists the settings that exist only as environment variables.
@@ -42,7 +43,12 @@ var secretEnv = []struct{ name, usage string }{
 	{"AMSG_VAPID_PRIVATE_KEY", "VAPID private key, base64url (generated and stored on first start)"},
 	{"AMSG_CLIENT_TOKEN", "shared secret every API request must send as X-Client-Token (optional)"},
 	{"AMSG_TOKEN_SIGNING_KEY", "HMAC key for Bearer tokens on /instant and /continue (optional)"},
+	{"AMSG_ADMIN_TOKEN", "operator token: enables /api/v1/admin/ and /admin for requests that send it as a Bearer token (optional)"},
 }
+
+// minAdminTokenLen bounds how short an operator token may be: it opens
+// every user's data.
+const minAdminTokenLen = 16
 
 // errUsage marks a configuration error: the process prints one line and
 // exits with status 2.
@@ -109,6 +115,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.VAPIDPrivateKey = getenv("AMSG_VAPID_PRIVATE_KEY")
 	c.ClientToken = getenv("AMSG_CLIENT_TOKEN")
 	c.TokenSigningKey = getenv("AMSG_TOKEN_SIGNING_KEY")
+	c.AdminToken = getenv("AMSG_ADMIN_TOKEN")
 	return c, c.validate()
 }
 
@@ -124,6 +131,8 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
+	case c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen:
+		return fmt.Errorf("%w: AMSG_ADMIN_TOKEN must be at least %d characters (openssl rand -hex 32 makes one)", errUsage, minAdminTokenLen)
 	}
 	if err := c.Scheduler.validate(); err != nil {
 		return err
@@ -146,7 +155,23 @@ func printServeUsage(fs *flag.FlagSet, w io.Writer) {
 func newLogger(c config, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: c.LogLevel}
 	if c.LogFormat == "json" {
+		opts.ReplaceAttr = durationsInMilliseconds
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationsInMilliseconds writes a time.Duration as a number of
+// milliseconds under its key with "_ms" appended: slog's JSON handler
+// would write nanoseconds, which log tools read as a bare, huge number. The
+// text format keeps Go's "1.5s".
+func durationsInMilliseconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindDuration {
+		return a
+	}
+	key := a.Key
+	if !strings.HasSuffix(key, "_ms") {
+		key += "_ms"
+	}
+	return slog.Float64(key, float64(a.Value.Duration().Microseconds())/1000)
 }

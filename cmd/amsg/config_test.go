@@ -58,6 +58,7 @@ func TestServeConfigRejectsBadInput(t *testing.T) {
 		{"tick too small", []string{"--tick", "1ms"}, nil, "--tick must be at least 100ms"},
 		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`},
 		{"half a VAPID pair", nil, map[string]string{"AMSG_VAPID_PUBLIC_KEY": "B"}, "must be given together"},
+		{"short operator token", nil, map[string]string{"AMSG_ADMIN_TOKEN": "short"}, "AMSG_ADMIN_TOKEN must be at least 16"},
 		{"log format", []string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
 	} {
 		_, err := parseServeConfig(c.args, env(c.env), io.Discard)

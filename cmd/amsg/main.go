@@ -3,6 +3,9 @@
 //	amsg serve     run the server (amsg serve -h lists its settings)
 //	amsg vapid     print a fresh VAPID key pair as environment lines
 //	amsg token     mint a Bearer token for /instant (AMSG_TOKEN_SIGNING_KEY)
+//	amsg send      send a notification to a user (operator API)
+//	amsg admin     operator commands: users, devices, tasks, failed, broadcast, delete-user
+//	amsg backup    write a consistent copy of the SQLite database
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
 //	amsg version   print the version
 package main
@@ -42,6 +45,9 @@ Commands:
   serve     run the server (amsg serve -h lists its settings)
   vapid     print a fresh VAPID key pair as environment lines
   token     mint a Bearer token for /instant and /continue (amsg token -h)
+  send      send a notification to a user (amsg send -h; needs AMSG_ADMIN_TOKEN)
+  admin     operator commands: users, devices, tasks, failed, broadcast, delete-user (amsg admin -h)
+  backup    write a consistent copy of the SQLite database, online (amsg backup -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
   version   print the version
 `
@@ -57,6 +63,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "serve":
 		return runServe(ctx, args[1:], stderr, getenv)
 	case "vapid":
+		if status, done := noFlags("amsg vapid", "prints a fresh VAPID key pair as AMSG_VAPID_* environment lines", args[1:], stderr); done {
+			return status
+		}
 		public, private, err := webpush.GenerateVAPIDKeys()
 		if err != nil {
 			fmt.Fprintf(stderr, "amsg vapid: %v\n", err)
@@ -66,9 +75,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return 0
 	case "token":
 		return runToken(args[1:], stdout, stderr, getenv)
+	case "send":
+		return runSend(ctx, args[1:], stdout, stderr, getenv)
+	case "admin":
+		return runAdmin(ctx, args[1:], stdout, stderr, getenv)
+	case "backup":
+		return runBackup(ctx, args[1:], stdout, stderr, getenv)
 	case "health":
-		return runHealth(ctx, getenv, stderr)
+		return runHealth(ctx, args[1:], getenv, stderr)
 	case "version", "-version", "--version":
+		if status, done := noFlags("amsg version", "prints the version", args[1:], stderr); done {
+			return status
+		}
 		fmt.Fprintf(stdout, "amsg %s\n", buildVersion())
 		return 0
 	case "help", "-h", "--help":
@@ -128,23 +146,47 @@ func runToken(args []string, stdout, stderr io.Writer, getenv func(string) strin
 	return 0
 }
 
-// runHealth asks the local server for /healthz; it is the container's
+// noFlags parses the arguments of a command that takes none, so -h prints
+// what it does (status 0) and anything else is misuse (status 2).
+func noFlags(name, what string, args []string, stderr io.Writer) (status int, done bool) {
+	fs := commandFlags(name, fmt.Sprintf("Usage: %s\n\n%s %s.", name, name, what), stderr)
+	if status, done := parseFlags(fs, args); done {
+		return status, true
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2, true
+	}
+	return 0, false
+}
+
+// runHealth asks a server for /healthz: exit 0 when it answers 200, 1 when
+// it answers otherwise or nothing answers. It is the container's
 // HEALTHCHECK, which has no curl.
-func runHealth(ctx context.Context, getenv func(string) string, stderr io.Writer) int {
+func runHealth(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	fs := commandFlags("amsg health", "Usage: amsg health [--addr HOST:PORT]\n\nExits 0 when the server answers GET /healthz with 200, else 1.", stderr)
 	addrEnv := envName("addr")
-	addr := getenv(addrEnv)
+	addrFlag := fs.String("addr", "", "address of the server (env "+addrEnv+", default "+defaultAddr+")")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
+	if status, done := parseFlags(fs, args); done {
+		return status
+	}
+	addr := *addrFlag
+	if addr == "" {
+		addr = getenv(addrEnv)
+	}
 	if addr == "" {
 		addr = defaultAddr
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "amsg health: %s=%q: %v\n", addrEnv, addr, err)
+		fmt.Fprintf(stderr, "amsg health: address %q: %v\n", addr, err)
 		return 2
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "localhost"
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/healthz", nil)
 	if err != nil {

@@ -41,8 +41,9 @@ func (c schedulerConfig) validate() error {
 	return nil
 }
 
-// newScheduler builds the scheduler, which delivers tasks through p.
-func (s *server) newScheduler(p scheduler.Pusher) error {
+// newScheduler builds the scheduler, which delivers tasks through p and
+// reports each claim's lateness to onClaim.
+func (s *server) newScheduler(p scheduler.Pusher, onClaim func(time.Duration)) error {
 	c := s.cfg.Scheduler
 	sched, err := scheduler.New(scheduler.Config{
 		Tick:         s.cfg.Tick,
@@ -51,6 +52,7 @@ func (s *server) newScheduler(p scheduler.Pusher) error {
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
+		OnClaim:      onClaim,
 	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: s.llm, Transcripts: s.transcripts})
 	if err != nil {
 		return &configError{err}

@@ -140,9 +140,18 @@ func (s *server) build() error {
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
-	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log})
+	observeLLM, err := newLLMMetrics(reg)
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(dueTasksGauge(s.store, s.log))
+	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM})
 	s.transcripts = loop.NewTranscripts(s.store, nil)
-	if err := s.newScheduler(dispatcher); err != nil {
+	observeLateness, err := newLatenessMetric(reg)
+	if err != nil {
+		return err
+	}
+	if err := s.newScheduler(dispatcher, observeLateness); err != nil {
 		return err
 	}
 	// The worker's version hashes the page's files, so a build with a new
@@ -159,6 +168,7 @@ func (s *server) build() error {
 		CORSOrigin:            s.cfg.CORSOrigin,
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
 		ApplePushRefused:      !sender.AppleSubjectOK(),
+		AdminToken:            s.cfg.AdminToken,
 		Logger:                s.log,
 	}, api.Deps{
 		Store:         s.store,
@@ -167,9 +177,13 @@ func (s *server) build() error {
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(s.version + "-" + assets),
 		Web:           web.Handler(),
+		AdminPage:     web.AdminHandler(),
 		Instant:       s.instant(),
 	})
 	if err != nil {
+		return err
+	}
+	if err := handler.ResumeBroadcasts(context.Background()); err != nil {
 		return err
 	}
 	s.listener, err = net.Listen("tcp", s.cfg.Addr)

@@ -12,7 +12,22 @@ const ZOMBIE_ATTEMPTS = 3;
 const ZOMBIE_BACKOFF_MS = 800;
 
 // Tests shorten the zombie backoff through this seam.
-export const timing = { sleep: (ms) => new Promise((r) => setTimeout(r, ms)) };
+// subscribeTimeoutMs bounds one pushManager.subscribe: a browser that
+// cannot reach its push service (a blocked network, a privacy setting)
+// never settles it.
+export const timing = { sleep: (ms) => new Promise((r) => setTimeout(r, ms)), subscribeTimeoutMs: 30000 };
+
+function subscribeWithTimeout(registration, options) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      const err = new Error(`The browser did not create a push subscription within ${Math.round(timing.subscribeTimeoutMs / 1000)} seconds.`);
+      err.code = 'SUBSCRIBE_TIMEOUT';
+      reject(err);
+    }, timing.subscribeTimeoutMs);
+  });
+  return Promise.race([registration.pushManager.subscribe(options), timeout]).finally(() => clearTimeout(timer));
+}
 
 /** What this browser can do: 'ok', or why it cannot receive pushes. */
 export function support() {
@@ -42,7 +57,7 @@ export async function subscribe(registration, vapidPublicKey) {
   const applicationServerKey = base64ToBytes(vapidPublicKey);
   let endpoint = '';
   for (let attempt = 1; attempt <= ZOMBIE_ATTEMPTS; attempt++) {
-    const subscription = await registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey });
+    const subscription = await subscribeWithTimeout(registration, { userVisibleOnly: true, applicationServerKey });
     endpoint = subscription.endpoint || '';
     if (!endpoint.includes(ZOMBIE_HOST)) return subscription;
     try {

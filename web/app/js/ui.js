@@ -141,6 +141,7 @@ const friendly = {
   TASK_ALREADY_COMPLETED: 'That scheduled message has already been sent or has failed, so it can no longer be changed.',
   INVALID_TIMESTAMP: 'Pick a time in the future.',
   VAPID_NOT_CONFIGURED: 'The server has no push keys configured.',
+  SUBSCRIBE_TIMEOUT: 'The browser did not finish turning on notifications. It may not reach its push service from this network (a firewall, VPN or privacy setting can block it). Try again, or try another network or browser.',
   PUSH_ENDPOINT_ZOMBIE: 'The browser keeps handing out a dead push endpoint. Restart the browser and try again.',
   NOT_INITIALISED: 'This browser is not connected to the server yet.',
 };

@@ -75,7 +75,8 @@ export function render(app, params) {
     const missing = Boolean(sessionId && !isNew && !conversation);
     const title = conversation ? (conversation.contactName || 'Conversation') : missing ? 'Conversation' : 'New conversation';
     const subtitle = conversation ? `Started ${relativeTime(conversation.createdAt)}`
-      : missing ? (restoring ? 'Loading…' : 'Not available') : 'Replies also arrive as notifications';
+      : missing ? (restoring ? 'Loading…' : 'Not available')
+        : device.enabled() ? 'Replies also arrive as notifications' : 'Notifications are off: replies show only here';
     const banners = [];
     if (!settings.llmReady(llm)) {
       banners.push(h('div.notice.warn', { role: 'note' }, icon('sparkle'),

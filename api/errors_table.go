@@ -1,0 +1,123 @@
+package api
+
+// errorText is one message of an error code in both languages: English,
+// which clients get by default, and Chinese, the standard's exact text,
+// which they get when Accept-Language prefers zh.
+type errorText struct {
+	Code string
+	EN   string
+	ZH   string
+}
+
+// errorTable is every error code amsg answers with, each with its messages.
+// A code's first row is its default: writeError falls back to it for a
+// message the table does not list (a formatted one, or one a producer such
+// as the agent loop wrote). The further rows of a code are the other
+// messages handlers give it, matched on the Chinese text.
+var errorTable = []errorText{
+	// Routing and the process.
+	{"NOT_FOUND", "Unknown route", "Unknown route"},
+	{"METHOD_NOT_ALLOWED", "Only POST is supported", "Only POST is supported"},
+	{"INTERNAL_ERROR", "Internal server error", "服务器内部错误"},
+	{"INIT_FAILED", "The database schema check failed", "数据库结构检查失败"},
+
+	// Authorization.
+	{"INVALID_CLIENT_TOKEN", "Missing or invalid shared secret", "共享密钥无效或缺失"},
+	{"INVALID_CLIENT_TOKEN", "Missing X-Client-Token", "缺少 X-Client-Token"},
+	{"INVALID_CLIENT_TOKEN", "Invalid X-Client-Token", "X-Client-Token 无效"},
+	{"UNAUTHORIZED", "Missing or invalid Bearer token", "token 已过期或无效"},
+	{"UNAUTHORIZED", "Missing Authorization: Bearer <token>", "缺少 Authorization: Bearer <token>"},
+	{"UNAUTHORIZED", "Empty Bearer token", "空 Bearer token"},
+	{"UNAUTHORIZED", "Malformed token", "token 格式无效"},
+	{"UNAUTHORIZED", "Malformed token signature", "token 签名格式无效"},
+	{"UNAUTHORIZED", "Invalid token signature", "token 签名无效"},
+	{"UNAUTHORIZED", "Unreadable token payload", "token payload 解析失败"},
+	{"INVALID_ADMIN_TOKEN", "Missing or invalid operator token", "管理令牌无效或缺失"},
+	{"RATE_LIMITED", "Too many requests; retry later", "请求过于频繁，请稍后重试"},
+	{"QUOTA_EXCEEDED", "Quota exceeded", "已超出配额"},
+
+	// The user id and the encrypted request envelope.
+	{"USER_ID_REQUIRED", "Missing user id (X-User-Id)", "缺少用户标识符"},
+	{"INVALID_USER_ID_FORMAT", "Invalid user id: it must be a UUID v4", "用户标识符格式无效，必须是 UUID v4"},
+	{"ENCRYPTION_REQUIRED", "The request body must be encrypted", "请求体必须加密"},
+	{"UNSUPPORTED_ENCRYPTION_VERSION", "Unsupported encryption version", "加密版本不支持"},
+	{"INVALID_ENCRYPTED_PAYLOAD", "Malformed encrypted payload", "加密数据格式错误"},
+	{"DECRYPTION_FAILED", "The request body could not be decrypted", "请求体解密失败"},
+
+	// Request bodies.
+	{"INVALID_PAYLOAD_FORMAT", "Invalid request payload", "请求体格式错误"},
+	{"INVALID_PAYLOAD_FORMAT", "The decrypted data is not valid JSON", "解密后的数据不是合法 JSON"},
+	{"INVALID_PAYLOAD_FORMAT", "The decrypted data must be a JSON object", "解密后的数据必须是 JSON 对象"},
+	{"INVALID_PAYLOAD_FORMAT", "The request body is not valid JSON", "请求体不是合法 JSON"},
+	{"INVALID_PAYLOAD_FORMAT", "The request body could not be read", "无法读取请求体"},
+	{"INVALID_PAYLOAD_FORMAT", "The payload must be a JSON object", "payload 必须是 JSON 对象"},
+	{"INVALID_PAYLOAD_FORMAT", "The tool results do not match the tool calls the session waits for", "工具结果与会话等待的工具调用不符"},
+	{"INVALID_PAYLOAD_FORMAT", "sessionId is required and must be a non-empty string", "sessionId 必填且为非空字符串"},
+	{"INVALID_PAYLOAD_FORMAT", "contactName is required", "contactName 必填"},
+	{"INVALID_PAYLOAD_FORMAT", "completePrompt must be a non-empty string", "completePrompt 必须是非空字符串"},
+	{"INVALID_PAYLOAD_FORMAT", "temperature must be a finite number", "temperature 必须是有限数字"},
+	{"INVALID_PAYLOAD_FORMAT", "pushSubscription must be a valid Web Push subscription", "pushSubscription 必须是合法 Web Push 订阅对象"},
+	{"INVALID_PAYLOAD_FORMAT", "messageSubtype must be a string", "messageSubtype 必须是字符串"},
+	{"INVALID_PAYLOAD_FORMAT", "metadata must be a plain object", "metadata 必须是普通对象"},
+	{"INVALID_PAYLOAD_FORMAT", "tools must be an array", "tools 必须是数组"},
+	{"COMPLETE_PROMPT_NOT_SUPPORTED_ON_HOOK_PATH", "completePrompt is not accepted on /continue; pass a `messages` array directly", "completePrompt is not accepted on /continue; pass a `messages` array directly"},
+	{"PAYLOAD_TOO_LARGE", "The payload is too large", "请求体过大"},
+	{"INVALID_API_URL", "apiUrl is not an allowed LLM endpoint", "apiUrl 不是允许的 LLM 地址"},
+
+	// Tasks.
+	{"INVALID_PARAMETERS", "Missing or invalid parameters", "缺少必需参数或参数格式错误"},
+	{"INVALID_PARAMETERS", "immediate must be a boolean", "immediate 必须是布尔值"},
+	{"INVALID_PARAMETERS", "messageType 'instant' is delivered at once and cannot carry immediate", "messageType 'instant' 本就立即投递，不能再带 immediate"},
+	{"INVALID_PARAMETERS", "supersedesUuid must be a valid UUID", "supersedesUuid 必须是合法 UUID"},
+	{"INVALID_PARAMETERS", "supersedesUuid must differ from the task's uuid", "supersedesUuid 不能与本条任务的 uuid 相同"},
+	{"INVALID_PARAMETERS", "tzId must be an IANA time zone id (such as Asia/Tokyo)", "tzId 必须是可用的 IANA 时区 id（如 Asia/Tokyo）"},
+	{"INVALID_PARAMETERS", `recurrenceType "cron" needs cronExpr (a five-field cron expression such as "0 9 * * 1-5")`, `recurrenceType "cron" 需要 cronExpr（五段 cron 表达式，如 "0 9 * * 1-5"）`},
+	{"INVALID_PARAMETERS", `cronExpr must be a five-field cron expression such as "0 9 * * 1-5"`, `cronExpr 必须是五段 cron 表达式，如 "0 9 * * 1-5"`},
+	{"INVALID_PARAMETERS", `cronExpr is only for recurrenceType "cron"`, `cronExpr 只用于 recurrenceType "cron"`},
+	{"INVALID_PARAMETERS", `recurrenceType must be "none" for an instant task`, "instant 类型的 recurrenceType 必须为 none"},
+	{"INVALID_PARAMETERS", "An instant task needs userMessage or a complete AI configuration", "instant 类型必须提供 userMessage 或完整的 AI 配置"},
+	{"INVALID_PARAMETERS", "llmExtraBody must be a plain object", "llmExtraBody 必须是普通对象"},
+	{"INVALID_PARAMETERS", "metadata must be a plain object", "metadata 必须是普通对象"},
+	{"INVALID_PARAMETERS", "limit must be a positive integer", "limit 参数无效，必须为正整数"},
+	{"INVALID_PARAMETERS", "offset must be a non-negative integer", "offset 参数无效，必须为非负整数"},
+	{"INVALID_TIMESTAMP", "Invalid time", "时间格式无效"},
+	{"INVALID_TIMESTAMP", "The time must be in the future", "时间必须在未来"},
+	{"INVALID_MESSAGE_TYPE", "Invalid message type", "消息类型无效"},
+	{"INVALID_UPDATE_DATA", "Invalid update data", "更新数据格式错误"},
+	{"TASK_ID_REQUIRED", "Missing task id", "缺少任务ID"},
+	{"TASK_NOT_FOUND", "The task does not exist or was deleted", "指定的任务不存在或已被删除"},
+	{"TASK_UUID_CONFLICT", "A task with this UUID already exists; submit again with a new uuid", "任务 UUID 已存在，请使用新的 uuid 重新提交"},
+	{"TASK_ALREADY_COMPLETED", "The task has completed or failed and cannot be updated", "任务已完成或已失败，无法更新"},
+	{"TASK_ALREADY_COMPLETED", "The task has completed or failed", "任务已完成或已失败"},
+	{"MESSAGE_SEND_FAILED", "The message could not be sent", "消息发送失败"},
+
+	// Push subscriptions and delivery.
+	{"INVALID_PUSH_SUBSCRIPTION", "Invalid push subscription", "推送订阅格式无效"},
+	{"INVALID_UPDATED_AT", "updatedAt must be a positive integer (milliseconds)", "updatedAt 必须是正整数（毫秒时间戳）"},
+	{"PUSH_SUBSCRIPTION_MISSING", "This user has no registered push subscription (PUT /push-subscription)", "该用户还没有登记推送订阅（PUT /push-subscription）"},
+	{"PUSH_SUBSCRIPTION_LOOKUP_FAILED", "The push subscription could not be read; retry later", "推送订阅读取失败，请稍后重试"},
+	{"PUSH_SUBSCRIPTION_NOT_ACCEPTED", "pushSubscription is no longer updated with a task; use PUT /push-subscription to replace the user's subscription", "pushSubscription 不再随任务更新，改用 PUT /push-subscription 覆盖用户级订阅"},
+	{"PUSH_SEND_FAILED", "Web Push delivery failed", "Web Push 推送失败"},
+	{"LLM_CALL_FAILED", "The LLM call failed", "LLM 调用失败"},
+	{"LOOP_EXCEEDED", "The agent loop reached its iteration limit", "代理循环已达到最大轮数"},
+	{"BUDGET_EXHAUSTED", "The session's token budget is exhausted", "会话的 token 预算已用完"},
+
+	// Sessions.
+	{"SESSION_NOT_FOUND", "The session does not exist or has expired", "会话不存在或已过期"},
+	{"CONCURRENT_CONTINUE", "This round was handled by another /continue, or the session is not waiting for tool results", "这一轮已由另一个 /continue 处理，或会话没有在等待工具结果"},
+
+	// Client state and the outbox.
+	{"INVALID_STATE_ENTRIES", "entries must be a non-empty array", "entries 必须是非空数组"},
+	{"TOO_MANY_STATE_ENTRIES", "Too many entries in one request", "单次条目过多"},
+	{"NAMESPACE_REQUIRED", "The namespace query parameter is required", "必须提供 namespace 查询参数"},
+	{"INVALID_STATE_NAMESPACE", `namespace must not contain control characters (\u0000-\u001f are reserved)`, `namespace 不能包含控制字符（\u0000-\u001f 为库内部保留）`},
+	{"INVALID_OUTBOX_CURSOR", "since must be a non-negative integer (the cursor of the previous page)", "since 必须是非负整数（上一页响应里的 cursor）"},
+	{"INVALID_OUTBOX_LIMIT", "limit is out of range", "limit 超出范围"},
+	{"INVALID_OUTBOX_ACK", "messageIds must be a non-empty array", "messageIds 必须是非空数组"},
+	{"INVALID_OUTBOX_ACK", "Every item of messageIds must be a non-empty string", "messageIds 的每一项必须是非空字符串"},
+	{"TOO_MANY_OUTBOX_ACK_IDS", "Too many messageIds in one request", "单次 ack 条目过多"},
+
+	// The operator API.
+	{"USER_NOT_FOUND", "No such user", "用户不存在"},
+	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
+}

@@ -1,0 +1,107 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"amsg/loop"
+	"amsg/scheduler"
+	"amsg/store/storetest"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// fullServer has every feature: tasks, instant, metrics, the operator API
+// and page, the service worker.
+func fullServer(t *testing.T) *Server {
+	t.Helper()
+	st := storetest.New(t)
+	dispatcher, _ := newTestDispatcher(t, st)
+	sched, err := scheduler.New(scheduler.Config{Logger: testLogger(t),
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
+		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: loop.NewClient(loop.Config{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sched.Stop(context.Background()) })
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	return newTestServer(t, Config{AdminToken: "t"}, Deps{Store: st, Dispatcher: dispatcher, Scheduler: sched,
+		Metrics: prometheus.NewRegistry(), ServiceWorker: page, AdminPage: page,
+		Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: loop.NewClient(loop.Config{}), Transcripts: loop.NewTranscripts(st, nil)})}})
+}
+
+// TestOpenAPIDocumentsEveryRoute holds openapi.json to the router: every
+// API route is documented and nothing else is. HEAD twins of GET routes,
+// the methods /instant and /continue answer only with 405, and the static
+// files (/sw.js, /admin) are not API routes.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	s := fullServer(t)
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	resp := do(t, s, http.MethodGet, "/api/v1/openapi.json", nil)
+	if resp.status != http.StatusOK || resp.header.Get("Content-Type") != "application/json; charset=utf-8" {
+		t.Fatalf("GET /api/v1/openapi.json = %d %s", resp.status, resp.header.Get("Content-Type"))
+	}
+	if err := json.Unmarshal([]byte(resp.body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi = %q", doc.OpenAPI)
+	}
+	var documented []string
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+			var o struct {
+				OperationID string                     `json:"operationId"`
+				Responses   map[string]json.RawMessage `json:"responses"`
+			}
+			if err := json.Unmarshal(op, &o); err != nil || o.OperationID == "" || len(o.Responses) == 0 {
+				t.Errorf("%s %s: want an operationId and responses (%v)", method, path, err)
+			}
+		}
+	}
+
+	onlyPostRoutes := map[string]bool{}
+	for _, rt := range s.routes {
+		if reflect.ValueOf(rt.handle).Pointer() == reflect.ValueOf(onlyPost).Pointer() {
+			onlyPostRoutes[rt.method+" /api/v1/"+rt.name] = true
+		}
+	}
+	var served []string
+	err := chi.Walk(s.mux().(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		key := method + " " + route
+		if method == http.MethodHead || onlyPostRoutes[key] || route == "/sw.js" || route == "/admin" || route == "/admin/*" {
+			return nil
+		}
+		served = append(served, key)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	for _, r := range served {
+		if !slices.Contains(documented, r) {
+			t.Errorf("%s is served but not in openapi.json", r)
+		}
+	}
+	for _, d := range documented {
+		if !slices.Contains(served, d) {
+			t.Errorf("%s is in openapi.json but not served", d)
+		}
+	}
+	if len(served) < 30 {
+		t.Fatalf("only %d routes walked: %v", len(served), served)
+	}
+}

@@ -1,0 +1,46 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// The request log names the route pattern, the status, the duration in
+// milliseconds and a digest of the user, never the user id itself.
+func TestRequestLog(t *testing.T) {
+	var buf bytes.Buffer
+	s := newTestServer(t, Config{AdminToken: "t", Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}, Deps{})
+	serve(s, newRequest(http.MethodGet, "/api/v1/push-subscription", "", map[string]string{"X-User-Id": testUserID}))
+	serve(s, newRequest(http.MethodGet, "/api/v1/admin/users/u1/devices", "", nil))
+	var lines []map[string]any
+	for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if m["msg"] == "request" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("request lines %v, want 2", lines)
+	}
+	first := lines[0]
+	if first["method"] != "GET" || first["route"] != "/api/v1/push-subscription" || first["status"] != 200.0 ||
+		first["user"] != userDigest(testUserID) {
+		t.Errorf("request line %v", first)
+	}
+	if _, ok := first["duration_ms"].(float64); !ok {
+		t.Errorf("duration_ms = %v, want a number of milliseconds", first["duration_ms"])
+	}
+	if lines[1]["route"] != "/api/v1/admin/users/{userId}/devices" || lines[1]["status"] != 401.0 {
+		t.Errorf("second line %v, want the pattern, not the path", lines[1])
+	}
+	if strings.Contains(buf.String(), testUserID) {
+		t.Error("the log carries the user id")
+	}
+}

@@ -1,0 +1,73 @@
+package store_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"amsg/store"
+	"amsg/store/storetest"
+)
+
+// A backup taken while the store is open restores: opened with the same
+// master key, it has the same devices, tasks and secrets.
+func TestBackupRestores(t *testing.T) {
+	clk := newClock()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "amsg.db")
+	st := storetest.Open(t, store.Config{Path: path, Now: clk.Now})
+	ctx := t.Context()
+	if _, err := st.PutSubscription(ctx, alice, subscriptionJSON("https://push.example.com/a1"), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	task := insertTask(t, st, bob, 1, clk.Now().Add(time.Hour))
+
+	dest := filepath.Join(t.TempDir(), "backup.db")
+	if err := store.Backup(ctx, path, dest); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(dest); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("backup file: %v, %v; want mode 0600", info, err)
+	}
+	if err := store.Backup(ctx, path, dest); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("a second backup over the first = %v, want a refusal", err)
+	}
+	// Written after the backup: not in it.
+	if _, err := st.PutSubscription(ctx, bob, subscriptionJSON("https://push.example.com/b1"), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	sec := st.Secrets()
+	// Every secret comes from the copy: none is given.
+	restored, err := store.Open(ctx, store.Config{Path: dest, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restored.Close() })
+	if got := restored.Secrets(); got != sec {
+		t.Fatal("the restored database has other secrets")
+	}
+	if got := endpoints(t, restored, alice); len(got) != 1 || got[0] != "https://push.example.com/a1" {
+		t.Fatalf("restored devices of alice = %v", got)
+	}
+	if got := endpoints(t, restored, bob); len(got) != 0 {
+		t.Fatalf("restored devices of bob = %v, want none (registered after the backup)", got)
+	}
+	back, err := restored.Task(ctx, bob, task.UUID)
+	if err != nil || string(back.Payload) != string(task.Payload) {
+		t.Fatalf("restored task = %+v, %v", back, err)
+	}
+}
+
+func TestBackupOfAMissingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	err := store.Backup(t.Context(), filepath.Join(dir, "nope.db"), filepath.Join(dir, "out.db"))
+	if err == nil {
+		t.Fatal("backup of a missing database succeeded")
+	}
+	if _, statErr := os.Stat(filepath.Join(dir, "out.db")); !os.IsNotExist(statErr) {
+		t.Fatalf("a failed backup left its file: %v", statErr)
+	}
+}
