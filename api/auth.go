@@ -59,6 +59,7 @@ func (s *Server) authorize(mode authMode, r *http.Request) error {
 		if got == "" || !s.tokens.equal(got, s.cfg.ClientToken) {
 			return errInvalidClientToken
 		}
+		s.proofs.record(r.Context(), proofUser(r), s.cfg.ClientToken)
 	case authInstant:
 		if s.cfg.TokenSigningKey != "" {
 			if err := verifyBearer(r.Header.Get("Authorization"), s.cfg.TokenSigningKey, s.now()); err != nil {
@@ -68,11 +69,17 @@ func (s *Server) authorize(mode authMode, r *http.Request) error {
 		if s.cfg.ClientToken != "" {
 			got := strings.TrimSpace(r.Header.Get("X-Client-Token"))
 			if got == "" && strings.TrimSpace(r.Header.Get("X-Payload-Encrypted")) == "true" {
-				// amsg-client's encrypted instant mode sends no token. Its
-				// body is sealed with a user key, which only a holder of the
-				// token can have fetched from /get-user-key; a body that does
-				// not open is refused with DECRYPTION_FAILED.
-				return nil
+				// amsg-client's encrypted instant mode sends no token. It is
+				// let in for a user who proved the current token recently
+				// (tokenproof.go); a user key fetched with a token since
+				// rotated no longer suffices.
+				ok, err := s.proofs.holds(r.Context(), proofUser(r), s.cfg.ClientToken)
+				if err != nil {
+					return err
+				}
+				if ok {
+					return nil
+				}
 			}
 			if got == "" {
 				return newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "缺少 X-Client-Token")
@@ -80,6 +87,7 @@ func (s *Server) authorize(mode authMode, r *http.Request) error {
 			if !s.tokens.equal(got, s.cfg.ClientToken) {
 				return newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "X-Client-Token 无效")
 			}
+			s.proofs.record(r.Context(), proofUser(r), s.cfg.ClientToken)
 		}
 	}
 	return nil

@@ -58,6 +58,9 @@ func (s *Server) handlePutClientState(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
+	if err := s.admitClientState(r.Context(), userID, entries); err != nil {
+		return err
+	}
 	put, err := s.deps.Store.PutClientState(r.Context(), userID, entries)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 
@@ -21,7 +20,12 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.WithoutCancel(r.Context())
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	if err != nil {
+		return err
+	}
+	defer rd.end()
+	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Resume(ctx, loop.Resume{
 		Owner: c.owner, SessionID: c.req.sessionID, Iteration: c.req.iteration, Call: c.req.call(),
 		Presentation: c.req.presentation(),

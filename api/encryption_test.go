@@ -67,8 +67,9 @@ func openResponse(t testing.TB, userID string, got response) string {
 	return strings.TrimSuffix(string(plaintext), "\n")
 }
 
+// encryptedHeaders are amsg-client's headers on an encrypted call.
 func encryptedHeaders(userID string) map[string]string {
-	return map[string]string{"X-Payload-Encrypted": "true", "X-Encryption-Version": "1", "X-User-Id": userID}
+	return map[string]string{"Content-Type": "application/json", "X-Payload-Encrypted": "true", "X-Encryption-Version": "1", "X-User-Id": userID}
 }
 
 // gateProbe serves the decrypted payload back, so tests see exactly what a

@@ -21,6 +21,9 @@ type Instant struct {
 	// KeepAlive is the interval of SSE keepalive comments; 0 means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
+	// DefaultModel says the operator configured a model, which a request
+	// that gives no apiUrl, apiKey and primaryModel uses.
+	DefaultModel bool
 }
 
 // instantFeature is the standard's instant path with amsg's agent loop:
@@ -60,7 +63,7 @@ type instantCall struct {
 	owner loop.Owner
 }
 
-type decodeFunc func(f fields, haveUser bool, maxIter int, warn func(builders.Warning)) (*instantRequest, error)
+type decodeFunc func(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error)
 
 // readInstantCall runs the standard's request pipeline after auth: the
 // user id when the request names one (required for an encrypted body),
@@ -68,6 +71,9 @@ type decodeFunc func(f fields, haveUser bool, maxIter int, warn func(builders.Wa
 // X-Payload-Encrypted: true), validation, then amsg's checks of the
 // recipients.
 func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode decodeFunc) (*instantCall, error) {
+	if err := requireJSONContent(r); err != nil {
+		return nil, err
+	}
 	encrypted := strings.TrimSpace(r.Header.Get("X-Payload-Encrypted")) == "true"
 	var userID string
 	var err error
@@ -102,7 +108,7 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	warn := func(w builders.Warning) {
 		s.log.WarnContext(r.Context(), "avatarUrl 不合法，已置空", "path", r.URL.Path, "warning", w.String())
 	}
-	q, err := decode(f, userID != "", s.deps.Instant.Agent.MaxIterations(), warn)
+	q, err := decode(f, userID != "", s.deps.Instant.Agent.MaxIterations(), s.deps.Instant.DefaultModel, warn)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +120,9 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 		err = nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkAPIURL(r.Context(), q.apiURL); err != nil {
 		return nil, err
 	}
 	owner := loop.UserOwner(userID)
@@ -154,9 +163,12 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if sessionID == "" {
 		sessionID = "sess_" + push.NewUUID()
 	}
-	// The round outlives the request: a client that goes away must not
-	// stop the model or the pushes.
-	ctx := context.WithoutCancel(r.Context())
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	if err != nil {
+		return err
+	}
+	defer rd.end()
+	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Start(ctx, loop.Start{
 		Owner: c.owner, SessionID: sessionID, Iteration: max(c.req.iteration, 0), Call: c.req.call(),
 		Presentation: c.req.presentation(), TokenBudget: c.req.tokenBudget,
@@ -208,7 +220,7 @@ type roundResult struct {
 // round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
 // LLM_CALL_FAILED, after its error push.
 func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to recipients) error {
-	out, err := run.Execute(ctx, func(p push.Push) error { return s.deliverPush(ctx, to, p) })
+	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p) }))
 	var f *loop.Failure
 	if errors.As(err, &f) {
 		if f.Push != nil {
@@ -255,7 +267,7 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	stream := startSSE(w, r, keepAlive)
 	backups := s.newPushQueue(ctx, to)
-	_, err := run.Execute(ctx, func(p push.Push) error {
+	_, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error {
 		data, err := push.Encode(p)
 		if err != nil {
 			return err
@@ -263,7 +275,7 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 		stream.event("payload", data)
 		backups.add(p)
 		return nil
-	})
+	}))
 	var f *loop.Failure
 	switch {
 	case errors.As(err, &f) && f.Push != nil:

@@ -100,7 +100,10 @@ type requestValidator struct {
 	q        *instantRequest
 	haveUser bool
 	maxIter  int
-	log      func(warning builders.Warning)
+	// defaultModel lets a request give none of the credentials: the
+	// operator's model answers it.
+	defaultModel bool
+	log          func(warning builders.Warning)
 }
 
 // check runs checks in order and returns the first failure.
@@ -117,8 +120,8 @@ func (v *requestValidator) check(checks ...func() *Error) error {
 // standard's legacy path, which amsg always takes: it has no onLLMOutput
 // hook, so completePrompt is accepted with or without tools), then amsg's
 // own fields.
-func decodeInstant(f fields, haveUser bool, maxIter int, warn func(builders.Warning)) (*instantRequest, error) {
-	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, log: warn}
+func decodeInstant(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error) {
+	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, defaultModel: defaultModel, log: warn}
 	err := v.check(
 		v.forbidden("firstSendTime", "amsg-instant 不接受 firstSendTime；该字段属于 amsg-server 的定时消息"),
 		v.onlyValue("recurrenceType", "none", `amsg-instant 不支持 recurrenceType（必须省略或为 "none"）`),
@@ -141,8 +144,8 @@ func decodeInstant(f fields, haveUser bool, maxIter int, warn func(builders.Warn
 
 // decodeContinue validates a /continue body in validateContinuePayload's
 // order. Unlike upstream, messages may hold only the tool results.
-func decodeContinue(f fields, haveUser bool, maxIter int, warn func(builders.Warning)) (*instantRequest, error) {
-	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, log: warn}
+func decodeContinue(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error) {
+	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, defaultModel: defaultModel, log: warn}
 	err := v.check(
 		func() *Error {
 			if _, ok := f.nonBlank("sessionId"); !ok {
@@ -245,6 +248,9 @@ func (v *requestValidator) temperature() *Error {
 }
 
 func (v *requestValidator) credentials() *Error {
+	if v.defaultModel && !v.f.has("apiUrl") && !v.f.has("apiKey") && !v.f.has("primaryModel") {
+		return nil
+	}
 	for _, c := range []struct {
 		key string
 		dst *string

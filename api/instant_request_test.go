@@ -171,7 +171,7 @@ func validationBody(t *testing.T, base map[string]any, c validationCase) string 
 }
 
 func runValidationRows(t *testing.T, path string, base map[string]any, rows []validationCase) {
-	s := newTestServer(t, Config{AllowPrivateEndpoints: true}, Deps{Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{})}})
+	s := newTestServer(t, Config{AllowPrivateEndpoints: true, LLMPolicy: loop.URLPolicy{AllowPrivate: true}}, Deps{Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{})}})
 	for _, c := range rows {
 		t.Run(c.name, func(t *testing.T) {
 			got := post(s, path, validationBody(t, base, c), jsonHeaders)
@@ -214,7 +214,7 @@ func TestDecodeAcceptsWhatUpstreamAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := decodeInstant(f, false, 10, warn)
+	q, err := decodeInstant(f, false, 10, false, warn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestDecodeAcceptsWhatUpstreamAccepts(t *testing.T) {
 
 	f, _ = bodyFields([]byte(`{"sessionId":"s","contactName":"Rei","messages":[{"role":"tool","tool_call_id":"a","content":""}],
 		"apiUrl":"u","apiKey":"k","primaryModel":"m","firstSendTime":"x","messageType":"fixed","messageSubtype":5}`))
-	q, err = decodeContinue(f, true, 10, warn)
+	q, err = decodeContinue(f, true, 10, false, warn)
 	if err != nil || q.iteration != -1 || q.messageSubtype != "" || q.subscription != nil {
 		t.Errorf("continue decoded %+v, %v", q, err)
 	}

@@ -39,10 +39,11 @@ func newInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig) *instan
 	t.Helper()
 	st := storetest.New(t)
 	dispatcher, fake := newTestDispatcher(t, st)
-	agent.Client = loop.NewClient(loop.Config{})
+	agent.Client = loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})
 	agent.Transcripts = loop.NewTranscripts(st, nil)
 	agent.Logger = testLogger(t)
 	cfg.AllowPrivateEndpoints = true
+	cfg.LLMPolicy = loop.URLPolicy{AllowPrivate: true}
 	s := newTestServer(t, cfg, Deps{Store: st, Dispatcher: dispatcher,
 		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond}})
 	h := httptest.NewServer(s)
@@ -762,9 +763,10 @@ func TestInstantAuthAndCORS(t *testing.T) {
 		{"wrong client token", map[string]string{"Authorization": "Bearer " + token, "X-Client-Token": "x"}, 401, "INVALID_CLIENT_TOKEN"},
 		{"expired", map[string]string{"Authorization": "Bearer " + signBearer("k", `{"v":1,"exp":1}`), "X-Client-Token": "ct"}, 401, "UNAUTHORIZED"},
 		{"both, bad body", map[string]string{"Authorization": "Bearer " + token, "X-Client-Token": " ct "}, 400, "INVALID_PAYLOAD_FORMAT"},
-		// An encrypted body stands in for the token, but must open.
-		{"encrypted without token, not sealed with the user key", withHeaders(encryptedHeaders(testUserID),
-			map[string]string{"Authorization": "Bearer " + token}), 400, "INVALID_ENCRYPTED_PAYLOAD"},
+		// An encrypted body stands in for the token only for a user who
+		// proved the token (TestRotatedClientToken).
+		{"encrypted without token, token never proved", withHeaders(encryptedHeaders(testUserID),
+			map[string]string{"Authorization": "Bearer " + token}), 401, "INVALID_CLIENT_TOKEN"},
 	} {
 		b := body
 		if c.status == 400 {
@@ -777,10 +779,16 @@ func TestInstantAuthAndCORS(t *testing.T) {
 	}
 
 	// amsg-client's encrypted instant mode: no X-Client-Token, a body sealed
-	// with the user key.
+	// with the user key, from a user who proved the token.
+	proveClientToken(t, f.s, testUserID, "ct")
+	got := post(f.s, "/api/v1/instant", "{", withHeaders(withHeaders(jsonHeaders, encryptedHeaders(testUserID)),
+		map[string]string{"Authorization": "Bearer " + token}))
+	if got.status != http.StatusBadRequest || !strings.Contains(got.body, `"code":"INVALID_ENCRYPTED_PAYLOAD"`) {
+		t.Errorf("encrypted without token, not sealed with the user key: %d %s", got.status, got.body)
+	}
 	f.llm.Enqueue(llmtest.Reply{Content: "好。"})
 	sealed := browserEncrypt(t, browserUserKey(testUserID), f.body(map[string]any{"pushSubscription": sub}))
-	got := post(f.s, "/api/v1/instant", sealed, withHeaders(withHeaders(jsonHeaders, encryptedHeaders(testUserID)),
+	got = post(f.s, "/api/v1/instant", sealed, withHeaders(withHeaders(jsonHeaders, encryptedHeaders(testUserID)),
 		map[string]string{"Authorization": "Bearer " + token}))
 	if got.status != http.StatusOK || !strings.Contains(got.body, `"messagesSent":1`) {
 		t.Errorf("encrypted without a client token: %d %s", got.status, got.body)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -56,24 +57,14 @@ func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-// handleHealth answers 200 when the store answers, 503 otherwise.
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	if err := s.deps.Store.Ping(r.Context()); err != nil {
-		s.log.WarnContext(r.Context(), "health check failed", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
 // handleMetrics serves the Prometheus text format. When a client token is
 // configured the scraper must present it, as X-Client-Token or as a Bearer
 // token (what Prometheus' authorization setting sends).
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.ClientToken != "" {
 		token := r.Header.Get("X-Client-Token")
-		if auth := r.Header.Get("Authorization"); token == "" && len(auth) > 7 {
-			token = auth[7:]
+		if auth := r.Header.Get("Authorization"); token == "" && len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+			token = auth[7:] // the whole rest is compared: no prefix of any 7 bytes passes
 		}
 		if !s.tokens.equal(token, s.cfg.ClientToken) {
 			s.writeError(w, r, errInvalidClientToken)

@@ -41,7 +41,7 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		route := routePattern(r)
-		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(rec.status)).Inc()
+		m.requests.WithLabelValues(metricMethod(r.Method), route, strconv.Itoa(rec.status)).Inc()
 		m.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
 	})
 }

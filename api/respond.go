@@ -5,15 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"amsg/push"
 )
-
-// bodyReadTimeout bounds how long a client may take to send a request body.
-// The server sets no global ReadTimeout because it would also cut long SSE
-// responses, so each body read gets its own deadline instead.
-const bodyReadTimeout = 30 * time.Second
 
 // marshalJSON encodes v with a trailing newline and without HTML escaping,
 // so `<`, `>` and `&` reach clients (and encrypted envelopes) as they were
@@ -49,19 +43,19 @@ func writeData(w http.ResponseWriter, status int, data any) {
 
 // readBody reads at most limit bytes of the request body. A larger body is
 // refused with 413 before it is buffered; a body that cannot be read at all
-// (a dropped connection, a client too slow) is the standard's
-// INVALID_PAYLOAD_FORMAT.
+// (a dropped connection) is the standard's INVALID_PAYLOAD_FORMAT; one that
+// did not arrive within the read deadline (see deadlines) is 408 and the
+// connection closes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return nil, newError(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
 			fmt.Sprintf("请求体超过 %d 字节上限", limit)).withDetails(map[string]any{"maxBytes": limit})
+	case isReadTimeout(err):
+		w.Header().Set("Connection", "close")
+		return nil, errRequestTimeout
 	case err != nil:
 		return nil, newError(http.StatusBadRequest, "INVALID_PAYLOAD_FORMAT", "无法读取请求体")
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/loop"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
@@ -56,6 +57,11 @@ type Config struct {
 	// AdminToken, when set, enables the operator API under
 	// /api/v1/admin/ for requests that carry it as a Bearer token.
 	AdminToken string
+	// Limits bound what one caller can make the server do (limits.go).
+	Limits Limits
+	// LLMPolicy vets the apiUrl a request or task gives (400
+	// INVALID_API_URL); the LLM client enforces it again when it dials.
+	LLMPolicy loop.URLPolicy
 }
 
 // Deps are the components the handlers use.
@@ -114,6 +120,9 @@ type Server struct {
 	routes    []route // longest name first, for suffix matching
 	features  []string
 	metrics   *httpMetrics
+	rounds    *roundGuard
+	proofs    *tokenProofs
+	health    healthCheck
 	handler   http.Handler
 
 	broadcasts broadcastRunner // the operator's broadcasts this process sends
@@ -143,13 +152,21 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.cfg.MaxClientStateBodyBytes <= 0 {
 		s.cfg.MaxClientStateBodyBytes = 16 << 20
 	}
+	s.cfg.Limits = s.cfg.Limits.withDefaults()
+	var reg prometheus.Registerer
 	if deps.Metrics != nil {
 		m, err := newHTTPMetrics(deps.Metrics)
 		if err != nil {
 			return nil, fmt.Errorf("api: register metrics: %w", err)
 		}
-		s.metrics = m
+		s.metrics, reg = m, deps.Metrics
 	}
+	rounds, err := newRoundGuard(s.cfg.Limits, s.log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("api: register metrics: %w", err)
+	}
+	s.rounds = rounds
+	s.proofs = newTokenProofs(deps.Store, s.cfg.Limits.TokenProofMaxAge, s.now, s.log)
 	for _, f := range []feature{
 		s.metaFeature(),
 		s.userKeyFeature(),
@@ -168,7 +185,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.routes = append(s.routes, f.routes...)
 	}
 	slices.SortStableFunc(s.routes, func(a, b route) int { return len(b.name) - len(a.name) })
-	s.handler = s.cors.middleware(s.recoverPanics(s.mux()))
+	s.handler = s.deadlines(s.cors.middleware(s.rateLimit(s.recoverPanics(s.mux()))))
 	return s, nil
 }
 

@@ -95,16 +95,16 @@ func (s *sseStream) write(frame string) bool {
 	return true
 }
 
-// close stops the keepalives; later frames are dropped. It clears the
-// write deadline, which would otherwise outlive the response on a kept-alive
-// connection.
+// close stops the keepalives; later frames are dropped. The stream's end
+// gets one more frame's time to leave: a zero deadline would let a stalled
+// reader hold the connection, and the next request on it sets its own.
 func (s *sseStream) close() {
 	s.mu.Lock()
 	select {
 	case <-s.closed:
 	default:
 		close(s.closed)
-		_ = s.rc.SetWriteDeadline(time.Time{})
+		_ = s.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 	}
 	s.mu.Unlock()
 	s.wg.Wait()

@@ -85,6 +85,14 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	ctx := r.Context()
+	if err := s.admitTask(ctx, userID, req.uuid); err != nil {
+		return err
+	}
+	if req.payload.APIURL != nil {
+		if err := s.checkAPIURL(ctx, *req.payload.APIURL); err != nil {
+			return err
+		}
+	}
 	if req.subscription != nil {
 		if _, err := s.deps.Store.PutSubscription(ctx, userID, req.subscription, s.now()); err != nil {
 			return err

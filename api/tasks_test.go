@@ -59,7 +59,7 @@ func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 	var err error
 	e.sched, err = scheduler.New(scheduler.Config{Now: e.clk.Now, Logger: testLogger(t),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: e.st, Pusher: dispatcher, LLM: loop.NewClient(loop.Config{})})
+		scheduler.Deps{Store: e.st, Pusher: dispatcher, LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,11 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
+	if u, ok := f.str("apiUrl"); ok && f.truthy("apiUrl") {
+		if err := s.checkAPIURL(r.Context(), u); err != nil {
+			return err
+		}
+	}
 	task, err := s.deps.Store.UpdatePendingTask(r.Context(), userID, id, func(t store.Task) (store.TaskUpdate, error) {
 		p, err := scheduler.TaskPayload(t)
 		if err != nil {

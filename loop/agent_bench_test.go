@@ -15,7 +15,7 @@ import (
 // says what BenchmarkInstantRequest in package api spends where.
 func BenchmarkAgentRound(b *testing.B) {
 	llm := llmtest.NewServer(b)
-	a := NewAgent(AgentConfig{Client: NewClient(Config{}), Transcripts: NewTranscripts(storetest.New(b), nil)})
+	a := NewAgent(AgentConfig{Client: NewClient(Config{Policy: testPolicy}), Transcripts: NewTranscripts(storetest.New(b), nil)})
 	call := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Messages: []byte(`[{"role":"user","content":"明天提醒我带伞"}]`)}
 	reply := llmtest.Reply{Content: "好的，我记下了。明天见！", Usage: &llmtest.Usage{PromptTokens: 20, CompletionTokens: 8}}
 	emit := func(p push.Push) error { _, err := push.Encode(p); return err }

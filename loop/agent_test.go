@@ -30,7 +30,7 @@ type agentFixture struct {
 func newAgentFixture(t *testing.T, cfg AgentConfig) *agentFixture {
 	t.Helper()
 	llm := llmtest.NewServer(t)
-	cfg.Client = NewClient(Config{})
+	cfg.Client = NewClient(Config{Policy: testPolicy})
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	cfg.Transcripts = NewTranscripts(storetest.New(t), cfg.Now)
 	return &agentFixture{agent: NewAgent(cfg), llm: llm}
@@ -423,7 +423,7 @@ func TestAgentRetakesAnAbandonedClaim(t *testing.T) {
 		_, err := f.resume(t.Context(), "s", 1, result)
 		conflict(t, err)
 
-		restarted := NewAgent(AgentConfig{Client: NewClient(Config{}), Transcripts: f.agent.Transcripts(), Now: now})
+		restarted := NewAgent(AgentConfig{Client: NewClient(Config{Policy: testPolicy}), Transcripts: f.agent.Transcripts(), Now: now})
 		advance(time.Second)
 		f.llm.Enqueue(llmtest.Reply{Content: "中午。"})
 		run, err := restarted.Resume(t.Context(), Resume{Owner: owner, SessionID: "s", Iteration: 1, Call: f.call(result)})

@@ -2,12 +2,17 @@ package loop
 
 import (
 	"amsg/push"
+	"amsg/push/webpush"
 
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
+	"syscall"
 )
 
 // ErrInvalidAPIURL marks an apiUrl that is empty or not an absolute http(s)
@@ -95,4 +100,95 @@ func percentEncode(s, set string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// URLPolicy decides which LLM endpoints a caller may make the server call.
+// By default only hosts whose every address is public: an apiUrl is the
+// caller's choice of host, port, path and body, so without it any caller
+// could reach the server's internal network (SSRF). AllowPrivate admits
+// loopback and private networks (a local model, tests). The operator's
+// default model is not subject to it.
+type URLPolicy struct {
+	AllowPrivate bool
+	Resolver     webpush.Resolver // nil means net.DefaultResolver
+}
+
+// Check normalizes apiURL and refuses it (an *Error of kind
+// ErrInvalidAPIURL) when its host is local, or is or resolves to an address
+// that is not public. A name that does not resolve passes: it reaches
+// nothing. The client checks every address again when it dials,
+// so a host that re-resolves elsewhere later is refused then too.
+func (p URLPolicy) Check(ctx context.Context, apiURL string) error {
+	endpoint, err := NormalizeAPIURL(apiURL)
+	if err != nil || p.AllowPrivate {
+		return err
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return &Error{kind: ErrInvalidAPIURL, msg: "Invalid apiUrl: it is not a valid absolute URL.", cause: err}
+	}
+	host := strings.TrimSuffix(u.Hostname(), ".")
+	refuse := func(why string) error {
+		return &Error{kind: ErrInvalidAPIURL, msg: fmt.Sprintf("Invalid apiUrl: host %s is %s; only public hosts may be called.", host, why)}
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return refuse("local")
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if why := webpush.RefusedAddress(ip); why != "" {
+			return refuse(why)
+		}
+		return nil
+	}
+	resolver := p.Resolver
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		// Not an SSRF: the call will fail, and the dial check still holds
+		// if the name resolves by then.
+		return nil
+	}
+	for _, ip := range addrs {
+		if why := webpush.RefusedAddress(ip); why != "" {
+			return refuse("resolving to " + why)
+		}
+	}
+	return nil
+}
+
+// errRefusedAddress is the dial error for an address the policy refuses.
+var errRefusedAddress = errors.New("LLM endpoint address refused")
+
+// dialControl vets every address the client dials, after DNS resolution,
+// so DNS rebinding cannot reach a private network; nil when private
+// addresses are allowed.
+func (p URLPolicy) dialControl() func(network, address string, c syscall.RawConn) error {
+	if p.AllowPrivate {
+		return nil
+	}
+	return webpush.RefusePrivate(errRefusedAddress)
+}
+
+// displayURL is an endpoint as errors and logs may show it: credentials
+// dropped and query values masked, since callers put API keys there.
+func displayURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"redacted"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	u.Fragment = ""
+	return u.String()
 }

@@ -72,7 +72,7 @@ func BenchmarkStreamParser(b *testing.B) {
 	}
 	body.WriteString("data: [DONE]\n\n")
 	stream := body.String()
-	c := NewClient(Config{})
+	c := NewClient(Config{Policy: testPolicy})
 	b.SetBytes(int64(len(stream)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -87,7 +87,7 @@ func BenchmarkStreamParser(b *testing.B) {
 // zero-latency fake endpoint on loopback (HTTP included).
 func BenchmarkCompleteLoopback(b *testing.B) {
 	llm := llmtest.NewServer(b)
-	c := NewClient(Config{})
+	c := NewClient(Config{Policy: testPolicy})
 	req := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(`[{"role":"user","content":"hi"}]`)}
 	b.ReportAllocs()
 	for b.Loop() {

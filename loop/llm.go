@@ -4,6 +4,7 @@ import (
 	"amsg/push"
 
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,10 +12,12 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -49,6 +52,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Observe, when set, is told of every call once it ends, for metrics.
 	Observe func(CallStats)
+	// Policy decides which request-given endpoints are called; the client
+	// enforces it when it dials. It does not apply to Default.
+	Policy URLPolicy
+	// Default is the operator's model, called when a request names no
+	// apiUrl, wherever it points.
+	Default Model
 }
 
 // CallStats is what Config.Observe learns of one call.
@@ -59,11 +68,21 @@ type CallStats struct {
 	Usage    Usage // zero for a failed call
 }
 
+// Model is an endpoint, its key and a model name.
+type Model struct {
+	APIURL string
+	APIKey string
+	Name   string
+}
+
 // Client calls OpenAI-compatible chat-completions endpoints. It is safe for
 // concurrent use; the endpoint, key and model come with each Request, since
 // in the standard every caller brings its own.
 type Client struct {
-	http    *http.Client
+	http    *http.Client // request-given endpoints, under the policy
+	trusted *http.Client // the operator's default model
+	def     Model
+	policy  URLPolicy
 	timeout time.Duration
 	max     int64
 	log     *slog.Logger
@@ -72,9 +91,11 @@ type Client struct {
 
 // NewClient returns a Client for cfg.
 func NewClient(cfg Config) *Client {
-	c := &Client{http: cfg.HTTPClient, timeout: cfg.Timeout, max: cfg.MaxResponseBytes, log: cfg.Logger, observe: cfg.Observe}
+	c := &Client{http: cfg.HTTPClient, trusted: cfg.HTTPClient, def: cfg.Default, policy: cfg.Policy,
+		timeout: cfg.Timeout, max: cfg.MaxResponseBytes, log: cfg.Logger, observe: cfg.Observe}
 	if c.http == nil {
-		c.http = &http.Client{}
+		c.http = newHTTPClient(cfg.Policy.dialControl())
+		c.trusted = newHTTPClient(nil)
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultLLMTimeout
@@ -88,9 +109,23 @@ func NewClient(cfg Config) *Client {
 	return c
 }
 
+// newHTTPClient is an LLM client's HTTP client: no redirects (a redirect
+// would take a request past the policy, its body and key with it), and
+// control, when set, vetting every address dialled.
+func newHTTPClient(control func(network, address string, c syscall.RawConn) error) *http.Client {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control}
+	transport.DialContext = dialer.DialContext
+	transport.Proxy = nil // a proxy would dial in our place, unchecked
+	return &http.Client{
+		Transport:     transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
 // Request is one chat-completions call, in the standard's terms.
 type Request struct {
-	APIURL string // normalised with NormalizeAPIURL
+	APIURL string // normalised with NormalizeAPIURL; "" means the client's Default
 	APIKey string // sent as Authorization: Bearer <APIKey>, unchanged
 	Model  string // primaryModel
 
@@ -193,6 +228,11 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 }
 
 func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error) (resp *Response, err error) {
+	httpClient, operators := c.http, req.APIURL == "" && c.def.APIURL != ""
+	if operators {
+		req.APIURL, req.APIKey, req.Model = c.def.APIURL, c.def.APIKey, cmp.Or(req.Model, c.def.Name)
+		httpClient = c.trusted
+	}
 	endpoint, err := NormalizeAPIURL(req.APIURL)
 	if err != nil {
 		return nil, err
@@ -222,23 +262,31 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 			kind := "callback"
 			if e := (*Error)(nil); errors.As(err, &e) && e.kind != nil {
 				kind = e.kind.Error()
+				if e.cause != nil {
+					attrs = append(attrs, "cause", redact(rootCause(e.cause).Error(), req.APIKey))
+				}
 			}
 			c.log.DebugContext(ctx, "llm call failed", append(attrs, "error", kind)...)
 			return
 		}
 		c.log.DebugContext(ctx, "llm call", append(attrs, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)...)
 	}()
+	if !operators && !c.policy.AllowPrivate {
+		// A request-given endpoint: its caller learns the status class of
+		// a failed answer and nothing of its content (docs/security.md).
+		defer func() { err = statusClassOnly(err, endpoint) }()
+	}
 
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, &Error{kind: ErrInvalidAPIURL, msg: fmt.Sprintf("Invalid apiUrl: %q. Please provide a valid absolute URL.", req.APIURL), cause: err}
+		return nil, &Error{kind: ErrInvalidAPIURL, msg: fmt.Sprintf("Invalid apiUrl: %q. Please provide a valid absolute URL.", displayURL(endpoint)), cause: err}
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Authorization", "Bearer "+req.APIKey)
 	if stream {
 		httpReq.Header.Set("Accept", "text/event-stream")
 	}
-	httpResp, err := c.http.Do(httpReq)
+	httpResp, err := httpClient.Do(httpReq)
 	if err != nil {
 		return nil, c.transportError(ctx, err, endpoint, req.APIKey)
 	}
@@ -277,17 +325,39 @@ func (c *Client) transportError(ctx context.Context, err error, endpoint, key st
 	switch ctxErr := ctx.Err(); {
 	case errors.Is(ctxErr, context.DeadlineExceeded):
 		return &Error{kind: ErrTransport, cause: context.DeadlineExceeded,
-			msg: fmt.Sprintf("AI API error: request timed out. Request URL: %s", endpoint)}
+			msg: fmt.Sprintf("AI API error: request timed out. Request URL: %s", displayURL(endpoint))}
 	case ctxErr != nil:
 		return &Error{kind: ErrTransport, cause: ctxErr,
-			msg: fmt.Sprintf("AI API error: request canceled. Request URL: %s", endpoint)}
+			msg: fmt.Sprintf("AI API error: request canceled. Request URL: %s", displayURL(endpoint))}
 	}
 	var e *Error
 	if errors.As(err, &e) {
 		return err
 	}
+	// The cause is logged, not told: "connection refused" against "timed
+	// out" would map which ports of a host are open.
 	return &Error{kind: ErrTransport, cause: err,
-		msg: fmt.Sprintf("AI API error: request failed: %s. Request URL: %s", redact(rootCause(err).Error(), key), endpoint)}
+		msg: fmt.Sprintf("AI API error: request failed. Request URL: %s", displayURL(endpoint))}
+}
+
+// statusClassOnly rewrites the error of an answer that was not a usable
+// completion to say only the class of its status: the status line and body
+// of whatever a caller pointed the server at are not told back.
+func statusClassOnly(err error, endpoint string) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Status == 0 {
+		return err
+	}
+	var msg string
+	switch e.kind {
+	case ErrStatus:
+		msg = "AI API error: the endpoint answered with an error status (%dxx). Request URL: %s"
+	case ErrBadResponse:
+		msg = "AI API error: the answer (%dxx) is not a chat completion. Request URL: %s"
+	default:
+		return err
+	}
+	return &Error{kind: e.kind, Status: e.Status, cause: e.cause, msg: fmt.Sprintf(msg, e.Status/100, displayURL(endpoint))}
 }
 
 // rootCause drops net/http's `Post "<url>":` wrapping, which repeats the URL.
@@ -304,9 +374,9 @@ func rootCause(err error) error {
 func statusError(resp *http.Response, endpoint, key string) error {
 	e := &Error{kind: ErrStatus, Status: resp.StatusCode}
 	if resp.StatusCode == http.StatusMethodNotAllowed {
-		e.msg = "AI API error: 405 Method Not Allowed. apiUrl must point to a full chat endpoint (for example: /chat/completions). Received: " + endpoint
+		e.msg = "AI API error: 405 Method Not Allowed. apiUrl must point to a full chat endpoint (for example: /chat/completions). Received: " + displayURL(endpoint)
 	} else {
-		e.msg = fmt.Sprintf("AI API error: %d %s. Request URL: %s", resp.StatusCode, reasonPhrase(resp), endpoint)
+		e.msg = fmt.Sprintf("AI API error: %d %s. Request URL: %s", resp.StatusCode, reasonPhrase(resp), displayURL(endpoint))
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
 	e.ProviderMessage, e.ProviderCode = providerDetail(raw, key)
@@ -394,19 +464,19 @@ func (c *Client) readCompletion(body io.Reader, status int, endpoint, key string
 	}
 	if int64(len(raw)) > c.max {
 		return nil, &Error{kind: ErrResponseTooLarge, Status: status,
-			msg: fmt.Sprintf("AI API error: response exceeds %d bytes. Request URL: %s", c.max, endpoint)}
+			msg: fmt.Sprintf("AI API error: response exceeds %d bytes. Request URL: %s", c.max, displayURL(endpoint))}
 	}
 	var cj completionJSON
 	if err := json.Unmarshal(raw, &cj); err != nil {
 		if !json.Valid(raw) {
 			return nil, &Error{kind: ErrBadResponse, Status: status, cause: err,
-				msg: fmt.Sprintf("AI API error: HTTP %d but body is not valid JSON. Request URL: %s", status, endpoint)}
+				msg: fmt.Sprintf("AI API error: HTTP %d but body is not valid JSON. Request URL: %s", status, displayURL(endpoint))}
 		}
 		cj.Choices = nil
 	}
 	if len(cj.Choices) == 0 {
 		e := &Error{kind: ErrBadResponse, Status: status,
-			msg: fmt.Sprintf("AI API error: HTTP %d but body is not a chat completion (no choices). Request URL: %s", status, endpoint)}
+			msg: fmt.Sprintf("AI API error: HTTP %d but body is not a chat completion (no choices). Request URL: %s", status, displayURL(endpoint))}
 		e.ProviderMessage, e.ProviderCode = providerDetail(raw, key)
 		return nil, e
 	}

@@ -22,7 +22,7 @@ func ptr[T any](v T) *T { return &v }
 func TestCompleteSendsTheStandardRequest(t *testing.T) {
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(llmtest.Reply{Content: "ok"})
-	c := NewClient(Config{})
+	c := NewClient(Config{Policy: testPolicy})
 	_, err := c.Complete(context.Background(), Request{
 		APIURL: llm.URL + "/v1/", APIKey: testKey, Model: "gpt-x",
 		Prompt: "<b>hi</b> & 你好", MaxTokens: 5,
@@ -126,7 +126,7 @@ func TestCompleteReadsTheAnswer(t *testing.T) {
 		ToolCalls:        []llmtest.ToolCall{{ID: "call_1", Name: "get_time", Arguments: `{"tz":"Asia/Tokyo"}`}},
 		Usage:            &llmtest.Usage{PromptTokens: 30, CachedTokens: 10, CompletionTokens: 20, ReasoningTokens: 5},
 	})
-	resp, err := NewClient(Config{}).Complete(context.Background(), Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Prompt: "p"})
+	resp, err := NewClient(Config{Policy: testPolicy}).Complete(context.Background(), Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Prompt: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCompleteKeepsTheMessageVerbatim(t *testing.T) {
 	message := `{"role":"assistant","content":null,"refusal":null,"annotations":[],"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\u0022a\u0022:1}"}}],"x_vendor":{"k":1}}`
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(llmtest.Reply{Body: `{"choices":[{"index":0,"message":` + message + `,"finish_reason":"tool_calls"}]}`})
-	resp, err := NewClient(Config{}).Complete(context.Background(), Request{APIURL: llm.APIURL(), Model: "m", Prompt: "p"})
+	resp, err := NewClient(Config{Policy: testPolicy}).Complete(context.Background(), Request{APIURL: llm.APIURL(), Model: "m", Prompt: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestCompleteErrors(t *testing.T) {
 			llm.Enqueue(tt.reply)
 			req := tt.req
 			req.APIURL, req.APIKey, req.Model, req.Prompt = llm.APIURL(), testKey, "m", "p"
-			_, err := NewClient(Config{}).Complete(context.Background(), req)
+			_, err := NewClient(Config{Policy: testPolicy}).Complete(context.Background(), req)
 			var e *Error
 			if !errors.As(err, &e) || !errors.Is(err, tt.kind) {
 				t.Fatalf("err = %v, want an *Error of kind %v", err, tt.kind)
@@ -243,7 +243,7 @@ func TestCompleteBounds(t *testing.T) {
 		llmtest.Reply{Content: strings.Repeat("x", 200)})
 	req := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Prompt: "p"}
 
-	_, err := NewClient(Config{Timeout: 20 * time.Millisecond}).Complete(context.Background(), req)
+	_, err := NewClient(Config{Policy: testPolicy, Timeout: 20 * time.Millisecond}).Complete(context.Background(), req)
 	if !errors.Is(err, ErrTransport) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("timeout: err = %v", err)
 	}
@@ -251,7 +251,7 @@ func TestCompleteBounds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		_, err := NewClient(Config{}).Complete(ctx, req)
+		_, err := NewClient(Config{Policy: testPolicy}).Complete(ctx, req)
 		done <- err
 	}()
 	llm.WaitRequests(2)
@@ -260,12 +260,12 @@ func TestCompleteBounds(t *testing.T) {
 		t.Errorf("cancel: err = %v", err)
 	}
 
-	_, err = NewClient(Config{MaxResponseBytes: 100}).Complete(context.Background(), req)
+	_, err = NewClient(Config{Policy: testPolicy, MaxResponseBytes: 100}).Complete(context.Background(), req)
 	if !errors.Is(err, ErrResponseTooLarge) {
 		t.Errorf("size: err = %v", err)
 	}
 
-	_, err = NewClient(Config{}).Complete(context.Background(), Request{APIURL: "not a url", Prompt: "p"})
+	_, err = NewClient(Config{Policy: testPolicy}).Complete(context.Background(), Request{APIURL: "not a url", Prompt: "p"})
 	if !errors.Is(err, ErrInvalidAPIURL) || err.Error() != `Invalid apiUrl: "not a url". Please provide a valid absolute URL.` {
 		t.Errorf("bad url: err = %v", err)
 	}
@@ -287,7 +287,7 @@ func TestStreamAssemblesTheSameResponse(t *testing.T) {
 	}
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(reply, reply)
-	c := NewClient(Config{})
+	c := NewClient(Config{Policy: testPolicy})
 	req := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(`[{"role":"user","content":"q"}]`)}
 
 	var deltas []Delta
@@ -338,7 +338,7 @@ func TestStreamFirstSentenceBeforeTheModelFinishes(t *testing.T) {
 	seg := DefaultSplitter().NewSegmenter()
 	result := make(chan *Response, 1)
 	go func() {
-		resp, err := NewClient(Config{}).Stream(context.Background(),
+		resp, err := NewClient(Config{Policy: testPolicy}).Stream(context.Background(),
 			Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Prompt: "p"},
 			func(d Delta) error {
 				done, err := seg.Write(d.Content)
@@ -389,7 +389,7 @@ func TestStreamTolerance(t *testing.T) {
 	st := llm.Stream()
 	result := make(chan *Response, 1)
 	go func() {
-		resp, err := NewClient(Config{}).Stream(context.Background(), Request{APIURL: llm.APIURL(), Model: "m", Prompt: "p"}, nil)
+		resp, err := NewClient(Config{Policy: testPolicy}).Stream(context.Background(), Request{APIURL: llm.APIURL(), Model: "m", Prompt: "p"}, nil)
 		if err != nil {
 			t.Error(err)
 		}
@@ -414,7 +414,7 @@ func TestStreamTolerance(t *testing.T) {
 func TestStreamFailures(t *testing.T) {
 	llm := llmtest.NewServer(t)
 	req := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Prompt: "p"}
-	c := NewClient(Config{})
+	c := NewClient(Config{Policy: testPolicy})
 
 	// An error event in the middle of the stream.
 	llm.Enqueue(llmtest.Reply{Body: "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"error\":{\"message\":\"overloaded\",\"code\":\"busy\"}}\n\n"})
@@ -456,13 +456,13 @@ func TestStreamFailures(t *testing.T) {
 
 	// Too large.
 	llm.Enqueue(llmtest.Reply{Content: strings.Repeat("x", 400)})
-	if _, err := NewClient(Config{MaxResponseBytes: 300}).Stream(context.Background(), req, nil); !errors.Is(err, ErrResponseTooLarge) {
+	if _, err := NewClient(Config{Policy: testPolicy, MaxResponseBytes: 300}).Stream(context.Background(), req, nil); !errors.Is(err, ErrResponseTooLarge) {
 		t.Errorf("too large: %v", err)
 	}
 
 	// A held stream times out.
 	llm.Stream() // never sends
-	if _, err := NewClient(Config{Timeout: 20 * time.Millisecond}).Stream(context.Background(), req, nil); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := NewClient(Config{Policy: testPolicy, Timeout: 20 * time.Millisecond}).Stream(context.Background(), req, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("timeout: %v", err)
 	}
 }
@@ -472,7 +472,7 @@ func TestLogsNeverCarrySecrets(t *testing.T) {
 	llm.Enqueue(llmtest.Reply{Content: "ok", Usage: &llmtest.Usage{PromptTokens: 1, CompletionTokens: 2}},
 		llmtest.Reply{Status: 401, Body: `{"error":{"message":"bad key ` + testKey + `"}}`})
 	var logs strings.Builder
-	c := NewClient(Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	c := NewClient(Config{Policy: testPolicy, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	req := Request{APIURL: llm.APIURL() + "?key=query-secret", APIKey: testKey, Model: "m", Prompt: "prompt-text"}
 	if _, err := c.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)
@@ -503,7 +503,7 @@ func FuzzReadCompletion(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	c := NewClient(Config{MaxResponseBytes: 1 << 16})
+	c := NewClient(Config{Policy: testPolicy, MaxResponseBytes: 1 << 16})
 	f.Fuzz(func(t *testing.T, body string) {
 		resp, err := c.readCompletion(strings.NewReader(body), 200, "http://x", "k")
 		var e *Error

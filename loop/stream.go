@@ -72,7 +72,7 @@ func (c *Client) readStream(body io.Reader, onDelta func(Delta) error, endpoint,
 		data, err := events.next()
 		if errors.Is(err, errEventTooLarge) || events.read > c.max {
 			return nil, &Error{kind: ErrResponseTooLarge, Status: 200,
-				msg: fmt.Sprintf("AI API error: response exceeds %d bytes. Request URL: %s", c.max, endpoint)}
+				msg: fmt.Sprintf("AI API error: response exceeds %d bytes. Request URL: %s", c.max, displayURL(endpoint))}
 		}
 		if errors.Is(err, io.EOF) {
 			break // a missing [DONE] is tolerated
@@ -91,7 +91,7 @@ func (c *Client) readStream(body io.Reader, onDelta func(Delta) error, endpoint,
 				return nil, e
 			}
 			return nil, &Error{kind: ErrBadResponse, Status: 200, cause: err,
-				msg: fmt.Sprintf("AI API error: stream chunk is not valid JSON. Request URL: %s", endpoint)}
+				msg: fmt.Sprintf("AI API error: stream chunk is not valid JSON. Request URL: %s", displayURL(endpoint))}
 		}
 		if !delta.empty() {
 			if err := onDelta(delta); err != nil {

@@ -14,7 +14,7 @@ func FuzzStreamParser(f *testing.F) {
 	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\r\rdata"), "", []byte{}, uint8(2))
 	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1e400}}\n\n"), "💬\"\\", []byte{3}, uint8(3))
 	f.Fuzz(func(t *testing.T, body []byte, content string, seed []byte, style uint8) {
-		c := NewClient(Config{MaxResponseBytes: 1 << 16})
+		c := NewClient(Config{Policy: testPolicy, MaxResponseBytes: 1 << 16})
 
 		// Any body: an answer or an *Error, never a panic.
 		resp, err := c.readStream(strings.NewReader(string(body)), func(Delta) error { return nil }, "http://x", "k")

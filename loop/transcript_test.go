@@ -57,7 +57,7 @@ func recordedLoop(t *testing.T) *Transcript {
 	clock := fixedClock()
 	llm := llmtest.NewServer(t)
 	tr := NewTranscripts(storetest.Open(t, store.Config{Now: clock}), clock)
-	a := NewAgent(AgentConfig{Client: NewClient(Config{}), Transcripts: tr, Now: clock})
+	a := NewAgent(AgentConfig{Client: NewClient(Config{Policy: testPolicy}), Transcripts: tr, Now: clock})
 	call := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(`[{"role":"user","content":"what time is it?"}]`),
 		Tools: json.RawMessage(`[{"type":"function","function":{"name":"get_time"}}]`)}
 	llm.Enqueue(

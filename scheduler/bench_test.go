@@ -62,7 +62,7 @@ func BenchmarkBacklog(b *testing.B) {
 			}
 		}
 		sched, err := New(Config{Logger: logger}, Deps{Store: st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: st},
-			LLM: loop.NewClient(loop.Config{})})
+			LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
 		if err != nil {
 			b.Fatal(err)
 		}

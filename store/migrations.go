@@ -19,6 +19,7 @@ var migrations = []func(*sql.Tx) error{
 	schema(tasksSchema),         // tasks.go
 	schema(transcriptsSchema),   // transcripts.go
 	schema(broadcastsSchema),    // admin.go
+	schema(tokenProofsSchema),   // tokenproofs.go
 }
 
 // schema is a migration step that runs a fixed block of SQL statements.

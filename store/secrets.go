@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ecdh"
+	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
@@ -27,6 +28,7 @@ CREATE TABLE secrets (
 // Rows of the secrets table.
 const (
 	secretMasterKey       = "master_key"
+	secretMasterKeyCheck  = "master_key_check"
 	secretVAPIDPublicKey  = "vapid_public_key"
 	secretVAPIDPrivateKey = "vapid_private_key"
 )
@@ -34,6 +36,47 @@ const (
 // ErrInvalidSecret reports a master key or VAPID key that cannot be used,
 // given or stored. Open's error wraps it.
 var ErrInvalidSecret = errors.New("invalid secret")
+
+// Errors of the master key check; both match ErrInvalidSecret too.
+var (
+	// ErrMasterKeyMismatch: the given master key is not the one the stored
+	// data was sealed with. Starting anyway would make every row unreadable.
+	ErrMasterKeyMismatch = fmt.Errorf("%w: the master key is not the one this database was sealed with (amsg rekey changes it)", ErrInvalidSecret)
+	// ErrMasterKeyRequired: the database holds only the check value of its
+	// master key, which must be given.
+	ErrMasterKeyRequired = fmt.Errorf("%w: this database keeps only its master key's check value; give the key (AMSG_MASTER_KEY or AMSG_MASTER_KEY_FILE)", ErrInvalidSecret)
+)
+
+// masterKeyCheck is the check value stored for a master key: an HMAC under
+// the key of a fixed label, which tells whether a key is the right one
+// without revealing it.
+func masterKeyCheck(masterKey string) string {
+	m := hmac.New(sha256.New, []byte(masterKey))
+	m.Write([]byte("amsg master key check v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// resolveMasterKey picks the master key: the given one, which must pass the
+// stored check, else the stored one, else a new one. stored is the secrets
+// table.
+func resolveMasterKey(given string, stored map[string]string) (key string, generated bool, err error) {
+	old, check := stored[secretMasterKey], stored[secretMasterKeyCheck]
+	switch {
+	case given != "":
+		if check != "" && !hmac.Equal([]byte(check), []byte(masterKeyCheck(given))) || check == "" && old != "" && old != given {
+			return "", false, ErrMasterKeyMismatch
+		}
+		return given, false, nil
+	case old != "":
+		if check != "" && !hmac.Equal([]byte(check), []byte(masterKeyCheck(old))) {
+			return "", false, fmt.Errorf("%w: the stored master key does not match its check value", ErrInvalidSecret)
+		}
+		return old, false, nil
+	case check != "":
+		return "", false, ErrMasterKeyRequired
+	}
+	return usercrypt.GenerateMasterKey(), true, nil
+}
 
 // Secrets are the server's long-lived keys, as Open resolved them.
 type Secrets struct {
@@ -129,18 +172,13 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 		}
 		sec := Secrets{MasterKey: cfg.MasterKey, VAPIDPublicKey: cfg.VAPIDPublicKey, VAPIDPrivateKey: cfg.VAPIDPrivateKey}
 
-		switch old := stored[secretMasterKey]; {
-		case sec.MasterKey == "" && old != "":
-			sec.MasterKey = old
-		case sec.MasterKey == "":
-			sec.MasterKey = usercrypt.GenerateMasterKey()
+		var generated bool
+		if sec.MasterKey, generated, err = resolveMasterKey(cfg.MasterKey, stored); err != nil {
+			return err
+		}
+		if generated {
 			notices = append(notices, func() {
 				s.log.Info("store: generated a master key", "fingerprint", fingerprint(sec.MasterKey))
-			})
-		case old != "" && old != sec.MasterKey:
-			notices = append(notices, func() {
-				s.log.Error("store: the master key changed; every subscription and payload sealed under the old key is unreadable from now on, and browsers must fetch their user keys again",
-					"old_fingerprint", fingerprint(old), "new_fingerprint", fingerprint(sec.MasterKey))
 			})
 		}
 
@@ -172,19 +210,19 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 		if err := validateVAPID(sec.VAPIDPublicKey, sec.VAPIDPrivateKey); err != nil {
 			return fmt.Errorf("stored or generated VAPID key pair: %w", err)
 		}
-		now := millis(s.now())
-		for name, value := range map[string]string{
-			secretMasterKey:       sec.MasterKey,
+		// A master key given from outside stays outside: the database keeps
+		// only its check value.
+		storedKey := sec.MasterKey
+		if cfg.MasterKey != "" {
+			storedKey = ""
+		}
+		if err := putSecrets(tx, stored, map[string]string{
+			secretMasterKey:       storedKey,
+			secretMasterKeyCheck:  masterKeyCheck(sec.MasterKey),
 			secretVAPIDPublicKey:  sec.VAPIDPublicKey,
 			secretVAPIDPrivateKey: sec.VAPIDPrivateKey,
-		} {
-			if stored[name] == value {
-				continue
-			}
-			if _, err := tx.Exec(`INSERT INTO secrets (name, value, updated_at) VALUES (?, ?, ?)
-				ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, name, value, now); err != nil {
-				return err
-			}
+		}, millis(s.now())); err != nil {
+			return err
 		}
 		s.secrets = sec
 		return nil
@@ -197,6 +235,26 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 	}
 	s.keyring, err = usercrypt.NewKeyring(s.secrets.MasterKey)
 	return err
+}
+
+// putSecrets writes the values that differ from stored; an empty value
+// deletes its row.
+func putSecrets(tx *sql.Tx, stored, values map[string]string, now int64) error {
+	for name, value := range values {
+		var err error
+		switch {
+		case stored[name] == value:
+		case value == "":
+			_, err = tx.Exec(`DELETE FROM secrets WHERE name = ?`, name)
+		default:
+			_, err = tx.Exec(`INSERT INTO secrets (name, value, updated_at) VALUES (?, ?, ?)
+				ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, name, value, now)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readSecrets(tx *sql.Tx) (map[string]string, error) {

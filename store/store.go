@@ -49,7 +49,9 @@ type Config struct {
 	// Path is the database file. Its directory must exist.
 	Path string
 
-	// MasterKey is 64 hex characters. Empty: the stored key, else a new one.
+	// MasterKey is 64 hex characters. Empty: the stored key, else a new one
+	// (stored). Given: it must pass the stored check value
+	// (ErrMasterKeyMismatch), and the database keeps only that check value.
 	// Given and different from the stored one: it replaces it, and every
 	// value sealed under the old key becomes unreadable.
 	MasterKey string

@@ -226,9 +226,19 @@ func TestDevicesSkipsRowsThatDoNotDecrypt(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The row as another master key would have sealed it (the store refuses
+	// to open under a changed key, so a row like it comes from a bad restore).
+	other, err := usercrypt.NewKeyring(strings.Repeat("b", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawDB(t, path).Exec(`UPDATE subscriptions SET subscription = ?`,
+		other.UserKey(alice).SealAtRest(subscriptionJSON("https://push.example/old"))); err != nil {
+		t.Fatal(err)
+	}
 
 	logger, logs := logBuffer()
-	st = storetest.Open(t, store.Config{Path: path, MasterKey: strings.Repeat("b", 64), Logger: logger})
+	st = storetest.Open(t, store.Config{Path: path, Logger: logger})
 	if _, err := st.PutSubscription(ctx, alice, subscriptionJSON("https://push.example/new"), time.Time{}); err != nil {
 		t.Fatal(err)
 	}

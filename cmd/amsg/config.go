@@ -26,6 +26,7 @@ type config struct {
 	ShutdownTimeout       time.Duration
 	Scheduler             schedulerConfig // scheduler.go
 	Instant               instantConfig   // instant.go
+	Limits                limitsConfig    // limits.go
 
 	// Environment only.
 	MasterKey       string
@@ -38,12 +39,14 @@ type config struct {
 
 // secretEnv lists the settings that exist only as environment variables.
 var secretEnv = []struct{ name, usage string }{
-	{"AMSG_MASTER_KEY", "64-hex master key for per-user keys (generated and stored on first start)"},
+	{"AMSG_MASTER_KEY", "64-hex master key for per-user keys (generated and stored on first start); given, the database keeps only its check value"},
+	{"AMSG_MASTER_KEY_FILE", "a file holding AMSG_MASTER_KEY, instead of the variable"},
 	{"AMSG_VAPID_PUBLIC_KEY", "VAPID public key, base64url (generated and stored on first start)"},
 	{"AMSG_VAPID_PRIVATE_KEY", "VAPID private key, base64url (generated and stored on first start)"},
 	{"AMSG_CLIENT_TOKEN", "shared secret every API request must send as X-Client-Token (optional)"},
 	{"AMSG_TOKEN_SIGNING_KEY", "HMAC key for Bearer tokens on /instant and /continue (optional)"},
 	{"AMSG_ADMIN_TOKEN", "operator token: enables /api/v1/admin/ and /admin for requests that send it as a Bearer token (optional)"},
+	{"AMSG_LLM_API_KEY", "API key of the operator's model (--llm-api-url)"},
 }
 
 // minAdminTokenLen bounds how short an operator token may be: it opens
@@ -82,6 +85,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
+	c.Limits.register(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -110,12 +114,16 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		return c, envErr
 	}
 
-	c.MasterKey = getenv("AMSG_MASTER_KEY")
+	var err error
+	if c.MasterKey, err = secretFromEnv(getenv, "AMSG_MASTER_KEY"); err != nil {
+		return c, err
+	}
 	c.VAPIDPublicKey = getenv("AMSG_VAPID_PUBLIC_KEY")
 	c.VAPIDPrivateKey = getenv("AMSG_VAPID_PRIVATE_KEY")
 	c.ClientToken = getenv("AMSG_CLIENT_TOKEN")
 	c.TokenSigningKey = getenv("AMSG_TOKEN_SIGNING_KEY")
 	c.AdminToken = getenv("AMSG_ADMIN_TOKEN")
+	c.Limits.LLMAPIKey = getenv("AMSG_LLM_API_KEY")
 	return c, c.validate()
 }
 
@@ -135,6 +143,9 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: AMSG_ADMIN_TOKEN must be at least %d characters (openssl rand -hex 32 makes one)", errUsage, minAdminTokenLen)
 	}
 	if err := c.Scheduler.validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.validate(); err != nil {
 		return err
 	}
 	return c.Instant.validate()

@@ -45,7 +45,7 @@ func (c instantConfig) validate() error {
 // instant builds the agent loop behind the instant path.
 func (s *server) instant() *api.Instant {
 	c := s.cfg.Instant
-	return &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{
+	return &api.Instant{DefaultModel: s.cfg.Limits.LLMAPIURL != "", Agent: loop.NewAgent(loop.AgentConfig{
 		Client:        s.llm,
 		Transcripts:   s.transcripts,
 		MaxIterations: c.MaxLoopIterations,

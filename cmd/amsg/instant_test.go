@@ -64,6 +64,7 @@ func TestServeRunsTheAgentLoop(t *testing.T) {
 	})
 	req, _ := http.NewRequest(http.MethodPost, p.URL+"/api/v1/instant", strings.NewReader(string(body)))
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@
 //	amsg admin     operator commands: users, devices, tasks, failed, broadcast, delete-user
 //	amsg backup    write a consistent copy of the SQLite database
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
+//	amsg rekey     re-seal the stored data under a new master key
 //	amsg version   print the version
 package main
 
@@ -49,6 +50,7 @@ Commands:
   admin     operator commands: users, devices, tasks, failed, broadcast, delete-user (amsg admin -h)
   backup    write a consistent copy of the SQLite database, online (amsg backup -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
+  rekey     re-seal the stored data under a new master key (amsg rekey -h)
   version   print the version
 `
 
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runBackup(ctx, args[1:], stdout, stderr, getenv)
 	case "health":
 		return runHealth(ctx, args[1:], getenv, stderr)
+	case "rekey":
+		return runRekey(ctx, args[1:], stdout, stderr, getenv)
 	case "version", "-version", "--version":
 		if status, done := noFlags("amsg version", "prints the version", args[1:], stderr); done {
 			return status

@@ -72,7 +72,8 @@ func startAmsg(t *testing.T, dataDir string, env ...string) *amsgProcess {
 	cmd := exec.Command(amsgBinary(t), "serve")
 	cmd.Env = append(os.Environ(),
 		"AMSG_ADDR=127.0.0.1:0", "AMSG_DATA_DIR="+dataDir, "AMSG_LOG_FORMAT=json", "AMSG_LOG_LEVEL=debug",
-		"AMSG_VAPID_SUBJECT=https://amsg.example.org/contact")
+		"AMSG_VAPID_SUBJECT=https://amsg.example.org/contact",
+		"AMSG_ALLOW_PRIVATE_LLM=true") // the fake LLM listens on loopback
 	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

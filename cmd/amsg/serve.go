@@ -91,6 +91,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	if err := prepareDataDir(cfg.DataDir); err != nil {
 		return nil, &configError{err}
 	}
+	warnIfDatabaseVanished(cfg.DataDir, log)
 	dataLock, err := lockDataDir(cfg.DataDir)
 	switch {
 	case errors.Is(err, errNoDataDirLock):
@@ -99,12 +100,13 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		return nil, &configError{err}
 	}
 	st, err := store.Open(ctx, store.Config{
-		Path:            filepath.Join(cfg.DataDir, "amsg.db"),
-		MasterKey:       cfg.MasterKey,
-		VAPIDPublicKey:  cfg.VAPIDPublicKey,
-		VAPIDPrivateKey: cfg.VAPIDPrivateKey,
-		GenerateVAPID:   webpush.GenerateVAPIDKeys,
-		Logger:          log,
+		Path:              filepath.Join(cfg.DataDir, "amsg.db"),
+		MasterKey:         cfg.MasterKey,
+		VAPIDPublicKey:    cfg.VAPIDPublicKey,
+		VAPIDPrivateKey:   cfg.VAPIDPrivateKey,
+		GenerateVAPID:     webpush.GenerateVAPIDKeys,
+		MaxDevicesPerUser: cfg.Limits.MaxDevicesPerUser,
+		Logger:            log,
 	})
 	if err != nil {
 		closeFile(dataLock)
@@ -145,7 +147,9 @@ func (s *server) build() error {
 		return err
 	}
 	reg.MustRegister(dueTasksGauge(s.store, s.log))
-	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM})
+	policy := loop.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
+	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
+		Policy: policy, Default: s.cfg.Limits.defaultModel()})
 	s.transcripts = loop.NewTranscripts(s.store, nil)
 	observeLateness, err := newLatenessMetric(reg)
 	if err != nil {
@@ -169,6 +173,8 @@ func (s *server) build() error {
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
 		ApplePushRefused:      !sender.AppleSubjectOK(),
 		AdminToken:            s.cfg.AdminToken,
+		Limits:                s.cfg.Limits.api(),
+		LLMPolicy:             policy,
 		Logger:                s.log,
 	}, api.Deps{
 		Store:         s.store,
@@ -192,8 +198,8 @@ func (s *server) build() error {
 	}
 	s.http = &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.Limits.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -208,6 +214,13 @@ func (s *server) run(ctx context.Context) error {
 		"data_dir", s.cfg.DataDir, "vapid_public_key", s.store.Secrets().VAPIDPublicKey)
 	if s.cfg.AllowPrivateEndpoints {
 		s.log.Warn("private push endpoints are allowed: development and tests only")
+	}
+	if s.cfg.Limits.AllowPrivateLLM {
+		s.log.Warn("requests may name loopback and private LLM endpoints (--allow-private-llm): any caller can reach this machine's network through apiUrl")
+	}
+	if s.cfg.ClientToken == "" && !isLoopback(s.listener.Addr().String()) {
+		s.log.Warn("SECURITY: listening on a non-loopback address without AMSG_CLIENT_TOKEN: anyone who can reach it can use every endpoint, read any user's key and run LLM calls",
+			"addr", s.listener.Addr().String())
 	}
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
@@ -282,4 +295,17 @@ func prepareDataDir(dir string) error {
 	name := probe.Name()
 	probe.Close()
 	return os.Remove(name)
+}
+
+// warnIfDatabaseVanished says loudly that a data directory an amsg has run
+// in (its lock file is there) has lost its database: the start that follows
+// creates an empty one, with new keys unless they are given, and every
+// browser must subscribe again.
+func warnIfDatabaseVanished(dir string, log *slog.Logger) {
+	_, lockErr := os.Stat(filepath.Join(dir, "amsg.lock"))
+	_, dbErr := os.Stat(filepath.Join(dir, "amsg.db"))
+	if lockErr == nil && errors.Is(dbErr, os.ErrNotExist) {
+		log.Error("the data directory has run amsg but holds no database: starting with an empty one and, unless given, new master and VAPID keys; every browser must subscribe again",
+			"data_dir", dir)
+	}
 }

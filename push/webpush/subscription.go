@@ -129,7 +129,7 @@ func (p EndpointPolicy) CheckEndpoint(ctx context.Context, endpoint string) erro
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if why := refusedAddress(ip); why != "" {
+		if why := RefusedAddress(ip); why != "" {
 			return invalid("endpoint", "host %s is %s", host, why)
 		}
 		return nil
@@ -146,7 +146,7 @@ func (p EndpointPolicy) CheckEndpoint(ctx context.Context, endpoint string) erro
 		return invalid("endpoint", "host %s does not resolve", host)
 	}
 	for _, ip := range addrs {
-		if why := refusedAddress(ip); why != "" {
+		if why := RefusedAddress(ip); why != "" {
 			return invalid("endpoint", "host %s resolves to %s, %s", host, ip.Unmap(), why)
 		}
 	}
@@ -200,18 +200,27 @@ var ErrRefusedAddress = errors.New("push endpoint address refused")
 
 // dialControl runs for every address the sender's dialer tries, after DNS
 // resolution, so DNS rebinding cannot reach a private network.
-func (p EndpointPolicy) dialControl(_, address string, _ syscall.RawConn) error {
+func (p EndpointPolicy) dialControl(network, address string, c syscall.RawConn) error {
 	if p.AllowPrivate {
 		return nil
 	}
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s is not an IP address", ErrRefusedAddress, address)
+	return RefusePrivate(ErrRefusedAddress)(network, address, c)
+}
+
+// RefusePrivate is a net.Dialer Control that refuses every address
+// RefusedAddress refuses, with an error wrapping refused. The push sender
+// and the LLM client dial through it.
+func RefusePrivate(refused error) func(network, address string, c syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: %s is not an IP address", refused, address)
+		}
+		if why := RefusedAddress(ap.Addr()); why != "" {
+			return fmt.Errorf("%w: %s is %s", refused, ap.Addr().Unmap(), why)
+		}
+		return nil
 	}
-	if why := refusedAddress(ap.Addr()); why != "" {
-		return fmt.Errorf("%w: %s is %s", ErrRefusedAddress, ap.Addr().Unmap(), why)
-	}
-	return nil
 }
 
 // refusedPrefixes are the non-public ranges netip's predicates do not cover.
@@ -240,8 +249,9 @@ var (
 	sixToFour   = netip.MustParsePrefix("2002::/16")
 )
 
-// refusedAddress says why ip is not a public unicast address, or "" if it is.
-func refusedAddress(ip netip.Addr) string {
+// RefusedAddress says why ip is not a public unicast address, or "" if it is.
+// The LLM client's endpoint policy (loop.URLPolicy) shares it.
+func RefusedAddress(ip netip.Addr) string {
 	ip = ip.Unmap().WithZone("")
 	switch {
 	case !ip.IsValid():
@@ -265,11 +275,11 @@ func refusedAddress(ip netip.Addr) string {
 	b := ip.As16()
 	switch {
 	case nat64Prefix.Contains(ip):
-		if why := refusedAddress(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
+		if why := RefusedAddress(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
 			return "a NAT64 address of " + why
 		}
 	case sixToFour.Contains(ip):
-		if why := refusedAddress(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {
+		if why := RefusedAddress(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {
 			return "a 6to4 address of " + why
 		}
 	}

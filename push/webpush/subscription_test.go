@@ -180,7 +180,7 @@ func TestCheckSubscription(t *testing.T) {
 
 func TestRefusedAddressPublic(t *testing.T) {
 	for _, a := range []string{"8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"} {
-		if why := refusedAddress(netip.MustParseAddr(a)); why != "" {
+		if why := RefusedAddress(netip.MustParseAddr(a)); why != "" {
 			t.Errorf("%s refused as %s", a, why)
 		}
 	}

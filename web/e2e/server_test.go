@@ -77,7 +77,7 @@ func newServer(t *testing.T) *server {
 	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: st}
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	llm := loop.NewClient(loop.Config{Logger: log})
+	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
@@ -91,7 +91,7 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, Logger: log}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
 		Store:         st,
 		Dispatcher:    dispatcher,
 		Scheduler:     sched,

@@ -1,0 +1,294 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"amsg/loop"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Made-up methods all count as "other": 10 000 of them add one series.
+func TestMetricsFoldUnknownMethods(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newTestServer(t, Config{Limits: Limits{RateLimitOff: true}}, Deps{Metrics: reg})
+	seriesBefore := countSeries(t, reg)
+	for i := range 10_000 {
+		method := fmt.Sprintf("M%dX%d", i, rand.Uint32())
+		do(t, s, method, "/api/v1/nope"+method, nil)
+	}
+	// One series per status code the made-up requests got, and no more.
+	if grown := countSeries(t, reg) - seriesBefore; grown > 4 {
+		t.Fatalf("10 000 made-up methods added %d series", grown)
+	}
+}
+
+func countSeries(t *testing.T, reg *prometheus.Registry) int {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "amsg_http_") {
+			n += len(f.GetMetric())
+		}
+	}
+	return n
+}
+
+// The metrics token is compared whole: a Bearer token whose first seven
+// bytes are anything passes only if the rest is the token.
+func TestMetricsTokenComparedWhole(t *testing.T) {
+	s := newTestServer(t, Config{ClientToken: "tok"}, Deps{Metrics: prometheus.NewRegistry()})
+	for _, auth := range []string{"XXXXXXXtok", "Basic  tok", "Bearer tokX"} {
+		if got := do(t, s, http.MethodGet, "/metrics", map[string]string{"Authorization": auth}); got.status != http.StatusUnauthorized {
+			t.Errorf("Authorization %q = %d", auth, got.status)
+		}
+	}
+	if got := do(t, s, http.MethodGet, "/metrics", map[string]string{"Authorization": "bearer tok"}); got.status != http.StatusOK {
+		t.Errorf("the right token = %d", got.status)
+	}
+}
+
+func TestRateLimitPerAddressAndUser(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := newTestServer(t, Config{Now: func() time.Time { return now },
+		Limits: Limits{RequestsPerSecond: 1, Burst: 3, UserRequestsPerSecond: 1, UserBurst: 2}}, Deps{})
+	from := func(addr, user string) response {
+		req := newRequest(http.MethodGet, "/api/v1/capabilities", "", map[string]string{"X-User-Id": user})
+		req.RemoteAddr = addr
+		return serve(s, req)
+	}
+	for i := range 3 {
+		if got := from("192.0.2.1:1000", ""); got.status != http.StatusOK {
+			t.Fatalf("request %d = %d", i, got.status)
+		}
+	}
+	got := from("192.0.2.1:1001", "")
+	if got.status != http.StatusTooManyRequests || got.header.Get("Retry-After") != "1" ||
+		!strings.Contains(got.body, `"code":"RATE_LIMITED"`) || !strings.Contains(got.body, `"limit":"requestsPerAddress"`) {
+		t.Fatalf("over the address rate = %d %v %s", got.status, got.header, got.body)
+	}
+	if got := do(t, s, http.MethodGet, "/healthz", nil); got.status != http.StatusOK {
+		t.Errorf("health checks are not limited: %d", got.status)
+	}
+	// Another address has its own bucket; a user is limited across addresses.
+	for i, addr := range []string{"192.0.2.2:1", "192.0.2.3:1"} {
+		if got := from(addr, testUserID); got.status != http.StatusOK {
+			t.Fatalf("user request %d = %d", i, got.status)
+		}
+	}
+	if got := from("192.0.2.4:1", testUserID); got.status != http.StatusTooManyRequests || !strings.Contains(got.body, `"limit":"requestsPerUser"`) {
+		t.Fatalf("over the user rate = %d %s", got.status, got.body)
+	}
+	now = now.Add(time.Second)
+	if got := from("192.0.2.1:1002", ""); got.status != http.StatusOK {
+		t.Errorf("a second later = %d", got.status)
+	}
+}
+
+func TestRateLimitOff(t *testing.T) {
+	s := newTestServer(t, Config{Limits: Limits{RateLimitOff: true, RequestsPerSecond: 1, Burst: 1}}, Deps{})
+	for i := range 5 {
+		if got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil); got.status != http.StatusOK {
+			t.Fatalf("request %d = %d", i, got.status)
+		}
+	}
+}
+
+func TestClientAddressTrustsOnlyNamedProxies(t *testing.T) {
+	proxies, err := ParseTrustedProxies("10.0.0.0/8, 192.0.2.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ peer, xff, want string }{
+		{"198.51.100.1:5", "203.0.113.9", "198.51.100.1"},                // not a proxy: its header is ignored
+		{"10.1.1.1:5", "203.0.113.9", "203.0.113.9"},                     // a proxy names the client
+		{"10.1.1.1:5", "1.1.1.1, 203.0.113.9, 192.0.2.7", "203.0.113.9"}, // spoofed first hop ignored
+		{"192.0.2.7:5", "garbage, 203.0.113.9", "203.0.113.9"},
+		{"10.1.1.1:5", "not-an-ip", "10.1.1.1"},
+	}
+	for _, tt := range tests {
+		req := newRequest(http.MethodGet, "/", "", map[string]string{"X-Forwarded-For": tt.xff})
+		req.RemoteAddr = tt.peer
+		if got := clientAddress(req, proxies); got != netip.MustParseAddr(tt.want) {
+			t.Errorf("peer %s, XFF %q: %s, want %s", tt.peer, tt.xff, got, tt.want)
+		}
+	}
+	if _, err := ParseTrustedProxies("10.0.0.0/33"); err == nil {
+		t.Error("a bad prefix parsed")
+	}
+}
+
+// A rate limiter's map stays bounded however many addresses come.
+func TestRateLimiterStaysBounded(t *testing.T) {
+	now := time.Unix(0, 0)
+	l := newRateLimiter(1, 1, func() time.Time { return now })
+	for i := range maxRateKeys + 10 {
+		l.allow(fmt.Sprint(i))
+	}
+	if len(l.buckets) > maxRateKeys {
+		t.Fatalf("%d buckets", len(l.buckets))
+	}
+}
+
+// Without --allow-private-llm a request's loopback apiUrl is refused
+// before any call; text/plain bodies are refused.
+func TestInstantLLMURLPolicy(t *testing.T) {
+	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
+	f.s.cfg.LLMPolicy = loop.URLPolicy{}
+	body := f.body(map[string]any{"pushSubscription": f.push.Subscribe()})
+	got := post(f.s, "/api/v1/instant", jsonBody(t, body), jsonHeaders)
+	if got.status != http.StatusBadRequest || !strings.Contains(got.body, `"code":"INVALID_API_URL"`) || !strings.Contains(got.body, "loopback") {
+		t.Fatalf("loopback apiUrl = %d %s", got.status, got.body)
+	}
+	body["apiUrl"] = "http://169.254.169.254/latest/meta-data"
+	if got := post(f.s, "/api/v1/instant", jsonBody(t, body), jsonHeaders); got.status != http.StatusBadRequest || !strings.Contains(got.body, "link-local") {
+		t.Fatalf("metadata apiUrl = %d %s", got.status, got.body)
+	}
+	if got := post(f.s, "/api/v1/instant", jsonBody(t, body), map[string]string{"Content-Type": "text/plain"}); got.status != http.StatusUnsupportedMediaType {
+		t.Fatalf("text/plain = %d %s", got.status, got.body)
+	}
+	if n := len(f.llm.Requests()); n != 0 {
+		t.Fatalf("the LLM got %d calls", n)
+	}
+}
+
+// Rounds over the concurrency caps get 429; a round whose client left runs
+// on only while the orphans are under their cap.
+func TestRoundGuard(t *testing.T) {
+	g, err := newRoundGuard(Limits{MaxRounds: 3, MaxRoundsPerUser: 2, MaxOrphanRounds: 1, OrphanRoundTimeout: time.Hour}.withDefaults(), testLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type client struct {
+		r      *http.Request
+		cancel context.CancelFunc
+	}
+	newClient := func() client {
+		ctx, cancel := context.WithCancel(context.Background())
+		return client{newRequest(http.MethodPost, "/api/v1/instant", "", nil).WithContext(ctx), cancel}
+	}
+	admit := func(c client, owner string) (*round, *Error) {
+		rd, err := g.admit(&discardWriter{header: http.Header{}}, c.r, owner)
+		if err != nil {
+			return nil, err.(*Error)
+		}
+		return rd, nil
+	}
+	c1, c2, c3 := newClient(), newClient(), newClient()
+	r1, _ := admit(c1, "a")
+	r2, _ := admit(c2, "a")
+	if _, e := admit(newClient(), "a"); e == nil || e.Status != http.StatusTooManyRequests {
+		t.Fatalf("third round of one user: %v", e)
+	}
+	r3, _ := admit(c3, "b")
+	if _, e := admit(newClient(), "c"); e == nil || e.Status != http.StatusTooManyRequests {
+		t.Fatalf("round over the global cap: %v", e)
+	}
+	// Two clients leave: one round runs on as the orphan, the other stops.
+	c1.cancel()
+	c2.cancel()
+	var kept *round
+	select {
+	case <-r1.ctx.Done():
+		kept = r2
+	case <-r2.ctx.Done():
+		kept = r1
+	case <-time.After(10 * time.Second):
+		t.Fatal("no round stopped when its client left with the orphans at their cap")
+	}
+	if kept.ctx.Err() != nil {
+		t.Fatal("both orphaned rounds stopped; the cap is 1")
+	}
+	if r3.ctx.Err() != nil {
+		t.Fatal("a round whose client stayed was stopped")
+	}
+	for _, rd := range []*round{r1, r2, r3} {
+		rd.end()
+	}
+	c3.cancel()
+	if rd, e := admit(newClient(), "a"); e != nil {
+		t.Fatalf("after the rounds ended: %v", e)
+	} else {
+		rd.end()
+	}
+}
+
+type discardWriter struct{ header http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// Finding 3's cron variant: a task whose apiUrl is internal would call it
+// at every occurrence. It is refused when scheduled and when updated.
+func TestTaskLLMURLPolicy(t *testing.T) {
+	e := newTaskEnv(t, Config{})
+	e.subscribe(t, testUserID)
+	task := fixedTask(map[string]any{"messageType": "prompted", "userMessage": nil, "completePrompt": "hi",
+		"apiUrl": "http://10.0.0.7:8080/admin", "apiKey": "k", "primaryModel": "m", "recurrenceType": "daily"})
+	got := e.schedule(t, testUserID, task)
+	if code, _ := errorOf(t, got.body); got.status != http.StatusBadRequest || code != "INVALID_API_URL" {
+		t.Fatalf("internal apiUrl: %d %s", got.status, got.body)
+	}
+	task["apiUrl"] = "https://93.184.216.34/v1"
+	got = e.schedule(t, testUserID, task)
+	if got.status != http.StatusCreated {
+		t.Fatalf("public apiUrl: %d %s", got.status, got.body)
+	}
+	var created struct{ UUID string }
+	decodeData(t, got.body, &created)
+	got = e.update(t, testUserID, created.UUID, map[string]any{"apiUrl": "http://[::1]:6379/"})
+	if code, _ := errorOf(t, got.body); got.status != http.StatusBadRequest || code != "INVALID_API_URL" {
+		t.Fatalf("update to an internal apiUrl: %d %s", got.status, got.body)
+	}
+}
+
+// BenchmarkRateLimiterAllow is the cost the per-address limit adds to a
+// request, over 10 000 client addresses.
+func BenchmarkRateLimiterAllow(b *testing.B) {
+	l := newRateLimiter(1e9, 1e9, time.Now)
+	keys := make([]string, 10_000)
+	for i := range keys {
+		keys[i] = netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).String()
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			l.allow(keys[i%len(keys)])
+			i++
+		}
+	})
+}
+
+// With a client token configured, a request without it does not spend the
+// budget of the user it names: a stranger cannot lock a user out.
+func TestUserRateCountsOnlyTokenHolders(t *testing.T) {
+	s := newTestServer(t, Config{ClientToken: "tok", Limits: Limits{UserRequestsPerSecond: 1, UserBurst: 1}}, Deps{})
+	for i := range 5 {
+		req := newRequest(http.MethodGet, "/api/v1/capabilities", "", map[string]string{"X-User-Id": testUserID})
+		req.RemoteAddr = fmt.Sprintf("192.0.2.%d:1", i+1)
+		if got := serve(s, req); got.status != http.StatusUnauthorized {
+			t.Fatalf("stranger %d = %d %s", i, got.status, got.body)
+		}
+	}
+	got := do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"X-User-Id": testUserID, "X-Client-Token": "tok"})
+	if got.status != http.StatusOK {
+		t.Fatalf("the user after strangers used their id = %d %s", got.status, got.body)
+	}
+	got = do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"X-User-Id": testUserID, "X-Client-Token": "tok"})
+	if got.status != http.StatusTooManyRequests {
+		t.Fatalf("the user over their own rate = %d", got.status)
+	}
+}

@@ -1,0 +1,54 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net/http"
+
+	"amsg/loop"
+)
+
+// errUnsupportedMediaType refuses an /instant or /continue body that is
+// not declared JSON: a cross-site page may send text/plain without a CORS
+// preflight, and must not be able to start an LLM call.
+var errUnsupportedMediaType = newError(http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+	"Content-Type 必须是 application/json")
+
+// requireJSONContent accepts only Content-Type: application/json (any
+// parameters), which upstream clients send, the encrypted envelope
+// included.
+func requireJSONContent(r *http.Request) error {
+	media, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || media != "application/json" {
+		return errUnsupportedMediaType
+	}
+	return nil
+}
+
+// checkAPIURL applies the LLM URL policy to a request-given apiUrl; ""
+// (the operator's model) passes.
+func (s *Server) checkAPIURL(ctx context.Context, apiURL string) error {
+	if apiURL == "" {
+		return nil
+	}
+	err := s.cfg.LLMPolicy.Check(ctx, apiURL)
+	var le *loop.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &le) && errors.Is(err, loop.ErrInvalidAPIURL):
+		return newError(http.StatusBadRequest, "INVALID_API_URL", le.Error()).
+			withDetails(map[string]any{"invalidFields": []string{"apiUrl"}})
+	}
+	return err
+}
+
+// roundOwner is whom a round counts against: the user the request names,
+// else the client's address.
+func (s *Server) roundOwner(r *http.Request, c *instantCall) string {
+	if c.to.userID != "" {
+		return "user:" + c.to.userID
+	}
+	return "addr:" + addressKey(clientAddress(r, s.cfg.Limits.TrustedProxies))
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"amsg/api"
+	"amsg/loop"
+	"amsg/store"
+)
+
+// limitsConfig are the timeouts, limits and LLM policy that make the server
+// safe to expose; docs/security.md says what each one answers. Most flags
+// write straight into the API's limits.
+type limitsConfig struct {
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	API               api.Limits
+	RateLimit         string // "on" or "off"
+	TrustedProxies    string
+	MaxDevicesPerUser int
+
+	AllowPrivateLLM bool
+	LLMAPIURL       string
+	LLMModel        string
+	LLMAPIKey       string // environment only
+}
+
+func (c *limitsConfig) register(fs *flag.FlagSet) {
+	l := &c.API
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 10*time.Second, "bound on receiving a request's headers")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle kept-alive connection stays open")
+	fs.DurationVar(&l.BodyReadTimeout, "body-read-timeout", api.DefaultBodyReadTimeout,
+		"bound on receiving a request's body; a slower body gets 408 and the connection closes")
+	fs.DurationVar(&l.WriteTimeout, "write-timeout", api.DefaultWriteTimeout,
+		"bound on sending a response from its first byte; event streams renew it per frame")
+	fs.IntVar(&l.MaxRounds, "max-rounds", api.DefaultMaxRounds, "LLM rounds (/instant, /continue) running at once")
+	fs.IntVar(&l.MaxRoundsPerUser, "max-rounds-per-user", api.DefaultMaxRoundsPerUser,
+		"LLM rounds running at once per user (per client address without X-User-Id)")
+	fs.DurationVar(&l.OrphanRoundTimeout, "orphan-round-timeout", api.DefaultOrphanRoundTimeout,
+		"how long an /instant or /continue round runs on after its client left")
+	fs.IntVar(&l.MaxOrphanRounds, "max-orphan-rounds", api.DefaultMaxOrphanRounds,
+		"rounds that may run on after their client left; beyond it a round stops when its client leaves")
+	fs.StringVar(&c.RateLimit, "rate-limit", "on", "request rate limits: on, or off (load tests, a proxy that limits)")
+	fs.Float64Var(&l.RequestsPerSecond, "rate", api.DefaultRequestsPerSecond, "requests per second per client address")
+	fs.IntVar(&l.Burst, "rate-burst", api.DefaultBurst, "requests a client address may burst above --rate")
+	fs.Float64Var(&l.UserRequestsPerSecond, "user-rate", api.DefaultUserRequestsPerSecond, "requests per second per user (X-User-Id)")
+	fs.IntVar(&l.UserBurst, "user-rate-burst", api.DefaultUserBurst, "requests a user may burst above --user-rate")
+	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "",
+		"comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client")
+	fs.IntVar(&l.MaxTasksPerUser, "max-tasks-per-user", api.DefaultMaxTasksPerUser,
+		"pending tasks one user may have; more get 403 QUOTA_EXCEEDED")
+	fs.Int64Var(&l.MaxStateBytesPerUser, "max-state-bytes-per-user", api.DefaultMaxStateBytesPerUser,
+		"bytes one user's client state may take in the database")
+	fs.Int64Var(&l.MaxStateBytesPerNamespace, "max-state-bytes-per-namespace", api.DefaultMaxStateBytesPerNamespace,
+		"bytes one client-state namespace of a user may take in the database")
+	fs.IntVar(&c.MaxDevicesPerUser, "max-devices-per-user", store.DefaultMaxDevicesPerUser,
+		"push subscriptions one user keeps; registering another evicts the least recently updated")
+	fs.IntVar(&l.MaxPushesPerRound, "max-pushes-per-round", api.DefaultMaxPushesPerRound,
+		"pushes one LLM round may send (each to every device of the user); a round that would send more fails")
+	fs.DurationVar(&l.TokenProofMaxAge, "client-token-proof-max-age", api.DefaultTokenProofMaxAge,
+		"how long a user's last call with AMSG_CLIENT_TOKEN lets amsg-client's encrypted /instant in without it")
+	fs.BoolVar(&c.AllowPrivateLLM, "allow-private-llm", false,
+		"let requests name loopback/private LLM endpoints as apiUrl (a local model for every caller; tests)")
+	fs.StringVar(&c.LLMAPIURL, "llm-api-url", "", "the operator's model endpoint, used when a request gives no apiUrl; trusted wherever it points")
+	fs.StringVar(&c.LLMModel, "llm-model", "", "the operator's model name (with --llm-api-url)")
+}
+
+func (c limitsConfig) validate() error {
+	l := c.API
+	for _, v := range []struct {
+		name     string
+		positive bool
+	}{
+		{"read-header-timeout", c.ReadHeaderTimeout > 0}, {"idle-timeout", c.IdleTimeout > 0},
+		{"body-read-timeout", l.BodyReadTimeout > 0}, {"write-timeout", l.WriteTimeout > 0},
+		{"orphan-round-timeout", l.OrphanRoundTimeout > 0}, {"client-token-proof-max-age", l.TokenProofMaxAge > 0},
+		{"max-rounds", l.MaxRounds > 0}, {"max-rounds-per-user", l.MaxRoundsPerUser > 0},
+		{"max-orphan-rounds", l.MaxOrphanRounds > 0}, {"rate", l.RequestsPerSecond > 0}, {"rate-burst", l.Burst > 0},
+		{"user-rate", l.UserRequestsPerSecond > 0}, {"user-rate-burst", l.UserBurst > 0},
+		{"max-tasks-per-user", l.MaxTasksPerUser > 0}, {"max-state-bytes-per-user", l.MaxStateBytesPerUser > 0},
+		{"max-state-bytes-per-namespace", l.MaxStateBytesPerNamespace > 0},
+		{"max-devices-per-user", c.MaxDevicesPerUser > 0}, {"max-pushes-per-round", l.MaxPushesPerRound > 0},
+	} {
+		if !v.positive {
+			return fmt.Errorf("%w: --%s must be positive", errUsage, v.name)
+		}
+	}
+	if c.RateLimit != "on" && c.RateLimit != "off" {
+		return fmt.Errorf("%w: --rate-limit must be on or off, got %q", errUsage, c.RateLimit)
+	}
+	if _, err := api.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return fmt.Errorf("%w: --trusted-proxies: %v", errUsage, err)
+	}
+	if c.LLMAPIURL != "" {
+		if _, err := loop.NormalizeAPIURL(c.LLMAPIURL); err != nil {
+			return fmt.Errorf("%w: --llm-api-url: %v", errUsage, err)
+		}
+		if c.LLMModel == "" {
+			return fmt.Errorf("%w: --llm-api-url needs --llm-model", errUsage)
+		}
+	}
+	return nil
+}
+
+// api is the API's share of the settings.
+func (c limitsConfig) api() api.Limits {
+	l := c.API
+	l.RateLimitOff = c.RateLimit == "off"
+	l.TrustedProxies, _ = api.ParseTrustedProxies(c.TrustedProxies) // validated
+	return l
+}
+
+// defaultModel is the operator's model, if one is configured.
+func (c limitsConfig) defaultModel() loop.Model {
+	return loop.Model{APIURL: c.LLMAPIURL, APIKey: c.LLMAPIKey, Name: c.LLMModel}
+}
+
+// isLoopback reports whether a listen address reaches this machine only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
