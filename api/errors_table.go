@@ -33,8 +33,10 @@ var errorTable = []errorText{
 	{"UNAUTHORIZED", "Invalid token signature", "token 签名无效"},
 	{"UNAUTHORIZED", "Unreadable token payload", "token payload 解析失败"},
 	{"INVALID_ADMIN_TOKEN", "Missing or invalid operator token", "管理令牌无效或缺失"},
-	{"RATE_LIMITED", "Too many requests; retry later", "请求过于频繁，请稍后重试"},
+	{"RATE_LIMITED", "Too many requests; retry later", "请求过于频繁，请稍后再试"},
 	{"QUOTA_EXCEEDED", "Quota exceeded", "已超出配额"},
+	{"REQUEST_TIMEOUT", "The request body did not arrive in time", "请求体未在限定时间内送达"},
+	{"UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json", "Content-Type 必须是 application/json"},
 
 	// The user id and the encrypted request envelope.
 	{"USER_ID_REQUIRED", "Missing user id (X-User-Id)", "缺少用户标识符"},

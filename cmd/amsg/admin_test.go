@@ -87,7 +87,7 @@ func TestBackupOfARunningServer(t *testing.T) {
 		t.Fatalf("backup on PostgreSQL: exit %d %s", code, errOut)
 	}
 
-	st, err := store.Open(t.Context(), store.Config{Path: dest})
+	st, err := store.Open(t.Context(), store.Config{Path: dest, MasterKey: masterKey})
 	if err != nil {
 		t.Fatal(err)
 	}

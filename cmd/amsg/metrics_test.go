@@ -52,7 +52,7 @@ func TestLLMMetrics(t *testing.T) {
 	}
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(llmtest.Reply{Content: "hi", Usage: &llmtest.Usage{PromptTokens: 70, CompletionTokens: 15}}, llmtest.Reply{Status: 500})
-	client := loop.NewClient(loop.Config{Observe: observe})
+	client := loop.NewClient(loop.Config{Observe: observe, Policy: loop.URLPolicy{AllowPrivate: true}})
 	req := loop.Request{APIURL: llm.APIURL(), APIKey: "k", Model: "m", Prompt: "hello"}
 	if _, err := client.Complete(t.Context(), req); err != nil {
 		t.Fatal(err)
