@@ -14,6 +14,7 @@ import (
 
 	"amsg/builders"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/store"
 
 	"github.com/go-chi/chi/v5"
@@ -234,10 +235,19 @@ func (s *Server) buildAdminPush(m adminMessage) (*push.ContentPush, error) {
 	return p, nil
 }
 
-// adminDeliver is the operator's one way into delivery: today the instant
-// path's deliverPush (outbox, fan-out, delivery log).
+// adminDeliver is the operator's one way into delivery: a courier round of
+// one push (outbox, fan-out, delivery log).
 func (s *Server) adminDeliver(ctx context.Context, userID string, p push.Push) error {
-	return s.deliverPush(ctx, recipients{userID: userID}, p)
+	res, err := s.deps.Courier.SendPush(ctx, userID, push.SourceInstant, p)
+	switch {
+	case errors.Is(err, courier.ErrNoRecipients):
+		return errSubscriptionMissing
+	case err != nil:
+		return &deliveryError{err: err}
+	case res.Delivered() == 0:
+		return deliveryFailure(res)
+	}
+	return nil
 }
 
 // adminBroadcastRequest is POST /admin/broadcasts's body: userIds, or all.

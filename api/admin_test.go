@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/store/storetest"
 )
@@ -16,8 +17,8 @@ const testAdminToken = "operator-secret-token"
 func adminServer(t testing.TB) (*Server, *pushtest.Server) {
 	t.Helper()
 	st := storetest.New(t)
-	dispatcher, fake := newTestDispatcher(t, st)
-	return newTestServer(t, Config{AdminToken: testAdminToken, AllowPrivateEndpoints: true}, Deps{Store: st, Dispatcher: dispatcher}), fake
+	deliveries, fake := newTestCourier(t, st, courier.PolicyUpstream)
+	return newTestServer(t, Config{AdminToken: testAdminToken, AllowPrivateEndpoints: true}, Deps{Store: st, Courier: deliveries}), fake
 }
 
 func adminDo(s http.Handler, method, path, body string) response {

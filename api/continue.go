@@ -46,5 +46,5 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	return s.respondRound(ctx, w, r, run, c.to)
+	return s.respondRound(ctx, w, r, run, c.round)
 }

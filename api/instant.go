@@ -12,6 +12,7 @@ import (
 	"amsg/builders"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/courier"
 )
 
 // Instant is what /instant, /continue and /sessions need beyond the
@@ -58,9 +59,10 @@ func onlyPost(http.ResponseWriter, *http.Request) error {
 // instantCall is an /instant or /continue request read, validated and
 // addressed.
 type instantCall struct {
-	req   *instantRequest
-	to    recipients
-	owner loop.Owner
+	req    *instantRequest
+	userID string         // "" when the request names no user
+	round  *courier.Round // the round's recipients, resolved once
+	owner  loop.Owner
 }
 
 type decodeFunc func(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error)
@@ -69,7 +71,7 @@ type decodeFunc func(f fields, haveUser bool, maxIter int, defaultModel bool, wa
 // user id when the request names one (required for an encrypted body),
 // the body (gunzipped on X-Amsg-Request-Encoding: gzip, decrypted when
 // X-Payload-Encrypted: true), validation, then amsg's checks of the
-// recipients.
+// recipients, which opens the call's courier round (the caller closes it).
 func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode decodeFunc) (*instantCall, error) {
 	if err := requireJSONContent(r); err != nil {
 		return nil, err
@@ -112,12 +114,13 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	if err != nil {
 		return nil, err
 	}
-	to, err := s.recipients(r.Context(), userID, q.subscription)
-	if errors.Is(err, errSubscriptionMissing) && !acceptsOnlyJSON(strings.Join(r.Header.Values("Accept"), ",")) {
+	round, err := s.openRound(r.Context(), userID, q.subscription)
+	if err == nil && !round.Reachable() && acceptsOnlyJSON(strings.Join(r.Header.Values("Accept"), ",")) {
 		// Over SSE the reply reaches the page without Web Push: a user who
 		// has not turned notifications on can still chat (the outbox keeps
-		// the pushes for a device registered later).
-		err = nil
+		// the pushes for a device registered later). Only the JSON
+		// transport needs a recipient.
+		err = errSubscriptionMissing
 	}
 	if err != nil {
 		return nil, err
@@ -129,7 +132,7 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	if userID == "" {
 		owner = loop.SubscriptionOwner(q.subscription.Endpoint)
 	}
-	return &instantCall{req: q, to: to, owner: owner}, nil
+	return &instantCall{req: q, userID: userID, round: round, owner: owner}, nil
 }
 
 // gunzipBody decompresses a request body. The gzip header is read on the
@@ -176,7 +179,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.respondRound(ctx, w, r, run, c.to)
+	return s.respondRound(ctx, w, r, run, c.round)
 }
 
 // acceptsOnlyJSON is the standard's transport rule: a JSON envelope only
@@ -197,7 +200,7 @@ func acceptsOnlyJSON(accept string) bool {
 
 // respondRound executes a prepared round over the transport the request
 // asked for.
-func (s *Server) respondRound(ctx context.Context, w http.ResponseWriter, r *http.Request, run *loop.Run, to recipients) error {
+func (s *Server) respondRound(ctx context.Context, w http.ResponseWriter, r *http.Request, run *loop.Run, to *courier.Round) error {
 	if acceptsOnlyJSON(strings.Join(r.Header.Values("Accept"), ",")) {
 		return s.respondJSON(ctx, w, run, to)
 	}
@@ -219,7 +222,7 @@ type roundResult struct {
 // answers once all went out. A push that reaches no recipient ends the
 // round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
 // LLM_CALL_FAILED, after its error push.
-func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to recipients) error {
+func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to *courier.Round) error {
 	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p) }))
 	var f *loop.Failure
 	if errors.As(err, &f) {
@@ -259,8 +262,12 @@ func roundError(f *loop.Failure) *Error {
 // messageId), in order, on a goroutine of its own so a slow push service
 // never holds up the stream. A client that goes away stops only the frames.
 // The stream ends with `event: done`, or `event: error` carrying the error
-// push when the LLM call failed, and closes once every backup has settled.
-func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.Request, run *loop.Run, to recipients) {
+// push when the round failed, which also goes by Web Push under the same
+// messageId, as the standard does: the user's other devices and a page whose
+// connection was cut learn that the reply failed, and the service worker and
+// the client drop the copy they already have. The stream closes once every
+// backup has settled.
+func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.Request, run *loop.Run, to *courier.Round) {
 	keepAlive := s.deps.Instant.KeepAlive
 	if keepAlive <= 0 {
 		keepAlive = DefaultKeepAlive
@@ -279,11 +286,10 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 	var f *loop.Failure
 	switch {
 	case errors.As(err, &f) && f.Push != nil:
-		// The client learns of it in the stream; by Web Push only when the
-		// stream is gone, so it is not told twice.
-		if data, eerr := push.Encode(f.Push); eerr != nil || !stream.event("error", data) {
-			backups.add(f.Push)
+		if data, eerr := push.Encode(f.Push); eerr == nil {
+			stream.event("error", data)
 		}
+		backups.add(f.Push)
 	case err != nil:
 		s.log.ErrorContext(ctx, "instant round failed", "sessionId", run.SessionID(), "err", err)
 	default:
@@ -293,39 +299,17 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 	backups.wait()
 }
 
-// recipients are who a request's pushes go to: every device of the user it
-// names, and the push subscription it carries (unless that is one of the
-// user's devices already).
-type recipients struct {
-	userID string
-	sub    *push.Subscription
-}
-
-// recipients checks and resolves a request's recipients. The request's
+// openRound checks a request's recipients and opens its courier round:
+// every device of the user it names, and the push subscription it carries
+// (unless that is one of the user's devices already). The request's
 // subscription must be usable (https on a public host unless private
-// endpoints are allowed, keys that encrypt); a user without devices and
-// without a subscription in the request cannot be reached.
-func (s *Server) recipients(ctx context.Context, userID string, sub *push.Subscription) (recipients, error) {
-	to := recipients{userID: userID, sub: sub}
+// endpoints are allowed, keys that encrypt). A round that reaches nobody
+// still records the user's pushes in the outbox.
+func (s *Server) openRound(ctx context.Context, userID string, sub *push.Subscription) (*courier.Round, error) {
 	if sub != nil {
 		if err := s.checkSubscription(ctx, *sub, "pushSubscription."); err != nil {
-			return to, err
+			return nil, err
 		}
 	}
-	if userID == "" {
-		return to, nil
-	}
-	devices, err := s.deps.Store.Devices(ctx, userID)
-	if err != nil {
-		return to, err
-	}
-	for _, d := range devices {
-		if sub != nil && d.Subscription.Endpoint == sub.Endpoint {
-			to.sub = nil
-		}
-	}
-	if len(devices) == 0 && to.sub == nil {
-		return to, errSubscriptionMissing
-	}
-	return to, nil
+	return s.deps.Courier.Open(ctx, courier.Recipients{UserID: userID, Subscription: sub}, push.SourceInstant)
 }

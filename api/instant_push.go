@@ -2,14 +2,12 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 
 	"amsg/push"
-	"amsg/push/webpush"
-	"amsg/store"
+	"amsg/push/courier"
 )
 
 // deliveryError is a push that reached none of its recipients.
@@ -21,74 +19,28 @@ type deliveryError struct {
 func (e *deliveryError) Error() string { return "Web Push delivery failed: " + e.err.Error() }
 func (e *deliveryError) Unwrap() error { return e.err }
 
-// deliverPush sends p to the user's devices and to the request's
-// subscription at once, as an instant push (TTL 60 s, urgency high), and
-// fails only when no recipient took it. Attempts to the request's
-// subscription go to the delivery log like the devices' do. A user's pushes
-// are recorded in the outbox before they go and marked delivered after, so
-// a page that missed one catches up; the outbox is best effort and never
-// fails a delivery.
-func (s *Server) deliverPush(ctx context.Context, to recipients, p push.Push) error {
-	entry, err := store.NewOutboxMessage(p)
+// deliverPush sends p through the request's courier round (the user's
+// devices and the request's own subscription at once, as an instant push:
+// TTL 60 s, urgency high), and fails only when no recipient took it. The
+// courier records the push in the user's outbox before it goes and marks it
+// delivered after, so a page that missed one catches up. A push the push
+// policy keeps off Web Push counts as delivered: it is in the outbox.
+func (s *Server) deliverPush(ctx context.Context, round *courier.Round, p push.Push) error {
+	res, err := round.Push(ctx, p)
 	if err != nil {
-		return err
+		return &deliveryError{err: err}
 	}
-	msg := webpush.Message{ID: entry.MessageID, Kind: p.Kind(), Payload: entry.Payload, Source: push.SourceInstant}
-	if to.userID != "" {
-		if err := s.deps.Store.AppendOutbox(ctx, to.userID, []store.OutboxMessage{entry}); err != nil {
-			s.log.WarnContext(ctx, "could not record a push in the outbox", "messageId", msg.ID, "err", err)
-		}
-	}
-	var (
-		wg              sync.WaitGroup
-		devices         webpush.Result
-		single          webpush.Delivery
-		devErr, sendErr error
-	)
-	if to.userID != "" {
-		wg.Go(func() { devices, devErr = s.deps.Dispatcher.Dispatch(ctx, to.userID, msg) })
-	}
-	if to.sub != nil {
-		wg.Go(func() { single, sendErr = s.deps.Dispatcher.Sender.Send(ctx, *to.sub, msg) })
-	}
-	wg.Wait()
-	if len(single.Attempts) > 0 {
-		for i := range single.Attempts {
-			single.Attempts[i].UserID = to.userID
-		}
-		if err := s.deps.Store.RecordAttempts(context.WithoutCancel(ctx), single.Attempts); err != nil {
-			s.log.ErrorContext(ctx, "could not record push attempts", "messageId", msg.ID, "err", err)
-		}
-	}
-
-	results := []webpush.Delivery{single}
-	for _, d := range devices.Devices {
-		results = append(results, d.Delivery)
-	}
-	for _, d := range results {
-		if d.Outcome != push.OutcomeDelivered {
-			continue
-		}
-		if to.userID != "" {
-			if err := s.deps.Store.MarkOutboxDelivered(context.WithoutCancel(ctx), to.userID, []string{msg.ID}); err != nil {
-				s.log.WarnContext(ctx, "could not mark a push delivered in the outbox", "messageId", msg.ID, "err", err)
-			}
-		}
+	if res.Withheld || res.Delivered() > 0 {
 		return nil
 	}
-	return deliveryFailure(results, sendErr, devErr)
+	return deliveryFailure(res)
 }
 
-// deliveryFailure says why no recipient took a push: a push that could not
-// be sent at all, else what a push service answered, else why no answer
-// came, else that there was nobody to send to.
-func deliveryFailure(results []webpush.Delivery, errs ...error) *deliveryError {
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, webpush.ErrNoDevices) {
-			return &deliveryError{err: err}
-		}
-	}
-	for _, d := range results {
+// deliveryFailure says why no recipient took a push: what a push service
+// answered, else why no answer came, else that there was nobody to send
+// to.
+func deliveryFailure(res courier.Result) *deliveryError {
+	for _, d := range res.Devices {
 		switch {
 		case d.Status != 0:
 			return &deliveryError{status: d.Status, err: fmt.Errorf("%d %s", d.Status, http.StatusText(d.Status))}
@@ -96,7 +48,7 @@ func deliveryFailure(results []webpush.Delivery, errs ...error) *deliveryError {
 			return &deliveryError{err: d.Err}
 		}
 	}
-	return &deliveryError{err: webpush.ErrNoDevices}
+	return &deliveryError{err: courier.ErrNoRecipients}
 }
 
 // pushQueue delivers one request's pushes in order on a goroutine of its
@@ -110,7 +62,7 @@ type pushQueue struct {
 	done   chan struct{}
 }
 
-func (s *Server) newPushQueue(ctx context.Context, to recipients) *pushQueue {
+func (s *Server) newPushQueue(ctx context.Context, to *courier.Round) *pushQueue {
 	q := &pushQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.run(func(p push.Push) {
 		if err := s.deliverPush(ctx, to, p); err != nil {

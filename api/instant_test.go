@@ -20,6 +20,7 @@ import (
 
 	"amsg/loop"
 	"amsg/loop/llmtest"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/store"
 	"amsg/store/storetest"
@@ -37,14 +38,20 @@ type instantFixture struct {
 
 func newInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig) *instantFixture {
 	t.Helper()
+	return newPolicyInstantFixture(t, cfg, agent, courier.PolicyUpstream)
+}
+
+// newPolicyInstantFixture is newInstantFixture with the courier under policy.
+func newPolicyInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig, policy courier.Policy) *instantFixture {
+	t.Helper()
 	st := storetest.New(t)
-	dispatcher, fake := newTestDispatcher(t, st)
+	deliveries, fake := newTestCourier(t, st, policy)
 	agent.Client = loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})
 	agent.Transcripts = loop.NewTranscripts(st, nil)
 	agent.Logger = testLogger(t)
 	cfg.AllowPrivateEndpoints = true
 	cfg.LLMPolicy = loop.URLPolicy{AllowPrivate: true}
-	s := newTestServer(t, cfg, Deps{Store: st, Dispatcher: dispatcher,
+	s := newTestServer(t, cfg, Deps{Store: st, Courier: deliveries,
 		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond}})
 	h := httptest.NewServer(s)
 	t.Cleanup(h.Close)
@@ -490,6 +497,33 @@ func TestSSEClientDisconnectStillDelivers(t *testing.T) {
 	}
 }
 
+// Under the visible push policy the reasoning of an SSE round is streamed
+// and kept in the outbox but never sent by Web Push; the reply is.
+func TestInstantVisiblePolicyStreamsReasoningWithoutPushingIt(t *testing.T) {
+	f := newPolicyInstantFixture(t, Config{}, loop.AgentConfig{}, courier.PolicyVisible)
+	sub := f.push.Subscribe()
+	f.llm.Enqueue(answerReply)
+	resp, frames := f.stream(t, t.Context(), "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": sub})))
+	got := payloads(t, frames)
+	var streamed []pushSummary
+	for _, fr := range got[:len(got)-1] {
+		streamed = append(streamed, summarize(t, []byte(fr.data)))
+	}
+	if !reflect.DeepEqual(kinds(streamed), []string{"reasoning", "content", "content"}) {
+		t.Fatalf("frames %+v", streamed)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil { // the response ends once the backups settled
+		t.Fatal(err)
+	}
+	var pushed []string
+	for _, p := range f.push.Pushes() {
+		pushed = append(pushed, summarize(t, p.JSON).Kind)
+	}
+	if !reflect.DeepEqual(pushed, []string{"content", "content"}) {
+		t.Errorf("pushed kinds %v, want the reply's two content pushes only", pushed)
+	}
+}
+
 func TestInstantLLMFailure(t *testing.T) {
 	for _, transport := range []string{"json", "sse"} {
 		t.Run(transport, func(t *testing.T) {
@@ -517,15 +551,15 @@ func TestInstantLLMFailure(t *testing.T) {
 					t.Errorf("error frame %s", streamed)
 				}
 			}
-			if transport == "json" {
-				// The JSON client also gets the error push.
-				pushes := f.waitPushes(t, 1)
-				if pushes[0].Kind != "error" || !strings.HasPrefix(pushes[0].Text, "LLM_CALL_FAILED: AI API error: 500") {
-					t.Errorf("push %+v", pushes[0])
-				}
-			} else if n := len(f.push.Requests()); n != 0 {
-				// The connected client was told in the stream; no duplicate push.
-				t.Errorf("%d pushes after an error frame", n)
+			// Both transports also send the error push by Web Push; over SSE
+			// it is the error frame's push, same messageId, so the user's
+			// other devices and a cut connection learn of it too.
+			pushes := f.waitPushes(t, 1)
+			if pushes[0].Kind != "error" || !strings.HasPrefix(pushes[0].Text, "LLM_CALL_FAILED: AI API error: 500") {
+				t.Errorf("push %+v", pushes[0])
+			}
+			if transport == "sse" && pushes[0].ID != summarize(t, []byte(streamed)).ID {
+				t.Errorf("error push %s, error frame %s: want one messageId", pushes[0].ID, summarize(t, []byte(streamed)).ID)
 			}
 		})
 	}

@@ -47,8 +47,8 @@ func (s *Server) checkAPIURL(ctx context.Context, apiURL string) error {
 // roundOwner is whom a round counts against: the user the request names,
 // else the client's address.
 func (s *Server) roundOwner(r *http.Request, c *instantCall) string {
-	if c.to.userID != "" {
-		return "user:" + c.to.userID
+	if c.userID != "" {
+		return "user:" + c.userID
 	}
 	return "addr:" + addressKey(clientAddress(r, s.cfg.Limits.TrustedProxies))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"amsg/loop"
+	"amsg/push/courier"
 	"amsg/scheduler"
 	"amsg/store/storetest"
 
@@ -23,16 +24,16 @@ import (
 func fullServer(t *testing.T) *Server {
 	t.Helper()
 	st := storetest.New(t)
-	dispatcher, _ := newTestDispatcher(t, st)
+	deliveries, _ := newTestCourier(t, st, courier.PolicyUpstream)
 	sched, err := scheduler.New(scheduler.Config{Logger: testLogger(t),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: loop.NewClient(loop.Config{})})
+		scheduler.Deps{Store: st, Courier: deliveries, LLM: loop.NewClient(loop.Config{})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sched.Stop(context.Background()) })
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	return newTestServer(t, Config{AdminToken: "t"}, Deps{Store: st, Dispatcher: dispatcher, Scheduler: sched,
+	return newTestServer(t, Config{AdminToken: "t"}, Deps{Store: st, Courier: deliveries, Scheduler: sched,
 		Metrics: prometheus.NewRegistry(), ServiceWorker: page, AdminPage: page,
 		Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: loop.NewClient(loop.Config{}), Transcripts: loop.NewTranscripts(st, nil)})}})
 }

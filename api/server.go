@@ -17,6 +17,7 @@ import (
 
 	"amsg/builders"
 	"amsg/loop"
+	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
@@ -68,8 +69,8 @@ type Config struct {
 type Deps struct {
 	// Store is the database; /healthz pings it.
 	Store *store.Store
-	// Dispatcher delivers pushes to every device of a user.
-	Dispatcher *webpush.Dispatcher
+	// Courier delivers every push.
+	Courier *courier.Courier
 	// Scheduler delivers tasks; the task endpoints need it.
 	Scheduler *scheduler.Scheduler
 	// Metrics receives the HTTP metrics; /metrics serves its gatherer.
@@ -143,7 +144,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.now = time.Now
 	}
 	s.builder = builders.Builder{Now: s.now}
-	if deps.Store == nil || deps.Dispatcher == nil {
+	if deps.Store == nil || deps.Courier == nil {
 		return nil, errors.New("api: a store and a dispatcher are required")
 	}
 	if s.cfg.MaxBodyBytes <= 0 {

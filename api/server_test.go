@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/store"
@@ -33,8 +34,8 @@ func newTestServer(t testing.TB, cfg Config, deps Deps) *Server {
 	if deps.Store == nil {
 		deps.Store = storetest.New(t)
 	}
-	if deps.Dispatcher == nil {
-		deps.Dispatcher, _ = newTestDispatcher(t, deps.Store)
+	if deps.Courier == nil {
+		deps.Courier, _ = newTestCourier(t, deps.Store, courier.PolicyUpstream)
 	}
 	s, err := New(cfg, deps)
 	if err != nil {
@@ -47,9 +48,9 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// newTestDispatcher is the server's real sender and fan-out, sending to a
-// fake push service that verifies and decrypts what arrives.
-func newTestDispatcher(t testing.TB, st *store.Store) (*webpush.Dispatcher, *pushtest.Server) {
+// newTestCourier is the server's real sender and courier under policy,
+// sending to a fake push service that verifies and decrypts what arrives.
+func newTestCourier(t testing.TB, st *store.Store, policy courier.Policy) (*courier.Courier, *pushtest.Server) {
 	t.Helper()
 	sec := st.Secrets()
 	fake := pushtest.NewServer(sec.VAPIDPublicKey)
@@ -61,7 +62,7 @@ func newTestDispatcher(t testing.TB, st *store.Store) (*webpush.Dispatcher, *pus
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &webpush.Dispatcher{Sender: sender, Directory: st}, fake
+	return courier.New(sender, st, courier.Config{Policy: policy, Logger: testLogger(t)}), fake
 }
 
 type response struct {

@@ -10,6 +10,7 @@ import (
 
 	"amsg/builders"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/webpush"
 )
 
@@ -70,6 +71,7 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
+	s.deps.Courier.Forget(userID)
 	writeData(w, http.StatusOK, struct {
 		UpdatedAt int64 `json:"updatedAt"`
 		DeviceID  int64 `json:"deviceId"`
@@ -122,6 +124,7 @@ func (s *Server) handleDeleteSubscription(w http.ResponseWriter, r *http.Request
 	} else if count, err = s.deps.Store.DeleteSubscriptions(r.Context(), userID); err != nil {
 		return err
 	}
+	s.deps.Courier.Forget(userID)
 	writeData(w, http.StatusOK, struct {
 		Deleted bool `json:"deleted"`
 		Count   int  `json:"count"`
@@ -149,14 +152,8 @@ func (s *Server) handleTestPush(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	payload, err := push.Encode(p)
-	if err != nil {
-		return err
-	}
-	res, err := s.deps.Dispatcher.Dispatch(r.Context(), userID, webpush.Message{
-		ID: p.MessageID, Kind: p.Kind(), Payload: payload, Source: push.SourceInstant,
-	})
-	if errors.Is(err, webpush.ErrNoDevices) {
+	res, err := s.deps.Courier.SendPush(r.Context(), userID, push.SourceInstant, p)
+	if errors.Is(err, courier.ErrNoRecipients) {
 		return errSubscriptionMissing
 	}
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/store/storetest"
 )
@@ -18,8 +19,8 @@ import (
 func subscriptionServer(t *testing.T, cfg Config) (*Server, *pushtest.Server) {
 	t.Helper()
 	st := storetest.New(t)
-	dispatcher, fake := newTestDispatcher(t, st)
-	return newTestServer(t, cfg, Deps{Store: st, Dispatcher: dispatcher}), fake
+	deliveries, fake := newTestCourier(t, st, courier.PolicyUpstream)
+	return newTestServer(t, cfg, Deps{Store: st, Courier: deliveries}), fake
 }
 
 // putSubscription sends PUT /push-subscription as amsg-client does.

@@ -97,6 +97,7 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 		if _, err := s.deps.Store.PutSubscription(ctx, userID, req.subscription, s.now()); err != nil {
 			return err
 		}
+		s.deps.Courier.Forget(userID)
 	}
 	devices, err := s.deps.Store.Devices(ctx, userID)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/scheduler"
 	"amsg/store"
@@ -54,18 +55,18 @@ func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 	t.Helper()
 	e := &taskEnv{clk: &testClock{now: taskEpoch}}
 	e.st = storetest.Open(t, store.Config{Now: e.clk.Now, Logger: testLogger(t)})
-	dispatcher, fake := newTestDispatcher(t, e.st)
+	deliveries, fake := newTestCourier(t, e.st, courier.PolicyUpstream)
 	e.fake = fake
 	var err error
 	e.sched, err = scheduler.New(scheduler.Config{Now: e.clk.Now, Logger: testLogger(t),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: e.st, Pusher: dispatcher, LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
+		scheduler.Deps{Store: e.st, Courier: deliveries, LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.sched.Stop(context.Background()) })
 	cfg.Now = e.clk.Now
-	e.s = newTestServer(t, cfg, Deps{Store: e.st, Dispatcher: dispatcher, Scheduler: e.sched})
+	e.s = newTestServer(t, cfg, Deps{Store: e.st, Courier: deliveries, Scheduler: e.sched})
 	return e
 }
 

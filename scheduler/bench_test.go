@@ -15,6 +15,7 @@ import (
 
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/store"
@@ -61,7 +62,7 @@ func BenchmarkBacklog(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		sched, err := New(Config{Logger: logger}, Deps{Store: st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: st},
+		sched, err := New(Config{Logger: logger}, Deps{Store: st, Courier: courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: logger}),
 			LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
 		if err != nil {
 			b.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"amsg/builders"
 	"amsg/loop"
 	"amsg/push"
-	"amsg/push/webpush"
+	"amsg/push/courier"
 	"amsg/store"
 )
 
@@ -69,38 +69,56 @@ func messageIDBase(taskID int64, occurrence time.Time) string {
 	return "msg_task_" + strconv.FormatInt(taskID, 10) + "@" + strconv.FormatInt(occurrence.UnixMilli(), 10)
 }
 
-// outgoing is one built push of a burst, as the outbox records it.
-type outgoing struct {
-	store.OutboxMessage
-	kind      push.Kind
-	delivered bool // an earlier attempt delivered it
-}
+// outgoing is one push of a burst, as the outbox records it.
+type outgoing = courier.Recorded
 
 // fire delivers one occurrence of task: content (the stored message, or an
-// LLM answer), then its pushes, reasoning first, paced. It returns how many
-// content pushes went out. An occurrence that already reached the user in
-// part (a retry after a failure mid-burst, or after a crash) finishes the
-// burst it started, from the outbox: a new LLM answer would mix with the
-// sentences already shown under the same messageIds.
+// LLM answer), then its pushes, reasoning first, paced, through one courier
+// round. It returns how many content pushes the burst has. The burst is
+// recorded in the outbox before its first push leaves, and an attempt that
+// finds the occurrence's burst recorded resends it rather than building it
+// again: after a crash mid-burst, the sentences already shown stay the first
+// answer's, under the same messageIds, and the LLM is not asked again. An
+// attempt that push services failed before any of its burst was delivered
+// discards it, so the retry starts afresh (with an edited message, or a new
+// LLM answer).
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
-	var pushed []string
 	defer func() { s.recordRound(task, round, err) }()
 
-	burst := s.startedBurst(ctx, task)
+	cr, err := s.deps.Courier.Open(ctx, courier.Recipients{UserID: task.UserID}, p.MessageType.Source())
+	switch {
+	case err != nil:
+		return 0, err
+	case !cr.Reachable():
+		// Before spending LLM tokens on a message nobody can receive.
+		return 0, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+	}
+
+	session := sessionID(task.ID, task.NextSendAt)
+	burst, started, err := cr.Recorded(ctx, session)
+	if err != nil {
+		return 0, err
+	}
 	if burst == nil {
-		if burst, round, err = s.newBurst(ctx, task, p, rec); err != nil {
+		if burst, round, err = s.newBurst(ctx, cr, task, p, rec); err != nil {
 			return 0, err
 		}
 	}
-	defer func() { s.markDelivered(task, pushed) }()
-	source := p.MessageType.Source()
+	defer func() {
+		// Only a failure the push services reported proves the burst
+		// reached nobody; an interrupted attempt (shutdown, a lost lease)
+		// may have a push in flight, so its burst stays for the retry.
+		if err != nil && !started && ctx.Err() == nil {
+			s.discardBurst(cr, task, session)
+		}
+	}()
 	paced := false
 	for _, o := range burst {
-		if o.kind == push.KindContent {
+		if o.Kind == push.KindContent {
 			sent++
 		}
-		if o.delivered {
+		if o.Delivered {
 			continue
 		}
 		if paced {
@@ -108,14 +126,14 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 				return 0, err
 			}
 		}
-		paced = true
-		if err := s.send(ctx, task.UserID, source, o); err != nil {
+		withheld, err := s.send(ctx, cr, o)
+		if err != nil {
 			return 0, err
 		}
-		pushed = append(pushed, o.MessageID)
+		started, paced = started || !withheld, !withheld
 		switch {
 		case round == nil:
-		case o.kind == push.KindReasoning:
+		case o.Kind == push.KindReasoning:
 			round.ReasoningPush = o.MessageID
 		default:
 			round.ContentPushes = append(round.ContentPushes, o.MessageID)
@@ -125,11 +143,10 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 }
 
 // newBurst makes an occurrence's pushes (calling the LLM when the task asks
-// for it) and records them in the outbox before anything is sent, for
-// clients that were offline; the outbox is best effort and never fails a
-// delivery. round is the LLM round to record, set even when the call failed.
-func (s *Scheduler) newBurst(ctx context.Context, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
-	resp, err := s.content(ctx, task, p)
+// for it) and records them in the outbox before anything is sent. round is
+// the LLM round to record, set even when the call failed.
+func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
+	resp, err := s.content(ctx, p)
 	if resp == nil && err == nil {
 		resp = &contentResult{text: *p.UserMessage}
 	} else if resp != nil {
@@ -144,42 +161,24 @@ func (s *Scheduler) newBurst(ctx context.Context, task store.Task, p Payload, re
 	if round != nil {
 		round.Reasoning, round.Text = resp.reasoning, resp.text
 	}
-	messages := make([]store.OutboxMessage, len(burst))
+	messages := make([]push.OutboxMessage, len(burst))
 	for i, o := range burst {
 		messages[i] = o.OutboxMessage
 	}
-	if err := s.deps.Store.AppendOutbox(ctx, task.UserID, messages); err != nil {
-		s.log.Warn("scheduler: outbox append failed; sending anyway", "task_id", task.ID, "err", err)
+	if err := cr.Record(ctx, messages); err != nil {
+		return nil, round, err
 	}
 	return burst, round, nil
 }
 
-// startedBurst returns the burst an earlier attempt of the occurrence
-// recorded in the outbox, when some of it was delivered; nil otherwise (an
-// attempt that reached nobody starts afresh, with an edited message or a
-// new LLM answer).
-func (s *Scheduler) startedBurst(ctx context.Context, task store.Task) []outgoing {
-	entries, err := s.deps.Store.SessionOutbox(ctx, task.UserID, sessionID(task.ID, task.NextSendAt))
-	if err != nil {
-		s.log.Warn("scheduler: reading the occurrence's outbox failed; building it afresh", "task_id", task.ID, "err", err)
-		return nil
+// discardBurst deletes the recorded pushes of an occurrence none of which
+// was delivered, so its retry builds the burst afresh.
+func (s *Scheduler) discardBurst(cr *courier.Round, task store.Task, session string) {
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	if err := cr.Discard(ctx, session); err != nil {
+		s.log.Warn("scheduler: discarding an undelivered burst failed", "task_id", task.ID, "err", err)
 	}
-	burst := make([]outgoing, 0, len(entries))
-	started := false
-	for _, e := range entries {
-		p, err := push.Decode(e.Payload)
-		if err != nil {
-			s.log.Warn("scheduler: an outbox row does not decode; building the occurrence afresh", "task_id", task.ID, "err", err)
-			return nil
-		}
-		delivered := !e.DeliveredAt.IsZero()
-		started = started || delivered
-		burst = append(burst, outgoing{OutboxMessage: e.OutboxMessage, kind: p.Kind(), delivered: delivered})
-	}
-	if !started {
-		return nil
-	}
-	return burst
 }
 
 // recordRound writes an occurrence's LLM round into the session transcript
@@ -205,19 +204,6 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 	}
 }
 
-// markDelivered records in the outbox the pushes that went out, also those
-// of a burst cut short.
-func (s *Scheduler) markDelivered(task store.Task, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
-	defer cancel()
-	if err := s.deps.Store.MarkOutboxDelivered(ctx, task.UserID, ids); err != nil {
-		s.log.Warn("scheduler: marking outbox rows delivered failed", "task_id", task.ID, "err", err)
-	}
-}
-
 // contentResult is what an occurrence sends: the reasoning and the text,
 // and the LLM's answer when one was asked.
 type contentResult struct {
@@ -229,7 +215,7 @@ type contentResult struct {
 // ones without an LLM) it returns nil: the stored userMessage is the text.
 // Otherwise it makes one LLM call with the stored prompt; a failed call
 // returns a non-nil result without an answer, so the round is recorded.
-func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (*contentResult, error) {
+func (s *Scheduler) content(ctx context.Context, p Payload) (*contentResult, error) {
 	useLLM := p.MessageType == push.TypePrompted || p.MessageType == push.TypeAuto ||
 		(p.MessageType == push.TypeInstant && p.HasAIConfig())
 	if !useLLM {
@@ -237,15 +223,6 @@ func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (*c
 			return nil, textError("Invalid instant message: no content source available")
 		}
 		return nil, nil
-	}
-	// Check for a device before spending LLM tokens on a message nobody
-	// can receive; without an LLM call, sending finds out by itself.
-	devices, err := s.deps.Store.Devices(ctx, task.UserID)
-	if err != nil {
-		return nil, fmt.Errorf("list push subscriptions: %w", err)
-	}
-	if len(devices) == 0 {
-		return nil, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
 	req := loop.Request{
 		APIURL:         deref(p.APIURL),
@@ -258,7 +235,15 @@ func (s *Scheduler) content(ctx context.Context, task store.Task, p Payload) (*c
 		ExtraBody:      p.LLMExtraBody,
 		RequireContent: true,
 	}
+	// LLM calls have a pool of their own, so slow models never hold the
+	// delivery slots fixed tasks need.
+	select {
+	case s.llmSlots <- struct{}{}:
+	case <-ctx.Done():
+		return &contentResult{}, ctx.Err()
+	}
 	resp, err := s.deps.LLM.Complete(ctx, req)
+	<-s.llmSlots
 	if err != nil {
 		return &contentResult{}, err
 	}
@@ -309,7 +294,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		if err != nil {
 			return err
 		}
-		burst = append(burst, outgoing{OutboxMessage: m, kind: pu.Kind()})
+		burst = append(burst, outgoing{OutboxMessage: m, Kind: pu.Kind()})
 		return nil
 	}
 	if reasoning != "" {
@@ -339,20 +324,21 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 	return burst, nil
 }
 
-// send delivers one push to every device of the user. It succeeds when at
-// least one device took it: retrying would only repeat it on the others.
-func (s *Scheduler) send(ctx context.Context, userID string, source push.Source, o outgoing) error {
-	res, err := s.deps.Pusher.Dispatch(ctx, userID, webpush.Message{ID: o.MessageID, Kind: o.kind, Payload: o.Payload, Source: source})
+// send delivers one push of the round. It succeeds when at least one
+// device took it, or the push policy kept it off Web Push (withheld):
+// retrying would only repeat it on the others.
+func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing) (withheld bool, err error) {
+	res, err := cr.Send(ctx, o.OutboxMessage, o.Kind)
 	switch {
-	case errors.Is(err, webpush.ErrNoDevices):
-		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+	case errors.Is(err, courier.ErrNoRecipients):
+		return false, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	case errors.Is(err, push.ErrPayloadTooLarge):
-		return permanent(CodePayloadTooLarge, fmt.Errorf("%s: %w", CodePayloadTooLarge, err))
+		return false, permanent(CodePayloadTooLarge, fmt.Errorf("%s: %w", CodePayloadTooLarge, err))
 	case err != nil:
-		return err
+		return false, err
 	}
-	if res.Delivered() > 0 {
-		return nil
+	if res.Withheld || res.Delivered() > 0 {
+		return res.Withheld, nil
 	}
 	gone := 0
 	var reasons []string
@@ -367,9 +353,9 @@ func (s *Scheduler) send(ctx context.Context, userID string, source push.Source,
 	if gone == len(res.Devices) {
 		// The push service dropped every subscription; the devices are
 		// deleted, so retrying cannot help until the page registers again.
-		return permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+		return false, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
 	}
-	return &FireError{Code: loop.CodePushSendFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
+	return false, &FireError{Code: loop.CodePushSendFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
 		len(res.Devices), strings.Join(reasons, "; ")))}
 }
 

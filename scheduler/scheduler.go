@@ -7,10 +7,13 @@
 // again with the same push ids, which the service worker deduplicates.
 //
 // The background loop claims as many due tasks as there are free delivery
-// slots (Config.Concurrency, default 8), claims again as soon as a slot
-// frees while work remains, so a backlog drains at the speed of delivery
-// rather than one batch per tick, and otherwise sleeps until the next task
-// is due or Config.Tick (default 1 s) has passed, whichever is sooner.
+// slots (Config.Concurrency, default 64), claims again as soon as a batch of
+// slots frees while work remains, so a backlog drains at the speed of
+// delivery rather than one batch per tick, and otherwise sleeps until the
+// next task is due or Config.Tick (default 1 s) has passed, whichever is
+// sooner. Every push goes through the courier (push/courier), which bounds
+// the sends per user and per push service; LLM calls have a pool of their
+// own (Config.LLMConcurrency).
 package scheduler
 
 import (
@@ -24,7 +27,7 @@ import (
 
 	"amsg/loop"
 	"amsg/push"
-	"amsg/push/webpush"
+	"amsg/push/courier"
 	"amsg/store"
 )
 
@@ -33,7 +36,9 @@ const (
 	DefaultTick              = time.Second
 	DefaultLeaseTTL          = 90 * time.Second
 	DefaultHeartbeat         = 30 * time.Second
-	DefaultConcurrency       = 8
+	DefaultConcurrency       = 64
+	DefaultLLMConcurrency    = 8
+	DefaultPerUserTasks      = 8
 	DefaultFetchLimit        = 50
 	DefaultPushInterval      = 1500 * time.Millisecond
 	DefaultStaleAfter        = 60 * time.Minute
@@ -56,8 +61,17 @@ type Config struct {
 	// tasks are delivered again once their leases end.
 	LeaseTTL  time.Duration
 	Heartbeat time.Duration
-	// Concurrency bounds the tasks delivered at once.
+	// Concurrency bounds the tasks delivered at once. The courier bounds
+	// the sends per user and per push service below it, so one user or one
+	// slow push service holds only a few of these.
 	Concurrency int
+	// LLMConcurrency bounds the LLM calls of prompted and auto tasks under
+	// way at once: slow models wait among themselves.
+	LLMConcurrency int
+	// PerUserTasks bounds the tasks of one user the background loop
+	// delivers at once, so one user's backlog (or push service that hangs)
+	// leaves the other slots to other users.
+	PerUserTasks int
 	// FetchLimit bounds the tasks one Tick call claims.
 	FetchLimit int
 	// PushInterval is the pause between the pushes of one burst.
@@ -88,11 +102,6 @@ type Config struct {
 	OnClaim func(lateness time.Duration)
 }
 
-// Pusher fans a push out to a user's devices; *webpush.Dispatcher is one.
-type Pusher interface {
-	Dispatch(ctx context.Context, userID string, msg webpush.Message) (webpush.Result, error)
-}
-
 // Completer calls an LLM; *loop.Client is one.
 type Completer interface {
 	Complete(ctx context.Context, req loop.Request) (*loop.Response, error)
@@ -100,9 +109,10 @@ type Completer interface {
 
 // Deps are the components the scheduler uses.
 type Deps struct {
-	Store  *store.Store
-	Pusher Pusher
-	LLM    Completer
+	Store *store.Store
+	// Courier delivers every occurrence's pushes.
+	Courier *courier.Courier
+	LLM     Completer
 	// Transcripts, when set, records every LLM round an occurrence runs.
 	Transcripts *loop.Transcripts
 }
@@ -115,8 +125,13 @@ type Scheduler struct {
 	now  func() time.Time
 
 	slots chan struct{} // one token per delivery under way
-	freed chan struct{} // signalled when a delivery ends
-	wake  chan struct{} // signalled by Wake
+	// userTasks counts each user's tasks in delivery (the background
+	// loop's), bounded by PerUserTasks.
+	usersMu   sync.Mutex
+	userTasks map[string]int
+	llmSlots  chan struct{} // one token per LLM call under way
+	freed     chan struct{} // signalled when a delivery ends
+	wake      chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
 	// period is over. stopping is closed when Stop begins.
@@ -136,13 +151,15 @@ type Scheduler struct {
 
 // New checks deps and applies the defaults.
 func New(cfg Config, deps Deps) (*Scheduler, error) {
-	if deps.Store == nil || deps.Pusher == nil || deps.LLM == nil {
-		return nil, errors.New("scheduler: Store, Pusher and LLM are required")
+	if deps.Store == nil || deps.Courier == nil || deps.LLM == nil {
+		return nil, errors.New("scheduler: Store, Courier and LLM are required")
 	}
 	cfg.Tick = cmp.Or(cfg.Tick, DefaultTick)
 	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, DefaultLeaseTTL)
 	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	cfg.LLMConcurrency = cmp.Or(cfg.LLMConcurrency, DefaultLLMConcurrency)
+	cfg.PerUserTasks = cmp.Or(cfg.PerUserTasks, DefaultPerUserTasks)
 	cfg.FetchLimit = cmp.Or(cfg.FetchLimit, DefaultFetchLimit)
 	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
@@ -156,15 +173,17 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
 	s := &Scheduler{
-		cfg:      cfg,
-		deps:     deps,
-		log:      cmp.Or(cfg.Logger, slog.Default()),
-		now:      cfg.Now,
-		slots:    make(chan struct{}, cfg.Concurrency),
-		freed:    make(chan struct{}, 1),
-		wake:     make(chan struct{}, 1),
-		stopping: make(chan struct{}),
-		loopDone: make(chan struct{}),
+		cfg:       cfg,
+		deps:      deps,
+		log:       cmp.Or(cfg.Logger, slog.Default()),
+		now:       cfg.Now,
+		slots:     make(chan struct{}, cfg.Concurrency),
+		llmSlots:  make(chan struct{}, cfg.LLMConcurrency),
+		userTasks: map[string]int{},
+		freed:     make(chan struct{}, 1),
+		wake:      make(chan struct{}, 1),
+		stopping:  make(chan struct{}),
+		loopDone:  make(chan struct{}),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -217,16 +236,18 @@ func (s *Scheduler) loop() {
 	defer close(s.loopDone)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	backlog := false // the last claim was full: more may be due
 	for {
 		s.cleanup(s.runCtx, false)
 		var freed <-chan struct{}
 		wait := s.cfg.Tick
-		if free := cap(s.slots) - len(s.slots); free == 0 {
+		if free := cap(s.slots) - len(s.slots); free == 0 || (backlog && free < s.claimBatch()) {
+			// While a backlog drains, claim a batch at a time rather than
+			// one task per freed slot: one write claims tens of tasks.
 			freed = s.freed
 		} else if n, err := s.claimAndStart(free); err != nil {
 			s.log.Error("scheduler: claiming due tasks failed", "err", err)
-		} else if n == free {
-			// A full claim: more may be due. Claim again when a slot frees.
+		} else if backlog = n == free; backlog {
 			freed = s.freed
 		} else {
 			wait = s.untilNextDue(wait)
@@ -241,6 +262,10 @@ func (s *Scheduler) loop() {
 		}
 	}
 }
+
+// claimBatch is how many slots must be free before the loop claims again
+// while a backlog drains: a quarter of them, at most 32.
+func (s *Scheduler) claimBatch() int { return min(max(cap(s.slots)/4, 1), 32) }
 
 // untilNextDue shortens wait to when the next pending task becomes
 // claimable, so a task fires within milliseconds of its time rather than
@@ -271,22 +296,68 @@ func (s *Scheduler) Wake() {
 // logging each result.
 func (s *Scheduler) claimAndStart(n int) (int, error) {
 	now := s.now()
-	tasks, err := s.deps.Store.ClaimDueTasks(s.runCtx, now, s.cfg.LeaseTTL, n)
+	tasks, err := s.deps.Store.ClaimDueTasksExcept(s.runCtx, now, s.cfg.LeaseTTL, n, s.busyUsers())
 	if err != nil {
 		return 0, err
 	}
-	s.observeClaims(tasks, now)
+	taken := tasks[:0:0]
 	for _, t := range tasks {
+		if !s.takeUser(t.UserID) {
+			// The claim gave this user more than its share: the rest wait,
+			// claimable, while the user's tasks under way finish, and the
+			// loop claims again at once for the others.
+			s.releaseLease(t.Lease())
+			s.Wake()
+			continue
+		}
+		taken = append(taken, t)
 		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		if !s.launch(func() {
 			defer s.release()
+			defer s.dropUser(t.UserID)
 			s.logResult(s.process(t))
 		}) {
 			s.release()
+			s.dropUser(t.UserID)
 			s.releaseLease(t.Lease())
 		}
 	}
+	s.observeClaims(taken, now)
 	return len(tasks), nil
+}
+
+// takeUser counts one more task of userID in delivery, unless the user has
+// PerUserTasks already.
+func (s *Scheduler) takeUser(userID string) bool {
+	s.usersMu.Lock()
+	defer s.usersMu.Unlock()
+	if s.userTasks[userID] >= s.cfg.PerUserTasks {
+		return false
+	}
+	s.userTasks[userID]++
+	return true
+}
+
+func (s *Scheduler) dropUser(userID string) {
+	s.usersMu.Lock()
+	defer s.usersMu.Unlock()
+	if s.userTasks[userID]--; s.userTasks[userID] <= 0 {
+		delete(s.userTasks, userID)
+	}
+}
+
+// busyUsers are the users with PerUserTasks in delivery, whom the next
+// claim passes over.
+func (s *Scheduler) busyUsers() []string {
+	s.usersMu.Lock()
+	defer s.usersMu.Unlock()
+	var busy []string
+	for id, n := range s.userTasks {
+		if n >= s.cfg.PerUserTasks && len(busy) < store.MaxClaimSkipUsers {
+			busy = append(busy, id)
+		}
+	}
+	return busy
 }
 
 // observeClaims reports each claimed occurrence's lateness to OnClaim.

@@ -18,6 +18,7 @@ import (
 	"amsg/loop"
 	"amsg/loop/llmtest"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/store"
@@ -53,13 +54,14 @@ func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 // fake LLM, with a settable clock and sleeps that return at once (and are
 // recorded).
 type harness struct {
-	t     *testing.T
-	path  string // the store's database
-	st    *store.Store
-	push  *pushtest.Server
-	llm   *llmtest.Server
-	clk   *clock
-	sched *Scheduler
+	t       *testing.T
+	path    string // the store's database
+	st      *store.Store
+	push    *pushtest.Server
+	llm     *llmtest.Server
+	clk     *clock
+	sched   *Scheduler
+	courier *courier.Courier
 
 	mu     sync.Mutex
 	sleeps []time.Duration
@@ -68,6 +70,12 @@ type harness struct {
 var start = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	return newPolicyHarness(t, cfg, courier.PolicyUpstream)
+}
+
+// newPolicyHarness is newHarness with the courier under policy.
+func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness {
 	t.Helper()
 	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: &clock{now: start}}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -90,7 +98,8 @@ func newHarness(t *testing.T, cfg Config) *harness {
 			return ctx.Err()
 		}
 	}
-	h.sched, err = New(cfg, Deps{Store: h.st, Pusher: &webpush.Dispatcher{Sender: sender, Directory: h.st},
+	h.courier = courier.New(sender, h.st, courier.Config{Policy: policy, Logger: logger})
+	h.sched, err = New(cfg, Deps{Store: h.st, Courier: h.courier,
 		LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +116,7 @@ func (h *harness) subscribe(userID string) push.Subscription {
 	if _, err := h.st.PutSubscription(h.t.Context(), userID, raw, time.Time{}); err != nil {
 		h.t.Fatal(err)
 	}
+	h.courier.Forget(userID) // as the API does
 	return sub
 }
 
@@ -819,6 +829,7 @@ func TestDeliverInstant(t *testing.T) {
 	if _, err := h.st.DeleteSubscriptions(t.Context(), alice); err != nil {
 		t.Fatal(err)
 	}
+	h.courier.Forget(alice) // as the API does
 	h.sleeps = nil
 	_, ierr = h.sched.DeliverInstant(t.Context(), insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")}))
 	if ierr == nil || !ierr.Permanent || *ierr.RetriesAttempted != 0 || len(h.sleeps) != 0 {

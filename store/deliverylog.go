@@ -41,28 +41,59 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []push.Attempt) err
 	if len(attempts) == 0 {
 		return nil
 	}
+	if err := s.write(ctx, func(tx *sql.Tx) error { return s.insertAttempts(ctx, tx, attempts) }); err != nil {
+		return fmt.Errorf("store: record attempts: %w", err)
+	}
+	return nil
+}
+
+// RecordDeliveries writes what the delivery of one push did, in one
+// transaction: the attempts go to the delivery log, the messages of userID
+// a push service took are marked delivered in the outbox (at most
+// MaxOutboxIDs), and the devices of userID a push service reported gone are
+// deleted. The courier calls it once per push; the writer commits the calls
+// of concurrent deliveries together.
+func (s *Store) RecordDeliveries(ctx context.Context, userID string, delivered []string, gone []int64, attempts []push.Attempt) error {
+	if len(delivered) > MaxOutboxIDs {
+		return fmt.Errorf("store: record deliveries: %w: %d message ids, limit %d", ErrInvalidOutbox, len(delivered), MaxOutboxIDs)
+	}
+	now := millis(s.now())
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.Prepare(`INSERT INTO delivery_log
-			(at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
+		if err := s.insertAttempts(ctx, tx, attempts); err != nil {
 			return err
 		}
-		defer stmt.Close()
-		for _, a := range attempts {
-			at := a.At
-			if at.IsZero() {
-				at = s.now()
+		for _, id := range delivered {
+			if _, err := s.txExec(ctx, tx, markOutboxDeliveredSQL, now, userID, id); err != nil {
+				return err
 			}
-			if _, err := stmt.Exec(millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try, a.Status,
-				string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes)); err != nil {
+		}
+		for _, id := range gone {
+			if _, err := s.txExec(ctx, tx, deleteDeviceSQL, userID, id); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: record attempts: %w", err)
+		return fmt.Errorf("store: record deliveries: %w", err)
+	}
+	return nil
+}
+
+var insertAttemptSQL = preparedSQL(`INSERT INTO delivery_log
+	(at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+
+func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.Attempt) error {
+	for _, a := range attempts {
+		at := a.At
+		if at.IsZero() {
+			at = s.now()
+		}
+		if _, err := s.txExec(ctx, tx, insertAttemptSQL, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
+			a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

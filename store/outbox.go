@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"amsg/push"
 )
@@ -57,44 +56,16 @@ const (
 // ErrInvalidOutbox reports outbox input the store cannot keep or look up.
 var ErrInvalidOutbox = errors.New("store: invalid outbox input")
 
-// OutboxMessage is one finalized push as the outbox keeps it.
-type OutboxMessage struct {
-	MessageID string
-	TaskUUID  string // "" when the push belongs to no task
-	SessionID string // "" when the push has none
-	// MessageIndex (1-based) and TotalMessages place the push in its burst;
-	// 0 when the push has none.
-	MessageIndex  int
-	TotalMessages int
-	// Payload is the push as encoded for sending: a JSON object of at most
-	// push.MaxDecodeBytes.
-	Payload json.RawMessage
-}
+// OutboxMessage is one finalized push as the outbox keeps it; the type
+// lives in push so the courier shares it without importing the store.
+type OutboxMessage = push.OutboxMessage
 
-// NewOutboxMessage encodes p and lifts its identity fields, so every sender
-// records pushes the same way.
-func NewOutboxMessage(p push.Push) (OutboxMessage, error) {
-	payload, err := push.Encode(p)
-	if err != nil {
-		return OutboxMessage{}, fmt.Errorf("store: outbox message: %w", err)
-	}
-	c := p.CommonFields()
-	m := OutboxMessage{MessageID: c.MessageID, SessionID: c.SessionID, Payload: payload}
-	m.TaskUUID, _ = c.TaskUUID.Get()
-	if content, ok := p.(*push.ContentPush); ok {
-		m.MessageIndex, _ = content.MessageIndex.Get()
-		m.TotalMessages, _ = content.TotalMessages.Get()
-	}
-	return m, nil
-}
+// NewOutboxMessage encodes p and lifts its identity fields
+// (push.NewOutboxMessage).
+var NewOutboxMessage = push.NewOutboxMessage
 
-// OutboxEntry is a stored outbox row.
-type OutboxEntry struct {
-	ID int64
-	OutboxMessage
-	CreatedAt   time.Time
-	DeliveredAt time.Time // zero until a push service accepted the push
-}
+// OutboxEntry is a stored outbox row (push.OutboxEntry).
+type OutboxEntry = push.OutboxEntry
 
 // OutboxPage is one page of a user's unacknowledged pushes.
 type OutboxPage struct {
@@ -126,13 +97,7 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 	now := millis(s.now())
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		for i, m := range messages {
-			if _, err := tx.Exec(`INSERT INTO message_outbox
-					(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (user_id, message_id) DO UPDATE SET
-					payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
-				WHERE acked_at IS NULL`,
-				userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
+			if _, err := s.txExec(ctx, tx, appendOutboxSQL, userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
 				nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed[i], now); err != nil {
 				return err
 			}
@@ -144,6 +109,13 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 	}
 	return nil
 }
+
+var appendOutboxSQL = preparedSQL(`INSERT INTO message_outbox
+		(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (user_id, message_id) DO UPDATE SET
+		payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
+	WHERE acked_at IS NULL`)
 
 func checkOutboxMessage(m OutboxMessage) error {
 	switch {
@@ -194,6 +166,9 @@ func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []strin
 	return n, nil
 }
 
+// markOutboxDeliveredSQL marks one message delivered: now, userID, messageID.
+var markOutboxDeliveredSQL = preparedSQL(`UPDATE message_outbox SET delivered_at = ? WHERE user_id = ? AND message_id = ?`)
+
 // updateOutbox runs query with now, userID and messageIDs as a JSON array,
 // and returns the rows changed.
 func (s *Store) updateOutbox(ctx context.Context, query, userID string, messageIDs []string) (int, error) {
@@ -219,7 +194,7 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w: since %d, limit %d", ErrInvalidOutbox, since, limit)
 	}
 	entries, fetched, last, err := s.readOutbox(ctx, userID,
-		`WHERE user_id = ? AND acked_at IS NULL AND id > ? ORDER BY id LIMIT ?`, userID, since, limit)
+		outboxColumns+`WHERE user_id = ? AND acked_at IS NULL AND id > ? ORDER BY id LIMIT ?`, userID, since, limit)
 	if err != nil {
 		return OutboxPage{}, fmt.Errorf("store: unacked outbox: %w", err)
 	}
@@ -229,26 +204,31 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 	return OutboxPage{Entries: entries, Cursor: max(since, last), HasMore: fetched == limit}, nil
 }
 
+// outboxColumns starts every outbox read.
+const outboxColumns = `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
+		payload, created_at, delivered_at
+	FROM message_outbox `
+
+var sessionOutboxSQL = preparedRead(outboxColumns + `WHERE user_id = ? AND session_id = ? ORDER BY id`)
+
 // SessionOutbox returns the pushes recorded for one session of userID,
 // oldest first, whether delivered or acknowledged or not. The scheduler
 // resends a failed occurrence's burst from here, so a retry repeats the
 // first answer rather than asking the LLM for a new one.
 func (s *Store) SessionOutbox(ctx context.Context, userID, sessionID string) ([]OutboxEntry, error) {
-	entries, _, _, err := s.readOutbox(ctx, userID, `WHERE user_id = ? AND session_id = ? ORDER BY id`, userID, sessionID)
+	entries, _, _, err := s.readOutbox(ctx, userID, sessionOutboxSQL, userID, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("store: session outbox: %w", err)
 	}
 	return entries, nil
 }
 
-// readOutbox reads the outbox rows of userID that where selects (ordered by
-// id) and returns those whose payload opens, the count of rows read and the
+// readOutbox reads the outbox rows of userID that query (outboxColumns and
+// a WHERE … ORDER BY id clause) selects and returns those whose payload opens, the count of rows read and the
 // id of the last row read (0 for none), both counting the rows that were
 // skipped because they do not decrypt (logged).
-func (s *Store) readOutbox(ctx context.Context, userID, where string, args ...any) (entries []OutboxEntry, fetched int, last int64, err error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
-			payload, created_at, delivered_at
-		FROM message_outbox `+where, args...)
+func (s *Store) readOutbox(ctx context.Context, userID, query string, args ...any) (entries []OutboxEntry, fetched int, last int64, err error) {
+	rows, err := s.readQuery(ctx, query, args...)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -292,6 +272,15 @@ func (s *Store) readOutbox(ctx context.Context, userID, where string, args ...an
 func (s *Store) DiscardUndeliveredOutbox(ctx context.Context, userID, taskUUID string) (int, error) {
 	return s.execCount(ctx, "discard undelivered outbox", `DELETE FROM message_outbox
 		WHERE user_id = ? AND task_uuid = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, taskUUID)
+}
+
+// DiscardUndeliveredSession deletes the pushes of one session of userID
+// that no push service accepted and no client acknowledged, and returns how
+// many. The scheduler calls it when an occurrence failed before any of its
+// burst was delivered, so the retry builds the burst afresh.
+func (s *Store) DiscardUndeliveredSession(ctx context.Context, userID, sessionID string) (int, error) {
+	return s.execCount(ctx, "discard undelivered session", `DELETE FROM message_outbox
+		WHERE user_id = ? AND session_id = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, sessionID)
 }
 
 // CleanupOutbox applies the retention (Config.OutboxAckedMaxAge,

@@ -5,7 +5,11 @@
 //
 // The database runs in WAL mode with one writer connection, so writes queue
 // in the process instead of failing with SQLITE_BUSY, beside a small pool of
-// read-only connections. Times are INTEGER milliseconds UTC. Columns the
+// read-only connections. One goroutine owns the writer: it commits the
+// writes waiting at the time together in one transaction (group commit, a
+// savepoint per write so one failing write does not undo the others), runs
+// the hot statements prepared once, and the WAL is checkpointed by a timer
+// on a connection of its own rather than by the writer's commits. Times are INTEGER milliseconds UTC. Columns the
 // standard keeps encrypted are sealed with the user's key in the standard's
 // at-rest format; callers pass and receive plaintext.
 package store
@@ -19,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,7 +47,21 @@ const (
 	busyTimeout = 5 * time.Second
 	// readConns bounds the read pool: each connection has its own page cache.
 	readConns = 4
+	// maxGroupWrites bounds the writes one transaction commits together;
+	// groupWait how long a busy writer waits for more before committing.
+	maxGroupWrites = 128
+	groupWait      = time.Millisecond
+	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
+	// never waiting for the writer or the readers).
+	checkpointInterval = time.Second
+	// maxWALBytes is the WAL size past which the writer waits for a
+	// TRUNCATE checkpoint: readers that always hold a snapshot could
+	// otherwise keep the WAL from ever starting over.
+	maxWALBytes = 64 << 20
 )
+
+// errClosed is a write to a closed store.
+var errClosed = errors.New("store: closed")
 
 // Config configures Open. Zero values take the defaults.
 type Config struct {
@@ -87,12 +106,23 @@ type Config struct {
 
 // Store is the database. It is safe for concurrent use.
 type Store struct {
-	writer  *sql.DB // one connection: SQLite has one writer anyway
-	reader  *sql.DB // query_only connections
-	log     *slog.Logger
-	now     func() time.Time
-	secrets Secrets
-	keyring *usercrypt.Keyring
+	writer       *sql.DB // one connection: SQLite has one writer anyway
+	reader       *sql.DB // query_only connections
+	checkpointer *sql.DB // one connection that checkpoints the WAL
+	walPath      string
+	// stmts are the hot statements (preparedSQL), prepared on the writer;
+	// readStmts the hot reads (preparedRead), prepared on the read pool.
+	stmts     map[string]*sql.Stmt
+	readStmts map[string]*sql.Stmt
+	// writes hands a write to the committer; stopWrites ends it and
+	// writesDone is closed once it has.
+	writes     chan *writeOp
+	stopWrites chan struct{}
+	writesDone chan struct{}
+	log        *slog.Logger
+	now        func() time.Time
+	secrets    Secrets
+	keyring    *usercrypt.Keyring
 
 	closeOnce sync.Once
 	closeErr  error
@@ -149,14 +179,23 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.outboxMaxAge = DefaultOutboxMaxAge
 	}
 	if err := s.open(ctx, cfg.Path); err != nil {
+		s.stopWriter()
 		s.closeDBs()
 		return nil, fmt.Errorf("store: open %s: %w", cfg.Path, err)
 	}
 	if err := s.migrate(ctx); err != nil {
+		s.stopWriter()
 		s.closeDBs()
 		return nil, fmt.Errorf("store: migrate %s: %w", cfg.Path, err)
 	}
+	if err := s.prepareStatements(ctx); err != nil {
+		s.stopWriter()
+		s.closeDBs()
+		return nil, fmt.Errorf("store: prepare statements in %s: %w", cfg.Path, err)
+	}
+
 	if err := s.loadSecrets(ctx, cfg); err != nil {
+		s.stopWriter()
 		s.closeDBs()
 		return nil, fmt.Errorf("store: secrets in %s: %w", cfg.Path, err)
 	}
@@ -171,10 +210,14 @@ func (s *Store) open(ctx context.Context, path string) error {
 	if err := prepareFile(abs); err != nil {
 		return err
 	}
-	if s.writer, err = sql.Open("sqlite", dsn(abs, "_txlock=immediate")); err != nil {
+	s.walPath = abs + "-wal"
+	// The writer never checkpoints on commit: the checkpointer does it off
+	// the writer's path.
+	if s.writer, err = sql.Open("sqlite", dsn(abs, "_txlock=immediate&_pragma=wal_autocheckpoint(0)")); err != nil {
 		return err
 	}
 	s.writer.SetMaxOpenConns(1)
+	s.startWriter()
 	// The first connection applies the pragmas: a file that is not a
 	// database, or is locked beyond busyTimeout, fails here.
 	var mode string
@@ -189,6 +232,10 @@ func (s *Store) open(ctx context.Context, path string) error {
 	}
 	s.reader.SetMaxOpenConns(readConns)
 	s.reader.SetMaxIdleConns(readConns)
+	if s.checkpointer, err = sql.Open("sqlite", dsn(abs, "")); err != nil {
+		return err
+	}
+	s.checkpointer.SetMaxOpenConns(1)
 	return nil
 }
 
@@ -232,15 +279,20 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close runs PRAGMA optimize and closes the database. Later calls return
-// the first call's result.
+// Close stops the writer, runs PRAGMA optimize, checkpoints the WAL and
+// closes the database. Writes after Close fail. Later calls return the first
+// call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.stopWriter()
 		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
 		defer cancel()
 		_, err := s.writer.ExecContext(ctx, "PRAGMA optimize")
 		if err != nil {
 			err = fmt.Errorf("store: optimize: %w", err)
+		}
+		if _, cerr := s.writer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("store: checkpoint: %w", cerr))
 		}
 		s.closeErr = errors.Join(err, s.closeDBs())
 	})
@@ -249,7 +301,7 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
-	for _, db := range []*sql.DB{s.reader, s.writer} {
+	for _, db := range []*sql.DB{s.reader, s.checkpointer, s.writer} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}
@@ -257,35 +309,326 @@ func (s *Store) closeDBs() error {
 	return errors.Join(errs...)
 }
 
-// write runs fn in a transaction on the writer connection. The transaction
-// begins IMMEDIATE, so it holds the write lock from its first statement and
-// never fails to upgrade a read lock. fn must read every *sql.Rows to the end
-// before issuing another statement: the writer has one connection.
+// write runs fn in a transaction on the writer connection, usually
+// together with other writes waiting at the same time (see commitGroup), and
+// returns fn's error or the commit's. The transaction begins IMMEDIATE, so it
+// holds the write lock from its first statement and never fails to upgrade a
+// read lock. fn must read every *sql.Rows to the end before issuing another
+// statement (the writer has one connection), and must not call write.
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
+	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.writes <- op:
+	case <-s.writesDone:
+		return errClosed
 	}
-	return tx.Commit()
+	return <-op.done
 }
 
-// execCount runs query on the writer outside a transaction and returns the
-// number of rows it changed. A failed statement is wrapped as
-// "store: what: …", or returned as it is when what is "" (the caller wraps);
-// the row count's own error is returned as it is.
-func (s *Store) execCount(ctx context.Context, what, query string, args ...any) (int, error) {
-	res, err := s.writer.ExecContext(ctx, query, args...)
-	if err != nil {
-		if what == "" {
-			return 0, err
+// writeOp is one write waiting for the committer.
+type writeOp struct {
+	ctx  context.Context
+	fn   func(*sql.Tx) error
+	done chan error
+}
+
+func (s *Store) startWriter() {
+	s.writes = make(chan *writeOp) // unbuffered: a write handed over is a write the committer runs
+	s.stopWrites = make(chan struct{})
+	s.writesDone = make(chan struct{})
+	go s.commitLoop()
+}
+
+func (s *Store) stopWriter() {
+	if s.writes == nil {
+		return
+	}
+	close(s.stopWrites)
+	<-s.writesDone
+}
+
+// commitLoop runs the writes: it takes one, gathers those already waiting
+// (up to maxGroupWrites), and commits them in one transaction. The WAL is
+// checkpointed in two steps: on a timer, a PASSIVE checkpoint on the
+// checkpointer's own connection copies the WAL into the database while
+// writes go on; once it is done, the loop checkpoints the few frames written
+// meanwhile between two transactions, so the next write starts the WAL over
+// instead of letting it grow.
+func (s *Store) commitLoop() {
+	defer close(s.writesDone)
+	ticker := time.NewTicker(checkpointInterval)
+	defer ticker.Stop()
+	checkpoints, copied := make(chan struct{}, 1), make(chan struct{}, 1)
+	checkpointerDone := make(chan struct{})
+	go func() {
+		defer close(checkpointerDone)
+		for range checkpoints {
+			s.checkpoint()
+			copied <- struct{}{}
 		}
+	}()
+	defer func() {
+		close(checkpoints)
+		<-checkpointerDone
+	}()
+	busy := false // the last group had company: wait a moment for more
+	for {
+		var group []*writeOp
+		select {
+		case <-s.stopWrites:
+			return
+		case <-ticker.C:
+			select {
+			case checkpoints <- struct{}{}:
+			default: // one is under way
+			}
+			continue
+		case <-copied:
+			s.checkpoint()
+			if info, err := os.Stat(s.walPath); err == nil && info.Size() > maxWALBytes {
+				s.truncateWAL()
+			}
+			continue
+		case op := <-s.writes:
+			group = append(group, op)
+		}
+		group = s.gather(group, busy)
+		busy = len(group) > 1
+		s.commitGroup(group)
+	}
+}
+
+// truncateWAL checkpoints the whole WAL and empties it, waiting (up to the
+// busy timeout) for the readers.
+func (s *Store) truncateWAL() {
+	ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
+	defer cancel()
+	if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		s.log.Warn("store: WAL truncation failed", "err", err)
+	}
+}
+
+// gather adds to group the writes waiting now and, when busy, those that
+// arrive within groupWait, up to maxGroupWrites. A lone write never waits:
+// the wait pays off only when deliveries keep writing.
+func (s *Store) gather(group []*writeOp, busy bool) []*writeOp {
+	var deadline <-chan time.Time
+	if busy {
+		t := time.NewTimer(groupWait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(group) < maxGroupWrites {
+		select {
+		case op := <-s.writes:
+			group = append(group, op)
+			continue
+		default:
+		}
+		if deadline == nil {
+			break
+		}
+		select {
+		case op := <-s.writes:
+			group = append(group, op)
+		case <-deadline:
+			return group
+		}
+	}
+	return group
+}
+
+// checkpoint runs a PASSIVE checkpoint: it copies what it can of the WAL
+// into the database without waiting for the writer or the readers.
+func (s *Store) checkpoint() {
+	ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
+	defer cancel()
+	if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		s.log.Warn("store: WAL checkpoint failed", "err", err)
+	}
+}
+
+// commitGroup commits a group of writes in one transaction. Each write of a
+// group of several runs inside a savepoint, so one that fails is rolled back
+// alone; a failed commit fails them all. The transaction has no context of
+// its own: a caller that gives up only loses its own write. A write whose
+// failure ended the whole transaction (SQLite rolls a transaction back when
+// a statement in it is interrupted, as a cancelled context does) fails
+// alone, and the others run again in a new transaction.
+func (s *Store) commitGroup(group []*writeOp) {
+	live := make([]*writeOp, 0, len(group))
+	for _, op := range group {
+		if err := op.ctx.Err(); err != nil {
+			op.done <- err
+			continue
+		}
+		live = append(live, op)
+	}
+	for len(live) > 0 {
+		live = s.tryGroup(live)
+	}
+}
+
+// errTxAborted marks a write whose failure rolled back the whole
+// transaction of its group.
+var errTxAborted = errors.New("store: the transaction was rolled back")
+
+// tryGroup runs group in one transaction and answers every write, unless
+// one write aborted the transaction: that one is answered, and the others
+// are returned to run again.
+func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
+	tx, err := s.writer.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, op := range group {
+			op.done <- err
+		}
+		return nil
+	}
+	errs := make([]error, len(group))
+	if len(group) == 1 {
+		if errs[0] = group[0].fn(tx); errs[0] != nil {
+			group[0].done <- errors.Join(errs[0], ignoreDone(tx.Rollback()))
+			return nil
+		}
+	} else {
+		for i, op := range group {
+			errs[i] = s.inSavepoint(tx, op)
+			if errors.Is(errs[i], errTxAborted) {
+				_ = tx.Rollback() // the connection rolled it back already; this ends the Tx
+				op.done <- errs[i]
+				return slices.Delete(slices.Clone(group), i, i+1)
+			}
+		}
+	}
+	commitErr := tx.Commit()
+	for i, op := range group {
+		if errs[i] == nil {
+			errs[i] = commitErr
+		}
+		op.done <- errs[i]
+	}
+	return nil
+}
+
+// inSavepoint runs one write of a group, undoing it alone if it fails. When
+// the savepoint is gone after a failure, the failure ended the whole
+// transaction, and the error says so (errTxAborted).
+func (s *Store) inSavepoint(tx *sql.Tx, op *writeOp) error {
+	ctx := context.Background()
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT write"); err != nil {
+		return errors.Join(err, errTxAborted)
+	}
+	err := op.fn(tx)
+	if err != nil {
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO write"); rerr != nil {
+			return errors.Join(err, rerr, errTxAborted)
+		}
+	}
+	if _, rerr := tx.ExecContext(ctx, "RELEASE write"); rerr != nil {
+		return errors.Join(err, rerr, errTxAborted)
+	}
+	return err
+}
+
+// execCount runs query in a write of its own and returns the number of
+// rows it changed. A failed statement is wrapped as "store: what: …", or
+// returned as it is when what is "" (the caller wraps).
+func (s *Store) execCount(ctx context.Context, what, query string, args ...any) (int, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := s.txExec(ctx, tx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil && what != "" {
 		return 0, fmt.Errorf("store: %s: %w", what, err)
 	}
-	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// preparedQueries are the statements every delivery runs, registered by
+// preparedSQL and prepared once on the writer at Open.
+var preparedQueries []string
+
+// preparedSQL registers query as a hot statement and returns it. Call it in
+// a package-level var declaration.
+func preparedSQL(query string) string {
+	preparedQueries = append(preparedQueries, query)
+	return query
+}
+
+// preparedReads are the reads every delivery runs, registered by
+// preparedRead and prepared once on the read pool at Open (database/sql
+// then prepares each on every pooled connection once).
+var preparedReads []string
+
+// preparedRead registers query as a hot read and returns it. Call it in a
+// package-level var declaration.
+func preparedRead(query string) string {
+	preparedReads = append(preparedReads, query)
+	return query
+}
+
+func (s *Store) prepareStatements(ctx context.Context) error {
+	var err error
+	if s.stmts, err = prepareAll(ctx, s.writer, preparedQueries); err != nil {
+		return err
+	}
+	s.readStmts, err = prepareAll(ctx, s.reader, preparedReads)
+	return err
+}
+
+func prepareAll(ctx context.Context, db *sql.DB, queries []string) (map[string]*sql.Stmt, error) {
+	stmts := make(map[string]*sql.Stmt, len(queries))
+	for _, q := range queries {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", err, q)
+		}
+		stmts[q] = st
+	}
+	return stmts, nil
+}
+
+// readRow is readQuery for one row.
+func (s *Store) readRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.readStmts[query]; st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.reader.QueryRowContext(ctx, query, args...)
+}
+
+// readQuery runs query on the read pool, on its prepared statement when it
+// has one.
+func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := s.readStmts[query]; st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.reader.QueryContext(ctx, query, args...)
+}
+
+// txExec runs query in tx, on its prepared statement when it has one
+// (Tx.StmtContext reuses a statement prepared on the transaction's
+// connection rather than preparing it again).
+func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := s.stmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// txQuery is txExec for a statement that returns rows.
+func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	if st := s.stmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return tx.QueryContext(ctx, query, args...)
 }
 
 func ignoreDone(err error) error {

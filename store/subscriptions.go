@@ -104,11 +104,13 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 	return d, nil
 }
 
+var devicesSQL = preparedRead(`SELECT id, subscription, created_at, updated_at
+	FROM subscriptions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`)
+
 // Devices returns userID's subscriptions, most recently updated first. A row
 // that does not decrypt (the master key changed) is skipped and logged.
 func (s *Store) Devices(ctx context.Context, userID string) ([]push.Device, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, subscription, created_at, updated_at
-		FROM subscriptions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`, userID)
+	rows, err := s.readQuery(ctx, devicesSQL, userID)
 	if err != nil {
 		return nil, fmt.Errorf("store: devices: %w", err)
 	}
@@ -156,9 +158,11 @@ func (s *Store) SubscriptionSummary(ctx context.Context, userID string) (Subscri
 // DeleteDevice deletes one of userID's devices. A device that is already
 // gone, or belongs to another user, is not an error.
 func (s *Store) DeleteDevice(ctx context.Context, userID string, deviceID int64) error {
-	_, err := s.execCount(ctx, "delete subscriptions", `DELETE FROM subscriptions WHERE user_id = ? AND id = ?`, userID, deviceID)
+	_, err := s.execCount(ctx, "delete subscriptions", deleteDeviceSQL, userID, deviceID)
 	return err
 }
+
+var deleteDeviceSQL = preparedSQL(`DELETE FROM subscriptions WHERE user_id = ? AND id = ?`)
 
 // DeleteSubscription deletes userID's device with this endpoint and reports
 // whether there was one.

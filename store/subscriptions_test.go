@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/store"
 	"amsg/store/storetest"
 	"amsg/store/usercrypt"
@@ -420,12 +420,8 @@ func BenchmarkDevices(b *testing.B) {
 	}
 }
 
-// The sender's webpush.Directory, which *store.Store must keep matching.
-var _ interface {
-	Devices(ctx context.Context, userID string) ([]push.Device, error)
-	DeleteDevice(ctx context.Context, userID string, deviceID int64) error
-	RecordAttempts(ctx context.Context, attempts []push.Attempt) error
-} = (*store.Store)(nil)
+// The courier's store, which *store.Store must keep matching.
+var _ courier.Store = (*store.Store)(nil)
 
 func FuzzPutSubscription(f *testing.F) {
 	f.Add([]byte(subscriptionJSON("https://push.example/fuzz")))

@@ -264,13 +264,29 @@ func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (bool, erro
 // ordered by next_send_at. One statement in one IMMEDIATE transaction: two
 // claimers never get the same task.
 func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Duration, limit int) ([]Task, error) {
+	return s.ClaimDueTasksExcept(ctx, now, ttl, limit, nil)
+}
+
+// MaxClaimSkipUsers bounds the users one ClaimDueTasksExcept passes over.
+const MaxClaimSkipUsers = 1000
+
+// ClaimDueTasksExcept is ClaimDueTasks passing over the tasks of the users
+// in skip: the scheduler names the users who have as many tasks in delivery
+// as it lets one user have, so one user's backlog cannot take every slot.
+func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time.Duration, limit int, skip []string) ([]Task, error) {
+	if len(skip) > MaxClaimSkipUsers {
+		return nil, fmt.Errorf("store: claim due tasks: %d users to skip, limit %d", len(skip), MaxClaimSkipUsers)
+	}
+	if skip == nil {
+		skip = []string{} // [], not null
+	}
+	skipped, err := json.Marshal(skip)
+	if err != nil {
+		return nil, err
+	}
 	var tasks []Task
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE tasks SET lease_until = ?, updated_at = ?
-			WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND `+claimableAt+` <= ?
-				ORDER BY `+claimableAt+`, id LIMIT ?)
-			RETURNING `+taskColumns,
-			millis(now.Add(ttl)), millis(s.now()), millis(now), limit)
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		rows, err := s.txQuery(ctx, tx, claimDueSQL, millis(now.Add(ttl)), millis(s.now()), millis(now), string(skipped), limit)
 		if err != nil {
 			return err
 		}
@@ -284,22 +300,47 @@ func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Durat
 	return tasks, nil
 }
 
+var claimDueSQL = preparedSQL(`UPDATE tasks SET lease_until = ?, updated_at = ?
+	WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ?
+			AND user_id NOT IN (SELECT value FROM json_each(?))
+		ORDER BY ` + claimableAt + `, id LIMIT ?)
+	RETURNING ` + taskColumns)
+
+var nextClaimableSQL = preparedRead(`SELECT min(` + claimableAt + `) FROM tasks WHERE status = 'pending'`)
+
 // NextClaimableAt returns the earliest time a pending task becomes
 // claimable, and false when there is no pending task. The scheduler sleeps
 // until then rather than a whole tick.
 func (s *Store) NextClaimableAt(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := s.reader.QueryRowContext(ctx, `SELECT min(`+claimableAt+`) FROM tasks WHERE status = 'pending'`).Scan(&next)
+	err := s.readRow(ctx, nextClaimableSQL).Scan(&next)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("store: next claimable task: %w", err)
 	}
 	return fromMillis(next.Int64), next.Valid, nil
 }
 
+// The fenced statements that finish a claimed occurrence (see finish),
+// prepared once on the writer.
+const leaseFence = ` WHERE id = ? AND lease_until = ? AND next_send_at = ?`
+
+var (
+	renewLeaseSQL        = preparedSQL(`UPDATE tasks SET lease_until = ?, updated_at = ?` + leaseFence)
+	completeOneOffSQL    = preparedSQL(`DELETE FROM tasks` + leaseFence)
+	completeRecurringSQL = preparedSQL(`UPDATE tasks SET next_send_at = ?, lease_until = NULL, retry_after = NULL,
+		retry_count = 0, last_error = NULL, updated_at = ?` + leaseFence)
+	rescheduleTaskSQL = preparedSQL(`UPDATE tasks SET next_send_at = ?, lease_until = NULL, retry_after = NULL,
+		retry_count = 0, last_error = ?, updated_at = ?` + leaseFence)
+	backOffTaskSQL = preparedSQL(`UPDATE tasks SET retry_after = ?, retry_count = retry_count + 1, lease_until = NULL,
+		last_error = ?, updated_at = ?` + leaseFence)
+	failTaskSQL = preparedSQL(`UPDATE tasks SET status = 'failed', retry_count = ?, lease_until = NULL, retry_after = NULL,
+		last_error = ?, updated_at = ?` + leaseFence)
+)
+
 // RenewLease extends l to until and returns the renewed lease, or
 // ErrLeaseLost.
 func (s *Store) RenewLease(ctx context.Context, l Lease, until time.Time) (Lease, error) {
-	err := s.finish(ctx, l, `UPDATE tasks SET lease_until = ?, updated_at = ?`, millis(until), millis(s.now()))
+	err := s.finish(ctx, l, renewLeaseSQL, millis(until), millis(s.now()))
 	if err != nil {
 		return l, err
 	}
@@ -310,21 +351,17 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, until time.Time) (Lease
 // ReleaseLease gives l up without changing anything else, so the task is
 // claimable again at once. A lease already lost is not an error.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
-	if err := s.releaseLease(ctx, s.writer, l); err != nil {
+	if err := s.write(ctx, func(tx *sql.Tx) error { return s.releaseLease(ctx, tx, l) }); err != nil {
 		return fmt.Errorf("store: release lease: %w", err)
 	}
 	return nil
 }
 
-// execer is a *sql.DB or a *sql.Tx.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+var releaseLeaseSQL = preparedSQL(`UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`)
 
-// releaseLease clears l's lease through db, if l still holds it.
-func (s *Store) releaseLease(ctx context.Context, db execer, l Lease) error {
-	_, err := db.ExecContext(ctx, `UPDATE tasks SET lease_until = NULL, updated_at = ? WHERE id = ? AND lease_until = ?`,
-		millis(s.now()), l.TaskID, millis(l.Until))
+// releaseLease clears l's lease in tx, if l still holds it.
+func (s *Store) releaseLease(ctx context.Context, tx *sql.Tx, l Lease) error {
+	_, err := s.txExec(ctx, tx, releaseLeaseSQL, millis(s.now()), l.TaskID, millis(l.Until))
 	return err
 }
 
@@ -335,42 +372,37 @@ func (s *Store) releaseLease(ctx context.Context, db execer, l Lease) error {
 // result is ErrLeaseLost.
 func (s *Store) CompleteTask(ctx context.Context, l Lease, next time.Time) error {
 	if next.IsZero() {
-		return s.finish(ctx, l, `DELETE FROM tasks`)
+		return s.finish(ctx, l, completeOneOffSQL)
 	}
-	return s.finish(ctx, l, `UPDATE tasks SET next_send_at = ?, lease_until = NULL, retry_after = NULL,
-		retry_count = 0, last_error = NULL, updated_at = ?`, millis(next), millis(s.now()))
+	return s.finish(ctx, l, completeRecurringSQL, millis(next), millis(s.now()))
 }
 
 // RescheduleTask skips the leased occurrence of a recurring task: it moves
 // to next with its lease and retry state cleared and lastError recorded.
 func (s *Store) RescheduleTask(ctx context.Context, l Lease, next time.Time, lastError json.RawMessage) error {
-	return s.finish(ctx, l, `UPDATE tasks SET next_send_at = ?, lease_until = NULL, retry_after = NULL,
-		retry_count = 0, last_error = ?, updated_at = ?`, millis(next), string(lastError), millis(s.now()))
+	return s.finish(ctx, l, rescheduleTaskSQL, millis(next), string(lastError), millis(s.now()))
 }
 
 // BackOffTask records a failed attempt that will be retried at retryAfter:
 // retry_count goes up by one, the lease is released and next_send_at stays.
 func (s *Store) BackOffTask(ctx context.Context, l Lease, retryAfter time.Time, lastError json.RawMessage) error {
-	return s.finish(ctx, l, `UPDATE tasks SET retry_after = ?, retry_count = retry_count + 1, lease_until = NULL,
-		last_error = ?, updated_at = ?`, millis(retryAfter), string(lastError), millis(s.now()))
+	return s.finish(ctx, l, backOffTaskSQL, millis(retryAfter), string(lastError), millis(s.now()))
 }
 
 // FailTask marks a one-off task failed for good, with its retry count and
 // last error.
 func (s *Store) FailTask(ctx context.Context, l Lease, retryCount int, lastError json.RawMessage) error {
-	return s.finish(ctx, l, `UPDATE tasks SET status = 'failed', retry_count = ?, lease_until = NULL, retry_after = NULL,
-		last_error = ?, updated_at = ?`, retryCount, string(lastError), millis(s.now()))
+	return s.finish(ctx, l, failTaskSQL, retryCount, string(lastError), millis(s.now()))
 }
 
-// finish runs statement (an UPDATE … SET … or DELETE FROM tasks, without
-// WHERE) on the task l leases, fenced by the lease and the occurrence. When
+// finish runs statement (one of the fenced statements below) on the task l
+// leases, fenced by the lease and the occurrence. When
 // the fence fails but the lease is still held (the owner moved the task), the
 // lease is released. Either way the result is then ErrLeaseLost.
 func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...any) error {
 	lost := false
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, statement+` WHERE id = ? AND lease_until = ? AND next_send_at = ?`,
-			append(args, l.TaskID, millis(l.Until), millis(l.Occurrence))...)
+		res, err := s.txExec(ctx, tx, statement, append(args, l.TaskID, millis(l.Until), millis(l.Occurrence))...)
 		if err != nil {
 			return err
 		}

@@ -501,3 +501,26 @@ func TestInsertedLeaseIsHeldUntilItEnds(t *testing.T) {
 }
 
 func fromMillisUTC(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
+
+// ClaimDueTasksExcept passes over the named users' tasks, in due order for
+// the rest, and leaves them claimable.
+func TestClaimDueTasksExceptPassesOverUsers(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now})
+	now := clk.now
+	insertTask(t, st, alice, 1, now.Add(-2*time.Minute))
+	insertTask(t, st, bob, 2, now.Add(-time.Minute))
+	insertTask(t, st, alice, 3, now.Add(-time.Second))
+	insertTask(t, st, bob, 4, now)
+	tasks, err := st.ClaimDueTasksExcept(t.Context(), now, 90*time.Second, 10, []string{alice})
+	if err != nil || fmt.Sprint(uuids(tasks)) != fmt.Sprint([]string{taskUUID(2), taskUUID(4)}) {
+		t.Fatalf("claim except alice = %v, %v", uuids(tasks), err)
+	}
+	tasks, err = st.ClaimDueTasks(t.Context(), now, 90*time.Second, 10)
+	if err != nil || fmt.Sprint(uuids(tasks)) != fmt.Sprint([]string{taskUUID(1), taskUUID(3)}) {
+		t.Errorf("then a plain claim = %v, %v; want alice's", uuids(tasks), err)
+	}
+	if _, err := st.ClaimDueTasksExcept(t.Context(), now, time.Minute, 1, make([]string, store.MaxClaimSkipUsers+1)); err == nil {
+		t.Error("an oversized skip list was accepted")
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"amsg/push/courier"
 )
 
 // config is everything `amsg serve` can be told. Every flag has an
@@ -21,6 +23,7 @@ type config struct {
 	AllowPrivateEndpoints bool
 	CORSOrigin            string
 	VAPIDSubject          string
+	PushPolicy            courier.Policy
 	LogLevel              slog.Level
 	LogFormat             string
 	ShutdownTimeout       time.Duration
@@ -79,6 +82,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.CORSOrigin, "cors-origin", "", `CORS: "" (off), "*", an origin, or a comma-separated list`)
 	fs.StringVar(&c.VAPIDSubject, "vapid-subject", "mailto:amsg@localhost",
 		"VAPID contact push services may write to: mailto:you@yourdomain or an https URL (Apple rejects placeholders like the default)")
+	fs.TextVar(&c.PushPolicy, "push-policy", courier.PolicyVisible,
+		"which pushes go by Web Push: visible (reasoning stays on SSE and in the outbox) or upstream (all, as the standard's server)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn, error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 30*time.Second,

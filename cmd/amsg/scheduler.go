@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"amsg/push/courier"
 	"amsg/scheduler"
 )
 
@@ -41,9 +42,9 @@ func (c schedulerConfig) validate() error {
 	return nil
 }
 
-// newScheduler builds the scheduler, which delivers tasks through p and
+// newScheduler builds the scheduler, which delivers tasks through cr and
 // reports each claim's lateness to onClaim.
-func (s *server) newScheduler(p scheduler.Pusher, onClaim func(time.Duration)) error {
+func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) error {
 	c := s.cfg.Scheduler
 	sched, err := scheduler.New(scheduler.Config{
 		Tick:         s.cfg.Tick,
@@ -53,7 +54,7 @@ func (s *server) newScheduler(p scheduler.Pusher, onClaim func(time.Duration)) e
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
 		OnClaim:      onClaim,
-	}, scheduler.Deps{Store: s.store, Pusher: p, LLM: s.llm, Transcripts: s.transcripts})
+	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts})
 	if err != nil {
 		return &configError{err}
 	}

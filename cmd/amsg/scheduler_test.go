@@ -8,10 +8,12 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"amsg/loop/llmtest"
 	"amsg/push"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
@@ -179,8 +181,17 @@ func TestCrashMidBurstRedeliversWithTheSameIDsAfterTheLease(t *testing.T) {
 	}
 
 	p = r.start(t)
-	all := waitPushes(t, r.push, delivered+burst, 30*time.Second)
+	// The restart resumes the burst where its outbox marks say it stopped:
+	// pushes marked delivered are not sent again, the one in flight at the
+	// kill (sent, its mark not yet committed) may be; the rest follow, each
+	// under its own id.
+	p.WaitLog(t, "scheduler: task delivered", 30*time.Second)
+	all := r.push.Pushes()
 	second := all[delivered:]
+	if n := len(second); n < burst-delivered || n > burst-delivered+1 {
+		t.Fatalf("%d pushes after the restart, %d before: want the %d undelivered, plus at most the one in flight",
+			n, delivered, burst-delivered)
+	}
 	// The lease was last renewed at most a heartbeat (give or take a late
 	// renewal) before the kill; a restart that ignored it would resend
 	// within a tick.
@@ -192,16 +203,17 @@ func TestCrashMidBurstRedeliversWithTheSameIDsAfterTheLease(t *testing.T) {
 	if !strings.HasPrefix(occurrence, fmt.Sprintf("msg_task_%d@", id)) {
 		t.Fatalf("first id %s", messageID(t, first[0]))
 	}
-	for i, pu := range second {
+	for i, pu := range all[:delivered] {
 		if got, want := messageID(t, pu), fmt.Sprintf("%s_%d", occurrence, i); got != want {
+			t.Errorf("push %d before the crash has id %s, want %s", i, got, want)
+		}
+	}
+	for i, pu := range second {
+		if got, want := messageID(t, pu), fmt.Sprintf("%s_%d", occurrence, burst-len(second)+i); got != want {
 			t.Errorf("redelivered push %d has id %s, want %s", i, got, want)
 		}
 	}
-	for i, pu := range all[:delivered] {
-		if got := messageID(t, pu); got != messageID(t, second[i]) {
-			t.Errorf("push %d before the crash was %s, after %s", i, got, messageID(t, second[i]))
-		}
-	}
+	total := len(all)
 
 	// The push service may see the last push before the task's row says
 	// sent; wait for the scheduler to record it.
@@ -222,8 +234,8 @@ func TestCrashMidBurstRedeliversWithTheSameIDsAfterTheLease(t *testing.T) {
 			p = r.start(t)
 		}
 	}
-	if n := len(r.push.Pushes()); n != delivered+burst {
-		t.Errorf("%d pushes in all, want %d", n, delivered+burst)
+	if n := len(r.push.Pushes()); n != total {
+		t.Errorf("%d pushes in all, want %d", n, total)
 	}
 	if errs := r.push.Errors(); len(errs) != 0 {
 		t.Errorf("push service errors: %v", errs)
@@ -386,5 +398,53 @@ func TestTaskLifecycleOverHTTP(t *testing.T) {
 	}
 	if status, body := r.call(t, p, http.MethodGet, "messages", nil); !strings.Contains(string(body), `"total":0`) {
 		t.Errorf("after cancelling: %d %s", status, body)
+	}
+}
+
+// An LLM burst is decided once: a prompted occurrence killed (SIGKILL)
+// mid-burst resumes after the lease with the answer it recorded before its
+// first push left, each sentence under its own id, and never asks the LLM
+// again (a second answer would go out under the same ids).
+func TestCrashMidLLMBurstResendsTheRecordedAnswer(t *testing.T) {
+	const burst = 6
+	r := newTaskRig(t, "AMSG_TICK=100ms", "AMSG_TASK_LEASE=2s", "AMSG_TASK_HEARTBEAT=400ms", "AMSG_PUSH_INTERVAL=200ms")
+	llm := llmtest.NewServer(t)
+	sentences := make([]string, burst)
+	for i := range sentences {
+		sentences[i] = fmt.Sprintf("第%d句。", i+1)
+	}
+	llm.Enqueue(llmtest.Reply{Content: strings.Join(sentences, "")}, llmtest.Reply{Content: "另一个回答。另一个回答。"})
+	p := r.start(t)
+	r.register(t, p)
+	r.schedule(t, p, map[string]any{"contactName": "Rei", "messageType": "prompted", "immediate": true,
+		"completePrompt": "say six things", "apiUrl": llm.APIURL(), "apiKey": "k", "primaryModel": "m"})
+
+	waitPushes(t, r.push, 2, 20*time.Second)
+	p.Kill(t)
+	delivered := len(r.push.Pushes())
+	if delivered >= burst {
+		t.Fatalf("the whole burst went out before the kill (%d pushes)", delivered)
+	}
+	p = r.start(t)
+	p.WaitLog(t, "scheduler: task delivered", 30*time.Second)
+
+	if n := len(llm.Requests()); n != 1 {
+		t.Errorf("the LLM was asked %d times, want once", n)
+	}
+	seen := map[string]bool{}
+	for _, pu := range r.push.Pushes() {
+		var m struct{ MessageID, Message string }
+		if err := json.Unmarshal(pu.JSON, &m); err != nil {
+			t.Fatal(err)
+		}
+		i, err := strconv.Atoi(m.MessageID[strings.LastIndex(m.MessageID, "_")+1:])
+		if err != nil || i >= burst || m.Message != sentences[i] {
+			t.Errorf("push %s carries %q: not the recorded answer's sentence", m.MessageID, m.Message)
+			continue
+		}
+		seen[m.MessageID] = true
+	}
+	if len(seen) != burst {
+		t.Errorf("%d distinct pushes of the %d-sentence answer reached the push service", len(seen), burst)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"amsg/api"
 	"amsg/loop"
+	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
@@ -139,7 +140,7 @@ func (s *server) build() error {
 	if err != nil {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
-	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: s.store}
+	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log})
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)
@@ -155,7 +156,7 @@ func (s *server) build() error {
 	if err != nil {
 		return err
 	}
-	if err := s.newScheduler(dispatcher, observeLateness); err != nil {
+	if err := s.newScheduler(deliveries, observeLateness); err != nil {
 		return err
 	}
 	// The worker's version hashes the page's files, so a build with a new
@@ -178,7 +179,7 @@ func (s *server) build() error {
 		Logger:                s.log,
 	}, api.Deps{
 		Store:         s.store,
-		Dispatcher:    dispatcher,
+		Courier:       deliveries,
 		Scheduler:     s.scheduler,
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(s.version + "-" + assets),

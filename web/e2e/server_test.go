@@ -13,6 +13,7 @@ import (
 	"amsg/api"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/scheduler"
@@ -74,7 +75,7 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dispatcher := &webpush.Dispatcher{Sender: sender, Directory: st}
+	deliveries := courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: log})
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
 	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
@@ -82,7 +83,7 @@ func newServer(t *testing.T) *server {
 	clk := &clock{}
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Pusher: dispatcher, LLM: llm, Transcripts: transcripts})
+		scheduler.Deps{Store: st, Courier: deliveries, LLM: llm, Transcripts: transcripts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func newServer(t *testing.T) *server {
 	}
 	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
 		Store:         st,
-		Dispatcher:    dispatcher,
+		Courier:       deliveries,
 		Scheduler:     sched,
 		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
 		Web:           web.Handler(),

@@ -10,16 +10,17 @@ import (
 	"amsg/push"
 )
 
-// Directory is the sender's only way to the database; *store.Store
-// implements it.
+// Production delivery goes through push/courier; Dispatcher stays here, in
+// the tests only, as the fan-out the sender's tests drive.
+
+// Directory is the test fan-out's store.
 type Directory interface {
 	Devices(ctx context.Context, userID string) ([]push.Device, error) // subscriptions decrypted
 	DeleteDevice(ctx context.Context, userID string, deviceID int64) error
 	RecordAttempts(ctx context.Context, attempts []push.Attempt) error
 }
 
-// ErrNoDevices means the user has no push subscription; producers report it
-// as PUSH_SUBSCRIPTION_MISSING.
+// ErrNoDevices means the user has no push subscription.
 var ErrNoDevices = errors.New("the user has no push subscription")
 
 // Dispatcher fans a push out to every device of a user, deletes the devices

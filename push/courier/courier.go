@@ -1,0 +1,417 @@
+// Package courier is amsg's one delivery engine. Every producer (the instant
+// and continue rounds, the scheduler, test-push, the operator's send) hands
+// it a round of pushes: the courier records them in the outbox before any
+// leaves, resolves the round's recipients once (a user's devices stay in
+// memory while pushes to that user are in flight), encrypts and sends
+// through the sender within per-user and per-origin bounds, and records the
+// attempts, the gone devices and the delivered marks in one store write per
+// push, which the store group-commits with the writes of other deliveries.
+package courier
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"amsg/push"
+	"amsg/push/webpush"
+)
+
+// Store is the database as the courier uses it; *store.Store is one.
+type Store interface {
+	// Devices returns the user's subscriptions, decrypted.
+	Devices(ctx context.Context, userID string) ([]push.Device, error)
+	// AppendOutbox records pushes before they are sent.
+	AppendOutbox(ctx context.Context, userID string, messages []push.OutboxMessage) error
+	// SessionOutbox returns the pushes recorded for one session of the
+	// user, oldest first.
+	SessionOutbox(ctx context.Context, userID, sessionID string) ([]push.OutboxEntry, error)
+	// DiscardUndeliveredSession deletes the session's pushes that were
+	// neither delivered nor acknowledged.
+	DiscardUndeliveredSession(ctx context.Context, userID, sessionID string) (int, error)
+	// RecordDeliveries writes what one push's delivery did, in one
+	// transaction: the attempts, the outbox rows of userID it delivered and
+	// the devices of userID push services reported gone.
+	RecordDeliveries(ctx context.Context, userID string, delivered []string, gone []int64, attempts []push.Attempt) error
+}
+
+// Sender sends one message to one subscription; *webpush.Sender is one.
+type Sender interface {
+	Send(ctx context.Context, sub push.Subscription, msg webpush.Message) (webpush.Delivery, error)
+}
+
+// ErrNoRecipients means the round has nobody to send to: the user has no
+// push subscription and the request carried none. Producers report it as
+// PUSH_SUBSCRIPTION_MISSING.
+var ErrNoRecipients = errors.New("the user has no push subscription")
+
+// Policy decides which pushes go by Web Push (AMSG_PUSH_POLICY).
+type Policy string
+
+// Policies.
+const (
+	// PolicyVisible sends only pushes the service worker shows: a reasoning
+	// push is recorded in the outbox (and streamed by SSE) but never sent,
+	// since iOS revokes subscriptions that receive pushes showing nothing.
+	PolicyVisible Policy = "visible"
+	// PolicyUpstream sends every push, as the ReiStandard's server does.
+	PolicyUpstream Policy = "upstream"
+)
+
+// ParsePolicy reads a policy name; "" is PolicyVisible.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case "":
+		return PolicyVisible, nil
+	case PolicyVisible, PolicyUpstream:
+		return p, nil
+	}
+	return "", fmt.Errorf("push policy %q is neither %q nor %q", s, PolicyVisible, PolicyUpstream)
+}
+
+// MarshalText and UnmarshalText make a Policy a flag (flag.TextVar).
+func (p Policy) MarshalText() ([]byte, error) { return []byte(p), nil }
+
+// UnmarshalText reads a policy name with ParsePolicy.
+func (p *Policy) UnmarshalText(b []byte) error {
+	v, err := ParsePolicy(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// Sends reports whether a push of kind goes by Web Push under p.
+func (p Policy) Sends(kind push.Kind) bool {
+	return p == PolicyUpstream || kind != push.KindReasoning
+}
+
+// Defaults of Config.
+const (
+	DefaultPerUser   = 4
+	DefaultPerOrigin = 32
+	// DefaultDeviceMaxAge bounds how long a user's devices are reused from
+	// memory before they are read again; Forget drops them sooner when the
+	// API changes them.
+	DefaultDeviceMaxAge = 10 * time.Second
+)
+
+// bookkeepingTimeout bounds the writes after a send, which run even if the
+// caller's context ended meanwhile: the push went out either way.
+const bookkeepingTimeout = 10 * time.Second
+
+// Config configures a Courier. Zero values take the defaults.
+type Config struct {
+	// PerUser bounds the sends in flight to one user's devices, so one user
+	// whose push service hangs cannot hold every delivery.
+	PerUser int
+	// PerOrigin bounds the requests in flight to one push service origin;
+	// the default matches the sender's idle connections per host, so a
+	// burst reuses its TLS connections instead of opening new ones.
+	PerOrigin    int
+	DeviceMaxAge time.Duration
+	Policy       Policy // "": PolicyVisible
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// Courier delivers rounds of pushes. It is safe for concurrent use; make one
+// per process.
+type Courier struct {
+	sender  Sender
+	store   Store
+	cfg     Config
+	log     *slog.Logger
+	users   *limiter
+	origins *limiter
+	devices *deviceCache
+}
+
+// New makes a Courier.
+func New(sender Sender, st Store, cfg Config) *Courier {
+	cfg.PerUser = cmp.Or(max(cfg.PerUser, 0), DefaultPerUser)
+	cfg.PerOrigin = cmp.Or(max(cfg.PerOrigin, 0), DefaultPerOrigin)
+	cfg.DeviceMaxAge = cmp.Or(max(cfg.DeviceMaxAge, 0), DefaultDeviceMaxAge)
+	cfg.Policy = cmp.Or(cfg.Policy, PolicyVisible)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Courier{
+		sender: sender, store: st, cfg: cfg, log: cfg.Logger,
+		users:   newLimiter(cfg.PerUser),
+		origins: newLimiter(cfg.PerOrigin),
+		devices: newDeviceCache(st, cfg.DeviceMaxAge, cfg.Now),
+	}
+}
+
+// Recipients are who a round's pushes go to.
+type Recipients struct {
+	// UserID names a user whose every device gets the pushes, and whose
+	// outbox records them; "" for none.
+	UserID string
+	// Subscription is one more subscription that is not a stored device
+	// (an /instant request's own); nil for none.
+	Subscription *push.Subscription
+}
+
+// Result says what happened to one push at each recipient.
+type Result struct {
+	MessageID string
+	// Withheld is set when the policy kept the push off Web Push; it was
+	// recorded in the outbox and nothing was sent.
+	Withheld bool
+	Devices  []DeviceResult // the request's subscription first, then the user's devices
+}
+
+// DeviceResult is one recipient's delivery.
+type DeviceResult struct {
+	DeviceID int64 // 0 for the request's own subscription
+	webpush.Delivery
+}
+
+// Delivered counts the recipients the push reached.
+func (r Result) Delivered() int {
+	n := 0
+	for _, d := range r.Devices {
+		if d.Outcome == push.OutcomeDelivered {
+			n++
+		}
+	}
+	return n
+}
+
+// Round is a run of pushes to one set of recipients: an LLM round's
+// reasoning and content, a scheduled occurrence's burst, a single test or
+// operator push. Its recipients are resolved once, when it opens.
+type Round struct {
+	c       *Courier
+	to      Recipients
+	source  push.Source
+	devices *userDevices // nil without a user
+}
+
+// Open starts a round to to, whose pushes are of source (instant or
+// scheduled: it picks TTL and urgency). It reads the user's devices, unless
+// they were read less than DeviceMaxAge ago. A round with nobody to send to
+// (Reachable false) still records its pushes in the user's outbox; its
+// sends fail with ErrNoRecipients.
+func (c *Courier) Open(ctx context.Context, to Recipients, source push.Source) (*Round, error) {
+	r := &Round{c: c, to: to, source: source}
+	if to.UserID != "" {
+		d, err := c.devices.acquire(ctx, to.UserID)
+		if err != nil {
+			return nil, fmt.Errorf("list push subscriptions: %w", err)
+		}
+		r.devices = d
+		for _, dev := range d.list() {
+			if to.Subscription != nil && dev.Subscription.Endpoint == to.Subscription.Endpoint {
+				r.to.Subscription = nil // one of the user's devices already: sent once
+			}
+		}
+	}
+	return r, nil
+}
+
+// Reachable reports whether the round has a recipient: the request's
+// subscription, or a device of the user.
+func (r *Round) Reachable() bool {
+	return r.to.Subscription != nil || (r.devices != nil && len(r.devices.list()) > 0)
+}
+
+// Record writes pushes to the user's outbox before any is sent, so a page
+// that was offline catches up and a retried occurrence resends the same
+// pushes. Without a user there is no outbox and Record does nothing.
+func (r *Round) Record(ctx context.Context, messages []push.OutboxMessage) error {
+	if r.to.UserID == "" || len(messages) == 0 {
+		return nil
+	}
+	if err := r.c.store.AppendOutbox(ctx, r.to.UserID, messages); err != nil {
+		return fmt.Errorf("record pushes in the outbox: %w", err)
+	}
+	return nil
+}
+
+// Recorded is a push an earlier round recorded in the outbox.
+type Recorded struct {
+	push.OutboxMessage
+	Kind      push.Kind
+	Delivered bool // a push service took it
+}
+
+// Recorded returns the pushes recorded for sessionID of the round's user,
+// oldest first, and whether any was delivered: a scheduled occurrence
+// resends its burst from here rather than building it again. A row that no
+// longer decodes makes the burst unusable: nil, with a warning.
+func (r *Round) Recorded(ctx context.Context, sessionID string) (burst []Recorded, started bool, err error) {
+	entries, err := r.c.store.SessionOutbox(ctx, r.to.UserID, sessionID)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the session's outbox: %w", err)
+	}
+	for _, e := range entries {
+		p, err := push.Decode(e.Payload)
+		if err != nil {
+			r.c.log.WarnContext(ctx, "courier: a recorded push does not decode; the burst is built afresh", "sessionId", sessionID, "err", err)
+			return nil, false, nil
+		}
+		delivered := !e.DeliveredAt.IsZero()
+		started = started || delivered
+		burst = append(burst, Recorded{OutboxMessage: e.OutboxMessage, Kind: p.Kind(), Delivered: delivered})
+	}
+	return burst, started, nil
+}
+
+// Discard deletes the recorded pushes of sessionID that no push service
+// took, so the session's next round builds them afresh.
+func (r *Round) Discard(ctx context.Context, sessionID string) error {
+	if _, err := r.c.store.DiscardUndeliveredSession(ctx, r.to.UserID, sessionID); err != nil {
+		return fmt.Errorf("discard the session's undelivered pushes: %w", err)
+	}
+	return nil
+}
+
+// Push records p in the outbox and sends it: the instant paths' one call
+// per push. An outbox that cannot be written is logged, not fatal: the
+// push still goes.
+func (r *Round) Push(ctx context.Context, p push.Push) (Result, error) {
+	m, err := push.NewOutboxMessage(p)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := r.Record(ctx, []push.OutboxMessage{m}); err != nil {
+		r.c.log.WarnContext(ctx, "courier: sending a push the outbox could not record", "messageId", m.MessageID, "err", err)
+	}
+	return r.Send(ctx, m, p.Kind())
+}
+
+// Send delivers one recorded push to every recipient at once and records
+// the attempts, the gone devices and, when a recipient took it, the outbox
+// mark. The error is for a push that could not be sent at all (invalid, or
+// too large even for chunks, push.ErrPayloadTooLarge); per recipient
+// outcomes are in the Result.
+func (r *Round) Send(ctx context.Context, m push.OutboxMessage, kind push.Kind) (Result, error) {
+	res := Result{MessageID: m.MessageID}
+	if !r.c.cfg.Policy.Sends(kind) {
+		res.Withheld = true
+		return res, nil
+	}
+	msg := webpush.Message{ID: m.MessageID, Kind: kind, Payload: m.Payload, Source: r.source}
+	subs := r.subscriptions(&res)
+	if len(subs) == 0 {
+		return res, ErrNoRecipients
+	}
+	errs := make([]error, len(subs))
+	var wg sync.WaitGroup
+	for i, sub := range subs {
+		wg.Go(func() { res.Devices[i].Delivery, errs[i] = r.c.send(ctx, r.to.UserID, sub, msg) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return res, err
+		}
+	}
+	r.record(ctx, m.MessageID, &res)
+	return res, nil
+}
+
+// subscriptions lists the round's recipients, the request's subscription
+// first, and gives res a DeviceResult for each, in the same order.
+func (r *Round) subscriptions(res *Result) []push.Subscription {
+	var subs []push.Subscription
+	if r.to.Subscription != nil {
+		subs = append(subs, *r.to.Subscription)
+		res.Devices = append(res.Devices, DeviceResult{})
+	}
+	if r.devices != nil {
+		for _, d := range r.devices.list() {
+			subs = append(subs, d.Subscription)
+			res.Devices = append(res.Devices, DeviceResult{DeviceID: d.ID})
+		}
+	}
+	return subs
+}
+
+// send sends to one subscription within the user's and the origin's
+// bounds.
+func (c *Courier) send(ctx context.Context, userID string, sub push.Subscription, msg webpush.Message) (webpush.Delivery, error) {
+	if userID != "" {
+		if err := c.users.acquire(ctx, userID); err != nil {
+			return webpush.Delivery{Outcome: push.OutcomeFailed, Err: err}, nil
+		}
+		defer c.users.release(userID)
+	}
+	origin := originOf(sub.Endpoint)
+	if err := c.origins.acquire(ctx, origin); err != nil {
+		return webpush.Delivery{Outcome: push.OutcomeFailed, Err: err}, nil
+	}
+	defer c.origins.release(origin)
+	return c.sender.Send(ctx, sub, msg)
+}
+
+// originOf is the push service an endpoint belongs to: scheme and host. An
+// endpoint that does not parse shares one key; the sender refuses it anyway.
+func originOf(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// record writes the push's bookkeeping: attempts, gone devices and the
+// outbox mark, in one store call. The push went out, so a failed write is
+// logged and not returned: failing now would only make a producer send it
+// again.
+func (r *Round) record(ctx context.Context, messageID string, res *Result) {
+	var attempts []push.Attempt
+	var gone []int64
+	delivered := false
+	for i := range res.Devices {
+		d := &res.Devices[i]
+		for j := range d.Attempts {
+			d.Attempts[j].UserID, d.Attempts[j].DeviceID = r.to.UserID, d.DeviceID
+		}
+		attempts = append(attempts, d.Attempts...)
+		delivered = delivered || d.Outcome == push.OutcomeDelivered
+		if d.Outcome == push.OutcomeGone && d.DeviceID != 0 {
+			gone = append(gone, d.DeviceID)
+		}
+	}
+	var marks []string
+	if delivered && r.to.UserID != "" {
+		marks = []string{messageID}
+	}
+	if len(gone) > 0 {
+		r.devices.drop(gone)
+	}
+	if len(attempts) == 0 && len(marks) == 0 && len(gone) == 0 {
+		return
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	if err := r.c.store.RecordDeliveries(bctx, r.to.UserID, marks, gone, attempts); err != nil {
+		r.c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "messageId", messageID,
+			"attempts", len(attempts), "err", err)
+	}
+}
+
+// SendPush sends one push to every device of userID as a round of its own
+// and reports each device's outcome: test-push's and the operator's send.
+// The push is recorded in the user's outbox first.
+func (c *Courier) SendPush(ctx context.Context, userID string, source push.Source, p push.Push) (Result, error) {
+	r, err := c.Open(ctx, Recipients{UserID: userID}, source)
+	if err != nil {
+		return Result{MessageID: p.CommonFields().MessageID}, err
+	}
+	if !r.Reachable() {
+		return Result{MessageID: p.CommonFields().MessageID}, ErrNoRecipients
+	}
+	return r.Push(ctx, p)
+}

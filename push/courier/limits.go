@@ -1,0 +1,186 @@
+package courier
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"amsg/push"
+)
+
+// limiter bounds the holders of each key (a user, a push service origin) at
+// once. A key's slots exist only while someone holds or waits for one, so
+// the map stays as small as the work in flight.
+type limiter struct {
+	per  int
+	mu   sync.Mutex
+	keys map[string]*slots
+}
+
+type slots struct {
+	ch   chan struct{}
+	refs int // holders and waiters
+}
+
+func newLimiter(per int) *limiter { return &limiter{per: per, keys: map[string]*slots{}} }
+
+// acquire takes one of key's slots, waiting until one frees or ctx ends.
+func (l *limiter) acquire(ctx context.Context, key string) error {
+	l.mu.Lock()
+	s := l.keys[key]
+	if s == nil {
+		s = &slots{ch: make(chan struct{}, l.per)}
+		l.keys[key] = s
+	}
+	s.refs++
+	l.mu.Unlock()
+	select {
+	case s.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		l.unref(key, s)
+		return ctx.Err()
+	}
+}
+
+// release gives back a slot acquire took.
+func (l *limiter) release(key string) {
+	l.mu.Lock()
+	s := l.keys[key]
+	l.mu.Unlock()
+	<-s.ch
+	l.unref(key, s)
+}
+
+func (l *limiter) unref(key string, s *slots) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s.refs--; s.refs == 0 {
+		delete(l.keys, key)
+	}
+}
+
+// deviceCache keeps users' devices in memory for maxAge after they were
+// read, so a backlog of one user's pushes (or many users' scheduled pushes,
+// round after round) reads and decrypts the subscriptions once rather than
+// per push. Forget drops a user whose subscriptions changed; an entry older
+// than maxAge is read again. At most maxCachedUsers entries are kept.
+type deviceCache struct {
+	store  Store
+	maxAge time.Duration
+	now    func() time.Time
+
+	mu    sync.Mutex
+	users map[string]*userDevices
+}
+
+// maxCachedUsers bounds the cache; past it, expired entries are swept.
+const maxCachedUsers = 10_000
+
+// userDevices is one user's devices. ready is closed once the read ended;
+// devices and err are set before that and, apart from drop, not after.
+type userDevices struct {
+	userID string
+	ready  chan struct{}
+	readAt time.Time
+
+	mu      sync.Mutex
+	devices []push.Device
+	err     error
+}
+
+func newDeviceCache(st Store, maxAge time.Duration, now func() time.Time) *deviceCache {
+	return &deviceCache{store: st, maxAge: maxAge, now: now, users: map[string]*userDevices{}}
+}
+
+// acquire returns userID's devices, read now unless a fresh entry is
+// cached; concurrent rounds to a user wait for one read.
+func (c *deviceCache) acquire(ctx context.Context, userID string) (*userDevices, error) {
+	now := c.now()
+	c.mu.Lock()
+	u := c.users[userID]
+	if u != nil && u.fresh(now, c.maxAge) {
+		c.mu.Unlock()
+		select {
+		case <-u.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if u.err != nil {
+			return nil, u.err
+		}
+		return u, nil
+	}
+	if len(c.users) >= maxCachedUsers {
+		c.sweepLocked(now)
+	}
+	u = &userDevices{userID: userID, ready: make(chan struct{}), readAt: now}
+	c.users[userID] = u // rounds holding an older entry keep it
+	c.mu.Unlock()
+	u.devices, u.err = c.store.Devices(ctx, userID)
+	close(u.ready)
+	if u.err != nil {
+		c.forget(u)
+		return nil, u.err
+	}
+	return u, nil
+}
+
+// fresh reports whether u may serve a new round: read recently, and not
+// failed.
+func (u *userDevices) fresh(now time.Time, maxAge time.Duration) bool {
+	select {
+	case <-u.ready:
+		return u.err == nil && now.Sub(u.readAt) < maxAge
+	default:
+		return true // being read now
+	}
+}
+
+// sweepLocked drops the entries that are no longer fresh.
+func (c *deviceCache) sweepLocked(now time.Time) {
+	for id, u := range c.users {
+		if !u.fresh(now, c.maxAge) {
+			delete(c.users, id)
+		}
+	}
+}
+
+// forget drops u unless a newer entry replaced it.
+func (c *deviceCache) forget(u *userDevices) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.users[u.userID] == u {
+		delete(c.users, u.userID)
+	}
+}
+
+// Forget drops userID's devices from memory, so the next round reads them:
+// call it when the user's subscriptions change.
+func (c *Courier) Forget(userID string) {
+	c.devices.mu.Lock()
+	defer c.devices.mu.Unlock()
+	delete(c.devices.users, userID)
+}
+
+// list returns the devices as they are now.
+func (u *userDevices) list() []push.Device {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.devices
+}
+
+// drop forgets devices a push service reported gone (the store deletes
+// them), so the next push of the round skips them.
+func (u *userDevices) drop(ids []int64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	kept := make([]push.Device, 0, len(u.devices))
+	for _, d := range u.devices {
+		if !slices.Contains(ids, d.ID) {
+			kept = append(kept, d)
+		}
+	}
+	u.devices = kept
+}

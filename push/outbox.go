@@ -1,0 +1,48 @@
+package push
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// OutboxMessage is one finalized push as the outbox keeps it. It lives here,
+// beside Push, so the delivery engine and the store share it without the
+// engine depending on the store.
+type OutboxMessage struct {
+	MessageID string
+	TaskUUID  string // "" when the push belongs to no task
+	SessionID string // "" when the push has none
+	// MessageIndex (1-based) and TotalMessages place the push in its burst;
+	// 0 when the push has none.
+	MessageIndex  int
+	TotalMessages int
+	// Payload is the push as encoded for sending: a JSON object of at most
+	// MaxDecodeBytes.
+	Payload json.RawMessage
+}
+
+// NewOutboxMessage encodes p and lifts its identity fields, so every
+// producer records pushes the same way.
+func NewOutboxMessage(p Push) (OutboxMessage, error) {
+	payload, err := Encode(p)
+	if err != nil {
+		return OutboxMessage{}, fmt.Errorf("outbox message: %w", err)
+	}
+	c := p.CommonFields()
+	m := OutboxMessage{MessageID: c.MessageID, SessionID: c.SessionID, Payload: payload}
+	m.TaskUUID, _ = c.TaskUUID.Get()
+	if content, ok := p.(*ContentPush); ok {
+		m.MessageIndex, _ = content.MessageIndex.Get()
+		m.TotalMessages, _ = content.TotalMessages.Get()
+	}
+	return m, nil
+}
+
+// OutboxEntry is a stored outbox row.
+type OutboxEntry struct {
+	ID int64
+	OutboxMessage
+	CreatedAt   time.Time
+	DeliveredAt time.Time // zero until a push service accepted the push
+}
