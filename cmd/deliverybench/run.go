@@ -57,7 +57,7 @@ type phase struct {
 	cpu        time.Duration // the sender's CPU time
 	serviceCPU time.Duration // the push service's
 	peakRSS    int64         // amsg only; 0 when unknown
-	profile    string        // amsg only, with --perf: the top of perf's report
+	profile    string        // amsg only, with --perf: perf's summary
 	latencies  []time.Duration
 }
 
@@ -416,11 +416,19 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	if late := time.Since(start); late > -50*time.Millisecond {
 		return phase{}, fmt.Errorf("scheduling took past the due time (by %s): pass a larger --lead than %s", late.Round(time.Millisecond), lead)
 	}
-	// Measure CPU from just before the due time: inserting is not delivering.
-	select {
-	case <-ctx.Done():
-		return phase{}, ctx.Err()
-	case <-time.After(time.Until(start) - 20*time.Millisecond):
+	// perf starts half a second ahead, so it is sampling by the due time;
+	// CPU is measured from just before it: inserting is not delivering.
+	var prof *profiler
+	if o.Perf {
+		if err := sleepUntil(ctx, start.Add(-perfHeadStart)); err != nil {
+			return phase{}, err
+		}
+		if prof, err = startProfile(b.sup, b.dir, round, pids); err != nil {
+			return phase{}, err
+		}
+	}
+	if err := sleepUntil(ctx, start.Add(-20*time.Millisecond)); err != nil {
+		return phase{}, err
 	}
 	amsgBefore, err := cpuOf(pids...)
 	if err != nil {
@@ -429,12 +437,6 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	serviceBefore, err := cpuOf(b.pushService.Pid())
 	if err != nil {
 		return phase{}, err
-	}
-	var prof *profiler
-	if o.Perf {
-		if prof, err = startProfile(b.sup, b.dir, round, pids); err != nil {
-			return phase{}, err
-		}
 	}
 	b.logf("amsg: due at %s; waiting for %d pushes", start.UTC().Format(time.TimeOnly+".000"), o.Tasks)
 	res, err := b.waitDelivered(ctx, o.Tasks, o.Scenario == scenarioLatency)
@@ -480,6 +482,21 @@ func quotaEnv(tasks, users int) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("AMSG_MAX_TASKS_PER_USER=%d", perUser)}
+}
+
+// perfHeadStart is how long before the due time perf is started.
+const perfHeadStart = 500 * time.Millisecond
+
+// sleepUntil waits until t or the end of ctx.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // whileRunning returns a context that ends when any of instances exits.
@@ -544,7 +561,7 @@ func (b *bench) reportRound(r int, rd round) {
 		fmt.Fprintf(b.out, "ratio amsg/node: %.2fx (goal >= 5x); by CPU per push: %.2fx\n", rd.rateRatio(), rd.cpuRatio())
 	}
 	if rd.amsg.profile != "" {
-		fmt.Fprintf(b.out, "amsg's CPU (perf, self time, from the due time to the last arrival):\n%s", rd.amsg.profile)
+		fmt.Fprintf(b.out, "amsg's CPU (perf, self time, from just before the due time to the last arrival):\n%s", rd.amsg.profile)
 	}
 	if len(rd.amsg.latencies) > 0 {
 		fmt.Fprintf(b.out, "due-to-delivered at %d tasks/s: p50 %s, p99 %s, max %s\n", o.Rate,
