@@ -385,7 +385,7 @@ func (s *Server) ResumeBroadcasts(ctx context.Context) error {
 		return err
 	}
 	for _, b := range list {
-		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursor_set", b.Cursor != "", "sent", b.Sent)
+		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursorSet", b.Cursor != "", "sent", b.Sent)
 		s.startBroadcast(b, 0)
 	}
 	return nil
@@ -542,15 +542,16 @@ type deviceJSON struct {
 
 // handleAdminDevices lists a user's devices by push service host; the
 // endpoint itself is a bearer capability and never leaves the server.
-// lastSeenAt is the device's last registration.
+// lastSeenAt is the device's last sign of life: its last registration, or a
+// later report (POST /device-seen).
 func (s *Server) handleAdminDevices(w http.ResponseWriter, r *http.Request) error {
-	devices, err := s.deps.Store.Devices(r.Context(), chi.URLParam(r, "userId"))
+	devices, err := s.deps.Store.DevicesSeen(r.Context(), chi.URLParam(r, "userId"))
 	if err != nil {
 		return err
 	}
 	out := make([]deviceJSON, 0, len(devices))
 	for _, d := range devices {
-		out = append(out, deviceJSON{d.ID, endpointHost(d.Subscription.Endpoint), push.FormatTimestamp(d.CreatedAt), push.FormatTimestamp(d.UpdatedAt)})
+		out = append(out, deviceJSON{d.ID, endpointHost(d.Endpoint), push.FormatTimestamp(d.CreatedAt), push.FormatTimestamp(d.LastSeenAt)})
 	}
 	writeData(w, http.StatusOK, map[string]any{"devices": out})
 	return nil

@@ -68,6 +68,7 @@ var errorTable = []errorText{
 
 	// Tasks.
 	{"INVALID_PARAMETERS", "Missing or invalid parameters", "缺少必需参数或参数格式错误"},
+	{"INVALID_PARAMETERS", `The body must be {"endpoint": the push endpoint URL}`, `请求体必须是 {"endpoint": 推送端点 URL}`},
 	{"INVALID_PARAMETERS", "immediate must be a boolean", "immediate 必须是布尔值"},
 	{"INVALID_PARAMETERS", "messageType 'instant' is delivered at once and cannot carry immediate", "messageType 'instant' 本就立即投递，不能再带 immediate"},
 	{"INVALID_PARAMETERS", "supersedesUuid must be a valid UUID", "supersedesUuid 必须是合法 UUID"},
@@ -98,6 +99,7 @@ var errorTable = []errorText{
 	{"INVALID_UPDATED_AT", "updatedAt must be a positive integer (milliseconds)", "updatedAt 必须是正整数（毫秒时间戳）"},
 	{"PUSH_SUBSCRIPTION_MISSING", "This user has no registered push subscription (PUT /push-subscription)", "该用户还没有登记推送订阅（PUT /push-subscription）"},
 	{"PUSH_SUBSCRIPTION_LOOKUP_FAILED", "The push subscription could not be read; retry later", "推送订阅读取失败，请稍后重试"},
+	{"PUSH_SUBSCRIPTION_NOT_FOUND", "This device has no registered push subscription (PUT /push-subscription)", "该设备未登记推送订阅（PUT /push-subscription）"},
 	{"PUSH_SUBSCRIPTION_NOT_ACCEPTED", "pushSubscription is no longer updated with a task; use PUT /push-subscription to replace the user's subscription", "pushSubscription 不再随任务更新，改用 PUT /push-subscription 覆盖用户级订阅"},
 	{"PUSH_SEND_FAILED", "Web Push delivery failed", "Web Push 推送失败"},
 	{"LLM_CALL_FAILED", "The LLM call failed", "LLM 调用失败"},

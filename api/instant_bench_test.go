@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 )
 
 // reportLatencies reports the median and the 99th percentile of samples.

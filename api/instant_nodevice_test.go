@@ -2,12 +2,13 @@ package api
 
 import (
 	"bufio"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 )
 
 // A user with no device chats over SSE: the reply streams, nothing is
@@ -35,6 +36,11 @@ func TestInstantOverSSEWithoutADevice(t *testing.T) {
 	}
 	if len(texts) < 2 || texts[len(texts)-2] != "payload Hello there." || texts[len(texts)-1] != "done " {
 		t.Fatalf("frames %q, want the reply then done", texts)
+	}
+	// The stream ends once every backup has settled: the outbox is written
+	// by then.
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
 	}
 	if n := len(f.push.Requests()); n != 0 {
 		t.Fatalf("%d push requests, want none", n)

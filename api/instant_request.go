@@ -2,11 +2,13 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 )
@@ -36,8 +38,8 @@ type instantRequest struct {
 }
 
 // call is the LLM call the request describes.
-func (q *instantRequest) call() loop.Request {
-	return loop.Request{APIURL: q.apiURL, APIKey: q.apiKey, Model: q.primaryModel, Messages: q.messages,
+func (q *instantRequest) call() llm.Request {
+	return llm.Request{APIURL: q.apiURL, APIKey: q.apiKey, Model: q.primaryModel, Messages: q.messages,
 		Prompt: q.completePrompt, Temperature: q.temperature, MaxTokens: q.maxTokens,
 		Tools: q.tools, ToolChoice: q.toolChoice, ExtraBody: q.llmExtraBody}
 }
@@ -106,23 +108,13 @@ type requestValidator struct {
 	log          func(warning builders.Warning)
 }
 
-// check runs checks in order and returns the first failure.
-func (v *requestValidator) check(checks ...func() *Error) error {
-	for _, c := range checks {
-		if err := c(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // decodeInstant validates an /instant body (validateInstantPayload on the
 // standard's legacy path, which amsg always takes: it has no onLLMOutput
 // hook, so completePrompt is accepted with or without tools), then amsg's
 // own fields.
 func decodeInstant(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error) {
 	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, defaultModel: defaultModel, log: warn}
-	err := v.check(
+	err := check(
 		v.forbidden("firstSendTime", "amsg-instant 不接受 firstSendTime；该字段属于 amsg-server 的定时消息"),
 		v.onlyValue("recurrenceType", "none", `amsg-instant 不支持 recurrenceType（必须省略或为 "none"）`),
 		v.onlyValue("messageType", "instant", `amsg-instant 仅支持 messageType: "instant"（或省略）`),
@@ -146,7 +138,7 @@ func decodeInstant(f fields, haveUser bool, maxIter int, defaultModel bool, warn
 // order. Unlike upstream, messages may hold only the tool results.
 func decodeContinue(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error) {
 	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, defaultModel: defaultModel, log: warn}
-	err := v.check(
+	err := check(
 		func() *Error {
 			if _, ok := f.nonBlank("sessionId"); !ok {
 				return missingFields("sessionId 必填且为非空字符串", "sessionId")
@@ -200,12 +192,7 @@ func (v *requestValidator) onlyValue(key, allowed, message string) func() *Error
 }
 
 func (v *requestValidator) contactName() *Error {
-	name, ok := v.f.nonBlank("contactName")
-	if !ok {
-		return missingFields("contactName 必填", "contactName")
-	}
-	v.q.contactName = name
-	return nil
+	return readInto(v.f.nonBlank, "contactName", &v.q.contactName, missingFields("contactName 必填", "contactName"))
 }
 
 func (v *requestValidator) promptOrMessages() *Error {
@@ -219,32 +206,20 @@ func (v *requestValidator) promptOrMessages() *Error {
 	case hasMessages:
 		return v.messages()
 	}
-	prompt, ok := v.f.nonBlank("completePrompt")
-	if !ok {
-		return invalidFields("completePrompt 必须是非空字符串", "completePrompt")
-	}
-	v.q.completePrompt = prompt
-	return nil
+	return readInto(v.f.nonBlank, "completePrompt", &v.q.completePrompt, invalidFields("completePrompt 必须是非空字符串", "completePrompt"))
 }
 
 func (v *requestValidator) messages() *Error {
-	if err := loop.ValidateMessages(v.f["messages"]); err != nil {
-		return invalidFields(err.Chinese(), "messages")
+	var bad *llm.MessagesError
+	if errors.As(llm.ValidateMessages(v.f["messages"]), &bad) {
+		return invalidFields(bad.Chinese(), "messages")
 	}
 	v.q.messages = v.f["messages"]
 	return nil
 }
 
 func (v *requestValidator) temperature() *Error {
-	if !v.f.given("temperature") {
-		return nil
-	}
-	t, ok := v.f.number("temperature")
-	if !ok {
-		return invalidFields("temperature 必须是有限数字", "temperature")
-	}
-	v.q.temperature = &t
-	return nil
+	return readInto(v.f.optionalNumber, "temperature", &v.q.temperature, invalidFields("temperature 必须是有限数字", "temperature"))
 }
 
 func (v *requestValidator) credentials() *Error {
@@ -312,15 +287,7 @@ func (v *requestValidator) avatarURL() *Error {
 }
 
 func (v *requestValidator) messageSubtype() *Error {
-	if !v.f.given("messageSubtype") {
-		return nil
-	}
-	s, ok := v.f.str("messageSubtype")
-	if !ok {
-		return invalidFields("messageSubtype 必须是字符串", "messageSubtype")
-	}
-	v.q.messageSubtype = s
-	return nil
+	return readInto(v.f.optionalString, "messageSubtype", &v.q.messageSubtype, invalidFields("messageSubtype 必须是字符串", "messageSubtype"))
 }
 
 func (v *requestValidator) splitFields() *Error {
@@ -351,12 +318,10 @@ func (v *requestValidator) shared() *Error {
 		}
 		v.q.iteration = int(n)
 	}
-	if v.f.given("metadata") {
-		if push.JSONKind(v.f["metadata"]) != '{' {
-			return invalidFields("metadata 必须是普通对象", "metadata")
-		}
-		v.q.metadata = v.f["metadata"]
+	if err := checkMetadata(v.f, invalidPayload("", nil)); err != nil {
+		return err
 	}
+	v.q.metadata = v.f.raw("metadata")
 	v.q.llmExtraBody = v.f["llmExtraBody"]
 	return nil
 }

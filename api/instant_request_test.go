@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/loop"
 )
 
@@ -171,7 +172,7 @@ func validationBody(t *testing.T, base map[string]any, c validationCase) string 
 }
 
 func runValidationRows(t *testing.T, path string, base map[string]any, rows []validationCase) {
-	s := newTestServer(t, Config{AllowPrivateEndpoints: true, LLMPolicy: loop.URLPolicy{AllowPrivate: true}}, Deps{Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{})}})
+	s := newTestServer(t, Config{AllowPrivateEndpoints: true, LLMPolicy: llm.URLPolicy{AllowPrivate: true}}, Deps{Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{})}})
 	for _, c := range rows {
 		t.Run(c.name, func(t *testing.T) {
 			got := post(s, path, validationBody(t, base, c), jsonHeaders)

@@ -18,8 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/store"
@@ -46,11 +47,11 @@ func newPolicyInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig, p
 	t.Helper()
 	st := storetest.New(t)
 	deliveries, fake := newTestCourier(t, st, policy)
-	agent.Client = loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})
+	agent.Client = llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})
 	agent.Transcripts = loop.NewTranscripts(st, nil)
 	agent.Logger = testLogger(t)
 	cfg.AllowPrivateEndpoints = true
-	cfg.LLMPolicy = loop.URLPolicy{AllowPrivate: true}
+	cfg.LLMPolicy = llm.URLPolicy{AllowPrivate: true}
 	s := newTestServer(t, cfg, Deps{Store: st, Courier: deliveries,
 		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond}})
 	h := httptest.NewServer(s)
@@ -261,7 +262,13 @@ func TestInstantToolLoop(t *testing.T) {
 	if len(history) != 3 || history[1]["role"] != "assistant" || history[2]["content"] != "12:00" {
 		t.Errorf("the second call's history: %s", f.llm.Requests()[1].Body["messages"])
 	}
+	checkToolLoopRecords(t, f)
+}
 
+// checkToolLoopRecords checks what TestInstantToolLoop's two rounds left
+// behind: the transcript, and the outbox holding the pushes it names.
+func checkToolLoopRecords(t *testing.T, f *instantFixture) {
+	t.Helper()
 	tr := f.transcript(t, testUserID, "sess_tool")
 	var rows []string
 	for _, m := range tr.Messages {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm"
 	"amsg/loop"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -145,7 +146,7 @@ func TestRateLimiterStaysBounded(t *testing.T) {
 // before any call; text/plain bodies are refused.
 func TestInstantLLMURLPolicy(t *testing.T) {
 	f := newInstantFixture(t, Config{}, loop.AgentConfig{})
-	f.s.cfg.LLMPolicy = loop.URLPolicy{}
+	f.s.cfg.LLMPolicy = llm.URLPolicy{}
 	body := f.body(map[string]any{"pushSubscription": f.push.Subscribe()})
 	got := post(f.s, "/api/v1/instant", jsonBody(t, body), jsonHeaders)
 	if got.status != http.StatusBadRequest || !strings.Contains(got.body, `"code":"INVALID_API_URL"`) || !strings.Contains(got.body, "loopback") {

@@ -6,7 +6,7 @@ import (
 	"mime"
 	"net/http"
 
-	"amsg/loop"
+	"amsg/llm"
 )
 
 // errUnsupportedMediaType refuses an /instant or /continue body that is
@@ -33,11 +33,11 @@ func (s *Server) checkAPIURL(ctx context.Context, apiURL string) error {
 		return nil
 	}
 	err := s.cfg.LLMPolicy.Check(ctx, apiURL)
-	var le *loop.Error
+	var le *llm.Error
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &le) && errors.Is(err, loop.ErrInvalidAPIURL):
+	case errors.As(err, &le) && errors.Is(err, llm.ErrInvalidAPIURL):
 		return newError(http.StatusBadRequest, "INVALID_API_URL", le.Error()).
 			withDetails(map[string]any{"invalidFields": []string{"apiUrl"}})
 	}

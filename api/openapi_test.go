@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push/courier"
 	"amsg/scheduler"
@@ -27,7 +28,7 @@ func fullServer(t *testing.T) *Server {
 	deliveries, _ := newTestCourier(t, st, courier.PolicyUpstream)
 	sched, err := scheduler.New(scheduler.Config{Logger: testLogger(t),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Courier: deliveries, LLM: loop.NewClient(loop.Config{})})
+		scheduler.Deps{Store: st, Courier: deliveries, LLM: llm.NewClient(llm.Config{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func fullServer(t *testing.T) *Server {
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	return newTestServer(t, Config{AdminToken: "t"}, Deps{Store: st, Courier: deliveries, Scheduler: sched,
 		Metrics: prometheus.NewRegistry(), ServiceWorker: page, AdminPage: page,
-		Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: loop.NewClient(loop.Config{}), Transcripts: loop.NewTranscripts(st, nil)})}})
+		Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm.NewClient(llm.Config{}), Transcripts: loop.NewTranscripts(st, nil)})}})
 }
 
 // TestOpenAPIDocumentsEveryRoute holds openapi.json to the router: every

@@ -9,8 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"regexp"
-	"strconv"
 
 	"amsg/store"
 )
@@ -97,7 +95,7 @@ func nonZero[T comparable](v T) *T {
 // capped at MaxOutboxPage.
 func outboxQuery(q url.Values) (since int64, limit int, err error) {
 	if raw := q.Get("since"); raw != "" {
-		n, ok := jsNumber(raw)
+		n, ok := push.JSNumber(raw)
 		// An integer above 2^53 cannot be a cursor this server wrote.
 		if !ok || n != math.Trunc(n) || n < 0 || n > maxSafeInteger {
 			return 0, 0, errInvalidOutboxCursor
@@ -106,72 +104,13 @@ func outboxQuery(q url.Values) (since int64, limit int, err error) {
 	}
 	limit = store.DefaultOutboxPage
 	if raw := q.Get("limit"); raw != "" {
-		n, ok := jsNumber(raw)
+		n, ok := push.JSNumber(raw)
 		if !ok || math.IsInf(n, 0) || n != math.Trunc(n) || n <= 0 {
 			return 0, 0, errInvalidOutboxLimit
 		}
 		limit = int(min(n, store.MaxOutboxPage))
 	}
 	return since, limit, nil
-}
-
-var jsDecimalLiteral = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$`)
-
-// jsNumber is JavaScript's Number(s) for a string: surrounding whitespace
-// ignored, "" is 0, decimal literals with an optional sign and exponent,
-// Infinity, and unsigned 0x, 0o and 0b integers. ok is false where
-// JavaScript gives NaN.
-func jsNumber(s string) (n float64, ok bool) {
-	s = push.JSTrim(s)
-	switch {
-	case s == "":
-		return 0, true
-	case s == "Infinity" || s == "+Infinity":
-		return math.Inf(1), true
-	case s == "-Infinity":
-		return math.Inf(-1), true
-	case len(s) > 2 && s[0] == '0' && radix(s[1]) > 0:
-		base := radix(s[1])
-		for _, c := range s[2:] {
-			d := digitValue(c)
-			if d >= base {
-				return 0, false
-			}
-			n = n*float64(base) + float64(d) // past 2^53 precision is lost, as in JavaScript
-		}
-		return n, true
-	case jsDecimalLiteral.MatchString(s):
-		n, err := strconv.ParseFloat(s, 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) { // out of range is ±Inf, as in JavaScript
-			return 0, false
-		}
-		return n, true
-	}
-	return 0, false
-}
-
-// radix is the base a 0x, 0o or 0b prefix letter names, 0 for others.
-func radix(letter byte) int {
-	switch letter | 0x20 {
-	case 'x':
-		return 16
-	case 'o':
-		return 8
-	case 'b':
-		return 2
-	}
-	return 0
-}
-
-// digitValue is the value of a hexadecimal digit, 16 for anything else.
-func digitValue(c rune) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c|0x20 && c|0x20 <= 'f':
-		return int(c|0x20-'a') + 10
-	}
-	return 16
 }
 
 func (s *Server) handleOutboxAck(w http.ResponseWriter, r *http.Request) error {

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -150,26 +149,6 @@ func TestOutboxQueryParameters(t *testing.T) {
 		}
 	}
 	wantBody(t, "no user", send(s, http.MethodGet, "/api/v1/outbox", "", nil), 400, `{"success":false,"error":{"code":"USER_ID_REQUIRED","message":"缺少用户标识符"}}`)
-}
-
-func TestJSNumber(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want float64
-		ok   bool
-	}{
-		{"", 0, true}, {" \t\u00a0\ufeff", 0, true}, {"12", 12, true}, {"+12", 12, true}, {"-12", -12, true},
-		{"1.", 1, true}, {".5", 0.5, true}, {"1e3", 1000, true}, {"1E-2", 0.01, true}, {"1e400", math.Inf(1), true},
-		{"-1e400", math.Inf(-1), true}, {"1e-400", 0, true}, {"Infinity", math.Inf(1), true}, {"-Infinity", math.Inf(-1), true},
-		{"0x1F", 31, true}, {"0o17", 15, true}, {"0B101", 5, true}, {"007", 7, true},
-		{"-0x10", 0, false}, {"0x", 0, false}, {"0xg", 0, false}, {"0b2", 0, false}, {"infinity", 0, false}, {"inf", 0, false},
-		{"NaN", 0, false}, {"1_000", 0, false}, {"1e", 0, false}, {".", 0, false}, {"+-1", 0, false}, {"0x1p3", 0, false}, {"١٢", 0, false},
-	} {
-		got, ok := jsNumber(c.in)
-		if ok != c.ok || (ok && got != c.want) {
-			t.Errorf("jsNumber(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
-		}
-	}
 }
 
 func TestOutboxAckChecks(t *testing.T) {

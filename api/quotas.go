@@ -71,13 +71,6 @@ func (s *Server) admitClientState(ctx context.Context, userID string, entries []
 	return nil
 }
 
-// errTooManyPushes ends a round that would send more pushes than allowed.
-type errTooManyPushes int
-
-func (e errTooManyPushes) Error() string {
-	return fmt.Sprintf("this round would send more than %d pushes", int(e))
-}
-
 // pushBudget wraps a round's emit so that the round fails instead of
 // sending more than MaxPushesPerRound pushes: each reaches every device of
 // the user, so an unbounded round is a flood the caller aims.
@@ -85,7 +78,7 @@ func (s *Server) pushBudget(emit func(push.Push) error) func(push.Push) error {
 	left := s.cfg.Limits.MaxPushesPerRound
 	return func(p push.Push) error {
 		if left == 0 {
-			return errTooManyPushes(s.cfg.Limits.MaxPushesPerRound)
+			return fmt.Errorf("this round would send more than %d pushes", s.cfg.Limits.MaxPushesPerRound)
 		}
 		left--
 		return emit(p)

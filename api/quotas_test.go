@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 )
 
 const quotaOtherUser = "7c9e6679-7425-40de-944b-e07fc1f90ae7"

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"amsg/builders"
-	"amsg/loop"
+	"amsg/llm"
 	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
@@ -51,6 +51,10 @@ type Config struct {
 	Logger                *slog.Logger
 	Now                   func() time.Time
 
+	// PageURL is the companion page's origin; with it content pushes are
+	// Declarative Web Push messages (builders.Builder.PageURL).
+	PageURL string
+
 	// ApplePushRefused says the sender refuses Apple's push service (the
 	// VAPID subject is a placeholder); /capabilities then lacks
 	// "apple-web-push" and warns.
@@ -62,7 +66,7 @@ type Config struct {
 	Limits Limits
 	// LLMPolicy vets the apiUrl a request or task gives (400
 	// INVALID_API_URL); the LLM client enforces it again when it dials.
-	LLMPolicy loop.URLPolicy
+	LLMPolicy llm.URLPolicy
 }
 
 // Deps are the components the handlers use.
@@ -143,7 +147,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.builder = builders.Builder{Now: s.now}
+	s.builder = builders.Builder{Now: s.now, PageURL: cfg.PageURL}
 	if deps.Store == nil || deps.Courier == nil {
 		return nil, errors.New("api: a store and a dispatcher are required")
 	}
@@ -172,6 +176,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.metaFeature(),
 		s.userKeyFeature(),
 		s.subscriptionFeature(),
+		s.devicesFeature(),
 		s.taskFeature(),
 		s.clientStateFeature(),
 		s.outboxFeature(),

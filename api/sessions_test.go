@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 )
 
 func TestGetSession(t *testing.T) {

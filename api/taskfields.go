@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"amsg/push"
 )
 
 // fields is a decoded request object, read with JavaScript's rules: the
@@ -34,30 +36,10 @@ func (f fields) given(key string) bool {
 
 // truthy is JavaScript's truthiness of the member: absent, null, false, 0
 // and "" are false; objects and arrays are true.
-func (f fields) truthy(key string) bool {
-	v, ok := f[key]
-	if !ok {
-		return false
-	}
-	switch s := string(v); {
-	case s == "null", s == "false", s == `""`:
-		return false
-	case s != "" && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')):
-		n, err := strconv.ParseFloat(s, 64)
-		return err != nil || n != 0
-	}
-	return true
-}
+func (f fields) truthy(key string) bool { return push.JSTruthy(f[key]) }
 
 // str returns the member as a string, and whether it is one.
-func (f fields) str(key string) (string, bool) {
-	var s string
-	v, ok := f[key]
-	if !ok || len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
+func (f fields) str(key string) (string, bool) { return push.JSONString(f[key]) }
 
 // number returns the member as a finite number, and whether it is one.
 func (f fields) number(key string) (float64, bool) {
@@ -77,6 +59,35 @@ func (f fields) positiveInt(key string) (int, bool) {
 		return 0, false
 	}
 	return int(n), true
+}
+
+// optionalNumber reads a member that may be absent or null (nil) and is
+// otherwise a finite number; ok is false for anything else.
+func (f fields) optionalNumber(key string) (n *float64, ok bool) {
+	if !f.given(key) {
+		return nil, true
+	}
+	v, ok := f.number(key)
+	if !ok {
+		return nil, false
+	}
+	return &v, true
+}
+
+// optionalString reads a member that may be absent or null ("") and is
+// otherwise a string; ok is false for anything else.
+func (f fields) optionalString(key string) (string, bool) {
+	if !f.given(key) {
+		return "", true
+	}
+	return f.str(key)
+}
+
+// recurrence reads recurrenceType as the standard checks it: a truthy value
+// must name a recurrence.
+func (f fields) recurrence() (push.Recurrence, bool) {
+	rec, _ := f.str("recurrenceType")
+	return push.Recurrence(rec), !f.truthy("recurrenceType") || push.Recurrence(rec).Valid()
 }
 
 // stringPtr returns the member as a *string: nil unless it is a string.
@@ -170,29 +181,4 @@ func parseTime(raw json.RawMessage) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
-}
-
-// jsParseInt is JavaScript's parseInt(raw, 10): leading spaces, a sign and
-// the longest run of digits; ok is false where it would give NaN.
-func jsParseInt(raw string) (int, bool) {
-	s := strings.TrimLeft(raw, " \t\n\r\v\f\u00a0\ufeff")
-	sign := 1
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		if s[0] == '-' {
-			sign = -1
-		}
-		s = s[1:]
-	}
-	end := 0
-	for end < len(s) && s[end] >= '0' && s[end] <= '9' {
-		end++
-	}
-	if end == 0 {
-		return 0, false
-	}
-	n, err := strconv.Atoi(s[:end])
-	if err != nil {
-		return sign * math.MaxInt32, true // larger than any limit: capped
-	}
-	return sign * n, true
 }

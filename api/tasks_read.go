@@ -58,7 +58,7 @@ func (s *Server) projectTask(t store.Task, withMetadata bool) taskView {
 	}
 	p, err := scheduler.TaskPayload(t)
 	if err != nil {
-		s.log.Warn("task payload unreadable; listing it without its fields", "task_id", t.ID, "err", err)
+		s.log.Warn("task payload unreadable; listing it without its fields", "taskId", t.ID, "err", err)
 		if withMetadata {
 			v.Metadata = json.RawMessage("null")
 		}
@@ -99,12 +99,12 @@ func (s *Server) handleListMessages(w http.ResponseWriter, r *http.Request) erro
 	if status == "" || status == "all" {
 		status = ""
 	}
-	limit, ok := jsParseInt(cmp.Or(q.Get("limit"), strconv.Itoa(defaultTaskPage)))
+	limit, ok := push.JSParseInt(cmp.Or(q.Get("limit"), strconv.Itoa(defaultTaskPage)))
 	if !ok || limit < 1 {
 		return newError(http.StatusBadRequest, "INVALID_PARAMETERS", "limit 参数无效，必须为正整数")
 	}
 	limit = min(limit, maxTaskPage)
-	offset, ok := jsParseInt(cmp.Or(q.Get("offset"), "0"))
+	offset, ok := push.JSParseInt(cmp.Or(q.Get("offset"), "0"))
 	if !ok || offset < 0 {
 		return newError(http.StatusBadRequest, "INVALID_PARAMETERS", "offset 参数无效，必须为非负整数")
 	}

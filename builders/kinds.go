@@ -2,6 +2,8 @@ package builders
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"amsg/push"
 )
@@ -78,6 +80,7 @@ func (b Builder) BuildContentPush(a ContentArgs) (*push.ContentPush, []Warning, 
 	if err := v.result(); err != nil {
 		return nil, nil, err
 	}
+	b.declare(&p.Common, displayTitle(a.Title, a.ContactName), summary(strings.TrimSpace(a.Message)), p.MessageID)
 	return p, warnings(warning), nil
 }
 
@@ -117,6 +120,11 @@ func (b Builder) BuildToolRequestPush(a ToolRequestArgs) (*push.ToolRequestPush,
 	if err := v.result(); err != nil {
 		return nil, err
 	}
+	who := a.ContactName
+	if who == "" {
+		who = "Your companion"
+	}
+	b.quiet(&p.Common, displayTitle(a.Title, a.ContactName), fmt.Sprintf(toolRequestBody, who))
 	return p, nil
 }
 
@@ -140,6 +148,11 @@ func (b Builder) BuildErrorPush(a ErrorArgs) (*push.ErrorPush, error) {
 	if err := v.result(); err != nil {
 		return nil, err
 	}
+	body := a.Message
+	if strings.TrimSpace(body) == "" {
+		body = a.Code
+	}
+	b.quiet(&p.Common, errorTitle, summary(body))
 	return p, nil
 }
 

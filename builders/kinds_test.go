@@ -16,11 +16,15 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-// fixed is a Builder whose clock and ids tests control.
+// fixed is a Builder whose clock and ids tests control, for a page at
+// pageURL.
 var fixed = builders.Builder{
 	Now:          func() time.Time { return time.Date(2026, 11, 22, 12, 10, 56, 869_000_000, time.FixedZone("CET", 3600)) },
 	NewMessageID: func() string { return "msg_00000000-0000-4000-8000-000000000001" },
+	PageURL:      pageURL,
 }
+
+const pageURL = "https://amsg.example"
 
 func instant() builders.Common {
 	return builders.Common{
@@ -172,7 +176,11 @@ func TestUpstreamLegacyPushes(t *testing.T) {
 	if err != nil || w != nil {
 		t.Fatal(err, w)
 	}
-	assertEncodes(t, cp, upstream(t, "upstream_content.json"))
+	// Less the declarative members (TestDeclarativeContent), the bytes are
+	// upstream's.
+	bare := *cp
+	bare.Notification, bare.Unknown = nil, nil
+	assertEncodes(t, &bare, upstream(t, "upstream_content.json"))
 
 	reasoning := legacy
 	reasoning.MessageID = "msg_2d4f6a8c-1e3b-4d5f-a7c9-e1f3a5c7e9b1_instant_reasoning"
@@ -217,7 +225,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("messageSubtype %q", s)
 	}
 	for _, absent := range []bool{p.Title.IsAbsent(), p.ContactName.IsAbsent(), p.AvatarURL.IsAbsent(),
-		p.MessageIndex.IsAbsent(), p.TotalMessages.IsAbsent(), p.TaskID.IsAbsent(), p.Metadata == nil, p.Notification == nil} {
+		p.MessageIndex.IsAbsent(), p.TotalMessages.IsAbsent(), p.TaskID.IsAbsent(), p.Metadata == nil} {
 		if !absent {
 			t.Fatalf("an optional member was filled: %#v", p)
 		}
@@ -239,7 +247,8 @@ func TestDefaults(t *testing.T) {
 }
 
 // Metadata and the notification directive belong to the caller: the push
-// carries the very bytes and the very directive it was given.
+// carries the very bytes it was given, and the directive's members; the
+// declarative members go on a copy, never on the caller's directive.
 func TestPassThroughIsUntouched(t *testing.T) {
 	metadata := raw("{ \"b\" : 1,\n \"a\" : [true] }")
 	n := &push.Notification{Unknown: []push.Member{{Key: "futureField", Value: raw(`1`)}}}
@@ -253,12 +262,17 @@ func TestPassThroughIsUntouched(t *testing.T) {
 	if &p.Metadata[0] != &metadata[0] || string(p.Metadata) != "{ \"b\" : 1,\n \"a\" : [true] }" {
 		t.Fatalf("metadata was copied or rewritten: %q", p.Metadata)
 	}
-	if p.Notification != n {
-		t.Fatal("notification was copied")
+	if p.Notification == n || len(n.Unknown) != 1 || !n.Title.IsAbsent() || !n.Tag.IsAbsent() {
+		t.Fatalf("the caller's directive was changed: %+v", n)
 	}
 	out, _ := push.Encode(p)
-	if !bytes.Contains(out, []byte(`"metadata":{"b":1,"a":[true]},"notification":{"futureField":1}`)) {
+	if !bytes.Contains(out, []byte(`"metadata":{"b":1,"a":[true]},"notification":{"title":"New notification","body":"x","tag":"msg_00000000-0000-4000-8000-000000000001","futureField":1,"navigate":`)) {
 		t.Fatalf("encoded %s", out)
+	}
+	// A kind that is never declarative carries the very directive.
+	r, _, err := fixed.BuildReasoningPush(builders.ReasoningArgs{Common: c, ReasoningContent: "plan"})
+	if err != nil || r.Notification != n {
+		t.Fatal("reasoning: notification was copied", err)
 	}
 }
 

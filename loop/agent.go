@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/push"
 	"amsg/store"
 )
@@ -40,7 +41,7 @@ const (
 
 // AgentConfig configures an Agent.
 type AgentConfig struct {
-	Client      *Client
+	Client      *llm.Client
 	Transcripts *Transcripts
 	// MaxIterations bounds a loop's rounds; 0 means DefaultMaxIterations.
 	MaxIterations int
@@ -55,6 +56,9 @@ type AgentConfig struct {
 	ClaimTimeout time.Duration
 	Now          func() time.Time // nil: time.Now
 	Logger       *slog.Logger     // nil: slog.Default()
+	// PageURL is the companion page's origin; with it content pushes are
+	// Declarative Web Push messages (builders.Builder.PageURL).
+	PageURL string
 }
 
 // DefaultClaimMargin is what a claim outlives the LLM call by: the time to
@@ -68,7 +72,7 @@ const DefaultClaimMargin = 5 * time.Minute
 // loop; Resume continues it with the results. It is safe for concurrent
 // use.
 type Agent struct {
-	client        *Client
+	client        *llm.Client
 	transcripts   *Transcripts
 	maxIterations int
 	tokenBudget   int64
@@ -87,9 +91,9 @@ func NewAgent(cfg AgentConfig) *Agent {
 		a.maxIterations = DefaultMaxIterations
 	}
 	if a.claimTimeout <= 0 {
-		a.claimTimeout = DefaultLLMTimeout + DefaultClaimMargin
+		a.claimTimeout = llm.DefaultLLMTimeout + DefaultClaimMargin
 		if a.client != nil {
-			a.claimTimeout = a.client.timeout + DefaultClaimMargin
+			a.claimTimeout = a.client.Timeout() + DefaultClaimMargin
 		}
 	}
 	if a.transcripts != nil {
@@ -101,7 +105,7 @@ func NewAgent(cfg AgentConfig) *Agent {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
-	a.builder = builders.Builder{Now: a.now}
+	a.builder = builders.Builder{Now: a.now, PageURL: cfg.PageURL}
 	return a
 }
 
@@ -127,7 +131,7 @@ type Start struct {
 	SessionID string
 	Iteration int
 	// Call is the LLM call: credentials, Messages or Prompt, tools.
-	Call Request
+	Call llm.Request
 	Presentation
 	// TokenBudget is the session's budget the request asks for; 0 takes the
 	// agent's.
@@ -146,7 +150,7 @@ type Resume struct {
 	// (ending with the tool results, the standard's way) or only role
 	// "tool" messages, in which case the history is restored from the
 	// transcript. Tools, when empty, are the session's.
-	Call Request
+	Call llm.Request
 	Presentation
 }
 
@@ -170,7 +174,7 @@ type Run struct {
 	sessionID string
 	iteration int
 	resumed   bool
-	call      Request
+	call      llm.Request
 	pres      Presentation
 	budget    int64
 	used      store.TokenUsage
@@ -192,7 +196,7 @@ func (a *Agent) Start(ctx context.Context, s Start) (*Run, error) {
 	settings := Settings{Tools: s.Call.Tools, ToolChoice: s.Call.ToolChoice, TokenBudget: budget}
 	input := s.Call.Messages
 	if push.JSONKind(input) != '[' {
-		input = promptMessages(s.Call.Prompt)
+		input = llm.PromptMessages(s.Call.Prompt)
 	}
 	// The session may be reused: what earlier loops spent counts.
 	head, err := a.transcripts.Append(ctx, s.Owner, s.SessionID, AnySeq, &settings, inputMessage(s.Iteration, input))
@@ -230,7 +234,7 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 		run.budget = a.tokenBudget
 		settings := Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget}
 		_, err = a.transcripts.Append(ctx, r.Owner, r.SessionID, 0, &settings,
-			inputMessage(run.iteration, mustMarshal(msgs[:split])),
+			inputMessage(run.iteration, push.MustMarshalNoEscape(msgs[:split])),
 			toolResultsMessage(run.iteration, msgs[split:], nil))
 		return run, continueConflict(err, -1)
 	case err != nil:
@@ -344,14 +348,6 @@ func toolResultsMessage(iteration int, results []json.RawMessage, calls []ToolCa
 	return m
 }
 
-func mustMarshal(v any) json.RawMessage {
-	raw, err := push.MarshalNoEscape(v)
-	if err != nil {
-		panic(err) // unreachable: only strings, plain structs and valid JSON elements come here
-	}
-	return raw
-}
-
 // Emit delivers one push of a round, in order. For a content or tool_request
 // push an error aborts the round (a failure of code PUSH_SEND_FAILED); the
 // reasoning and error pushes are best effort.
@@ -389,7 +385,7 @@ func (f *Failure) Unwrap() error { return f.Err }
 // in the transcript whatever happens. ctx should not be the request's: a
 // client that goes away must not stop the round.
 func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
-	p := &roundPusher{run: r, emit: emit, seg: DefaultSplitter().NewSegmenter(), round: Round{Iteration: r.iteration}}
+	p := &roundPusher{run: r, emit: emit, seg: llm.DefaultSplitter().NewSegmenter(), round: Round{Iteration: r.iteration}}
 	out, err := r.execute(ctx, p)
 	f := (*Failure)(nil)
 	if errors.As(err, &f) {
@@ -541,11 +537,11 @@ type roundPusher struct {
 	round Round
 
 	reasoning     strings.Builder // reasoning_content so far
-	think         ThinkFilter
+	think         llm.ThinkFilter
 	visible       strings.Builder // the text after the think filter
 	reasoningDone bool
 
-	seg    *Segmenter
+	seg    *llm.Segmenter
 	fed    int
 	capped bool // past MaxSplitInput: the rest is not segmented or pushed
 	starts sentenceStarts
@@ -554,7 +550,7 @@ type roundPusher struct {
 }
 
 // delta is the stream callback.
-func (p *roundPusher) delta(d Delta) error {
+func (p *roundPusher) delta(d llm.Delta) error {
 	p.reasoning.WriteString(d.ReasoningContent)
 	text := p.think.Write(d.Content)
 	if !p.reasoningDone && (!push.IsJSBlank(text) || len(d.ToolCalls) > 0) {
@@ -565,9 +561,9 @@ func (p *roundPusher) delta(d Delta) error {
 
 // end finishes the answer: the rest of the text, then the checks the
 // standard makes on a complete answer.
-func (p *roundPusher) end(resp *Response) error {
+func (p *roundPusher) end(resp *llm.Response) error {
 	if resp.ToolCalls == nil && push.IsJSBlank(resp.Content) {
-		return &Error{kind: ErrMissingContent, Status: 200, msg: "AI API error: response missing choices[0].message.content"}
+		return llm.MissingContent(200)
 	}
 	if err := p.feed(p.think.Flush(), true); err != nil {
 		return err
@@ -626,8 +622,8 @@ func (r *Run) logWarnings(warnings []builders.Warning) {
 // sentence once it is complete and known to be the last or not.
 func (p *roundPusher) feed(text string, end bool) error {
 	p.visible.WriteString(text)
-	if !p.capped && p.fed+len(text) > MaxSplitInput {
-		p.run.a.log.Warn("reply too long to push in full; the rest is only recorded", "sessionId", p.run.sessionID, "limit", MaxSplitInput)
+	if !p.capped && p.fed+len(text) > llm.MaxSplitInput {
+		p.run.a.log.Warn("reply too long to push in full; the rest is only recorded", "sessionId", p.run.sessionID, "limit", llm.MaxSplitInput)
 		p.capped = true
 	}
 	if !p.capped {
@@ -719,7 +715,7 @@ type sentenceStarts struct {
 func (s *sentenceStarts) add(text string) {
 	for _, c := range text {
 		switch {
-		case strings.ContainsRune(defaultDelimiters, c):
+		case strings.ContainsRune(llm.DefaultDelimiters, c):
 			s.inRun = false
 		case !s.inRun && !push.IsJSSpace(c):
 			s.n++

@@ -3,7 +3,8 @@ package loop
 import (
 	"testing"
 
-	"amsg/loop/llmtest"
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/push"
 	"amsg/store/storetest"
 )
@@ -14,14 +15,14 @@ import (
 // round. Together with BenchmarkCompleteLoopback (the model call alone) it
 // says what BenchmarkInstantRequest in package api spends where.
 func BenchmarkAgentRound(b *testing.B) {
-	llm := llmtest.NewServer(b)
-	a := NewAgent(AgentConfig{Client: NewClient(Config{Policy: testPolicy}), Transcripts: NewTranscripts(storetest.New(b), nil)})
-	call := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Messages: []byte(`[{"role":"user","content":"明天提醒我带伞"}]`)}
+	model := llmtest.NewServer(b)
+	a := NewAgent(AgentConfig{Client: llm.NewClient(llm.Config{Policy: testPolicy}), Transcripts: NewTranscripts(storetest.New(b), nil)})
+	call := llm.Request{APIURL: model.APIURL(), APIKey: testKey, Model: "m", Messages: []byte(`[{"role":"user","content":"明天提醒我带伞"}]`)}
 	reply := llmtest.Reply{Content: "好的，我记下了。明天见！", Usage: &llmtest.Usage{PromptTokens: 20, CompletionTokens: 8}}
 	emit := func(p push.Push) error { _, err := push.Encode(p); return err }
 	b.ReportAllocs()
 	for b.Loop() {
-		llm.Enqueue(reply)
+		model.Enqueue(reply)
 		run, err := a.Start(b.Context(), Start{Owner: owner, SessionID: "sess_" + push.NewUUID(), Call: call,
 			Presentation: Presentation{ContactName: "Rei"}})
 		if err != nil {

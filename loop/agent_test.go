@@ -14,10 +14,17 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/push"
 	"amsg/store/storetest"
 )
+
+// testKey is the API key the tests send; testPolicy lets the client reach
+// the fake LLM on loopback.
+const testKey = "sk-test-0123456789"
+
+var testPolicy = llm.URLPolicy{AllowPrivate: true}
 
 const owner = Owner("550e8400-e29b-41d4-a716-446655440000")
 
@@ -29,15 +36,15 @@ type agentFixture struct {
 
 func newAgentFixture(t *testing.T, cfg AgentConfig) *agentFixture {
 	t.Helper()
-	llm := llmtest.NewServer(t)
-	cfg.Client = NewClient(Config{Policy: testPolicy})
+	model := llmtest.NewServer(t)
+	cfg.Client = llm.NewClient(llm.Config{Policy: testPolicy})
 	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	cfg.Transcripts = NewTranscripts(storetest.New(t), cfg.Now)
-	return &agentFixture{agent: NewAgent(cfg), llm: llm}
+	return &agentFixture{agent: NewAgent(cfg), llm: model}
 }
 
-func (f *agentFixture) call(messages string) Request {
-	return Request{APIURL: f.llm.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(messages),
+func (f *agentFixture) call(messages string) llm.Request {
+	return llm.Request{APIURL: f.llm.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(messages),
 		Tools: json.RawMessage(`[{"type":"function","function":{"name":"get_time","parameters":{"type":"object"}}}]`)}
 }
 
@@ -265,7 +272,14 @@ func TestAgentToolLoopWithResultsOnly(t *testing.T) {
 		history[3]["tool_call_id"] != "call_1" || history[3]["content"] != "12:00" || !strings.Contains(string(req.Body["tools"]), "get_time") {
 		t.Errorf("restored request: messages %s tools %s", req.Body["messages"], req.Body["tools"])
 	}
+	checkResultsOnlyTranscript(t, f)
+}
 
+// checkResultsOnlyTranscript checks the transcript of
+// TestAgentToolLoopWithResultsOnly's two rounds: messages, calls, results
+// and usage.
+func checkResultsOnlyTranscript(t *testing.T, f *agentFixture) {
+	t.Helper()
 	tr, err := f.agent.Transcripts().Load(t.Context(), owner, "s")
 	if err != nil {
 		t.Fatal(err)
@@ -423,7 +437,7 @@ func TestAgentRetakesAnAbandonedClaim(t *testing.T) {
 		_, err := f.resume(t.Context(), "s", 1, result)
 		conflict(t, err)
 
-		restarted := NewAgent(AgentConfig{Client: NewClient(Config{Policy: testPolicy}), Transcripts: f.agent.Transcripts(), Now: now})
+		restarted := NewAgent(AgentConfig{Client: llm.NewClient(llm.Config{Policy: testPolicy}), Transcripts: f.agent.Transcripts(), Now: now})
 		advance(time.Second)
 		f.llm.Enqueue(llmtest.Reply{Content: "中午。"})
 		run, err := restarted.Resume(t.Context(), Resume{Owner: owner, SessionID: "s", Iteration: 1, Call: f.call(result)})
@@ -494,72 +508,82 @@ func TestAgentStopsTheLoop(t *testing.T) {
 }
 
 func TestAgentFailures(t *testing.T) {
-	t.Run("llm", func(t *testing.T) {
-		f := newAgentFixture(t, AgentConfig{})
-		toolLoop(t, f, "s")
-		f.llm.Enqueue(llmtest.Reply{Status: 503})
-		result := `[{"role":"tool","tool_call_id":"call_1","content":"12:00"}]`
-		run, err := f.resume(t.Context(), "s", 1, result)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = run.Execute(t.Context(), (&collect{}).emit)
-		var fail *Failure
-		if !errors.As(err, &fail) || fail.Code != CodeLLMCallFailed || fail.Push == nil || fail.Push.Code != CodeLLMCallFailed ||
-			!strings.HasPrefix(fail.Message, "AI API error: 503") || !strings.HasSuffix(fail.Push.MessageID, "_error") {
-			t.Fatalf("failure %#v", err)
-		}
-		// A failed call leaves the iteration open for a retry.
-		f.llm.Enqueue(llmtest.Reply{Content: "中午。"})
-		run, err = f.resume(t.Context(), "s", 1, result)
-		if err != nil {
-			t.Fatalf("retry after a failed call: %v", err)
-		}
-		if out, err := run.Execute(t.Context(), (&collect{}).emit); err != nil || out.Status != StatusFinished {
-			t.Fatalf("retry: %+v %v", out, err)
-		}
-		var history []map[string]any
-		_ = json.Unmarshal(f.llm.Requests()[2].Body["messages"], &history)
-		if len(history) != 4 {
-			t.Errorf("the retry's history has %d messages, want the results once: %s", len(history), f.llm.Requests()[2].Body["messages"])
-		}
-	})
+	t.Run("llm", testAgentLLMFailure)
+	t.Run("blank answer", testAgentBlankAnswer)
+	t.Run("push", testAgentPushFailure)
+}
 
-	t.Run("blank answer", func(t *testing.T) {
-		f := newAgentFixture(t, AgentConfig{})
-		f.llm.Enqueue(llmtest.Reply{ReasoningContent: "hmm", Content: "  "})
-		c := &collect{}
-		_, err := f.start(t, "s", `[{"role":"user","content":"x"}]`).Execute(t.Context(), c.emit)
-		var fail *Failure
-		if !errors.As(err, &fail) || fail.Message != "AI API error: response missing choices[0].message.content" || len(c.pushes) != 0 {
-			t.Errorf("%v, pushes %q", err, c.pushes)
-		}
-	})
+// testAgentLLMFailure: a failed LLM call fails the round and leaves the
+// iteration open for a retry.
+func testAgentLLMFailure(t *testing.T) {
+	f := newAgentFixture(t, AgentConfig{})
+	toolLoop(t, f, "s")
+	f.llm.Enqueue(llmtest.Reply{Status: 503})
+	result := `[{"role":"tool","tool_call_id":"call_1","content":"12:00"}]`
+	run, err := f.resume(t.Context(), "s", 1, result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Execute(t.Context(), (&collect{}).emit)
+	var fail *Failure
+	if !errors.As(err, &fail) || fail.Code != CodeLLMCallFailed || fail.Push == nil || fail.Push.Code != CodeLLMCallFailed ||
+		!strings.HasPrefix(fail.Message, "AI API error: 503") || !strings.HasSuffix(fail.Push.MessageID, "_error") {
+		t.Fatalf("failure %#v", err)
+	}
+	// A failed call leaves the iteration open for a retry.
+	f.llm.Enqueue(llmtest.Reply{Content: "中午。"})
+	run, err = f.resume(t.Context(), "s", 1, result)
+	if err != nil {
+		t.Fatalf("retry after a failed call: %v", err)
+	}
+	if out, err := run.Execute(t.Context(), (&collect{}).emit); err != nil || out.Status != StatusFinished {
+		t.Fatalf("retry: %+v %v", out, err)
+	}
+	var history []map[string]any
+	_ = json.Unmarshal(f.llm.Requests()[2].Body["messages"], &history)
+	if len(history) != 4 {
+		t.Errorf("the retry's history has %d messages, want the results once: %s", len(history), f.llm.Requests()[2].Body["messages"])
+	}
+}
 
-	t.Run("push", func(t *testing.T) {
-		f := newAgentFixture(t, AgentConfig{})
-		f.llm.Enqueue(llmtest.Reply{Content: "一。二。三。"})
-		boom := errors.New("push service down")
-		c := &collect{fail: func(p push.Push) error {
-			if cp, ok := p.(*push.ContentPush); ok && cp.Message == "二。" {
-				return boom
-			}
-			return nil
-		}}
-		_, err := f.start(t, "s", `[{"role":"user","content":"x"}]`).Execute(t.Context(), c.emit)
-		var fail *Failure
-		if !errors.As(err, &fail) || fail.Code != CodePushSendFailed || fail.MessageIndex != 2 || !errors.Is(err, boom) || fail.Push != nil {
-			t.Fatalf("%#v", err)
+// testAgentBlankAnswer: an answer without content fails the round before
+// any push.
+func testAgentBlankAnswer(t *testing.T) {
+	f := newAgentFixture(t, AgentConfig{})
+	f.llm.Enqueue(llmtest.Reply{ReasoningContent: "hmm", Content: "  "})
+	c := &collect{}
+	_, err := f.start(t, "s", `[{"role":"user","content":"x"}]`).Execute(t.Context(), c.emit)
+	var fail *Failure
+	if !errors.As(err, &fail) || fail.Message != "AI API error: response missing choices[0].message.content" || len(c.pushes) != 0 {
+		t.Errorf("%v, pushes %q", err, c.pushes)
+	}
+}
+
+// testAgentPushFailure: a content push that cannot be sent fails the round,
+// and the transcript ends with the error.
+func testAgentPushFailure(t *testing.T) {
+	f := newAgentFixture(t, AgentConfig{})
+	f.llm.Enqueue(llmtest.Reply{Content: "一。二。三。"})
+	boom := errors.New("push service down")
+	c := &collect{fail: func(p push.Push) error {
+		if cp, ok := p.(*push.ContentPush); ok && cp.Message == "二。" {
+			return boom
 		}
-		if got := summaries(c.pushes); !reflect.DeepEqual(got, []string{"content 1/2 一。"}) {
-			t.Errorf("pushes %q", got)
-		}
-		tr, _ := f.agent.Transcripts().Load(t.Context(), owner, "s")
-		last := tr.Messages[len(tr.Messages)-1]
-		if prev := tr.Messages[len(tr.Messages)-2]; last.Type != MessageError || last.Code != CodePushSendFailed || prev.Type != MessageReply || len(prev.Pushes) != 1 {
-			t.Errorf("transcript ends %+v, %+v", prev, last)
-		}
-	})
+		return nil
+	}}
+	_, err := f.start(t, "s", `[{"role":"user","content":"x"}]`).Execute(t.Context(), c.emit)
+	var fail *Failure
+	if !errors.As(err, &fail) || fail.Code != CodePushSendFailed || fail.MessageIndex != 2 || !errors.Is(err, boom) || fail.Push != nil {
+		t.Fatalf("%#v", err)
+	}
+	if got := summaries(c.pushes); !reflect.DeepEqual(got, []string{"content 1/2 一。"}) {
+		t.Errorf("pushes %q", got)
+	}
+	tr, _ := f.agent.Transcripts().Load(t.Context(), owner, "s")
+	last := tr.Messages[len(tr.Messages)-1]
+	if prev := tr.Messages[len(tr.Messages)-2]; last.Type != MessageError || last.Code != CodePushSendFailed || prev.Type != MessageReply || len(prev.Pushes) != 1 {
+		t.Errorf("transcript ends %+v, %+v", prev, last)
+	}
 }
 
 func TestResumeWithTheWholeHistory(t *testing.T) {
@@ -605,7 +629,7 @@ func TestResumeWithTheWholeHistory(t *testing.T) {
 
 func TestRecordRound(t *testing.T) {
 	tr := NewTranscripts(storetest.New(t), nil)
-	resp := &Response{Content: "早上好。", Usage: Usage{InputTokens: 7, OutputTokens: 3, Reported: true}}
+	resp := &llm.Response{Content: "早上好。", Usage: llm.Usage{InputTokens: 7, OutputTokens: 3, Reported: true}}
 	if err := tr.Record(t.Context(), owner, "sess_task_1@1700000000000", Round{
 		Prompt: "say good morning", Response: resp, Reasoning: "morning", ReasoningPush: "msg_r",
 		Text: "早上好。", ContentPushes: []string{"msg_task_1@1700000000000_0"},
@@ -640,7 +664,7 @@ func TestSentenceStartsCountsSegments(t *testing.T) {
 		text := b.String()
 		var s sentenceStarts
 		s.add(text)
-		segs, err := DefaultSplitter().Split(text)
+		segs, err := llm.DefaultSplitter().Split(text)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"amsg/llm"
 	"amsg/push"
 	"amsg/store"
 )
@@ -302,7 +303,7 @@ type Round struct {
 	Input  json.RawMessage
 	Prompt string
 	// Response is the model's answer; nil when the call failed.
-	Response *Response
+	Response *llm.Response
 	// Reasoning is the reasoning the round pushed, with the push's id.
 	Reasoning     string
 	ReasoningPush string
@@ -332,7 +333,7 @@ func (t *Transcripts) Record(ctx context.Context, owner Owner, sessionID string,
 	case r.Input != nil:
 		msgs = append(msgs, inputMessage(r.Iteration, r.Input))
 	case r.Prompt != "":
-		msgs = append(msgs, inputMessage(r.Iteration, promptMessages(r.Prompt)))
+		msgs = append(msgs, inputMessage(r.Iteration, llm.PromptMessages(r.Prompt)))
 	}
 	_, err := t.Append(ctx, owner, sessionID, AnySeq, nil, append(msgs, r.messages()...)...)
 	return err
@@ -349,7 +350,7 @@ func (r Round) messages() []Message {
 	if resp := r.Response; resp != nil || len(r.ContentPushes) > 0 {
 		m := Message{Type: MessageReply, Iteration: r.Iteration, Text: r.Text, Pushes: r.ContentPushes}
 		if resp == nil {
-			resp = &Response{}
+			resp = &llm.Response{}
 		}
 		m.Usage = usageOf(resp.Usage)
 		if calls, _ := resp.Calls(); len(calls) > 0 {
@@ -374,7 +375,7 @@ func nonEmpty(id string) []string {
 	return []string{id}
 }
 
-func usageOf(u Usage) store.TokenUsage {
+func usageOf(u llm.Usage) store.TokenUsage {
 	return store.TokenUsage{Input: u.InputTokens, Cached: u.CachedInputTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens}
 }
 
@@ -387,18 +388,13 @@ func argsJSON(args string) json.RawMessage {
 	if json.Valid([]byte(args)) {
 		return push.CompactJSON(json.RawMessage(args))
 	}
-	return jsonText(args)
+	return push.MustMarshalNoEscape(args)
 }
 
 // inputMessage records the messages a loop starts from, with the text of
 // the last user message for display.
 func inputMessage(iteration int, messages json.RawMessage) Message {
 	return Message{Type: MessageInput, Iteration: iteration, Text: lastUserText(messages), Messages: messages}
-}
-
-// promptMessages is completePrompt as the one user message it is sent as.
-func promptMessages(prompt string) json.RawMessage {
-	return json.RawMessage(`[{"role":"user","content":` + string(jsonText(prompt)) + `}]`)
 }
 
 // lastUserText is the content of the last user message: the string, or the
@@ -413,7 +409,7 @@ func lastUserText(messages json.RawMessage) string {
 		if list[i].Role != "user" {
 			continue
 		}
-		if s, ok := jsonString(list[i].Content); ok {
+		if s, ok := push.JSONString(list[i].Content); ok {
 			return s
 		}
 		var parts []struct {
@@ -481,5 +477,5 @@ func (t *Transcript) replay(claimCutoff time.Time) (history []json.RawMessage, p
 }
 
 func toolMessage(r ToolResultEntry) json.RawMessage {
-	return json.RawMessage(`{"role":"tool","tool_call_id":` + string(jsonText(r.CallID)) + `,"content":` + string(r.Output) + `}`)
+	return json.RawMessage(`{"role":"tool","tool_call_id":` + string(push.MustMarshalNoEscape(r.CallID)) + `,"content":` + string(r.Output) + `}`)
 }

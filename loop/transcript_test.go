@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -55,12 +56,12 @@ func fixedClock() func() time.Time {
 func recordedLoop(t *testing.T) *Transcript {
 	t.Helper()
 	clock := fixedClock()
-	llm := llmtest.NewServer(t)
+	model := llmtest.NewServer(t)
 	tr := NewTranscripts(storetest.Open(t, store.Config{Now: clock}), clock)
-	a := NewAgent(AgentConfig{Client: NewClient(Config{Policy: testPolicy}), Transcripts: tr, Now: clock})
-	call := Request{APIURL: llm.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(`[{"role":"user","content":"what time is it?"}]`),
+	a := NewAgent(AgentConfig{Client: llm.NewClient(llm.Config{Policy: testPolicy}), Transcripts: tr, Now: clock})
+	call := llm.Request{APIURL: model.APIURL(), APIKey: testKey, Model: "m", Messages: json.RawMessage(`[{"role":"user","content":"what time is it?"}]`),
 		Tools: json.RawMessage(`[{"type":"function","function":{"name":"get_time"}}]`)}
-	llm.Enqueue(
+	model.Enqueue(
 		llmtest.Reply{ReasoningContent: "look at the clock", Content: "Let me check.", ToolCalls: []llmtest.ToolCall{{ID: "call_1", Name: "get_time", Arguments: `{"tz":"UTC"}`}},
 			Usage: &llmtest.Usage{PromptTokens: 12, CompletionTokens: 7, ReasoningTokens: 3}},
 		llmtest.Reply{Status: 502},

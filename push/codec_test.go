@@ -411,18 +411,6 @@ func TestMarshalJSONMatchesEncodeStructure(t *testing.T) {
 	}
 }
 
-func TestGuards(t *testing.T) {
-	pushes := []push.Push{&push.ContentPush{}, &push.ReasoningPush{}, &push.ToolRequestPush{}, &push.ErrorPush{}, nil}
-	guards := []func(push.Push) bool{push.IsContent, push.IsReasoning, push.IsToolRequest, push.IsError}
-	for i, p := range pushes {
-		for j, guard := range guards {
-			if got := guard(p); got != (i == j) {
-				t.Errorf("guard %d on push %d (%T) = %v", j, i, p, got)
-			}
-		}
-	}
-}
-
 // FuzzDecode feeds arbitrary bytes to Decode. Whatever it accepts must
 // encode, and the encoding must decode and encode again to the same bytes.
 func FuzzDecode(f *testing.F) {

@@ -1,8 +1,8 @@
 // Package push is the wire schema of ReiStandard Active Messaging: the three
 // axes of a push (dispatch messageType, business messageSubtype, content
-// messageKind), the four business pushes, the notification directive, guards,
-// and a JSON codec. It imports only the standard library; every other amsg
-// package builds on it.
+// messageKind), the four business pushes, the notification directive, the
+// `_multipart` split, and a JSON codec. It imports only the standard
+// library; every other amsg package builds on it.
 //
 // # Types
 //
@@ -29,8 +29,8 @@
 // not an object, a known member of the wrong JSON type ([*FieldError]), and a
 // missing or unknown messageKind ([*MessageKindError]); a `_multipart` transport
 // chunk is refused with [ErrMultipartChunk] so the caller can hand it to the
-// multipart decoder instead. Decode does not validate: a push lacking messageId
-// decodes with an empty MessageID. Validation is the builders' job.
+// multipart decoder instead (pushtest has one). Decode does not validate: a
+// push lacking messageId decodes with an empty MessageID. Validation is the builders' job.
 //
 // [Encode] (and MarshalJSON) writes compact JSON the way JavaScript's
 // JSON.stringify does: no HTML escaping, U+2028 and U+2029 unescaped, so byte

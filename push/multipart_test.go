@@ -1,4 +1,4 @@
-package push
+package push_test
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"amsg/push"
+	"amsg/push/pushtest"
 )
 
 // contentJSON is an encoded content push whose message has n runes of
@@ -21,7 +24,7 @@ func contentJSON(n int) []byte {
 	for i := range n {
 		msg.WriteRune([]rune("aé寿<")[i%4])
 	}
-	b, err := MarshalNoEscape(map[string]any{
+	b, err := push.MarshalNoEscape(map[string]any{
 		"messageKind": "content", "messageType": "instant", "source": "instant",
 		"messageId": "msg_1", "message": msg.String(),
 	})
@@ -35,7 +38,7 @@ var fixedCreatedAt = time.UnixMilli(1767225600000) // 2026-01-01T00:00:00Z
 
 func TestSplitMultipartGolden(t *testing.T) {
 	payload := contentJSON(1500)
-	chunks, err := SplitMultipart(payload, KindContent, MultipartOptions{
+	chunks, err := push.SplitMultipart(payload, push.KindContent, push.MultipartOptions{
 		ID: "mp_0f8fad5b-d9cb-469f-a165-70867728950e", CreatedAt: fixedCreatedAt,
 	})
 	if err != nil {
@@ -59,11 +62,11 @@ func TestSplitMultipartGolden(t *testing.T) {
 
 func TestSplitMultipartWireFormat(t *testing.T) {
 	payload := contentJSON(2000) // 3+ chunks, cuts inside runes
-	chunks, err := SplitMultipart(payload, KindContent, MultipartOptions{CreatedAt: fixedCreatedAt, TTL: 4 * time.Hour})
+	chunks, err := push.SplitMultipart(payload, push.KindContent, push.MultipartOptions{CreatedAt: fixedCreatedAt, TTL: 4 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTotal := (len(payload) + DefaultMultipartChunkBytes - 1) / DefaultMultipartChunkBytes
+	wantTotal := (len(payload) + push.DefaultMultipartChunkBytes - 1) / push.DefaultMultipartChunkBytes
 	if len(chunks) != wantTotal {
 		t.Fatalf("%d chunks for %d bytes, want %d", len(chunks), len(payload), wantTotal)
 	}
@@ -71,18 +74,18 @@ func TestSplitMultipartWireFormat(t *testing.T) {
 	var joined []byte
 	var id string
 	for i, c := range chunks {
-		if len(c) > MaxPayloadBytes {
-			t.Errorf("chunk %d is %d bytes, over the %d-byte budget", i+1, len(c), MaxPayloadBytes)
+		if len(c) > push.MaxPayloadBytes {
+			t.Errorf("chunk %d is %d bytes, over the %d-byte budget", i+1, len(c), push.MaxPayloadBytes)
 		}
-		var got MultipartChunk
+		var got push.MultipartChunk
 		dec := json.NewDecoder(bytes.NewReader(c))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&got); err != nil {
 			t.Fatalf("chunk %d: %v", i+1, err)
 		}
 		m := got.Multipart
-		if got.MessageKind != KindMultipart || m.Version != 1 || m.Index != i+1 || m.Total != wantTotal ||
-			m.Encoding != "json-utf8-base64url" || m.OriginalMessageKind == nil || *m.OriginalMessageKind != KindContent ||
+		if got.MessageKind != push.KindMultipart || m.Version != 1 || m.Index != i+1 || m.Total != wantTotal ||
+			m.Encoding != "json-utf8-base64url" || m.OriginalMessageKind == nil || *m.OriginalMessageKind != push.KindContent ||
 			m.CreatedAt != fixedCreatedAt.UnixMilli() || m.TTLMs != 4*3600*1000 || !idPattern.MatchString(m.ID) {
 			t.Errorf("chunk %d: unexpected metadata %+v", i+1, m)
 		}
@@ -98,8 +101,8 @@ func TestSplitMultipartWireFormat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i < len(chunks)-1 && len(part) != DefaultMultipartChunkBytes {
-			t.Errorf("chunk %d carries %d bytes, want %d", i+1, len(part), DefaultMultipartChunkBytes)
+		if i < len(chunks)-1 && len(part) != push.DefaultMultipartChunkBytes {
+			t.Errorf("chunk %d carries %d bytes, want %d", i+1, len(part), push.DefaultMultipartChunkBytes)
 		}
 		joined = append(joined, part...)
 	}
@@ -109,7 +112,7 @@ func TestSplitMultipartWireFormat(t *testing.T) {
 }
 
 func TestSplitMultipartNullKindAndEmptyPayload(t *testing.T) {
-	chunks, err := SplitMultipart(nil, "", MultipartOptions{ID: "mp_x", CreatedAt: fixedCreatedAt})
+	chunks, err := push.SplitMultipart(nil, "", push.MultipartOptions{ID: "mp_x", CreatedAt: fixedCreatedAt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,30 +127,30 @@ func TestSplitMultipartLimits(t *testing.T) {
 	tests := []struct {
 		name       string
 		bytes      int
-		kind       Kind
+		kind       push.Kind
 		chunkBytes int
 		wantErr    string // substring; "" means success
 		wantChunks int
 	}{
-		{"128 full chunks", 128 * 1800, KindContent, 0, "", 128},
-		{"one byte over 128 chunks", 128*1800 + 1, KindContent, 0, "needs 129 chunks of 1800 bytes; multipart delivery allows at most 128 chunks", 0},
-		{"byte limit exactly", 256000, KindContent, 2000, "", 128},
-		{"over the byte limit", 256001, KindContent, 4000, "push payload is 256001 bytes; multipart delivery carries at most 256000 bytes", 0},
-		{"byte limit is checked before chunks", 300000, KindContent, 0, "at most 256000 bytes", 0},
-		{"nested multipart", 10, KindMultipart, 0, "cannot itself be split", 0},
+		{"128 full chunks", 128 * 1800, push.KindContent, 0, "", 128},
+		{"one byte over 128 chunks", 128*1800 + 1, push.KindContent, 0, "needs 129 chunks of 1800 bytes; multipart delivery allows at most 128 chunks", 0},
+		{"byte limit exactly", 256000, push.KindContent, 2000, "", 128},
+		{"over the byte limit", 256001, push.KindContent, 4000, "push payload is 256001 bytes; multipart delivery carries at most 256000 bytes", 0},
+		{"byte limit is checked before chunks", 300000, push.KindContent, 0, "at most 256000 bytes", 0},
+		{"nested multipart", 10, push.KindMultipart, 0, "cannot itself be split", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			chunks, err := SplitMultipart(bytes.Repeat([]byte("x"), tt.bytes), tt.kind, MultipartOptions{ChunkBytes: tt.chunkBytes})
+			chunks, err := push.SplitMultipart(bytes.Repeat([]byte("x"), tt.bytes), tt.kind, push.MultipartOptions{ChunkBytes: tt.chunkBytes})
 			if tt.wantErr == "" {
 				if err != nil || len(chunks) != tt.wantChunks {
 					t.Fatalf("got %d chunks, %v; want %d chunks", len(chunks), err, tt.wantChunks)
 				}
 				return
 			}
-			var tooLarge *PayloadTooLargeError
-			if !errors.As(err, &tooLarge) || !errors.Is(err, ErrPayloadTooLarge) {
-				t.Fatalf("err = %v, want a *PayloadTooLargeError", err)
+			var tooLarge *push.PayloadTooLargeError
+			if !errors.As(err, &tooLarge) || !errors.Is(err, push.ErrPayloadTooLarge) {
+				t.Fatalf("err = %v, want a *push.PayloadTooLargeError", err)
 			}
 			if tooLarge.Code() != "PAYLOAD_TOO_LARGE" || tooLarge.Bytes != tt.bytes || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("got %q (code %s, %d bytes), want it to say %q", err, tooLarge.Code(), tooLarge.Bytes, tt.wantErr)
@@ -169,50 +172,50 @@ func TestDecodeMultipartChunk(t *testing.T) {
 		name    string
 		in      string
 		wantErr error
-		check   func(MultipartPart) bool
+		check   func(pushtest.MultipartPart) bool
 	}{
-		{"valid", valid, nil, func(p MultipartPart) bool {
+		{"valid", valid, nil, func(p pushtest.MultipartPart) bool {
 			return p.Meta.ID == "mp_a" && p.Meta.Index == 2 && p.Meta.Total == 3 && string(p.Bytes) == `{"a` &&
-				*p.Meta.OriginalMessageKind == KindContent && p.Meta.CreatedAt == 1767225600000 && p.Meta.TTLMs == 60000
+				*p.Meta.OriginalMessageKind == push.KindContent && p.Meta.CreatedAt == 1767225600000 && p.Meta.TTLMs == 60000
 		}},
 		{"integers written as floats", edit(`"index":2,"total":3`, `"index":2.0,"total":3e0`), nil,
-			func(p MultipartPart) bool { return p.Meta.Index == 2 && p.Meta.Total == 3 }},
-		{"padded chunk", edit(`"eyJh"`, `"eyI="`), nil, func(p MultipartPart) bool { return string(p.Bytes) == `{"` }},
-		{"empty chunk", edit(`"eyJh"`, `""`), nil, func(p MultipartPart) bool { return len(p.Bytes) == 0 }},
-		{"null kind", edit(`"content"`, `null`), nil, func(p MultipartPart) bool { return p.Meta.OriginalMessageKind == nil }},
-		{"numeric kind is dropped", edit(`"content"`, `7`), nil, func(p MultipartPart) bool { return p.Meta.OriginalMessageKind == nil }},
-		{"createdAt not a number", edit(`1767225600000`, `"soon"`), nil, func(p MultipartPart) bool { return p.Meta.CreatedAt == 0 }},
-		{"ttlMs negative", edit(`"ttlMs":60000`, `"ttlMs":-5`), nil, func(p MultipartPart) bool { return p.Meta.TTLMs == 0 }},
-		{"ttlMs fractional", edit(`"ttlMs":60000`, `"ttlMs":1.5`), nil, func(p MultipartPart) bool { return p.Meta.TTLMs == 0 }},
+			func(p pushtest.MultipartPart) bool { return p.Meta.Index == 2 && p.Meta.Total == 3 }},
+		{"padded chunk", edit(`"eyJh"`, `"eyI="`), nil, func(p pushtest.MultipartPart) bool { return string(p.Bytes) == `{"` }},
+		{"empty chunk", edit(`"eyJh"`, `""`), nil, func(p pushtest.MultipartPart) bool { return len(p.Bytes) == 0 }},
+		{"null kind", edit(`"content"`, `null`), nil, func(p pushtest.MultipartPart) bool { return p.Meta.OriginalMessageKind == nil }},
+		{"numeric kind is dropped", edit(`"content"`, `7`), nil, func(p pushtest.MultipartPart) bool { return p.Meta.OriginalMessageKind == nil }},
+		{"createdAt not a number", edit(`1767225600000`, `"soon"`), nil, func(p pushtest.MultipartPart) bool { return p.Meta.CreatedAt == 0 }},
+		{"ttlMs negative", edit(`"ttlMs":60000`, `"ttlMs":-5`), nil, func(p pushtest.MultipartPart) bool { return p.Meta.TTLMs == 0 }},
+		{"ttlMs fractional", edit(`"ttlMs":60000`, `"ttlMs":1.5`), nil, func(p pushtest.MultipartPart) bool { return p.Meta.TTLMs == 0 }},
 		{"total at the cap", edit(`"index":2,"total":3`, `"index":128,"total":128`), nil,
-			func(p MultipartPart) bool { return p.Meta.Total == 128 }},
+			func(p pushtest.MultipartPart) bool { return p.Meta.Total == 128 }},
 
-		{"not JSON", `{"messageKind"`, ErrNotMultipart, nil},
-		{"array", `[1]`, ErrNotMultipart, nil},
-		{"null", `null`, ErrNotMultipart, nil},
-		{"content push", `{"messageKind":"content","message":"hi"}`, ErrNotMultipart, nil},
-		{"key case differs", edit(`"messageKind"`, `"MessageKind"`), ErrNotMultipart, nil},
-		{"multipart not an object", `{"messageKind":"_multipart","multipart":[],"chunk":""}`, ErrNotMultipart, nil},
-		{"chunk not a string", edit(`"eyJh"`, `12`), ErrNotMultipart, nil},
-		{"chunk null", edit(`"eyJh"`, `null`), ErrNotMultipart, nil},
+		{"not JSON", `{"messageKind"`, pushtest.ErrNotMultipart, nil},
+		{"array", `[1]`, pushtest.ErrNotMultipart, nil},
+		{"null", `null`, pushtest.ErrNotMultipart, nil},
+		{"content push", `{"messageKind":"content","message":"hi"}`, pushtest.ErrNotMultipart, nil},
+		{"key case differs", edit(`"messageKind"`, `"MessageKind"`), pushtest.ErrNotMultipart, nil},
+		{"multipart not an object", `{"messageKind":"_multipart","multipart":[],"chunk":""}`, pushtest.ErrNotMultipart, nil},
+		{"chunk not a string", edit(`"eyJh"`, `12`), pushtest.ErrNotMultipart, nil},
+		{"chunk null", edit(`"eyJh"`, `null`), pushtest.ErrNotMultipart, nil},
 
-		{"version 2", edit(`"version":1`, `"version":2`), ErrInvalidMultipartChunk, nil},
-		{"version string", edit(`"version":1`, `"version":"1"`), ErrInvalidMultipartChunk, nil},
-		{"encoding", edit(`json-utf8-base64url`, `json-utf8-base64`), ErrInvalidMultipartChunk, nil},
-		{"empty id", edit(`"mp_a"`, `""`), ErrInvalidMultipartChunk, nil},
-		{"numeric id", edit(`"mp_a"`, `5`), ErrInvalidMultipartChunk, nil},
-		{"total zero", edit(`"index":2,"total":3`, `"index":0,"total":0`), ErrInvalidMultipartChunk, nil},
-		{"total over the cap", edit(`"index":2,"total":3`, `"index":1,"total":129`), ErrInvalidMultipartChunk, nil},
-		{"index zero", edit(`"index":2`, `"index":0`), ErrInvalidMultipartChunk, nil},
-		{"index over total", edit(`"index":2`, `"index":4`), ErrInvalidMultipartChunk, nil},
-		{"fractional index", edit(`"index":2`, `"index":1.5`), ErrInvalidMultipartChunk, nil},
-		{"index missing", edit(`"index":2,`, ``), ErrInvalidMultipartChunk, nil},
-		{"standard alphabet", edit(`"eyJh"`, `"ey+/"`), ErrInvalidMultipartChunk, nil},
-		{"not base64", edit(`"eyJh"`, `"e"`), ErrInvalidMultipartChunk, nil},
+		{"version 2", edit(`"version":1`, `"version":2`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"version string", edit(`"version":1`, `"version":"1"`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"encoding", edit(`json-utf8-base64url`, `json-utf8-base64`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"empty id", edit(`"mp_a"`, `""`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"numeric id", edit(`"mp_a"`, `5`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"total zero", edit(`"index":2,"total":3`, `"index":0,"total":0`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"total over the cap", edit(`"index":2,"total":3`, `"index":1,"total":129`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"index zero", edit(`"index":2`, `"index":0`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"index over total", edit(`"index":2`, `"index":4`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"fractional index", edit(`"index":2`, `"index":1.5`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"index missing", edit(`"index":2,`, ``), pushtest.ErrInvalidMultipartChunk, nil},
+		{"standard alphabet", edit(`"eyJh"`, `"ey+/"`), pushtest.ErrInvalidMultipartChunk, nil},
+		{"not base64", edit(`"eyJh"`, `"e"`), pushtest.ErrInvalidMultipartChunk, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := DecodeMultipartChunk([]byte(tt.in), 0)
+			p, err := pushtest.DecodeMultipartChunk([]byte(tt.in), 0)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tt.wantErr)
@@ -230,11 +233,11 @@ func TestDecodeMultipartChunk(t *testing.T) {
 }
 
 // decodeAll decodes chunk payloads, failing the test on any error.
-func decodeAll(t testing.TB, chunks [][]byte) []MultipartPart {
+func decodeAll(t testing.TB, chunks [][]byte) []pushtest.MultipartPart {
 	t.Helper()
-	parts := make([]MultipartPart, len(chunks))
+	parts := make([]pushtest.MultipartPart, len(chunks))
 	for i, c := range chunks {
-		p, err := DecodeMultipartChunk(c, 0)
+		p, err := pushtest.DecodeMultipartChunk(c, 0)
 		if err != nil {
 			t.Fatalf("chunk %d: %v", i+1, err)
 		}
@@ -247,7 +250,7 @@ func TestReassemblerRules(t *testing.T) {
 	now := fixedCreatedAt
 	clock := func() time.Time { return now }
 	payload := contentJSON(3000)
-	chunks, err := SplitMultipart(payload, KindContent, MultipartOptions{CreatedAt: fixedCreatedAt})
+	chunks, err := push.SplitMultipart(payload, push.KindContent, push.MultipartOptions{CreatedAt: fixedCreatedAt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,50 +260,50 @@ func TestReassemblerRules(t *testing.T) {
 	}
 
 	t.Run("reverse order, duplicate, redelivery after completion", func(t *testing.T) {
-		r := &MultipartReassembler{Now: clock}
+		r := &pushtest.MultipartReassembler{Now: clock}
 		for i := len(parts) - 1; i > 0; i-- {
 			if out, err := r.Add(parts[i]); out != nil || err != nil {
 				t.Fatalf("chunk %d: %q, %v", i+1, out, err)
 			}
 		}
-		if _, err := r.Add(parts[1]); !errors.Is(err, ErrMultipartDuplicate) {
+		if _, err := r.Add(parts[1]); !errors.Is(err, pushtest.ErrMultipartDuplicate) {
 			t.Fatalf("duplicate chunk: %v", err)
 		}
 		out, err := r.Add(parts[0])
 		if err != nil || !bytes.Equal(out, payload) {
 			t.Fatalf("completion: %v, equal=%v", err, bytes.Equal(out, payload))
 		}
-		if _, err := r.Add(parts[0]); !errors.Is(err, ErrMultipartDuplicate) {
+		if _, err := r.Add(parts[0]); !errors.Is(err, pushtest.ErrMultipartDuplicate) {
 			t.Fatalf("redelivered chunk after completion: %v", err)
 		}
 	})
 	t.Run("expired chunk", func(t *testing.T) {
-		late := now.Add(DefaultMultipartTTL)
-		r := &MultipartReassembler{Now: func() time.Time { return late }}
-		if _, err := r.Add(parts[0]); !errors.Is(err, ErrMultipartExpired) {
+		late := now.Add(push.DefaultMultipartTTL)
+		r := &pushtest.MultipartReassembler{Now: func() time.Time { return late }}
+		if _, err := r.Add(parts[0]); !errors.Is(err, pushtest.ErrMultipartExpired) {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("receiver cap below the chunk ttl", func(t *testing.T) {
-		long := decodeAll(t, mustSplit(t, payload, MultipartOptions{CreatedAt: fixedCreatedAt, TTL: time.Hour}))
+		long := decodeAll(t, mustSplit(t, payload, push.MultipartOptions{CreatedAt: fixedCreatedAt, TTL: time.Hour}))
 		at := now.Add(2 * time.Minute)
-		capped := &MultipartReassembler{Now: func() time.Time { return at }} // cap 60 s
-		if _, err := capped.Add(long[0]); !errors.Is(err, ErrMultipartExpired) {
+		capped := &pushtest.MultipartReassembler{Now: func() time.Time { return at }} // cap 60 s
+		if _, err := capped.Add(long[0]); !errors.Is(err, pushtest.ErrMultipartExpired) {
 			t.Fatalf("capped receiver: %v", err)
 		}
-		longer := &MultipartReassembler{Now: func() time.Time { return at }, TTL: 24 * time.Hour}
+		longer := &pushtest.MultipartReassembler{Now: func() time.Time { return at }, TTL: 24 * time.Hour}
 		if _, err := longer.Add(long[0]); err != nil {
 			t.Fatalf("receiver with a long cap: %v", err)
 		}
 	})
 	t.Run("pending set expires between chunks", func(t *testing.T) {
 		at := now
-		r := &MultipartReassembler{Now: func() time.Time { return at }}
+		r := &pushtest.MultipartReassembler{Now: func() time.Time { return at }}
 		if _, err := r.Add(parts[0]); err != nil {
 			t.Fatal(err)
 		}
-		at = now.Add(2 * DefaultMultipartTTL)
-		fresh := decodeAll(t, mustSplit(t, payload, MultipartOptions{ID: parts[0].Meta.ID, CreatedAt: at}))
+		at = now.Add(2 * push.DefaultMultipartTTL)
+		fresh := decodeAll(t, mustSplit(t, payload, push.MultipartOptions{ID: parts[0].Meta.ID, CreatedAt: at}))
 		for _, p := range fresh[:len(fresh)-1] {
 			if out, err := r.Add(p); out != nil || err != nil {
 				t.Fatalf("restart of an expired set: %q, %v", out, err)
@@ -311,37 +314,37 @@ func TestReassemblerRules(t *testing.T) {
 		}
 	})
 	t.Run("total changes", func(t *testing.T) {
-		r := &MultipartReassembler{Now: clock}
+		r := &pushtest.MultipartReassembler{Now: clock}
 		if _, err := r.Add(parts[0]); err != nil {
 			t.Fatal(err)
 		}
 		other := parts[1]
 		other.Meta.Total++
-		if _, err := r.Add(other); !errors.Is(err, ErrMultipartConflict) {
+		if _, err := r.Add(other); !errors.Is(err, pushtest.ErrMultipartConflict) {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("byte cap", func(t *testing.T) {
-		r := &MultipartReassembler{Now: clock, MaxTotalBytes: DefaultMultipartChunkBytes + 1}
+		r := &pushtest.MultipartReassembler{Now: clock, MaxTotalBytes: push.DefaultMultipartChunkBytes + 1}
 		if _, err := r.Add(parts[0]); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Add(parts[1]); !errors.Is(err, ErrMultipartOverflow) {
+		if _, err := r.Add(parts[1]); !errors.Is(err, pushtest.ErrMultipartOverflow) {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("not JSON after reassembly", func(t *testing.T) {
-		r := &MultipartReassembler{Now: clock}
-		bad := decodeAll(t, mustSplit(t, []byte(`{"broken`), MultipartOptions{CreatedAt: fixedCreatedAt}))
-		if _, err := r.Add(bad[0]); !errors.Is(err, ErrInvalidMultipartChunk) {
+		r := &pushtest.MultipartReassembler{Now: clock}
+		bad := decodeAll(t, mustSplit(t, []byte(`{"broken`), push.MultipartOptions{CreatedAt: fixedCreatedAt}))
+		if _, err := r.Add(bad[0]); !errors.Is(err, pushtest.ErrInvalidMultipartChunk) {
 			t.Fatalf("err = %v", err)
 		}
 	})
 }
 
-func mustSplit(t testing.TB, payload []byte, opts MultipartOptions) [][]byte {
+func mustSplit(t testing.TB, payload []byte, opts push.MultipartOptions) [][]byte {
 	t.Helper()
-	chunks, err := SplitMultipart(payload, KindContent, opts)
+	chunks, err := push.SplitMultipart(payload, push.KindContent, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,13 +358,13 @@ func TestSplitReassembleProperty(t *testing.T) {
 	for i := range 300 {
 		payload := contentJSON(rng.IntN(20000))
 		chunkBytes := 1 + rng.IntN(3000)
-		if (len(payload)+chunkBytes-1)/chunkBytes > DefaultMultipartMaxChunks {
-			chunkBytes = (len(payload) + DefaultMultipartMaxChunks - 1) / DefaultMultipartMaxChunks
+		if (len(payload)+chunkBytes-1)/chunkBytes > push.DefaultMultipartMaxChunks {
+			chunkBytes = (len(payload) + push.DefaultMultipartMaxChunks - 1) / push.DefaultMultipartMaxChunks
 		}
-		chunks := mustSplit(t, payload, MultipartOptions{ChunkBytes: chunkBytes, CreatedAt: fixedCreatedAt})
+		chunks := mustSplit(t, payload, push.MultipartOptions{ChunkBytes: chunkBytes, CreatedAt: fixedCreatedAt})
 		parts := decodeAll(t, chunks)
 		rng.Shuffle(len(parts), func(a, b int) { parts[a], parts[b] = parts[b], parts[a] })
-		r := &MultipartReassembler{Now: func() time.Time { return fixedCreatedAt }}
+		r := &pushtest.MultipartReassembler{Now: func() time.Time { return fixedCreatedAt }}
 		var out []byte
 		for j, p := range parts {
 			got, err := r.Add(p)
@@ -380,7 +383,7 @@ func TestSplitReassembleProperty(t *testing.T) {
 }
 
 func FuzzDecodeMultipartChunk(f *testing.F) {
-	for _, c := range mustSplit(f, contentJSON(700), MultipartOptions{ChunkBytes: 500, CreatedAt: fixedCreatedAt}) {
+	for _, c := range mustSplit(f, contentJSON(700), push.MultipartOptions{ChunkBytes: 500, CreatedAt: fixedCreatedAt}) {
 		f.Add(c)
 	}
 	f.Add([]byte(`{"messageKind":"_multipart","multipart":{"version":1.0,"id":"x","index":1,"total":1,"encoding":"json-utf8-base64url","createdAt":1e30,"ttlMs":1e30},"chunk":"e30="}`))
@@ -388,29 +391,29 @@ func FuzzDecodeMultipartChunk(f *testing.F) {
 	f.Add([]byte(`{"messageKind":"content"}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := DecodeMultipartChunk(data, 0)
+		p, err := pushtest.DecodeMultipartChunk(data, 0)
 		if err != nil {
-			if !errors.Is(err, ErrNotMultipart) && !errors.Is(err, ErrInvalidMultipartChunk) {
+			if !errors.Is(err, pushtest.ErrNotMultipart) && !errors.Is(err, pushtest.ErrInvalidMultipartChunk) {
 				t.Fatalf("unexpected error type: %v", err)
 			}
 			return
 		}
 		m := p.Meta
-		if m.Version != 1 || m.Encoding != MultipartEncoding || m.ID == "" ||
-			m.Total < 1 || m.Total > DefaultMultipartMaxChunks || m.Index < 1 || m.Index > m.Total || m.TTLMs < 0 {
+		if m.Version != 1 || m.Encoding != push.MultipartEncoding || m.ID == "" ||
+			m.Total < 1 || m.Total > push.DefaultMultipartMaxChunks || m.Index < 1 || m.Index > m.Total || m.TTLMs < 0 {
 			t.Fatalf("accepted chunk breaks the rules: %+v", m)
 		}
 		// What we accept, we can write back and read again unchanged.
-		again, err := MarshalNoEscape(MultipartChunk{MessageKind: KindMultipart, Multipart: m,
+		again, err := push.MarshalNoEscape(push.MultipartChunk{MessageKind: push.KindMultipart, Multipart: m,
 			Chunk: base64.RawURLEncoding.EncodeToString(p.Bytes)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := DecodeMultipartChunk(again, 0)
+		q, err := pushtest.DecodeMultipartChunk(again, 0)
 		if err != nil || !bytes.Equal(q.Bytes, p.Bytes) || q.Meta.ID != m.ID || q.Meta.Index != m.Index {
 			t.Fatalf("re-encoded chunk does not decode the same: %v", err)
 		}
-		r := &MultipartReassembler{}
+		r := &pushtest.MultipartReassembler{}
 		_, _ = r.Add(p) // must not panic whatever the metadata
 	})
 }
@@ -420,19 +423,19 @@ func FuzzMultipartRoundTrip(f *testing.F) {
 	f.Add(strings.Repeat("寿", 2000), uint16(1800))
 	f.Add("\xff\xfe invalid utf-8", uint16(3))
 	f.Fuzz(func(t *testing.T, message string, chunkBytes uint16) {
-		payload, err := MarshalNoEscape(map[string]string{"messageKind": "content", "message": message})
+		payload, err := push.MarshalNoEscape(map[string]string{"messageKind": "content", "message": message})
 		if err != nil {
 			t.Skip()
 		}
-		size := max(int(chunkBytes), (len(payload)+DefaultMultipartMaxChunks-1)/DefaultMultipartMaxChunks, 1)
-		chunks, err := SplitMultipart(payload, KindContent, MultipartOptions{ChunkBytes: size})
+		size := max(int(chunkBytes), (len(payload)+push.DefaultMultipartMaxChunks-1)/push.DefaultMultipartMaxChunks, 1)
+		chunks, err := push.SplitMultipart(payload, push.KindContent, push.MultipartOptions{ChunkBytes: size})
 		if err != nil {
-			if len(payload) > DefaultMultipartMaxTotalBytes && errors.Is(err, ErrPayloadTooLarge) {
+			if len(payload) > push.DefaultMultipartMaxTotalBytes && errors.Is(err, push.ErrPayloadTooLarge) {
 				return
 			}
 			t.Fatal(err)
 		}
-		r := &MultipartReassembler{}
+		r := &pushtest.MultipartReassembler{}
 		var out []byte
 		for _, p := range decodeAll(t, chunks) {
 			if out, err = r.Add(p); err != nil {

@@ -231,18 +231,6 @@ func (p *ToolRequestPush) UnmarshalJSON(data []byte) error { return decodeInto(p
 // *MessageKindError.
 func (p *ErrorPush) UnmarshalJSON(data []byte) error { return decodeInto(p, data) }
 
-// IsContent reports whether p is a content push.
-func IsContent(p Push) bool { return p != nil && p.Kind() == KindContent }
-
-// IsReasoning reports whether p is a reasoning push.
-func IsReasoning(p Push) bool { return p != nil && p.Kind() == KindReasoning }
-
-// IsToolRequest reports whether p is a tool_request push.
-func IsToolRequest(p Push) bool { return p != nil && p.Kind() == KindToolRequest }
-
-// IsError reports whether p is an error push.
-func IsError(p Push) bool { return p != nil && p.Kind() == KindError }
-
 // TimestampLayout is the wire format of timestamps: RFC 3339 in UTC with
 // exactly three fractional digits, what JavaScript's toISOString prints.
 const TimestampLayout = "2006-01-02T15:04:05.000Z"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop"
+	"amsg/llm"
 	"amsg/push"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
@@ -63,7 +63,7 @@ func BenchmarkBacklog(b *testing.B) {
 			}
 		}
 		sched, err := New(Config{Logger: logger}, Deps{Store: st, Courier: courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: logger}),
-			LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}})})
+			LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 	"amsg/push"
 	"amsg/push/courier"
 )

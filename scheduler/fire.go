@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -208,7 +209,7 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 // and the LLM's answer when one was asked.
 type contentResult struct {
 	reasoning, text string
-	llm             *loop.Response
+	llm             *llm.Response
 }
 
 // content returns what an occurrence sends. For fixed tasks (and instant
@@ -224,7 +225,7 @@ func (s *Scheduler) content(ctx context.Context, p Payload) (*contentResult, err
 		}
 		return nil, nil
 	}
-	req := loop.Request{
+	req := llm.Request{
 		APIURL:         deref(p.APIURL),
 		APIKey:         deref(p.APIKey),
 		Model:          deref(p.PrimaryModel),
@@ -254,12 +255,12 @@ func (s *Scheduler) content(ctx context.Context, p Payload) (*contentResult, err
 // build makes the pushes of one occurrence: the reasoning push, then one
 // content push per segment of text.
 func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning, text string) ([]outgoing, error) {
-	splitter, err := loop.ParseSplitPattern(p.SplitPattern)
+	splitter, err := llm.ParseSplitPattern(p.SplitPattern)
 	if err != nil {
 		return nil, fmt.Errorf("splitPattern: %w", err)
 	}
 	segments, err := splitter.Split(text)
-	if errors.Is(err, loop.ErrSplitTimeout) || errors.Is(err, loop.ErrSplitInputTooLarge) {
+	if errors.Is(err, llm.ErrSplitTimeout) || errors.Is(err, llm.ErrSplitInputTooLarge) {
 		s.log.Warn("scheduler: splitPattern gave up; sending the text as one message", "task_id", task.ID, "err", err)
 		segments, err = []string{text}, nil
 	}
@@ -286,7 +287,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 			OccurrenceMs:   push.Some(occurrence.UnixMilli()),
 		},
 	}
-	b := builders.Builder{Now: s.now}
+	b := builders.Builder{Now: s.now, PageURL: s.cfg.PageURL}
 	title := "来自 " + p.ContactName
 	var burst []outgoing
 	add := func(pu push.Push) error {

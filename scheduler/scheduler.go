@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -94,6 +95,9 @@ type Config struct {
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
+	// PageURL is the companion page's origin; with it content pushes are
+	// Declarative Web Push messages (builders.Builder.PageURL).
+	PageURL string
 	// Sleep waits between pushes and between instant attempts; nil waits
 	// on a timer that ends early with the context.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -102,9 +106,9 @@ type Config struct {
 	OnClaim func(lateness time.Duration)
 }
 
-// Completer calls an LLM; *loop.Client is one.
+// Completer calls an LLM; *llm.Client is one.
 type Completer interface {
-	Complete(ctx context.Context, req loop.Request) (*loop.Response, error)
+	Complete(ctx context.Context, req llm.Request) (*llm.Response, error)
 }
 
 // Deps are the components the scheduler uses.

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/loop"
-	"amsg/loop/llmtest"
 	"amsg/push"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
@@ -100,7 +101,7 @@ func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness 
 	}
 	h.courier = courier.New(sender, h.st, courier.Config{Policy: policy, Logger: logger})
 	h.sched, err = New(cfg, Deps{Store: h.st, Courier: h.courier,
-		LLM: loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
+		LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestPromptedRoundsAreRecordedInTheOccurrencesTranscript(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %q %s %v", m.Type, m.Text, m.Code, m.Pushes))
 	}
 	base := fmt.Sprintf("msg_task_%d@%d_", task.ID, start.UnixMilli())
-	url, _ := loop.NormalizeAPIURL(h.llm.APIURL())
+	url, _ := llm.NormalizeAPIURL(h.llm.APIURL())
 	want := []string{
 		`input "check in"  []`,
 		`error "AI API error: 503 Service Unavailable. Request URL: ` + url + `" LLM_CALL_FAILED []`,

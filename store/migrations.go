@@ -20,6 +20,7 @@ var migrations = []func(*sql.Tx) error{
 	schema(transcriptsSchema),   // transcripts.go
 	schema(broadcastsSchema),    // admin.go
 	schema(tokenProofsSchema),   // tokenproofs.go
+	schema(devicesSchema),       // devices.go
 }
 
 // schema is a migration step that runs a fixed block of SQL statements.

@@ -48,9 +48,16 @@ type testServer struct {
 	offline atomic.Bool  // drop every connection, as an unreachable server would
 	status  atomic.Int32 // status of POST /api/v1/echo
 
-	mu    sync.Mutex
-	puts  []subscriptionPut
-	echos []string
+	mu     sync.Mutex
+	puts   []subscriptionPut
+	echos  []string
+	seen   []deviceSeen
+	outbox []map[string]any // GET /api/v1/outbox entries, served in one encrypted page
+}
+
+// deviceSeen is one POST /api/v1/device-seen as the server saw it.
+type deviceSeen struct {
+	UserID, ClientToken, Endpoint string
 }
 
 // subscriptionPut is one PUT /api/v1/push-subscription as the server saw it.
@@ -94,6 +101,20 @@ func newTestServer(t *testing.T, version string) *testServer {
 		}
 		w.WriteHeader(status)
 	})
+	mux.HandleFunc("POST /api/v1/device-seen", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Endpoint string `json:"endpoint"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.seen = append(s.seen, deviceSeen{r.Header.Get("X-User-Id"), r.Header.Get("X-Client-Token"), body.Endpoint})
+		s.mu.Unlock()
+		io.WriteString(w, `{"success":true,"data":{"seen":true}}`)
+	})
+	mux.HandleFunc("GET /api/v1/outbox", s.serveOutbox)
 	mux.Handle("GET /", page)
 
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -148,6 +169,31 @@ func (s *testServer) putSubscription(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"success":true,"data":{"updatedAt":1}}`)
+}
+
+// serveOutbox answers as the amsg server does, encrypted with the user
+// key: the entries after ?since= (entry ids are their positions, from 1).
+func (s *testServer) serveOutbox(w http.ResponseWriter, r *http.Request) {
+	since, _ := strconv.Atoi(r.URL.Query().Get("since"))
+	s.mu.Lock()
+	var entries []map[string]any
+	for i, e := range s.outbox {
+		if i+1 > since {
+			entries = append(entries, e)
+		}
+	}
+	cursor := len(s.outbox)
+	s.mu.Unlock()
+	plain, _ := json.Marshal(map[string]any{"entries": entries, "cursor": cursor, "hasMore": false})
+	env, _ := json.Marshal(map[string]any{"success": true, "encrypted": true, "version": 1, "data": testUserKey.Seal(plain)})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(env)
+}
+
+func (s *testServer) devicesSeen() []deviceSeen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]deviceSeen(nil), s.seen...)
 }
 
 func (s *testServer) subscriptionPuts() []subscriptionPut {
@@ -317,8 +363,10 @@ func TestPushPerKindAndShowMode(t *testing.T) {
 	}{
 		{"content", map[string]any{"messageKind": "content", "message": "hello", "contactName": "Rei"}, "rei-amsg-content-received", true},
 		{"reasoning", map[string]any{"messageKind": "reasoning", "reasoningContent": "thinking"}, "rei-amsg-reasoning-received", false},
-		{"tool_request", map[string]any{"messageKind": "tool_request", "toolCalls": []any{map[string]any{"id": "c1"}}}, "rei-amsg-tool-request-received", false},
-		{"error", map[string]any{"messageKind": "error", "code": "LLM_CALL_FAILED", "message": "boom"}, "rei-amsg-error-received", false},
+		// A tool request or an error by Web Push shows quietly even on a visible
+		// page (amsg-sw shows neither), unless it names a display policy.
+		{"tool_request", map[string]any{"messageKind": "tool_request", "toolCalls": []any{map[string]any{"id": "c1"}}}, "rei-amsg-tool-request-received", true},
+		{"error", map[string]any{"messageKind": "error", "code": "LLM_CALL_FAILED", "message": "boom"}, "rei-amsg-error-received", true},
 		{"legacy without kind", map[string]any{"message": "legacy"}, "rei-amsg-unknown-received", true},
 		{"unknown kind", map[string]any{"messageKind": "status_update", "message": "x"}, "rei-amsg-unknown-received", false},
 		{"malformed multipart is ordinary", map[string]any{"messageKind": "_multipart", "multipart": map[string]any{}, "chunk": 5}, "rei-amsg-unknown-received", false},
@@ -328,7 +376,7 @@ func TestPushPerKindAndShowMode(t *testing.T) {
 		{"content show true is the kind default", map[string]any{"messageKind": "content", "message": "m", "notification": map[string]any{"show": true}}, "rei-amsg-content-received", true},
 		{"reasoning show always", map[string]any{"messageKind": "reasoning", "reasoningContent": "r", "notification": map[string]any{"show": "always"}}, "rei-amsg-reasoning-received", true},
 		{"error show always", map[string]any{"messageKind": "error", "code": "X", "message": "m", "notification": map[string]any{"show": "always"}}, "rei-amsg-error-received", true},
-		{"tool_request show never is the kind default", map[string]any{"messageKind": "tool_request", "toolCalls": []any{1}, "notification": map[string]any{"show": "never"}}, "rei-amsg-tool-request-received", false},
+		{"tool_request show never is no policy", map[string]any{"messageKind": "tool_request", "toolCalls": []any{1}, "notification": map[string]any{"show": "never"}}, "rei-amsg-tool-request-received", true},
 		{"content when-hidden on a visible page", map[string]any{"messageKind": "content", "message": "m", "notification": map[string]any{"show": "when-hidden"}}, "rei-amsg-content-received", false},
 		{"tool_request when-hidden on a visible page", map[string]any{"messageKind": "tool_request", "toolCalls": []any{1}, "notification": map[string]any{"show": "when-hidden"}}, "rei-amsg-tool-request-received", false},
 	}

@@ -26,11 +26,25 @@
  *                                 userKeyHex: 64 hex (GET /get-user-key), clientToken?: string,
  *                                 vapidPublicKey: base64url (GET /vapid-public-key)}
  *                                pushsubscriptionchange reads it to re-subscribe and PUT the new
- *                                subscription encrypted, as amsg-client does. Either side may create
- *                                the database; both create the same single store.
+ *                                subscription encrypted, as amsg-client does; every Web Push reads
+ *                                it to report the device seen (POST /device-seen) and to complete a
+ *                                _truncated summary from GET /outbox. Either side may create the
+ *                                database; both create the same single store.
+ *                              key 'outboxCursor.<userId>', WRITTEN BY THE WORKER: the outbox
+ *                                cursor up to which it looked for the whole of a truncated push
+ *
+ * Visible pushes (iOS revokes a subscription after a few Web Pushes that show nothing)
+ *   A Web Push always shows a notification while no window is visible: content as amsg-sw does,
+ *   tool_request and error (also while a window is visible), reasoning, unknown kinds, duplicates
+ *   and the chunks of an unfinished _multipart message as quiet ones (silent; a session's under
+ *   'amsg-session-<sessionId>', a message still arriving under 'amsg-receiving-<multipart id>'),
+ *   which the session's content, or the completed message, closes. Payloads delivered by the page
+ *   (REI_AMSG_DELIVER) follow amsg-sw's rules alone. Declarative Web Push members (web_push,
+ *   notification.navigate, mutable) are read like the standard's directive they share.
  *
  * Notification click
- *   The target is notification.data.url resolved against this origin (same-origin only); else
+ *   The target is notification.data.url, else the declarative notification.navigate of
+ *   data.payload, resolved against this origin (same-origin only); else
  *   '/#/chat/<sessionId>' when data.payload carries a sessionId; else '/'. A window of this origin
  *   whose URL equals the target apart from the fragment is focused (exact match, then the focused
  *   one, then the first) and told NOTIFICATION_CLICKED so it can route; otherwise a window opens.
@@ -42,12 +56,12 @@
  *   /api/ is never touched. Activation deletes older 'amsg-shell-' caches only.
  *
  * Tests
- *   self.__amsgTest holds the rule functions (notification builder, show policy, dedupe key,
- *   multipart normaliser, click planning, subscription renewal), a dedupe record reader and a
- *   count of settled pushes. Only DevTools attached to this worker can reach it: pages cannot,
- *   so it is harmless in production. Tests must read notifications only after the push that
- *   shows one has settled: Chromium's getNotifications() drops a notification it catches
- *   between being stored and being displayed.
+ *   self.__amsgTest holds the rule functions (notification builders, show policies, dedupe key,
+ *   multipart normaliser, click planning, subscription renewal), a dedupe record reader and
+ *   counts of settled pushes and of notifications shown. Only DevTools attached to this worker
+ *   can reach it: pages cannot, so it is harmless in production. Tests must read notifications
+ *   only after the push that shows one has settled: Chromium's getNotifications() drops a
+ *   notification it catches between being stored and being displayed.
  */
 'use strict';
 
@@ -88,11 +102,31 @@ const MULTIPART_SWEEP_INTERVAL_MS = 15 * 60 * 1000;
 
 const QUEUE_SYNC_TAG = 'rei-sw-flush-request-outbox';
 
+// Tags of the quiet notifications: a session's status (tool request, error,
+// reasoning; the builders' SessionTagPrefix) and a multipart message still
+// arriving. The session's reply, or the completed message, closes them.
+const SESSION_TAG_PREFIX = 'amsg-session-';
+const RECEIVING_TAG_PREFIX = 'amsg-receiving-';
+
+// A _truncated summary is completed from GET /outbox: at most this many
+// pages of OUTBOX_PAGE entries after the cursor the worker keeps.
+const OUTBOX_PAGE = 100;
+const OUTBOX_MAX_PAGES = 5;
+
 const SHELL_CACHE_PREFIX = 'amsg-shell-';
 const SHELL_CACHE = SHELL_CACHE_PREFIX + SW_VERSION;
 const SHELL_LIST_URL = '/app-shell.json';
 
 const LOG = '[amsg-sw]';
+
+// Notifications this worker instance showed: the signal tests read to see
+// that a push showed something (see self.__amsgTest).
+let notificationsShown = 0;
+
+async function showNotification(title, options) {
+  await self.registration.showNotification(title, options);
+  notificationsShown += 1;
+}
 
 // ---------------------------------------------------------------------------
 // Rules: plain functions without I/O, exposed to tests through self.__amsgTest.
@@ -171,6 +205,70 @@ function buildNotification(payload, now = Date.now()) {
 
 function bodyOrDefault(body) {
   return nonBlankString(body) ? body : DEFAULT_BODY;
+}
+
+/** The tag of a session's quiet notifications, or undefined without a sessionId. */
+function sessionTagOf(payload) {
+  return isObject(payload) && nonBlankString(payload.sessionId) ? SESSION_TAG_PREFIX + payload.sessionId : undefined;
+}
+
+/**
+ * How a push that came by Web Push is shown: 'full' (buildNotification) when
+ * the rules above say so, else 'quiet' (buildFallbackNotification) for a tool
+ * request or an error without a display policy of its own whatever the
+ * page's state, and for anything else while no window is visible, since iOS
+ * revokes subscriptions whose pushes show nothing; null only while a window
+ * is visible, where browsers waive the rule.
+ */
+function webPushDisplay(payload, windowClients) {
+  if (shouldRender(payload, windowClients)) return 'full';
+  if (!windowClients.some((c) => c.visibilityState === 'visible')) return 'quiet';
+  // A visible window: a tool request or an error still shows, quietly,
+  // unless its producer named a display policy.
+  const kind = isObject(payload) ? payload.messageKind : undefined;
+  return (kind === 'tool_request' || kind === 'error') && !SHOW_POLICIES.includes(namedShow(payload)) ? 'quiet' : null;
+}
+
+const SHOW_POLICIES = Object.freeze(['auto', 'always', 'when-hidden', false]);
+
+/**
+ * A low-noise notification for a push of another kind than content that
+ * would otherwise show nothing: silent, under the session's tag so the reply
+ * replaces it, with a text that says what is going on. The payload's own
+ * notification members win.
+ */
+function buildQuietNotification(payload, now = Date.now()) {
+  const { title, options } = buildNotification(payload, now);
+  const n = isObject(payload) && isObject(payload.notification) ? payload.notification : {};
+  const kind = isObject(payload) ? payload.messageKind : undefined;
+  const who = isObject(payload) && nonBlankString(payload.contactName) ? payload.contactName : 'Your companion';
+  let body = options.body;
+  let quietTitle = title;
+  if (!n.body) {
+    if (kind === 'tool_request') body = `${who} needs this device to continue`;
+    else if (kind === 'reasoning') body = `${who} is thinking…`;
+    else if (kind === 'error') body = bodyOrDefault(payload.message || payload.code);
+  }
+  if (!n.title && kind === 'error') quietTitle = 'The reply was interrupted';
+  return {
+    title: quietTitle,
+    options: { ...options, body, silent: true, tag: n.tag || sessionTagOf(payload) || options.tag },
+  };
+}
+
+/** The quiet notification of a multipart message whose chunks are still arriving. */
+function buildReceivingNotification(chunk) {
+  return {
+    title: DEFAULT_TITLE,
+    options: {
+      body: 'Receiving a message…',
+      icon: DEFAULT_ICON,
+      badge: DEFAULT_BADGE,
+      tag: nonBlankString(chunk.id) ? RECEIVING_TAG_PREFIX + chunk.id : undefined,
+      data: {},
+      silent: true,
+    },
+  };
 }
 
 /** The dedupe key: the first non-blank of messageId, id, dedupeKey, trimmed. */
@@ -275,16 +373,19 @@ function normalizeQueuedRequest(request) {
 
 /** Where a click on a notification with this data leads (see the header comment). */
 function clickTargetURL(data, origin) {
-  if (isObject(data) && nonBlankString(data.url)) {
+  const payload = isObject(data) ? data.payload : undefined;
+  // data.url, then a declarative message's notification.navigate.
+  const declared = isObject(payload) && isObject(payload.notification) ? payload.notification.navigate : undefined;
+  for (const candidate of [isObject(data) ? data.url : undefined, declared]) {
+    if (!nonBlankString(candidate)) continue;
     try {
-      const url = new URL(data.url.trim(), origin);
+      const url = new URL(candidate.trim(), origin);
       // Only our own pages: a push must not be able to send the user elsewhere.
       if (url.origin === origin) return url.href;
     } catch {
-      // An unparsable url falls through to the payload rule.
+      // An unparsable url falls through to the next rule.
     }
   }
-  const payload = isObject(data) ? data.payload : undefined;
   if (isObject(payload) && nonBlankString(payload.sessionId)) {
     return new URL(`/#/chat/${encodeURIComponent(payload.sessionId.trim())}`, origin).href;
   }
@@ -648,11 +749,13 @@ async function processPayload(payload, source) {
 
   if (isMultipartChunk(payload)) {
     const chunk = normalizeMultipartChunk(payload, now);
-    if (!chunk) return { duplicate: false, key: undefined };
+    if (!chunk) return { duplicate: false, key: undefined, shown: false, payload };
     const { restored, expired } = await acceptChunk(chunk, now);
     await broadcastExpired(expired);
-    if (restored === undefined) return { duplicate: false, key: undefined };
-    return processPayload(restored, source);
+    if (restored === undefined) return { duplicate: false, key: undefined, shown: false, payload };
+    const result = await processPayload(restored, source);
+    await closeTagged(RECEIVING_TAG_PREFIX + chunk.id);
+    return result;
   }
 
   const key = dedupeKeyOf(payload);
@@ -678,24 +781,30 @@ async function processPayload(payload, source) {
       claim = { duplicate: false, unrecorded: true };
     }
     if (claim.duplicate) {
-      await repairNotification(payload, key, claim.existing);
-      return { duplicate: true, key };
+      const repaired = await repairNotification(payload, key, claim.existing);
+      return { duplicate: true, key, shown: repaired, payload };
     }
     if (!claim.unrecorded) firstSeenAt = now;
   }
 
   const windows = await windowClients();
-  const render = shouldRender(payload, windows);
+  const display = source === 'webpush' ? webPushDisplay(payload, windows) : shouldRender(payload, windows) ? 'full' : null;
   broadcast(windows, { type: 'REI_AMSG_PUSH', event: eventNameFor(payload), payload });
   let shown = false;
-  if (render) {
-    const { title, options } = buildNotification(payload, now);
+  if (display) {
+    const { title, options } = display === 'full' ? buildNotification(payload, now) : buildFallbackNotification(payload, now);
     try {
-      await self.registration.showNotification(title, options);
+      await showNotification(title, options);
       shown = true;
     } catch (err) {
       console.error(LOG, 'showNotification failed', err);
     }
+  }
+  // The reply is here: the session's status notification (a tool request,
+  // thinking) has had its day, unless the reply itself is shown under its tag.
+  if (isObject(payload) && payload.messageKind === 'content') {
+    const tag = sessionTagOf(payload);
+    if (tag && !(shown && buildNotification(payload, now).options.tag === tag)) await closeTagged(tag);
   }
   // Settle the pending flag whatever happened, so a backup push can repair a
   // notification that failed to show.
@@ -703,7 +812,64 @@ async function processPayload(payload, source) {
     await updateDelivery(key, { notificationShown: shown, notificationStatePending: false }, firstSeenAt)
       .catch((err) => console.warn(LOG, 'dedupe state update failed', err));
   }
-  return { duplicate: false, key };
+  return { duplicate: false, key, shown, payload };
+}
+
+/** Closes the notifications shown under tag. */
+async function closeTagged(tag) {
+  try {
+    for (const notification of await self.registration.getNotifications({ tag })) notification.close();
+  } catch (err) {
+    console.warn(LOG, 'could not close notifications', err);
+  }
+}
+
+/**
+ * The notification of last resort for a Web Push that showed nothing while
+ * no window is visible (a chunk of an unfinished message, a duplicate, a
+ * payload the pipeline dropped): a quiet one, since iOS counts every push
+ * that shows nothing against the subscription. Content is shown again under
+ * its own tag, replacing its earlier copy.
+ */
+function buildFallbackNotification(payload, now = Date.now()) {
+  if (isMultipartChunk(payload)) return buildReceivingNotification(payload.multipart);
+  if (isObject(payload) && payload.messageKind != null && payload.messageKind !== 'content') return buildQuietNotification(payload, now);
+  const { title, options } = buildNotification(payload, now);
+  return { title, options: { ...options, silent: true } };
+}
+
+async function ensureShown(payload) {
+  const windows = await windowClients();
+  if (windows.some((c) => c.visibilityState === 'visible')) return;
+  const { title, options } = buildFallbackNotification(payload);
+  await showNotification(title, options);
+}
+
+/**
+ * A push from Web Push: the pipeline, then a notification if it showed
+ * none (see ensureShown), then the report that this device is alive and
+ * the completion of a truncated message, which both need the client config.
+ */
+async function handleWebPush(payload) {
+  let result;
+  try {
+    result = await processPayload(payload, 'webpush');
+  } catch (err) {
+    console.error(LOG, 'push handling failed', err);
+    result = { duplicate: false, shown: false, payload };
+  }
+  if (!result.shown) await ensureShown(result.payload).catch((err) => console.error(LOG, 'showNotification failed', err));
+  let config = null;
+  try {
+    config = await readClientConfig();
+  } catch (err) {
+    console.warn(LOG, 'client config unavailable', err);
+  }
+  if (!validClientConfig(config)) return;
+  await Promise.all([
+    reportSeen(config).catch((err) => console.warn(LOG, 'could not report this device as seen', err)),
+    result.duplicate ? null : completeTruncated(config, result.payload).catch((err) => console.warn(LOG, 'could not complete a truncated message', err)),
+  ]);
 }
 
 /**
@@ -726,14 +892,15 @@ function namedShow(payload) {
  */
 async function repairNotification(payload, key, existing) {
   // Nothing to repair once shown; a first delivery still under way settles it.
-  if (existing.notificationShown === true || existing.notificationStatePending === true) return;
+  if (existing.notificationShown === true || existing.notificationStatePending === true) return false;
   const judged = existing.show != null && isObject(payload)
     ? { ...payload, notification: { ...(isObject(payload.notification) ? payload.notification : {}), show: existing.show } }
     : payload;
-  if (!shouldRender(judged, await windowClients())) return;
+  if (!shouldRender(judged, await windowClients())) return false;
   const { title, options } = buildNotification(payload);
-  await self.registration.showNotification(title, options);
+  await showNotification(title, options);
   await updateDelivery(key, { notificationShown: true, notificationStatePending: false });
+  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -811,7 +978,7 @@ async function openFromNotification(data) {
 // the server as amsg-client would, from the config the page stored.
 
 function readClientConfig() {
-  return transact(APP_DB, ['config'], 'readonly', (tx) => req(tx.objectStore('config').get('client')));
+  return readConfigValue('client');
 }
 
 function validClientConfig(config) {
@@ -859,16 +1026,112 @@ async function renewSubscription(oldSubscription, newSubscription) {
   }
   const body = { subscription: subscription.toJSON ? subscription.toJSON() : subscription, updatedAt: Date.now() };
   const headers = {
+    ...apiHeaders(config),
     'content-type': 'application/json',
-    'x-user-id': config.userId,
     'x-payload-encrypted': 'true',
     'x-encryption-version': '1',
   };
-  if (nonBlankString(config.clientToken)) headers['x-client-token'] = config.clientToken;
-  const url = new URL(`${config.apiBase.replace(/\/+$/, '')}/push-subscription`, self.location.origin).href;
-  await enqueueRequest({ url, method: 'PUT', headers, body: JSON.stringify(await encryptEnvelope(config.userKeyHex, body)) });
+  await enqueueRequest({ url: apiURL(config, 'push-subscription'), method: 'PUT', headers, body: JSON.stringify(await encryptEnvelope(config.userKeyHex, body)) });
   await flushQueue();
   return subscription;
+}
+
+/** The absolute URL of an API route under the config's apiBase. */
+function apiURL(config, route) {
+  return new URL(`${config.apiBase.replace(/\/+$/, '')}/${route}`, self.location.origin).href;
+}
+
+/** The headers that name the user (and carry the client token) on every API call. */
+function apiHeaders(config) {
+  const headers = { 'x-user-id': config.userId };
+  if (nonBlankString(config.clientToken)) headers['x-client-token'] = config.clientToken;
+  return headers;
+}
+
+/** Opens an AES-256-GCM envelope of the server ({iv, authTag, encryptedData}) as JSON. */
+async function decryptEnvelope(userKeyHex, envelope) {
+  const raw = new Uint8Array(userKeyHex.match(/../g).map((h) => parseInt(h, 16)));
+  const key = await crypto.subtle.importKey('raw', raw, 'AES-GCM', false, ['decrypt']);
+  const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const iv = bytes(envelope.iv);
+  const sealed = new Uint8Array([...bytes(envelope.encryptedData), ...bytes(envelope.authTag)]);
+  const plaintext = await crypto.subtle.decrypt({ name: 'AES-GCM', iv }, key, sealed);
+  return JSON.parse(new TextDecoder().decode(plaintext));
+}
+
+// ---------------------------------------------------------------------------
+// Liveness and truncated messages, for pushes that came by Web Push.
+
+/**
+ * Tells the server this device is alive (POST /device-seen with its
+ * endpoint): the server expires devices silent for too long, because Apple
+ * keeps accepting pushes for subscriptions iOS revoked.
+ */
+async function reportSeen(config) {
+  const subscription = await self.registration.pushManager.getSubscription();
+  if (!subscription) return;
+  await fetch(apiURL(config, 'device-seen'), {
+    method: 'POST',
+    headers: { ...apiHeaders(config), 'content-type': 'application/json' },
+    body: JSON.stringify({ endpoint: subscription.endpoint }),
+  });
+}
+
+/**
+ * A summary push names the whole one in _truncated {messageId, bytes}: the
+ * worker fetches it from GET /outbox, hands it to the open windows, and puts
+ * it behind the summary's notification (data.payload), so a click opens the
+ * whole text.
+ */
+async function completeTruncated(config, payload) {
+  const truncated = isObject(payload) ? payload._truncated : undefined;
+  if (!isObject(truncated) || !nonBlankString(truncated.messageId)) return;
+  const full = await findInOutbox(config, truncated.messageId);
+  if (!isObject(full)) return;
+  broadcast(await windowClients(), { type: 'REI_AMSG_PUSH', event: eventNameFor(full), payload: full });
+  const { title, options } = buildNotification(payload);
+  if ((await self.registration.getNotifications({ tag: options.tag })).length === 0) return; // dismissed meanwhile
+  await showNotification(title, { ...options, silent: true, data: { ...options.data, payload: full } });
+}
+
+/**
+ * Looks for messageId in the user's outbox, from the cursor the worker
+ * keeps (a summary is always among the newest entries), OUTBOX_MAX_PAGES
+ * pages at most. Resolves the push, or undefined.
+ */
+async function findInOutbox(config, messageId) {
+  const cursorKey = `outboxCursor.${config.userId}`;
+  let since = Number(await readConfigValue(cursorKey)) || 0;
+  try {
+    for (let page = 0; page < OUTBOX_MAX_PAGES; page++) {
+      const url = new URL(apiURL(config, 'outbox'));
+      url.searchParams.set('since', String(since));
+      url.searchParams.set('limit', String(OUTBOX_PAGE));
+      const response = await fetch(url.href, { headers: apiHeaders(config) });
+      if (!response.ok) return undefined;
+      const json = await response.json();
+      const data = json && json.encrypted ? await decryptEnvelope(config.userKeyHex, json.data) : json && json.data;
+      if (!isObject(data)) return undefined;
+      const entries = Array.isArray(data.entries) ? data.entries : [];
+      const found = entries.find((e) => isObject(e) && e.messageId === messageId && isObject(e.push));
+      if (found) return found.push;
+      if (!Number.isSafeInteger(data.cursor) || data.cursor <= since) return undefined;
+      since = data.cursor;
+      if (!data.hasMore) return undefined;
+    }
+    return undefined;
+  } finally {
+    // The pages read so far hold nothing a later summary could name.
+    await writeConfigValue(cursorKey, since).catch((err) => console.warn(LOG, 'could not keep the outbox cursor', err));
+  }
+}
+
+function readConfigValue(key) {
+  return transact(APP_DB, ['config'], 'readonly', (tx) => req(tx.objectStore('config').get(key)));
+}
+
+function writeConfigValue(key, value) {
+  return transact(APP_DB, ['config'], 'readwrite', (tx) => req(tx.objectStore('config').put(value, key)));
 }
 
 // ---------------------------------------------------------------------------
@@ -950,14 +1213,18 @@ self.addEventListener('fetch', (event) => {
 let pushesSettled = 0;
 
 self.addEventListener('push', (event) => {
-  if (!event.data) return;
+  if (!event.data) {
+    // Nothing to deliver, but iOS still counts a push that shows nothing.
+    event.waitUntil(ensureShown({}).catch((err) => console.error(LOG, 'showNotification failed', err)));
+    return;
+  }
   let payload;
   try {
     payload = event.data.json();
   } catch {
     payload = { message: event.data.text() };
   }
-  event.waitUntil(processPayload(payload, 'webpush')
+  event.waitUntil(handleWebPush(payload)
     .catch((err) => console.error(LOG, 'push handling failed', err))
     .finally(() => { pushesSettled += 1; }));
 });
@@ -1050,6 +1317,9 @@ self.__amsgTest = Object.freeze({
   eventNameFor,
   shouldRender,
   buildNotification,
+  webPushDisplay,
+  buildQuietNotification,
+  buildFallbackNotification,
   dedupeKeyOf,
   normalizeMultipartChunk,
   normalizeQueuedRequest,
@@ -1061,5 +1331,6 @@ self.__amsgTest = Object.freeze({
   },
   renewSubscription,
   pushesSettled: () => pushesSettled,
+  notificationsShown: () => notificationsShown,
   deliveryRecord: (key) => transact(DEDUPE_DB, [DEDUPE_STORE], 'readonly', (tx) => req(tx.objectStore(DEDUPE_STORE).get(key))),
 });

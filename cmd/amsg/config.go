@@ -31,6 +31,8 @@ type config struct {
 	Instant               instantConfig   // instant.go
 	Limits                limitsConfig    // limits.go
 
+	Notifications notificationsConfig // notifications.go
+
 	// Environment only.
 	MasterKey       string
 	VAPIDPublicKey  string
@@ -91,6 +93,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
 	c.Limits.register(fs)
+	c.Notifications.register(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -153,7 +156,10 @@ func (c config) validate() error {
 	if err := c.Limits.validate(); err != nil {
 		return err
 	}
-	return c.Instant.validate()
+	if err := c.Instant.validate(); err != nil {
+		return err
+	}
+	return c.Notifications.validate()
 }
 
 func printServeUsage(fs *flag.FlagSet, w io.Writer) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/llm"
 	"amsg/loop"
 )
 
@@ -24,7 +25,7 @@ func (c *instantConfig) register(fs *flag.FlagSet) {
 		"LLM rounds one agent loop may run: /instant and each /continue count one")
 	fs.Int64Var(&c.SessionTokenBudget, "session-token-budget", 0,
 		"tokens (input plus output) one session may spend over all its rounds; 0 is no cap, a request's tokenBudget may ask for less")
-	fs.DurationVar(&c.LLMTimeout, "llm-timeout", loop.DefaultLLMTimeout, "bound on one LLM call, a streamed answer included")
+	fs.DurationVar(&c.LLMTimeout, "llm-timeout", llm.DefaultLLMTimeout, "bound on one LLM call, a streamed answer included")
 	fs.DurationVar(&c.TranscriptMaxAge, "transcript-max-age", 30*24*time.Hour, "how long session transcripts are kept")
 }
 
@@ -51,6 +52,7 @@ func (s *server) instant() *api.Instant {
 		MaxIterations: c.MaxLoopIterations,
 		TokenBudget:   c.SessionTokenBudget,
 		Logger:        s.log,
+		PageURL:       s.cfg.Notifications.PublicURL,
 	})}
 }
 

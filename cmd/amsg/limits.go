@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"amsg/api"
-	"amsg/loop"
+	"amsg/llm"
 	"amsg/store"
 )
 
@@ -96,7 +96,7 @@ func (c limitsConfig) validate() error {
 		return fmt.Errorf("%w: --trusted-proxies: %v", errUsage, err)
 	}
 	if c.LLMAPIURL != "" {
-		if _, err := loop.NormalizeAPIURL(c.LLMAPIURL); err != nil {
+		if _, err := llm.NormalizeAPIURL(c.LLMAPIURL); err != nil {
 			return fmt.Errorf("%w: --llm-api-url: %v", errUsage, err)
 		}
 		if c.LLMModel == "" {
@@ -115,8 +115,8 @@ func (c limitsConfig) api() api.Limits {
 }
 
 // defaultModel is the operator's model, if one is configured.
-func (c limitsConfig) defaultModel() loop.Model {
-	return loop.Model{APIURL: c.LLMAPIURL, APIKey: c.LLMAPIKey, Name: c.LLMModel}
+func (c limitsConfig) defaultModel() llm.Model {
+	return llm.Model{APIURL: c.LLMAPIURL, APIKey: c.LLMAPIKey, Name: c.LLMModel}
 }
 
 // isLoopback reports whether a listen address reaches this machine only.

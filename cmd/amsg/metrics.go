@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"amsg/loop"
+	"amsg/llm"
 	"amsg/store"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +15,7 @@ import (
 // newLLMMetrics registers the LLM call metrics and returns the observer
 // the LLM client reports each call to. Labels are bounded: the model and
 // the endpoint come from callers and are left out.
-func newLLMMetrics(reg prometheus.Registerer) (func(loop.CallStats), error) {
+func newLLMMetrics(reg prometheus.Registerer) (func(llm.CallStats), error) {
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "amsg_llm_call_duration_seconds",
 		Help:    "LLM call duration, reading a streamed answer included, by outcome and mode.",
@@ -30,7 +30,7 @@ func newLLMMetrics(reg prometheus.Registerer) (func(loop.CallStats), error) {
 			return nil, err
 		}
 	}
-	return func(c loop.CallStats) {
+	return func(c llm.CallStats) {
 		outcome, stream := "ok", "false"
 		if c.Failed {
 			outcome = "failed"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop"
-	"amsg/loop/llmtest"
+	"amsg/llm"
+	"amsg/llm/llmtest"
 	"amsg/push"
 	"amsg/store"
 	"amsg/store/storetest"
@@ -50,10 +50,10 @@ func TestLLMMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	llm := llmtest.NewServer(t)
-	llm.Enqueue(llmtest.Reply{Content: "hi", Usage: &llmtest.Usage{PromptTokens: 70, CompletionTokens: 15}}, llmtest.Reply{Status: 500})
-	client := loop.NewClient(loop.Config{Observe: observe, Policy: loop.URLPolicy{AllowPrivate: true}})
-	req := loop.Request{APIURL: llm.APIURL(), APIKey: "k", Model: "m", Prompt: "hello"}
+	model := llmtest.NewServer(t)
+	model.Enqueue(llmtest.Reply{Content: "hi", Usage: &llmtest.Usage{PromptTokens: 70, CompletionTokens: 15}}, llmtest.Reply{Status: 500})
+	client := llm.NewClient(llm.Config{Observe: observe, Policy: llm.URLPolicy{AllowPrivate: true}})
+	req := llm.Request{APIURL: model.APIURL(), APIKey: "k", Model: "m", Prompt: "hello"}
 	if _, err := client.Complete(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}

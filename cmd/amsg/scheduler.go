@@ -54,6 +54,7 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
 		OnClaim:      onClaim,
+		PageURL:      s.cfg.Notifications.PublicURL,
 	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts})
 	if err != nil {
 		return &configError{err}

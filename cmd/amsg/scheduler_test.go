@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 	"amsg/push"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 	"amsg/push/pushtest"
 	"amsg/store/storetest"
 )

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push/courier"
 	"amsg/push/webpush"
@@ -76,7 +77,7 @@ type server struct {
 	http        *http.Server
 	listener    net.Listener
 	scheduler   *scheduler.Scheduler
-	llm         *loop.Client
+	llm         *llm.Client
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
 	version     string   // buildVersion(), read once
@@ -148,8 +149,8 @@ func (s *server) build() error {
 		return err
 	}
 	reg.MustRegister(dueTasksGauge(s.store, s.log))
-	policy := loop.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
-	s.llm = loop.NewClient(loop.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
+	policy := llm.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
+	s.llm = llm.NewClient(llm.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
 		Policy: policy, Default: s.cfg.Limits.defaultModel()})
 	s.transcripts = loop.NewTranscripts(s.store, nil)
 	observeLateness, err := newLatenessMetric(reg)
@@ -177,6 +178,7 @@ func (s *server) build() error {
 		Limits:                s.cfg.Limits.api(),
 		LLMPolicy:             policy,
 		Logger:                s.log,
+		PageURL:               s.cfg.Notifications.PublicURL,
 	}, api.Deps{
 		Store:         s.store,
 		Courier:       deliveries,
@@ -222,6 +224,9 @@ func (s *server) run(ctx context.Context) error {
 	if s.cfg.ClientToken == "" && !isLoopback(s.listener.Addr().String()) {
 		s.log.Warn("SECURITY: listening on a non-loopback address without AMSG_CLIENT_TOKEN: anyone who can reach it can use every endpoint, read any user's key and run LLM calls",
 			"addr", s.listener.Addr().String())
+	}
+	if s.cfg.Notifications.PublicURL == "" {
+		s.log.Info("--public-url is not set: pushes are not Declarative Web Push messages, which iOS shows even without the service worker")
 	}
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
@@ -274,6 +279,7 @@ func (s *server) maintain(ctx context.Context) {
 			s.log.Info("pruned the delivery log", "rows", n)
 		}
 		s.pruneTranscripts(ctx)
+		s.expireSilentDevices(ctx)
 		select {
 		case <-ctx.Done():
 			return

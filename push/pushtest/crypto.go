@@ -37,9 +37,26 @@ func verifyVAPID(header string, serverKey []byte, origin string, now time.Time) 
 
 // verifyVAPIDExpiry is verifyVAPID that also returns the token's expiry.
 func verifyVAPIDExpiry(header string, serverKey []byte, origin string, now time.Time) (time.Time, error) {
+	token, err := vapidToken(header, serverKey)
+	if err != nil {
+		return time.Time{}, err
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, errors.New("t= is not a JWT of three parts")
+	}
+	if err := verifyJWTSignature(parts, serverKey); err != nil {
+		return time.Time{}, err
+	}
+	return checkVAPIDClaims(parts[1], origin, now)
+}
+
+// vapidToken reads the JWT (t=) of a "vapid" Authorization header whose k=
+// must be serverKey.
+func vapidToken(header string, serverKey []byte) (string, error) {
 	scheme, params, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "vapid") {
-		return time.Time{}, fmt.Errorf("authorization scheme is not vapid: %q", scheme)
+		return "", fmt.Errorf("authorization scheme is not vapid: %q", scheme)
 	}
 	var token, key string
 	for _, p := range strings.Split(params, ",") {
@@ -53,36 +70,44 @@ func verifyVAPIDExpiry(header string, serverKey []byte, origin string, now time.
 	}
 	k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(key, "="))
 	if err != nil || !bytes.Equal(k, serverKey) {
-		return time.Time{}, fmt.Errorf("k= is not the application server key the subscription was made with")
+		return "", fmt.Errorf("k= is not the application server key the subscription was made with")
 	}
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return time.Time{}, errors.New("t= is not a JWT of three parts")
-	}
+	return token, nil
+}
+
+// verifyJWTSignature checks a JWT's ES256 header and signature against the
+// server key.
+func verifyJWTSignature(parts []string, serverKey []byte) error {
 	var head struct {
 		Alg string `json:"alg"`
 	}
 	if err := decodeSegment(parts[0], &head); err != nil || head.Alg != "ES256" {
-		return time.Time{}, fmt.Errorf("JWT header alg is %q, want ES256", head.Alg)
+		return fmt.Errorf("JWT header alg is %q, want ES256", head.Alg)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || len(sig) != 64 {
-		return time.Time{}, errors.New("JWT signature is not 64 bytes of r||s")
+		return errors.New("JWT signature is not 64 bytes of r||s")
 	}
 	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), serverKey)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("server key: %w", err)
+		return fmt.Errorf("server key: %w", err)
 	}
 	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 	if !ecdsa.Verify(pub, digest[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])) {
-		return time.Time{}, errors.New("JWT signature does not verify with k")
+		return errors.New("JWT signature does not verify with k")
 	}
+	return nil
+}
+
+// checkVAPIDClaims checks a JWT's claims segment: aud the push service's
+// origin, exp within 24 hours after now, sub a contact. It returns exp.
+func checkVAPIDClaims(segment, origin string, now time.Time) (time.Time, error) {
 	var claims struct {
 		Aud string          `json:"aud"`
 		Exp json.RawMessage `json:"exp"`
 		Sub json.RawMessage `json:"sub"`
 	}
-	if err := decodeSegment(parts[1], &claims); err != nil {
+	if err := decodeSegment(segment, &claims); err != nil {
 		return time.Time{}, fmt.Errorf("JWT claims: %w", err)
 	}
 	if claims.Aud != origin {

@@ -127,7 +127,7 @@ type subscription struct {
 	key     *ecdh.PrivateKey
 	auth    []byte
 	script  []Response
-	parts   *push.MultipartReassembler
+	parts   *MultipartReassembler
 	retired bool
 }
 
@@ -225,7 +225,7 @@ func (s *Server) Subscribe() push.Subscription {
 	s.mu.Lock()
 	// Add runs under s.mu (from record), where deviceClock may be read.
 	s.subs[endpoint] = &subscription{key: key, auth: auth,
-		parts: &push.MultipartReassembler{Now: func() time.Time { return s.deviceClock() }}}
+		parts: &MultipartReassembler{Now: func() time.Time { return s.deviceClock() }}}
 	s.mu.Unlock()
 	return push.Subscription{Endpoint: endpoint, Keys: push.SubscriptionKeys{
 		P256dh: base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()),
@@ -477,8 +477,8 @@ func (s *Server) fail(err error) {
 
 // restore returns the push a delivered message completes, if any.
 func (s *Server) restore(msg Message, st *subscription) (*Push, error) {
-	part, err := push.DecodeMultipartChunk(msg.Plaintext, 0)
-	if errors.Is(err, push.ErrNotMultipart) {
+	part, err := DecodeMultipartChunk(msg.Plaintext, 0)
+	if errors.Is(err, ErrNotMultipart) {
 		return &Push{Endpoint: msg.Endpoint, JSON: msg.Plaintext}, nil
 	}
 	if err != nil {

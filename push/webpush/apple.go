@@ -79,7 +79,12 @@ func cutContent(payload []byte, id string, budget int) ([]byte, error) {
 	encode := func(n int) ([]byte, error) {
 		c.Message = prefix(full, n) + ellipsis
 		if hasBody {
-			c.Notification.Body = push.Some(prefix(body, n) + ellipsis)
+			// A body already shorter (the builders cut it) stays as it is.
+			cut := body
+			if n < len(body) {
+				cut = prefix(body, n) + ellipsis
+			}
+			c.Notification.Body = push.Some(cut)
 		}
 		return push.Encode(c)
 	}

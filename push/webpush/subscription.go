@@ -250,7 +250,7 @@ var (
 )
 
 // RefusedAddress says why ip is not a public unicast address, or "" if it is.
-// The LLM client's endpoint policy (loop.URLPolicy) shares it.
+// The LLM client's endpoint policy (llm.URLPolicy) shares it.
 func RefusedAddress(ip netip.Addr) string {
 	ip = ip.Unmap().WithZone("")
 	switch {

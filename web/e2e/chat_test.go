@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 	"amsg/web/browsertest"
 )
 
@@ -206,6 +206,27 @@ func TestChatToolLoopEndToEnd(t *testing.T) {
 	}
 }
 
+// runTimeZoneRound runs, as another device of userID would, an /instant
+// round in which the model asks for the get_timezone tool (call_tz), then
+// the /continue that answers it; llm scripts the model.
+func runTimeZoneRound(t *testing.T, srv *server, userID string, llm *llmtest.Server, session string) {
+	t.Helper()
+	common := map[string]any{"contactName": "Rei", "apiUrl": llm.APIURL(), "apiKey": "sk-test", "primaryModel": "test-model", "sessionId": session}
+	with := func(extra map[string]any) map[string]any {
+		m := maps.Clone(common)
+		maps.Copy(m, extra)
+		return m
+	}
+	postEncrypted(t, srv, userID, "instant", with(map[string]any{
+		"messages": []any{map[string]any{"role": "user", "content": "Which time zone am I in?"}},
+		"tools":    []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_timezone", "parameters": map[string]any{"type": "object"}}}},
+	}))
+	postEncrypted(t, srv, userID, "continue", with(map[string]any{
+		"iteration": 1,
+		"messages":  []any{map[string]any{"role": "tool", "tool_call_id": "call_tz", "content": `{"timeZone":"Asia/Tokyo"}`}},
+	}))
+}
+
 // sseFrame is one frame of an /instant or /continue answer.
 type sseFrame struct {
 	Event string
@@ -285,20 +306,7 @@ func TestNotificationOpensASessionStartedElsewhere(t *testing.T) {
 	p.Navigate("about:blank") // the page is closed
 
 	const session = "sess_elsewhere_1"
-	common := map[string]any{"contactName": "Rei", "apiUrl": llm.APIURL(), "apiKey": "sk-test", "primaryModel": "test-model", "sessionId": session}
-	with := func(extra map[string]any) map[string]any {
-		m := maps.Clone(common)
-		maps.Copy(m, extra)
-		return m
-	}
-	postEncrypted(t, srv, id, "instant", with(map[string]any{
-		"messages": []any{map[string]any{"role": "user", "content": "Which time zone am I in?"}},
-		"tools":    []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_timezone", "parameters": map[string]any{"type": "object"}}}},
-	}))
-	postEncrypted(t, srv, id, "continue", with(map[string]any{
-		"iteration": 1,
-		"messages":  []any{map[string]any{"role": "tool", "tool_call_id": "call_tz", "content": `{"timeZone":"Asia/Tokyo"}`}},
-	}))
+	runTimeZoneRound(t, srv, id, llm, session)
 	ids, kinds, plaintexts := pushIDs(t, srv, 4)
 	if !slices.Equal(kinds, []string{"reasoning", "tool_request", "content", "content"}) {
 		t.Fatalf("pushes %q", kinds)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 	"amsg/web/browsertest"
 )
 

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -60,30 +62,53 @@ func (c *clock) Set(at time.Time) {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
+	return newServerWith(t, serverOptions{})
+}
+
+// serverOptions change newServer's server.
+type serverOptions struct {
+	// sender changes the sender's configuration; nil leaves it.
+	sender func(*webpush.Config)
+	// policy is the courier's push policy; "" is upstream's, which the
+	// tests written before the visible policy expect.
+	policy courier.Policy
+}
+
+// newServerWith is newServer with opts.
+func newServerWith(t *testing.T, opts serverOptions) *server {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The page's origin is known before the server runs: pushes link to it.
+	srv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(srv.Close)
+	pageURL := "http://" + srv.Listener.Addr().String()
 	st := storetest.New(t)
 	sec := st.Secrets()
 	pushes := pushtest.NewServer(sec.VAPIDPublicKey)
 	t.Cleanup(pushes.Close)
-	sender, err := webpush.NewSender(webpush.Config{
+	cfg := webpush.Config{
 		VAPIDPublicKey:        sec.VAPIDPublicKey,
 		VAPIDPrivateKey:       sec.VAPIDPrivateKey,
 		Subject:               "https://amsg.dev/e2e",
 		AllowPrivateEndpoints: true,
 		Logger:                log,
-	})
+	}
+	if opts.sender != nil {
+		opts.sender(&cfg)
+	}
+	sender, err := webpush.NewSender(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deliveries := courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: log})
+	deliveries := courier.New(sender, st, courier.Config{Policy: cmp.Or(opts.policy, courier.PolicyUpstream), Logger: log})
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	llm := loop.NewClient(loop.Config{Policy: loop.URLPolicy{AllowPrivate: true}, Logger: log})
+	client := llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := &clock{}
-	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log,
+	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log, PageURL: pageURL,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Courier: deliveries, LLM: llm, Transcripts: transcripts})
+		scheduler.Deps{Store: st, Courier: deliveries, LLM: client, Transcripts: transcripts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +117,11 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: loop.URLPolicy{AllowPrivate: true}, Logger: log}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llm.URLPolicy{AllowPrivate: true}, Logger: log, PageURL: pageURL}, api.Deps{
 		Store:         st,
 		Courier:       deliveries,
 		Scheduler:     sched,
-		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm, Transcripts: transcripts, Logger: log})},
+		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log, PageURL: pageURL})},
 		Web:           web.Handler(),
 		AdminPage:     web.AdminHandler(),
 		ServiceWorker: sw.Handler(version),
@@ -104,8 +129,8 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	srv.Config.Handler = h
+	srv.Start()
 	return &server{Server: srv, Store: st, Push: pushes, Scheduler: sched, clock: clk}
 }
 

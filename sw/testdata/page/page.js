@@ -1,9 +1,11 @@
-// Test page for the amsg service worker: registers /sw.js and gives the Go
-// browser tests a few helpers that speak the worker's page protocol.
+// Test page for the amsg service worker: registers /sw.js (as a module
+// worker with ?module, for upstream's amsg-sw) and gives the Go browser
+// tests a few helpers that speak the worker's page protocol.
 'use strict';
 
 const status = document.getElementById('status');
-navigator.serviceWorker.register('/sw.js').then(
+const moduleWorker = new URLSearchParams(location.search).has('module');
+navigator.serviceWorker.register('/sw.js', moduleWorker ? { type: 'module' } : undefined).then(
   () => navigator.serviceWorker.ready.then(() => { status.textContent = 'service worker ready'; }),
   (err) => { status.textContent = `registration failed: ${err.message}`; },
 );

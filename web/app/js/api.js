@@ -49,14 +49,18 @@ export class Client {
 
   /**
    * Sends one request and returns the parsed success body. body is sealed
-   * with the user key; encryptedResponse asks for, and opens, an encrypted
+   * with the user key, plainBody sent as it is (amsg's own routes that carry
+   * nothing secret); encryptedResponse asks for, and opens, an encrypted
    * data member.
    */
-  async call(method, name, { query, body, user = true, encryptedResponse = false, signal } = {}) {
+  async call(method, name, { query, body, plainBody, user = true, encryptedResponse = false, signal } = {}) {
     const init = { method, signal, headers: this.headers({ user, encryptedBody: body !== undefined, encryptedResponse }) };
     if (body !== undefined) {
       this.requireKey();
       init.body = JSON.stringify(await seal(this.userKey, body));
+    } else if (plainBody !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(plainBody);
     }
     const response = await send(this.url(name, query), init);
     const json = await readJSON(response);
@@ -107,6 +111,16 @@ export class Client {
   /** Deletes one device (by endpoint) or, without one, every device of the user. */
   deleteSubscription(endpoint) {
     return this.call('DELETE', 'push-subscription', { query: { endpoint } });
+  }
+
+  /** GET /devices: amsg's own; the user's devices with when each was last seen. */
+  devices() {
+    return this.call('GET', 'devices');
+  }
+
+  /** POST /device-seen: amsg's own; tells the server the device with this endpoint is alive. */
+  deviceSeen(endpoint) {
+    return this.call('POST', 'device-seen', { plainBody: { endpoint } });
   }
 
   /** POST /test-push: amsg's own; one notification to every device of the user. */

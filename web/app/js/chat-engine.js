@@ -26,12 +26,15 @@ function changed(conversation) {
 /**
  * The copy of a payload the worker gets. The page renders it itself while
  * visible, so a payload without its own display policy notifies only when
- * the page is hidden; the messageId, the worker's dedupe key, is unchanged.
+ * the page is hidden; so does a tool request or an error, which amsg marks
+ * show:'always' for devices where no page shows them. The messageId, the
+ * worker's dedupe key, is unchanged.
  */
 export function bridgeCopy(payload) {
   const n = payload.notification && typeof payload.notification === 'object' ? payload.notification : null;
-  if (n && n.show !== undefined && n.show !== 'auto') return payload;
-  if (payload.messageKind !== 'content') return payload;
+  const quiet = payload.messageKind === 'tool_request' || payload.messageKind === 'error';
+  if (n && n.show !== undefined && n.show !== 'auto' && !(quiet && n.show === 'always')) return payload;
+  if (payload.messageKind !== 'content' && !quiet) return payload;
   return { ...payload, notification: { ...(n || {}), show: 'when-hidden' } };
 }
 

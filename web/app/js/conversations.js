@@ -77,8 +77,12 @@ export function itemOf(payload) {
   if (payload.messageSubtype === 'test') return null;
   const base = { id: payload.messageId || `local-${crypto.randomUUID()}`, at: Date.parse(payload.timestamp) || Date.now() };
   switch (payload.messageKind) {
-    case 'content':
-      return { ...base, type: 'content', text: String(payload.message ?? ''), index: payload.messageIndex, total: payload.totalMessages };
+    case 'content': {
+      const item = { ...base, type: 'content', text: String(payload.message ?? ''), index: payload.messageIndex, total: payload.totalMessages };
+      // A summary of a reply too long for one push; the outbox holds it whole.
+      if (payload._truncated && typeof payload._truncated === 'object') item.truncated = true;
+      return item;
+    }
     case 'reasoning':
       return { ...base, type: 'reasoning', text: String(payload.reasoningContent ?? '') };
     case 'tool_request':
@@ -102,7 +106,8 @@ export function itemOf(payload) {
 /**
  * Records a push in its conversation, creating one for an unknown session
  * (a scheduled message, a reply that arrived while the page was closed).
- * Resolves {conversation, item, added}; added is false for a push seen before.
+ * Resolves {conversation, item, added}; added is false for a push seen before
+ * (whose summary, if it was one, the whole message replaces).
  */
 export function ingest(payload, { unread = false } = {}) {
   const item = itemOf(payload);
@@ -111,6 +116,14 @@ export function ingest(payload, { unread = false } = {}) {
   let c = find(sessionId);
   if (!c) c = create({ sessionId, contactName: payload.contactName || 'amsg' });
   const existing = c.items.find((i) => i.id === item.id);
+  if (existing && existing.truncated && !item.truncated) {
+    // The whole message, in place of its summary.
+    update(c, () => {
+      existing.text = item.text;
+      delete existing.truncated;
+    });
+    return { conversation: c, item: existing, added: false };
+  }
   if (existing) return { conversation: c, item: existing, added: false };
   update(c, (conv) => {
     conv.items.push(item);

@@ -116,6 +116,8 @@ async function registerNow(client, { onStep = () => {} } = {}) {
   const json = subscription.toJSON();
   onStep('register');
   await client.putSubscription(json);
+  // The page opening is a sign of life; the server expires silent devices.
+  await client.deviceSeen(json.endpoint).catch((err) => console.warn('[amsg] could not report this device as seen:', err.message));
   await worker.writeClientConfig({
     apiBase: client.base,
     userId: client.userId,

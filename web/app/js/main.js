@@ -149,6 +149,8 @@ function onPush(payload) {
   if (added && payload.messageKind === 'content' && !viewing) {
     announce(`New message from ${conversation.contactName || payload.contactName || 'amsg'}`);
   }
+  // A summary of a long reply: the whole one is in the outbox.
+  if (payload._truncated && typeof payload._truncated === 'object') app.catchUp();
 }
 
 function onNotificationClick(url, data) {

@@ -1,6 +1,7 @@
-// The device list: what GET /push-subscription reports (how many devices
-// receive this user's pushes, and the latest one), with this browser marked
-// and a way to remove it.
+// The device list: every device that receives this user's pushes (GET
+// /devices, amsg's own), when each was last seen (registered, opened, or a
+// push its worker reported) and a button to remove each. This browser is
+// marked; the server forgets a device silent for too long.
 
 import * as device from '../device.js';
 import * as settings from '../settings.js';
@@ -23,6 +24,15 @@ function hostOf(endpoint) {
   }
 }
 
+/** What kind of device a push service serves, by its host. */
+function deviceKind(host) {
+  if (/(^|\.)push\.apple\.com$/.test(host)) return 'An Apple device';
+  if (/(^|\.)googleapis\.com$/.test(host)) return 'A Chrome or Android device';
+  if (/(^|\.)mozilla\.com$/.test(host)) return 'A Firefox device';
+  if (/(^|\.)notify\.windows\.com$/.test(host)) return 'An Edge device';
+  return 'Another device';
+}
+
 /**
  * Renders the list into a section and returns it; refresh() reloads it.
  * onChange runs after this device was removed.
@@ -34,43 +44,49 @@ export function deviceList(app, { onChange = () => {}, headingLevel = 2 } = {}) 
 
   async function refresh() {
     body.replaceChildren(h('p.muted', 'Loading devices…'));
-    let data;
+    let devices;
     try {
       await app.ready();
-      ({ data } = await app.client.getSubscription());
+      ({ data: { devices } } = await app.client.devices());
     } catch (err) {
       body.replaceChildren(h('p.error-text', { role: 'alert' }, describeError(err)), h('p.muted.small', errorDetail(err)));
       return;
     }
     const mine = settings.device();
-    const count = Number.isInteger(data.devices) ? data.devices : data.exists ? 1 : 0;
-    const rows = [];
-    if (mine) {
-      rows.push(h('li.device.this-device',
+    const isMine = (d) => Boolean(mine) && d.endpoint === mine.endpoint;
+    // This browser first, then the others as the server lists them (most recently updated first).
+    const ordered = [...devices.filter(isMine), ...devices.filter((d) => !isMine(d))];
+    const rows = ordered.map((d) => {
+      const here = isMine(d);
+      const seen = `last seen ${relativeTime(d.lastSeenAt)}`;
+      return h(here ? 'li.device.this-device' : 'li.device', { 'data-device-id': String(d.deviceId) },
         h('span.device-icon', icon('device')),
         h('div.device-text',
-          h('strong', browserName()), h('span.badge.ok', 'This device'),
-          h('span.muted.small', `${hostOf(mine.endpoint)} · registered ${relativeTime(mine.registeredAt)}`)),
-        h('button.button.ghost.danger', { type: 'button', onclick: remove }, icon('trash'), 'Remove')));
-    }
-    if (data.exists && (!mine || data.endpoint !== mine.endpoint)) {
-      rows.push(h('li.device',
-        h('span.device-icon', icon('device')),
-        h('div.device-text', h('strong', 'Most recent device'),
-          h('span.muted.small', `${hostOf(data.endpoint)}${data.updatedAt ? ` · updated ${relativeTime(Date.parse(data.updatedAt) || data.updatedAt)}` : ''}`))));
-    }
+          h('strong', here ? browserName() : deviceKind(hostOf(d.endpoint))),
+          here ? h('span.badge.ok', 'This device') : null,
+          h('span.muted.small.device-seen', `${hostOf(d.endpoint)} · ${seen} · registered ${relativeTime(d.createdAt)}`)),
+        h('button.button.ghost.danger', { type: 'button', 'aria-label': here ? 'Remove this device' : `Remove the device on ${hostOf(d.endpoint)}`,
+          onclick: (event) => remove(event, here ? null : d) }, icon('trash'), 'Remove'));
+    });
+    const count = devices.length;
     const summary = count === 0 ? 'No device receives notifications yet.'
       : count === 1 ? 'One device receives your notifications.' : `${count} devices receive your notifications.`;
     body.replaceChildren(...[h('p.device-count', summary), rows.length ? h('ul.device-list', rows) : null].filter(Boolean));
   }
 
-  async function remove(event) {
+  /** Removes this browser (other null) or another device of the user. */
+  async function remove(event, other) {
     const button = event.currentTarget;
     button.disabled = true;
     try {
-      await device.unregister(app.client);
-      toast('This device will no longer receive notifications.');
-      onChange();
+      if (other) {
+        await app.client.deleteSubscription(other.endpoint);
+        toast('That device will no longer receive notifications.');
+      } else {
+        await device.unregister(app.client);
+        toast('This device will no longer receive notifications.');
+        onChange();
+      }
     } catch (err) {
       toast(describeError(err), { error: true });
     } finally {
@@ -78,7 +94,6 @@ export function deviceList(app, { onChange = () => {}, headingLevel = 2 } = {}) 
       refresh();
     }
   }
-
   refresh();
   return { el: section, refresh };
 }

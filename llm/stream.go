@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"amsg/push"
@@ -157,13 +157,13 @@ func (a *streamAccumulator) add(data []byte) (Delta, error) {
 		return Delta{}, nil
 	}
 	c := ch.Choices[0]
-	if fr, ok := jsonString(c.FinishReason); ok {
+	if fr, ok := push.JSONString(c.FinishReason); ok {
 		a.finishReason = fr
 	}
 	var d Delta
-	d.Content, _ = jsonString(c.Delta.Content)
-	d.ReasoningContent, _ = jsonString(c.Delta.ReasoningContent)
-	d.Refusal, _ = jsonString(c.Delta.Refusal)
+	d.Content, _ = push.JSONString(c.Delta.Content)
+	d.ReasoningContent, _ = push.JSONString(c.Delta.ReasoningContent)
+	d.Refusal, _ = push.JSONString(c.Delta.Refusal)
 	a.content.WriteString(d.Content)
 	a.reasoning.WriteString(d.ReasoningContent)
 	a.refusal.WriteString(d.Refusal)
@@ -172,10 +172,10 @@ func (a *streamAccumulator) add(data []byte) (Delta, error) {
 		if tc.Index != nil {
 			td.Index = *tc.Index
 		}
-		td.ID, _ = jsonString(tc.ID)
-		td.Type, _ = jsonString(tc.Type)
-		td.Name, _ = jsonString(tc.Function.Name)
-		td.Arguments, _ = jsonString(tc.Function.Arguments)
+		td.ID, _ = push.JSONString(tc.ID)
+		td.Type, _ = push.JSONString(tc.Type)
+		td.Name, _ = push.JSONString(tc.Function.Name)
+		td.Arguments, _ = push.JSONString(tc.Function.Arguments)
 		if a.calls == nil {
 			a.calls = map[int]*toolCallBuilder{}
 		}
@@ -222,7 +222,7 @@ func (a *streamAccumulator) response() *Response {
 			}
 			calls[n] = ToolCall{ID: b.id, Type: typ, Function: ToolCallFunction{Name: b.name, Arguments: b.args.String()}}
 		}
-		r.ToolCalls = mustMarshal(calls)
+		r.ToolCalls = push.MustMarshalNoEscape(calls)
 	}
 
 	var m bytes.Buffer
@@ -230,15 +230,15 @@ func (a *streamAccumulator) response() *Response {
 	if r.Content == "" && r.ToolCalls != nil {
 		m.WriteString("null")
 	} else {
-		m.Write(jsonText(r.Content))
+		m.Write(push.MustMarshalNoEscape(r.Content))
 	}
 	if r.ReasoningContent != "" {
 		m.WriteString(`,"reasoning_content":`)
-		m.Write(jsonText(r.ReasoningContent))
+		m.Write(push.MustMarshalNoEscape(r.ReasoningContent))
 	}
 	if r.Refusal != "" {
 		m.WriteString(`,"refusal":`)
-		m.Write(jsonText(r.Refusal))
+		m.Write(push.MustMarshalNoEscape(r.Refusal))
 	}
 	if r.ToolCalls != nil {
 		m.WriteString(`,"tool_calls":`)

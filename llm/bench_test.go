@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 )
 
 // typicalReply is a companion-app answer: a few sentences, mixed scripts.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 )
 
 func post(t *testing.T, url, body string) (*http.Response, string) {

@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"amsg/push"
@@ -103,15 +103,16 @@ func NewClient(cfg Config) *Client {
 	if c.max <= 0 {
 		c.max = DefaultMaxResponseBytes
 	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
+	c.log = cmp.Or(c.log, slog.Default())
 	return c
 }
 
 // newHTTPClient is an LLM client's HTTP client: no redirects (a redirect
 // would take a request past the policy, its body and key with it), and
 // control, when set, vetting every address dialled.
+// Timeout bounds one call, streamed or not.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
 func newHTTPClient(control func(network, address string, c syscall.RawConn) error) *http.Client {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: control}
@@ -245,32 +246,8 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	start := time.Now()
-	status := 0
-	defer func() {
-		attrs := []any{"host", hostOf(endpoint), "model", req.Model, "stream", stream, "status", status, "duration", time.Since(start)}
-		if c.observe != nil {
-			stats := CallStats{Stream: stream, Failed: err != nil, Duration: time.Since(start)}
-			if err == nil {
-				stats.Usage = resp.Usage
-			}
-			c.observe(stats)
-		}
-		if err != nil {
-			// The kind only: an error's text holds the endpoint URL, whose
-			// query may carry a key.
-			kind := "callback"
-			if e := (*Error)(nil); errors.As(err, &e) && e.kind != nil {
-				kind = e.kind.Error()
-				if e.cause != nil {
-					attrs = append(attrs, "cause", redact(rootCause(e.cause).Error(), req.APIKey))
-				}
-			}
-			c.log.DebugContext(ctx, "llm call failed", append(attrs, "error", kind)...)
-			return
-		}
-		c.log.DebugContext(ctx, "llm call", append(attrs, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)...)
-	}()
+	rec := callRecord{endpoint: endpoint, model: req.Model, key: req.APIKey, stream: stream, start: time.Now()}
+	defer func() { c.record(ctx, &rec, resp, err) }()
 	if !operators && !c.policy.AllowPrivate {
 		// A request-given endpoint: its caller learns the status class of
 		// a failed answer and nothing of its content (docs/security.md).
@@ -291,23 +268,13 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 		return nil, c.transportError(ctx, err, endpoint, req.APIKey)
 	}
 	defer httpResp.Body.Close()
-	status = httpResp.StatusCode
+	status := httpResp.StatusCode
+	rec.status = status
 
 	if status < 200 || status > 299 {
 		return nil, statusError(httpResp, endpoint, req.APIKey)
 	}
-	mediaType, _, _ := mime.ParseMediaType(httpResp.Header.Get("Content-Type"))
-	if stream && mediaType == "text/event-stream" {
-		resp, err = c.readStream(httpResp.Body, onDelta, endpoint, req.APIKey)
-	} else {
-		// Also the answer of an endpoint that ignores "stream": true.
-		resp, err = c.readCompletion(httpResp.Body, status, endpoint, req.APIKey)
-		if err == nil && stream {
-			if derr := onDelta(Delta{Content: resp.Content, ReasoningContent: resp.ReasoningContent, Refusal: resp.Refusal}); derr != nil {
-				err = &abortError{derr}
-			}
-		}
-	}
+	resp, err = c.readAnswer(httpResp, onDelta, endpoint, req.APIKey)
 	if err != nil {
 		if ae := (*abortError)(nil); errors.As(err, &ae) {
 			return nil, err
@@ -315,9 +282,60 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 		return nil, c.transportError(ctx, err, endpoint, req.APIKey)
 	}
 	if req.RequireContent && push.JSTrim(resp.Content) == "" {
-		return nil, &Error{kind: ErrMissingContent, Status: status, msg: "AI API error: response missing choices[0].message.content"}
+		return nil, MissingContent(status)
 	}
 	return resp, nil
+}
+
+// readAnswer reads a 2xx answer: server-sent events when streaming and the
+// endpoint streams, else one completion, which a streaming caller receives
+// as a single delta (an endpoint may ignore "stream": true).
+func (c *Client) readAnswer(httpResp *http.Response, onDelta func(Delta) error, endpoint, key string) (*Response, error) {
+	mediaType, _, _ := mime.ParseMediaType(httpResp.Header.Get("Content-Type"))
+	if onDelta != nil && mediaType == "text/event-stream" {
+		return c.readStream(httpResp.Body, onDelta, endpoint, key)
+	}
+	resp, err := c.readCompletion(httpResp.Body, httpResp.StatusCode, endpoint, key)
+	if err == nil && onDelta != nil {
+		if derr := onDelta(Delta{Content: resp.Content, ReasoningContent: resp.ReasoningContent, Refusal: resp.Refusal}); derr != nil {
+			return nil, &abortError{derr}
+		}
+	}
+	return resp, err
+}
+
+// callRecord is what the log and the metrics learn of one call.
+type callRecord struct {
+	endpoint, model, key string
+	stream               bool
+	status               int // 0 until the endpoint answers
+	start                time.Time
+}
+
+// record reports a finished call to the metrics and the debug log.
+func (c *Client) record(ctx context.Context, rec *callRecord, resp *Response, err error) {
+	attrs := []any{"host", hostOf(rec.endpoint), "model", rec.model, "stream", rec.stream, "status", rec.status, "duration", time.Since(rec.start)}
+	if c.observe != nil {
+		stats := CallStats{Stream: rec.stream, Failed: err != nil, Duration: time.Since(rec.start)}
+		if err == nil {
+			stats.Usage = resp.Usage
+		}
+		c.observe(stats)
+	}
+	if err != nil {
+		// The kind only: an error's text holds the endpoint URL, whose
+		// query may carry a key.
+		kind := "callback"
+		if e := (*Error)(nil); errors.As(err, &e) && e.kind != nil {
+			kind = e.kind.Error()
+			if e.cause != nil {
+				attrs = append(attrs, "cause", redact(rootCause(e.cause).Error(), rec.key))
+			}
+		}
+		c.log.DebugContext(ctx, "llm call failed", append(attrs, "error", kind)...)
+		return
+	}
+	c.log.DebugContext(ctx, "llm call", append(attrs, "inputTokens", resp.Usage.InputTokens, "outputTokens", resp.Usage.OutputTokens)...)
 }
 
 // transportError describes a call that got no (complete) answer.
@@ -412,17 +430,14 @@ func providerText(raw []byte) (message, code string) {
 	}
 	var inner map[string]json.RawMessage
 	_ = json.Unmarshal(body["error"], &inner)
-	message = firstString(inner["message"], body["error"], body["message"], body["msg"], body["detail"])
-	if message == "" {
-		message = text
-	}
+	message = cmp.Or(firstString(inner["message"], body["error"], body["message"], body["msg"], body["detail"]), text)
 	code = firstString(inner["code"], inner["status"], inner["type"], body["code"])
 	return truncateRunes(message, providerMessageLimit), truncateRunes(code, providerCodeLimit)
 }
 
 func firstString(values ...json.RawMessage) string {
 	for _, v := range values {
-		if s, ok := jsonString(v); ok && strings.TrimSpace(s) != "" {
+		if s, ok := push.JSONString(v); ok && strings.TrimSpace(s) != "" {
 			return strings.TrimSpace(s)
 		}
 	}
@@ -481,7 +496,7 @@ func (c *Client) readCompletion(body io.Reader, status int, endpoint, key string
 		return nil, e
 	}
 	resp := &Response{Usage: parseUsage(cj.Usage)}
-	resp.FinishReason, _ = jsonString(cj.Choices[0].FinishReason)
+	resp.FinishReason, _ = push.JSONString(cj.Choices[0].FinishReason)
 	resp.setMessage(cj.Choices[0].Message)
 	return resp, nil
 }
@@ -493,9 +508,9 @@ func (r *Response) setMessage(raw json.RawMessage) {
 		raw, m = json.RawMessage(`{"role":"assistant","content":""}`), nil
 	}
 	r.Message = raw
-	r.Content, _ = jsonString(m["content"])
-	r.ReasoningContent, _ = jsonString(m["reasoning_content"])
-	r.Refusal, _ = jsonString(m["refusal"])
+	r.Content, _ = push.JSONString(m["content"])
+	r.ReasoningContent, _ = push.JSONString(m["reasoning_content"])
+	r.Refusal, _ = push.JSONString(m["refusal"])
 	if tc := m["tool_calls"]; push.JSONKind(tc) == '[' && !bytes.Equal(push.CompactJSON(tc), []byte("[]")) {
 		r.ToolCalls = tc
 	}

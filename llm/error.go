@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"errors"
@@ -33,6 +33,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.msg }
+
+// MissingContent is the standard's failure for an answer without content;
+// the agent reaches the same verdict on a streamed answer.
+func MissingContent(status int) *Error {
+	return &Error{kind: ErrMissingContent, Status: status, msg: "AI API error: response missing choices[0].message.content"}
+}
 
 // Unwrap exposes the kind (ErrStatus, …) and the cause (context.Canceled,
 // context.DeadlineExceeded, a net error, …) to errors.Is and errors.As.

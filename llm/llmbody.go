@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"amsg/push"
@@ -32,7 +32,7 @@ func requestBody(req Request, stream bool) ([]byte, error) {
 	var core []field
 	add := func(key string, value json.RawMessage) { core = append(core, field{key, value}) }
 
-	add("model", jsonText(req.Model))
+	add("model", push.MustMarshalNoEscape(req.Model))
 	messagesIsArray := push.JSONKind(req.Messages) == '['
 	if messagesIsArray && !bytes.Equal(push.CompactJSON(req.Messages), []byte("[]")) {
 		add("messages", req.Messages)
@@ -40,7 +40,7 @@ func requestBody(req Request, stream bool) ([]byte, error) {
 		if req.Prompt == "" {
 			return nil, invalid("Invalid request: completePrompt or messages is required.")
 		}
-		add("messages", promptMessages(req.Prompt))
+		add("messages", PromptMessages(req.Prompt))
 	}
 	add("stream", json.RawMessage(strconv.FormatBool(stream)))
 	if stream {
@@ -89,7 +89,7 @@ func requestBody(req Request, stream bool) ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.Write(jsonText(f.key))
+		b.Write(push.MustMarshalNoEscape(f.key))
 		b.WriteByte(':')
 		b.Write(f.value)
 	}
@@ -129,5 +129,7 @@ func objectFields(raw json.RawMessage) ([]string, []json.RawMessage, error) {
 	return keys, values, nil
 }
 
-// jsonText encodes a string as JSON without HTML escaping.
-func jsonText(s string) json.RawMessage { return mustMarshal(s) }
+// PromptMessages is completePrompt as the one user message it is sent as.
+func PromptMessages(prompt string) json.RawMessage {
+	return json.RawMessage(`[{"role":"user","content":` + string(push.MustMarshalNoEscape(prompt)) + `}]`)
+}

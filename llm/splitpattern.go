@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"amsg/push"
@@ -15,10 +15,10 @@ import (
 
 // DefaultSplitPattern is the standard's sentence split: runs of 。！？!? end a
 // sentence. The ASCII period is deliberately not in it.
-const DefaultSplitPattern = "([" + defaultDelimiters + "]+)"
+const DefaultSplitPattern = "([" + DefaultDelimiters + "]+)"
 
-// defaultDelimiters are the characters of DefaultSplitPattern's class.
-const defaultDelimiters = "。！？!?"
+// DefaultDelimiters are the characters of DefaultSplitPattern's class.
+const DefaultDelimiters = "。！？!?"
 
 // splitPattern limits from the standard (a cascade of at most 10 patterns of
 // at most 200 UTF-16 code units each).
@@ -109,7 +109,7 @@ func ParseSplitPattern(raw json.RawMessage) (*Splitter, error) {
 	case 0, 'n':
 		return DefaultSplitter(), nil
 	case '"':
-		s, _ := jsonString(raw)
+		s, _ := push.JSONString(raw)
 		return NewSplitter(s)
 	case '[':
 		var items []json.RawMessage
@@ -125,7 +125,7 @@ func ParseSplitPattern(raw json.RawMessage) (*Splitter, error) {
 		s := &Splitter{passes: make([]*splitPass, len(items))}
 		for i, item := range items {
 			label := fmt.Sprintf("splitPattern[%d]", i)
-			p, ok := jsonString(item)
+			p, ok := push.JSONString(item)
 			if !ok {
 				return nil, splitPatternError(label + " 必须是字符串")
 			}
@@ -226,102 +226,123 @@ func (p *splitPass) captures(m *regexp2.Match) []string {
 //
 // It returns the translated pattern and the capture groups in order.
 func translateJSPattern(p string) (string, []string, error) {
-	rs := []rune(p)
-	var b strings.Builder
-	var groups []string
-	seen := map[string]bool{}
+	t := &jsTranslator{rs: []rune(p), seen: map[string]bool{}}
 	afterAssertion := false
-	isHex := func(i int) bool {
-		return i < len(rs) && unicode.Is(unicode.ASCII_Hex_Digit, rs[i])
-	}
-	// escape writes the escape sequence at rs[i] ('\\') and returns the
-	// index after it.
-	escape := func(i int) int {
-		if i+1 >= len(rs) {
-			b.WriteRune('\\')
-			return i + 1
-		}
-		c := rs[i+1]
-		switch {
-		case strings.ContainsRune("aeAZzGpP", c):
-			b.WriteRune(c)
-		case c == 'x' && !(isHex(i+2) && isHex(i+3)):
-			b.WriteRune('x')
-		default:
-			b.WriteRune('\\')
-			b.WriteRune(c)
-		}
-		return i + 2
-	}
-	for i := 0; i < len(rs); {
-		c := rs[i]
-		if afterAssertion && isQuantifierAt(rs, i) {
+	for i := 0; i < len(t.rs); {
+		c := t.rs[i]
+		if afterAssertion && isQuantifierAt(t.rs, i) {
 			return "", nil, errors.New("nothing to repeat")
 		}
 		afterAssertion = false
 		switch c {
 		case '\\':
-			if i+1 < len(rs) && (rs[i+1] == 'b' || rs[i+1] == 'B') {
-				afterAssertion = true
-			}
-			i = escape(i)
+			afterAssertion = i+1 < len(t.rs) && (t.rs[i+1] == 'b' || t.rs[i+1] == 'B')
+			i = t.escape(i)
 		case '[':
-			// A class ends at the first unescaped ']', even right after '['
-			// or '[^' ("[]" matches nothing, "[^]" anything).
-			b.WriteRune('[')
-			i++
-			if i < len(rs) && rs[i] == '^' {
-				b.WriteRune('^')
-				i++
-			}
-			for i < len(rs) && rs[i] != ']' {
-				if rs[i] == '\\' {
-					i = escape(i)
-					continue
-				}
-				b.WriteRune(rs[i])
-				i++
-			}
-			if i < len(rs) {
-				b.WriteRune(']')
-				i++
-			}
+			i = t.class(i)
 		case '(':
-			rest := string(rs[i+1:])
-			switch {
-			case !strings.HasPrefix(rest, "?"):
-				groups = append(groups, "")
-			case strings.HasPrefix(rest, "?:"), strings.HasPrefix(rest, "?="), strings.HasPrefix(rest, "?!"),
-				strings.HasPrefix(rest, "?<="), strings.HasPrefix(rest, "?<!"):
-			case strings.HasPrefix(rest, "?<"):
-				end := strings.IndexByte(rest, '>')
-				if end < 0 {
-					return "", nil, errors.New("invalid group name")
-				}
-				name := rest[2:end]
-				if !isJSIdentifier(name) || seen[name] {
-					return "", nil, fmt.Errorf("invalid or duplicate group name %q", name)
-				}
-				seen[name] = true
-				groups = append(groups, name)
-			default:
-				return "", nil, errors.New("invalid group")
+			if err := t.group(i); err != nil {
+				return "", nil, err
 			}
-			b.WriteRune('(')
 			i++
 		case '.':
-			b.WriteString(`[^\n\r\u2028\u2029]`)
+			t.b.WriteString(`[^\n\r\u2028\u2029]`)
 			i++
 		case '^', '$':
 			afterAssertion = true
-			b.WriteRune(c)
+			t.b.WriteRune(c)
 			i++
 		default:
-			b.WriteRune(c)
+			t.b.WriteRune(c)
 			i++
 		}
 	}
-	return b.String(), groups, nil
+	return t.b.String(), t.groups, nil
+}
+
+// jsTranslator is translateJSPattern's state: the pattern, the output and
+// the capture groups met so far.
+type jsTranslator struct {
+	rs     []rune
+	b      strings.Builder
+	groups []string
+	seen   map[string]bool // group names
+}
+
+func (t *jsTranslator) isHex(i int) bool {
+	return i < len(t.rs) && unicode.Is(unicode.ASCII_Hex_Digit, t.rs[i])
+}
+
+// escape writes the escape sequence at rs[i] ('\\') and returns the index
+// after it.
+func (t *jsTranslator) escape(i int) int {
+	if i+1 >= len(t.rs) {
+		t.b.WriteRune('\\')
+		return i + 1
+	}
+	c := t.rs[i+1]
+	switch {
+	case strings.ContainsRune("aeAZzGpP", c):
+		t.b.WriteRune(c)
+	case c == 'x' && !(t.isHex(i+2) && t.isHex(i+3)):
+		t.b.WriteRune('x')
+	default:
+		t.b.WriteRune('\\')
+		t.b.WriteRune(c)
+	}
+	return i + 2
+}
+
+// class writes the character class at rs[i] ('[') and returns the index
+// after it. A class ends at the first unescaped ']', even right after '['
+// or '[^' ("[]" matches nothing, "[^]" anything).
+func (t *jsTranslator) class(i int) int {
+	t.b.WriteRune('[')
+	i++
+	if i < len(t.rs) && t.rs[i] == '^' {
+		t.b.WriteRune('^')
+		i++
+	}
+	for i < len(t.rs) && t.rs[i] != ']' {
+		if t.rs[i] == '\\' {
+			i = t.escape(i)
+			continue
+		}
+		t.b.WriteRune(t.rs[i])
+		i++
+	}
+	if i < len(t.rs) {
+		t.b.WriteRune(']')
+		i++
+	}
+	return i
+}
+
+// group checks the group opening at rs[i] ('('), records a capture, and
+// writes the '('.
+func (t *jsTranslator) group(i int) error {
+	rest := string(t.rs[i+1:])
+	switch {
+	case !strings.HasPrefix(rest, "?"):
+		t.groups = append(t.groups, "")
+	case strings.HasPrefix(rest, "?:"), strings.HasPrefix(rest, "?="), strings.HasPrefix(rest, "?!"),
+		strings.HasPrefix(rest, "?<="), strings.HasPrefix(rest, "?<!"):
+	case strings.HasPrefix(rest, "?<"):
+		end := strings.IndexByte(rest, '>')
+		if end < 0 {
+			return errors.New("invalid group name")
+		}
+		name := rest[2:end]
+		if !isJSIdentifier(name) || t.seen[name] {
+			return fmt.Errorf("invalid or duplicate group name %q", name)
+		}
+		t.seen[name] = true
+		t.groups = append(t.groups, name)
+	default:
+		return errors.New("invalid group")
+	}
+	t.b.WriteRune('(')
+	return nil
 }
 
 // isQuantifierAt reports whether rs[i:] starts with a quantifier: * + ? or a

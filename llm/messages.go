@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"amsg/push"
@@ -65,89 +65,77 @@ func (e *MessagesError) fill(text string) string {
 
 // ValidateMessages checks an OpenAI messages array (raw JSON) against the
 // standard's shape rules (amsg-shared validateLlmMessagesShape) and returns
-// nil or the first violation. Extra keys on messages are allowed; array
+// nil or the first violation, a *MessagesError (errors.As finds it). Extra keys on messages are allowed; array
 // content elements and tool-call arguments are not inspected; tool_call_id is
 // not matched against earlier tool calls. Input that is not JSON counts as
 // not an array.
-func ValidateMessages(messages json.RawMessage) *MessagesError {
+func ValidateMessages(messages json.RawMessage) error {
 	var list []json.RawMessage
 	if push.JSONKind(messages) != '[' || json.Unmarshal(messages, &list) != nil || len(list) == 0 {
 		return &MessagesError{Code: MessagesNotArray, Index: -1, ToolCallIndex: -1}
 	}
 	for i, raw := range list {
-		fail := func(code MessagesCode) *MessagesError {
-			return &MessagesError{Code: code, Index: i, ToolCallIndex: -1}
-		}
-		var m map[string]json.RawMessage
-		if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
-			return fail(MessageNotObject)
-		}
-		role, _ := jsonString(m["role"])
-		switch role {
-		case "system", "user", "assistant", "tool":
-		default:
-			return fail(InvalidRole)
-		}
-
-		// An assistant message carrying tool calls may have any content.
-		var calls []json.RawMessage
-		if role == "assistant" && push.JSONKind(m["tool_calls"]) == '[' && json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0 {
-			for j, rawCall := range calls {
-				var call map[string]json.RawMessage
-				if push.JSONKind(rawCall) != '{' || json.Unmarshal(rawCall, &call) != nil ||
-					push.JSONKind(call["id"]) != '"' || !jsonTruthy(call["function"]) {
-					return &MessagesError{Code: ToolCallMalformed, Index: i, ToolCallIndex: j}
-				}
-			}
-			continue
-		}
-
-		content := m["content"]
-		if role == "tool" {
-			if k := push.JSONKind(content); k != '"' && k != '[' {
-				return fail(ToolContentInvalid)
-			}
-			if id, ok := jsonString(m["tool_call_id"]); !ok || id == "" {
-				return fail(ToolCallIDMissing)
-			}
-			continue
-		}
-		switch push.JSONKind(content) {
-		case '"':
-			if s, _ := jsonString(content); s == "" {
-				return fail(ContentEmptyString)
-			}
-		case '[':
-			if bytes.Equal(push.CompactJSON(content), []byte("[]")) {
-				return fail(ContentEmptyArray)
-			}
-		default:
-			return fail(ContentInvalidType)
+		if err := validateMessage(i, raw); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// jsonString decodes a JSON string; ok is false for any other value.
-func jsonString(raw json.RawMessage) (s string, ok bool) {
-	if push.JSONKind(raw) != '"' {
-		return "", false
+// validateMessage checks messages[i].
+func validateMessage(i int, raw json.RawMessage) error {
+	fail := func(code MessagesCode) error {
+		return &MessagesError{Code: code, Index: i, ToolCallIndex: -1}
 	}
-	return s, json.Unmarshal(raw, &s) == nil
+	var m map[string]json.RawMessage
+	if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &m) != nil {
+		return fail(MessageNotObject)
+	}
+	role, _ := push.JSONString(m["role"])
+	switch role {
+	case "system", "user", "assistant", "tool":
+	default:
+		return fail(InvalidRole)
+	}
+	// An assistant message carrying tool calls may have any content.
+	var calls []json.RawMessage
+	if role == "assistant" && push.JSONKind(m["tool_calls"]) == '[' && json.Unmarshal(m["tool_calls"], &calls) == nil && len(calls) > 0 {
+		return validateToolCalls(i, calls)
+	}
+	content := m["content"]
+	if role == "tool" {
+		if k := push.JSONKind(content); k != '"' && k != '[' {
+			return fail(ToolContentInvalid)
+		}
+		if id, ok := push.JSONString(m["tool_call_id"]); !ok || id == "" {
+			return fail(ToolCallIDMissing)
+		}
+		return nil
+	}
+	switch push.JSONKind(content) {
+	case '"':
+		if s, _ := push.JSONString(content); s == "" {
+			return fail(ContentEmptyString)
+		}
+	case '[':
+		if bytes.Equal(push.CompactJSON(content), []byte("[]")) {
+			return fail(ContentEmptyArray)
+		}
+	default:
+		return fail(ContentInvalidType)
+	}
+	return nil
 }
 
-// jsonTruthy is JavaScript truthiness of a decoded JSON value: false for an
-// absent value, null, false, 0 and "".
-func jsonTruthy(raw json.RawMessage) bool {
-	switch k := push.JSONKind(raw); {
-	case k == 0 || k == 'n' || k == 'f':
-		return false
-	case k == '"':
-		s, _ := jsonString(raw)
-		return s != ""
-	case k == '-' || (k >= '0' && k <= '9'):
-		f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
-		return err != nil || f != 0 // an out-of-range literal is ±Inf in JavaScript: truthy
+// validateToolCalls checks the tool calls of messages[i]: objects with a
+// string id and a truthy function.
+func validateToolCalls(i int, calls []json.RawMessage) error {
+	for j, rawCall := range calls {
+		var call map[string]json.RawMessage
+		if push.JSONKind(rawCall) != '{' || json.Unmarshal(rawCall, &call) != nil ||
+			push.JSONKind(call["id"]) != '"' || !push.JSTruthy(call["function"]) {
+			return &MessagesError{Code: ToolCallMalformed, Index: i, ToolCallIndex: j}
+		}
 	}
-	return true
+	return nil
 }

@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 )
 
 const testKey = "sk-test-0123456789"
@@ -486,7 +486,7 @@ func TestLogsNeverCarrySecrets(t *testing.T) {
 			t.Errorf("log contains %q:\n%s", secret, out)
 		}
 	}
-	if !strings.Contains(out, "output_tokens=2") || !strings.Contains(out, `error="LLM endpoint answered with an error status"`) || !strings.Contains(out, "status=401") {
+	if !strings.Contains(out, "outputTokens=2") || !strings.Contains(out, `error="LLM endpoint answered with an error status"`) || !strings.Contains(out, "status=401") {
 		t.Errorf("log lacks the call facts:\n%s", out)
 	}
 }

@@ -1,7 +1,8 @@
-package loop
+package llm
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -56,13 +57,15 @@ func TestValidateMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ValidateMessages(json.RawMessage(tt.messages))
+			err := ValidateMessages(json.RawMessage(tt.messages))
 			if tt.want == nil {
-				if got != nil {
-					t.Fatalf("got %+v, want valid", got)
+				if err != nil {
+					t.Fatalf("got %+v, want valid", err)
 				}
 				return
 			}
+			var got *MessagesError
+			errors.As(err, &got)
 			if got == nil || *got != *tt.want {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
@@ -83,63 +86,69 @@ func shapeOracle(v any) (MessagesCode, int, int) {
 	if !ok || len(list) == 0 {
 		return MessagesNotArray, -1, -1
 	}
-	truthy := func(x any) bool {
-		switch x := x.(type) {
-		case nil:
-			return false
-		case bool:
-			return x
-		case float64:
-			return x != 0
-		case string:
-			return x != ""
-		}
-		return true
-	}
 	for i, e := range list {
-		m, ok := e.(map[string]any)
-		if !ok {
-			return MessageNotObject, i, -1
-		}
-		role, _ := m["role"].(string)
-		if role != "system" && role != "user" && role != "assistant" && role != "tool" {
-			return InvalidRole, i, -1
-		}
-		if calls, ok := m["tool_calls"].([]any); ok && role == "assistant" && len(calls) > 0 {
-			for j, c := range calls {
-				cm, ok := c.(map[string]any)
-				_, idOK := cm["id"].(string)
-				if !ok || !idOK || !truthy(cm["function"]) {
-					return ToolCallMalformed, i, j
-				}
-			}
-			continue
-		}
-		switch c := m["content"].(type) {
-		case string:
-			if role == "tool" {
-				break
-			}
-			if c == "" {
-				return ContentEmptyString, i, -1
-			}
-		case []any:
-			if role != "tool" && len(c) == 0 {
-				return ContentEmptyArray, i, -1
-			}
-		default:
-			if role == "tool" {
-				return ToolContentInvalid, i, -1
-			}
-			return ContentInvalidType, i, -1
-		}
-		if role == "tool" {
-			if id, _ := m["tool_call_id"].(string); id == "" {
-				return ToolCallIDMissing, i, -1
-			}
+		if code, j := oracleMessage(e); code != "" {
+			return code, i, j
 		}
 	}
 	return "", 0, 0
+}
+
+// oracleMessage is shapeOracle for one element: the violated code and the
+// offending tool call's index (-1 for none), or "".
+func oracleMessage(e any) (MessagesCode, int) {
+	m, ok := e.(map[string]any)
+	if !ok {
+		return MessageNotObject, -1
+	}
+	role, _ := m["role"].(string)
+	if role != "system" && role != "user" && role != "assistant" && role != "tool" {
+		return InvalidRole, -1
+	}
+	if calls, ok := m["tool_calls"].([]any); ok && role == "assistant" && len(calls) > 0 {
+		for j, c := range calls {
+			cm, ok := c.(map[string]any)
+			_, idOK := cm["id"].(string)
+			if !ok || !idOK || !oracleTruthy(cm["function"]) {
+				return ToolCallMalformed, j
+			}
+		}
+		return "", -1
+	}
+	switch c := m["content"].(type) {
+	case string:
+		if role != "tool" && c == "" {
+			return ContentEmptyString, -1
+		}
+	case []any:
+		if role != "tool" && len(c) == 0 {
+			return ContentEmptyArray, -1
+		}
+	default:
+		if role == "tool" {
+			return ToolContentInvalid, -1
+		}
+		return ContentInvalidType, -1
+	}
+	if id, _ := m["tool_call_id"].(string); role == "tool" && id == "" {
+		return ToolCallIDMissing, -1
+	}
+	return "", -1
+}
+
+// oracleTruthy is JavaScript truthiness over a generic decoding.
+func oracleTruthy(x any) bool {
+	switch x := x.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	case string:
+		return x != ""
+	}
+	return true
 }
 
 func FuzzValidateMessages(f *testing.F) {
@@ -151,7 +160,11 @@ func FuzzValidateMessages(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		got := ValidateMessages(in)
+		err := ValidateMessages(in)
+		var got *MessagesError
+		if err != nil && !errors.As(err, &got) {
+			t.Fatalf("%q: %v is not a *MessagesError", in, err)
+		}
 		var v any
 		if json.Unmarshal(in, &v) != nil {
 			if got == nil || got.Code != MessagesNotArray {

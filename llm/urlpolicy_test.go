@@ -1,4 +1,4 @@
-package loop
+package llm
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"amsg/loop/llmtest"
+	"amsg/llm/llmtest"
 )
 
 // testPolicy lets tests call the fake LLM, which listens on loopback.

@@ -1,0 +1,108 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"amsg/push"
+)
+
+// devicesFeature is amsg's liveness of push devices: POST /device-seen
+// reports that this browser is alive (the page when it opens, the service
+// worker for every push it receives), and GET /devices lists the user's
+// devices with when each was last seen, for the page's device list.
+// Housekeeping expires the devices silent for too long (store
+// ExpireSilentDevices), since Apple's push service keeps accepting pushes
+// for a subscription iOS revoked.
+func (s *Server) devicesFeature() feature {
+	return feature{
+		capabilities: []string{"device-liveness"},
+		routes: []route{
+			{http.MethodPost, "device-seen", authClient, s.handleDeviceSeen},
+			{http.MethodGet, "devices", authClient, s.handleListDevices},
+		},
+	}
+}
+
+// maxDeviceSeenBody bounds POST /device-seen: one endpoint URL, which the
+// store bounds with the whole subscription at 8 KiB.
+const maxDeviceSeenBody = 16 << 10
+
+var (
+	errInvalidDeviceSeen = newError(http.StatusBadRequest, "INVALID_PARAMETERS", `请求体必须是 {"endpoint": 推送端点 URL}`)
+	errDeviceNotFound    = newError(http.StatusNotFound, "PUSH_SUBSCRIPTION_NOT_FOUND", "该设备未登记推送订阅（PUT /push-subscription）")
+)
+
+// decodeDeviceSeen reads a POST /device-seen body: a JSON object whose
+// endpoint is a non-blank string. Other members are ignored.
+func decodeDeviceSeen(body []byte) (string, error) {
+	var req struct {
+		Endpoint *string `json:"endpoint"`
+	}
+	switch {
+	case push.JSONKind(body) != '{' || json.Unmarshal(body, &req) != nil:
+		return "", errInvalidDeviceSeen.withDetails(map[string]any{"reason": "body must be a JSON object"})
+	case req.Endpoint == nil || strings.TrimSpace(*req.Endpoint) == "":
+		return "", errInvalidDeviceSeen.withDetails(map[string]any{"invalidFields": []string{"endpoint"}})
+	}
+	return *req.Endpoint, nil
+}
+
+// handleDeviceSeen records that the user's device with this endpoint is
+// alive. 404 tells the browser its device is not registered (expired or
+// removed), so it can register again.
+func (s *Server) handleDeviceSeen(w http.ResponseWriter, r *http.Request) error {
+	userID, err := requireUserID(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, maxDeviceSeenBody)
+	if err != nil {
+		return err
+	}
+	endpoint, err := decodeDeviceSeen(body)
+	if err != nil {
+		return err
+	}
+	seen, err := s.deps.Store.SeeDevice(r.Context(), userID, endpoint)
+	if err != nil {
+		return err
+	}
+	if !seen {
+		return errDeviceNotFound
+	}
+	writeData(w, http.StatusOK, struct {
+		Seen bool `json:"seen"`
+	}{true})
+	return nil
+}
+
+// deviceView is one device of GET /devices; never its keys.
+type deviceView struct {
+	DeviceID   int64  `json:"deviceId"`
+	Endpoint   string `json:"endpoint"`
+	CreatedAt  int64  `json:"createdAt"`
+	UpdatedAt  int64  `json:"updatedAt"`
+	LastSeenAt int64  `json:"lastSeenAt"`
+}
+
+// handleListDevices lists the user's devices, most recently updated first.
+func (s *Server) handleListDevices(w http.ResponseWriter, r *http.Request) error {
+	userID, err := requireUserID(r)
+	if err != nil {
+		return err
+	}
+	devices, err := s.deps.Store.DevicesSeen(r.Context(), userID)
+	if err != nil {
+		return err
+	}
+	views := make([]deviceView, len(devices))
+	for i, d := range devices {
+		views[i] = deviceView{d.ID, d.Endpoint, d.CreatedAt.UnixMilli(), d.UpdatedAt.UnixMilli(), d.LastSeenAt.UnixMilli()}
+	}
+	writeData(w, http.StatusOK, struct {
+		Devices []deviceView `json:"devices"`
+	}{views})
+	return nil
+}

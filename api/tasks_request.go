@@ -1,0 +1,624 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"amsg/llm"
+	"amsg/push"
+	"amsg/scheduler"
+)
+
+// check runs named checks in order and returns the first failure: the
+// standard validates field by field and answers with the first problem.
+func check(checks ...func() *Error) error {
+	for _, c := range checks {
+		if err := c(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The standard's generic message for a missing or malformed field.
+const msgInvalidParameters = "缺少必需参数或参数格式错误"
+
+// errInvalidParameters is schedule-message's failure; its shared field
+// checks replace the message and name the field.
+var errInvalidParameters = newError(http.StatusBadRequest, "INVALID_PARAMETERS", msgInvalidParameters)
+
+func invalidParameters(message string, invalid ...string) *Error {
+	return withMessage(errInvalidParameters, message, invalid...)
+}
+
+func missingParameters(missing ...string) *Error {
+	return errInvalidParameters.withDetails(map[string]any{"missingFields": missing})
+}
+
+func invalidTimestamp(message string, details map[string]any) *Error {
+	return newError(http.StatusBadRequest, "INVALID_TIMESTAMP", message).withDetails(details)
+}
+
+// readInto stores the member that read accepts into dst; a member read
+// refuses is fail.
+func readInto[T any](read func(key string) (T, bool), key string, dst *T, fail *Error) *Error {
+	value, ok := read(key)
+	if !ok {
+		return fail
+	}
+	*dst = value
+	return nil
+}
+
+// withMessage is base with message and invalidFields details.
+func withMessage(base *Error, message string, invalid ...string) *Error {
+	e := *base
+	e.Message = message
+	e.Details = map[string]any{"invalidFields": invalid}
+	return &e
+}
+
+var allowedTypes = []string{"fixed", "prompted", "auto", "instant"}
+
+// scheduleValidator checks a POST /schedule-message body in the standard's
+// order. Where amsg checks more than upstream (types of userMessage,
+// completePrompt and the credentials, apiUrl, metadata, cronExpr), the
+// check sits beside the upstream check of the same field.
+type scheduleValidator struct {
+	s   *Server
+	ctx context.Context
+	f   fields
+	req *scheduleRequest
+	now time.Time
+	// immediate is the request's immediate flag, once checked.
+	immediate bool
+	// cronStartsItself: a cron task without a first time starts at its
+	// expression's next time after now, computed once the expression and
+	// zone are checked.
+	cronStartsItself bool
+}
+
+// validateSchedule applies the standard's checks in its order; the first
+// failure wins.
+func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleRequest, error) {
+	var req scheduleRequest
+	v := &scheduleValidator{s: s, ctx: ctx, f: f, req: &req, now: s.now()}
+	err := check(
+		v.contactName,
+		v.messageType,
+		v.immediateFlag,
+		v.sendTime,
+		v.supersedes,
+		v.pushSubscription,
+		v.recurrence,
+		v.zone,
+		v.cron,
+		v.maxTokens,
+		v.userMessage,
+		v.prompt,
+		v.aiConfig,
+		v.credentials,
+		v.instantContent,
+		v.temperature,
+		v.avatarURL,
+		v.uuid,
+		v.messageSubtype,
+		v.splitPattern,
+		v.llmExtraBody,
+		v.metadata,
+	)
+	if err != nil {
+		return req, err
+	}
+	v.fill()
+	return req, nil
+}
+
+func (v *scheduleValidator) contactName() *Error {
+	name, ok := v.f.str("contactName")
+	if !ok || name == "" {
+		return missingParameters("contactName")
+	}
+	v.req.payload.ContactName = name
+	return nil
+}
+
+func (v *scheduleValidator) messageType() *Error {
+	mt, _ := v.f.str("messageType")
+	v.req.payload.MessageType = push.MessageType(mt)
+	if !v.req.payload.MessageType.Valid() {
+		return newError(http.StatusBadRequest, "INVALID_MESSAGE_TYPE", "消息类型无效").withDetails(struct {
+			ProvidedType json.RawMessage `json:"providedType,omitempty"`
+			AllowedTypes []string        `json:"allowedTypes"`
+		}{v.f["messageType"], allowedTypes})
+	}
+	return nil
+}
+
+func (v *scheduleValidator) immediateFlag() *Error {
+	raw := string(v.f["immediate"])
+	if v.f.has("immediate") && raw != "true" && raw != "false" {
+		return invalidParameters("immediate 必须是布尔值", "immediate")
+	}
+	v.immediate = raw == "true"
+	if v.immediate && v.req.payload.MessageType == push.TypeInstant {
+		return invalidParameters("messageType 'instant' 本就立即投递，不能再带 immediate", "immediate")
+	}
+	return nil
+}
+
+func (v *scheduleValidator) sendTime() *Error {
+	rec, _ := v.f.str("recurrenceType")
+	v.cronStartsItself = rec == string(push.RecurrenceCron) && !v.immediate && !v.f.given("firstSendTime")
+	badFormat := invalidTimestamp("时间格式无效", map[string]any{"field": "firstSendTime"})
+	switch {
+	case v.cronStartsItself:
+		return nil
+	case v.immediate:
+		if _, ok := parseTime(v.f["firstSendTime"]); v.f.given("firstSendTime") && !ok {
+			return badFormat
+		}
+		v.req.sendAt = v.now
+		return nil
+	}
+	at, ok := parseTime(v.f["firstSendTime"])
+	if !v.f.truthy("firstSendTime") || !ok {
+		return badFormat
+	}
+	if !at.After(v.now) {
+		return invalidTimestamp("时间必须在未来", map[string]any{"field": "firstSendTime", "reason": "must be in the future"})
+	}
+	v.req.sendAt = at
+	return nil
+}
+
+func (v *scheduleValidator) supersedes() *Error {
+	if !v.f.given("supersedesUuid") {
+		return nil
+	}
+	sup, ok := v.f.str("supersedesUuid")
+	if !ok || !anyUUID.MatchString(sup) {
+		return invalidParameters("supersedesUuid 必须是合法 UUID", "supersedesUuid")
+	}
+	if uuid, _ := v.f.str("uuid"); v.f.truthy("uuid") && sup == uuid {
+		return invalidParameters("supersedesUuid 不能与本条任务的 uuid 相同", "supersedesUuid")
+	}
+	v.req.supersedesUUID = sup
+	return nil
+}
+
+// pushSubscription: clients of the older generation send their
+// subscription with every task; amsg keeps it as one of the user's devices
+// instead of refusing.
+func (v *scheduleValidator) pushSubscription() *Error {
+	if !v.f.given("pushSubscription") {
+		return nil
+	}
+	if sub, ok := subscriptionShape(v.f["pushSubscription"]); !ok || v.s.checkSubscription(v.ctx, sub, "pushSubscription.") != nil {
+		return newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅格式无效").
+			withDetails(map[string]any{"invalidFields": []string{"pushSubscription"}})
+	}
+	v.req.subscription = v.f["pushSubscription"]
+	return nil
+}
+
+func (v *scheduleValidator) recurrence() *Error {
+	rec, ok := v.f.recurrence()
+	if !ok {
+		return invalidParameters(msgInvalidParameters, "recurrenceType")
+	}
+	v.req.payload.RecurrenceType = cmp.Or(rec, push.RecurrenceNone)
+	return nil
+}
+
+func (v *scheduleValidator) zone() *Error {
+	if !v.f.given("tzId") {
+		return nil
+	}
+	tz, ok := v.f.str("tzId")
+	if !ok || !validZone(tz) {
+		return invalidParameters("tzId 必须是可用的 IANA 时区 id（如 Asia/Tokyo）", "tzId")
+	}
+	v.req.payload.TzID = &tz
+	return nil
+}
+
+func (v *scheduleValidator) cron() *Error {
+	p := &v.req.payload
+	if err := checkCronExpr(v.f, errInvalidParameters); err != nil {
+		return err
+	}
+	p.CronExpr, _ = v.f.str("cronExpr")
+	if p.RecurrenceType == push.RecurrenceCron && p.CronExpr == "" {
+		return invalidParameters(msgCronRequired, "cronExpr")
+	}
+	if !v.cronStartsItself {
+		return nil
+	}
+	var tz string
+	if p.TzID != nil {
+		tz = *p.TzID
+	}
+	r, err := scheduler.ParseRecurrence(push.RecurrenceCron, tz, p.CronExpr)
+	if err != nil {
+		return invalidParameters(msgCronInvalid, "cronExpr")
+	}
+	v.req.sendAt, _ = r.NextAfter(v.now, v.now)
+	return nil
+}
+
+func (v *scheduleValidator) maxTokens() *Error {
+	n, err := checkMaxTokens(v.f, errInvalidParameters)
+	v.req.payload.MaxTokens = n
+	return err
+}
+
+func (v *scheduleValidator) userMessage() *Error {
+	p := &v.req.payload
+	if v.f.given("userMessage") {
+		if p.UserMessage = v.f.stringPtr("userMessage"); p.UserMessage == nil {
+			return invalidParameters(msgInvalidParameters, "userMessage (must be a string)")
+		}
+	}
+	if p.MessageType == push.TypeFixed && !v.f.truthy("userMessage") {
+		return missingParameters("userMessage (required for fixed type)")
+	}
+	return nil
+}
+
+func (v *scheduleValidator) prompt() *Error { return checkPrompt(v.f, errInvalidParameters) }
+
+// hasPrompt is the standard's test for an AI task's prompt.
+func (v *scheduleValidator) hasPrompt() bool {
+	return (v.f.given("completePrompt") && string(v.f["completePrompt"]) != `""`) || v.f.given("messages")
+}
+
+// aiConfig: prompted and auto tasks need a prompt and the credentials.
+func (v *scheduleValidator) aiConfig() *Error {
+	if mt := v.req.payload.MessageType; mt != push.TypePrompted && mt != push.TypeAuto {
+		return nil
+	}
+	var missing []string
+	if !v.hasPrompt() {
+		missing = append(missing, "completePrompt or messages")
+	}
+	for _, k := range credentialKeys {
+		if !v.f.truthy(k) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return missingParameters(missing...)
+	}
+	return nil
+}
+
+func (v *scheduleValidator) credentials() *Error { return checkCredentials(v.f, errInvalidParameters) }
+
+// instantContent: an instant task does not recur and needs a message or a
+// complete AI configuration.
+func (v *scheduleValidator) instantContent() *Error {
+	if v.req.payload.MessageType != push.TypeInstant {
+		return nil
+	}
+	if v.f.truthy("recurrenceType") && v.req.payload.RecurrenceType != push.RecurrenceNone {
+		return invalidParameters("instant 类型的 recurrenceType 必须为 none", `recurrenceType (must be "none" for instant type)`)
+	}
+	aiConfig := v.hasPrompt() && v.f.truthy("apiUrl") && v.f.truthy("apiKey") && v.f.truthy("primaryModel")
+	if !aiConfig && !v.f.truthy("userMessage") {
+		return newError(http.StatusBadRequest, "INVALID_PARAMETERS", "instant 类型必须提供 userMessage 或完整的 AI 配置").
+			withDetails(map[string]any{"missingFields": []string{"userMessage or ((completePrompt | messages) + apiUrl + apiKey + primaryModel)"}})
+	}
+	return nil
+}
+
+func (v *scheduleValidator) temperature() *Error {
+	return readInto(v.f.optionalNumber, "temperature", &v.req.payload.Temperature,
+		invalidParameters(msgInvalidParameters, "temperature (must be a finite number)"))
+}
+
+func (v *scheduleValidator) avatarURL() *Error {
+	v.req.payload.AvatarURL = v.s.avatarURL(v.f)
+	return nil
+}
+
+func (v *scheduleValidator) uuid() *Error {
+	uuid, _ := v.f.str("uuid")
+	if !v.f.truthy("uuid") {
+		v.req.uuid = push.NewUUID()
+		return nil
+	}
+	if !anyUUID.MatchString(uuid) {
+		return invalidParameters(msgInvalidParameters, "uuid (invalid UUID format)")
+	}
+	v.req.uuid = uuid
+	return nil
+}
+
+func (v *scheduleValidator) messageSubtype() *Error {
+	sub, ok := v.f.optionalString("messageSubtype")
+	if !ok {
+		return invalidParameters(msgInvalidParameters, "messageSubtype")
+	}
+	v.req.payload.MessageSubtype = cmp.Or(sub, push.DefaultSubtype)
+	return nil
+}
+
+func (v *scheduleValidator) splitPattern() *Error {
+	if err := llm.ValidateSplitPattern(v.f["splitPattern"]); err != nil {
+		return invalidParameters(err.Error(), "splitPattern")
+	}
+	return nil
+}
+
+func (v *scheduleValidator) llmExtraBody() *Error {
+	if v.f.given("llmExtraBody") && push.JSONKind(v.f["llmExtraBody"]) != '{' {
+		return invalidParameters("llmExtraBody 必须是普通对象", "llmExtraBody")
+	}
+	return nil
+}
+
+func (v *scheduleValidator) metadata() *Error { return checkMetadata(v.f, errInvalidParameters) }
+
+// fill copies the checked members the checks did not set into the payload.
+func (v *scheduleValidator) fill() {
+	p, f := &v.req.payload, v.f
+	p.FirstSendTime = push.FormatTimestamp(v.req.sendAt)
+	if f.truthy("completePrompt") {
+		p.CompletePrompt = f.stringPtr("completePrompt")
+	}
+	p.Messages = f.raw("messages")
+	for k, dst := range map[string]**string{"apiUrl": &p.APIURL, "apiKey": &p.APIKey, "primaryModel": &p.PrimaryModel} {
+		if f.truthy(k) {
+			*dst = f.stringPtr(k)
+		}
+	}
+	if p.UserMessage != nil && *p.UserMessage == "" {
+		p.UserMessage = nil // stored as `userMessage || null`
+	}
+	p.SplitPattern = f.raw("splitPattern")
+	p.LLMExtraBody = f.raw("llmExtraBody")
+	p.Metadata = f.raw("metadata")
+}
+
+// updateValidator checks an update-message patch in the standard's order.
+// An invalid avatarUrl is dropped from the patch (the stored one stays) and
+// from updatedFields.
+type updateValidator struct {
+	s    *Server
+	f    *updateFields
+	next time.Time // the new send time, zero when unchanged
+}
+
+// validateUpdate checks the patch and returns the new time, zero when
+// unchanged.
+func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
+	v := &updateValidator{s: s, f: f}
+	err := check(
+		v.nextSendAt,
+		v.contactName,
+		v.recurrence,
+		v.zone,
+		v.cron,
+		v.maxTokens,
+		v.oneKindOfPrompt,
+		v.prompt,
+		v.temperature,
+		v.splitPattern,
+		v.avatarURL,
+		v.pushSubscription,
+		v.userMessage,
+		v.credentials,
+		v.metadata,
+	)
+	return v.next, err
+}
+
+// invalidUpdate is the update's failure naming fields.
+func invalidUpdate(message string, invalid ...string) *Error {
+	return withMessage(errInvalidUpdateData, message, invalid...)
+}
+
+func (v *updateValidator) nextSendAt() *Error {
+	if !v.f.truthy("nextSendAt") {
+		return nil
+	}
+	t, ok := parseTime(v.f.fields["nextSendAt"])
+	if !ok {
+		return invalidUpdate(errInvalidUpdateData.Message, "nextSendAt")
+	}
+	v.next = t
+	return nil
+}
+
+func (v *updateValidator) contactName() *Error {
+	if name, ok := v.f.str("contactName"); v.f.has("contactName") && (!ok || strings.TrimSpace(name) == "") {
+		return invalidUpdate("contactName 必须是非空字符串", "contactName")
+	}
+	return nil
+}
+
+func (v *updateValidator) recurrence() *Error {
+	if _, ok := v.f.recurrence(); !ok {
+		return invalidUpdate(errInvalidUpdateData.Message, "recurrenceType")
+	}
+	return nil
+}
+
+func (v *updateValidator) zone() *Error {
+	if tz, ok := v.f.str("tzId"); v.f.given("tzId") && (!ok || !validZone(tz)) {
+		return invalidUpdate("tzId 必须是可用的 IANA 时区 id（如 Asia/Tokyo），或 null 表示按 UTC 推进", "tzId")
+	}
+	return nil
+}
+
+func (v *updateValidator) cron() *Error { return checkCronExpr(v.f.fields, errInvalidUpdateData) }
+
+func (v *updateValidator) maxTokens() *Error {
+	_, err := checkMaxTokens(v.f.fields, errInvalidUpdateData)
+	return err
+}
+
+func (v *updateValidator) oneKindOfPrompt() *Error {
+	if v.f.truthy("completePrompt") && v.f.given("messages") {
+		return invalidUpdate("completePrompt 与 messages 不能同时更新（二选一）", "completePrompt", "messages")
+	}
+	return nil
+}
+
+func (v *updateValidator) prompt() *Error { return checkPrompt(v.f.fields, errInvalidUpdateData) }
+
+func (v *updateValidator) temperature() *Error {
+	if _, ok := v.f.optionalNumber("temperature"); !ok {
+		return invalidUpdate(errInvalidUpdateData.Message, "temperature")
+	}
+	return nil
+}
+
+func (v *updateValidator) splitPattern() *Error {
+	if !v.f.has("splitPattern") {
+		return nil
+	}
+	if err := llm.ValidateSplitPattern(v.f.fields["splitPattern"]); err != nil {
+		return invalidUpdate(err.Error(), "splitPattern")
+	}
+	return nil
+}
+
+func (v *updateValidator) avatarURL() *Error {
+	if v.f.given("avatarUrl") && v.s.avatarURL(v.f.fields) == nil {
+		delete(v.f.fields, "avatarUrl")
+		v.f.keys = slices.DeleteFunc(v.f.keys, func(k string) bool { return k == "avatarUrl" })
+	}
+	return nil
+}
+
+func (v *updateValidator) pushSubscription() *Error {
+	if v.f.has("pushSubscription") {
+		return newError(http.StatusBadRequest, "PUSH_SUBSCRIPTION_NOT_ACCEPTED",
+			"pushSubscription 不再随任务更新，改用 PUT /push-subscription 覆盖用户级订阅").
+			withDetails(map[string]any{"invalidFields": []string{"pushSubscription"}})
+	}
+	return nil
+}
+
+// userMessage: amsg checks the types upstream stores blindly: the payload
+// it fires from must hold strings and a metadata object.
+func (v *updateValidator) userMessage() *Error {
+	if v.f.truthy("userMessage") && v.f.stringPtr("userMessage") == nil {
+		return invalidUpdate(errInvalidUpdateData.Message, "userMessage")
+	}
+	return nil
+}
+
+func (v *updateValidator) credentials() *Error {
+	return checkCredentials(v.f.fields, errInvalidUpdateData)
+}
+
+// metadata is merged only when truthy, so only then is it checked.
+func (v *updateValidator) metadata() *Error {
+	if !v.f.truthy("metadata") {
+		return nil
+	}
+	return checkMetadata(v.f.fields, errInvalidUpdateData)
+}
+
+func validZone(name string) bool {
+	_, err := scheduler.LoadZone(name)
+	return err == nil
+}
+
+// The checks below are shared by schedule, update and (metadata) instant.
+// Each base error carries its endpoint's status, code and generic message.
+
+// Messages of the cronExpr checks, amsg's own.
+const (
+	msgCronRequired = `recurrenceType "cron" 需要 cronExpr（五段 cron 表达式，如 "0 9 * * 1-5"）`
+	msgCronInvalid  = `cronExpr 必须是五段 cron 表达式，如 "0 9 * * 1-5"`
+	msgCronNotCron  = `cronExpr 只用于 recurrenceType "cron"`
+)
+
+// checkCronExpr checks a cronExpr member: a valid five-field expression, and
+// not beside a recurrenceType other than cron. null is allowed (on update it
+// clears the expression).
+func checkCronExpr(f fields, base *Error) *Error {
+	if !f.given("cronExpr") {
+		return nil
+	}
+	expr, ok := f.str("cronExpr")
+	if _, err := scheduler.ParseCron(expr); !ok || err != nil {
+		return withMessage(base, msgCronInvalid, "cronExpr")
+	}
+	if rec, _ := f.str("recurrenceType"); f.truthy("recurrenceType") && push.Recurrence(rec) != push.RecurrenceCron {
+		return withMessage(base, msgCronNotCron, "cronExpr")
+	}
+	return nil
+}
+
+// checkMaxTokens reads an optional maxTokens: absent and null are nil,
+// anything else must be a positive integer.
+func checkMaxTokens(f fields, base *Error) (*int, *Error) {
+	if !f.given("maxTokens") {
+		return nil, nil
+	}
+	n, ok := f.positiveInt("maxTokens")
+	if !ok {
+		return nil, withMessage(base, base.Message, "maxTokens")
+	}
+	return &n, nil
+}
+
+// checkPrompt applies the prompt rules shared by schedule and update:
+// completePrompt and messages exclude each other, messages has the
+// standard's shape, and completePrompt is a string.
+func checkPrompt(f fields, base *Error) *Error {
+	if f.truthy("completePrompt") && f.given("messages") {
+		return withMessage(base, "exactly one of `completePrompt` or `messages` must be provided（两者不能同时出现）", "completePrompt", "messages")
+	}
+	if f.given("messages") {
+		var bad *llm.MessagesError
+		if errors.As(llm.ValidateMessages(f["messages"]), &bad) {
+			return withMessage(base, bad.English(), "messages")
+		}
+	}
+	if f.truthy("completePrompt") && f.stringPtr("completePrompt") == nil {
+		return withMessage(base, msgInvalidParameters, "completePrompt")
+	}
+	return nil
+}
+
+var credentialKeys = []string{"apiUrl", "apiKey", "primaryModel"}
+
+// checkCredentials checks what upstream only checks for truthiness: apiUrl,
+// apiKey and primaryModel, when given, are strings, and apiUrl normalizes to
+// a chat-completions URL, so a typo fails the request and not every fire.
+// base's message is the one for a value that is not a string.
+func checkCredentials(f fields, base *Error) *Error {
+	for _, k := range credentialKeys {
+		if f.truthy(k) && f.stringPtr(k) == nil {
+			return withMessage(base, base.Message, k)
+		}
+	}
+	if u, ok := f.str("apiUrl"); ok && u != "" {
+		if _, err := llm.NormalizeAPIURL(u); err != nil {
+			return withMessage(base, err.Error(), "apiUrl")
+		}
+	}
+	return nil
+}
+
+// checkMetadata: upstream stores any metadata; the pushes it is copied into
+// must carry an object, so anything else is refused now rather than at
+// every fire.
+func checkMetadata(f fields, base *Error) *Error {
+	if f.given("metadata") && push.JSONKind(f["metadata"]) != '{' {
+		return withMessage(base, "metadata 必须是普通对象", "metadata")
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package builders
+
+import (
+	"encoding/json"
+	"net/url"
+	"unicode/utf8"
+
+	"amsg/push"
+)
+
+// Declarative Web Push (Push API "declarative push message", Safari and iOS
+// 18.4+): a payload with "web_push": 8030 and a notification holding a
+// non-empty title and an absolute navigate URL is shown by the browser
+// itself when no service worker replaces it, so a push still shows when iOS
+// has evicted the worker. "mutable": true lets a live worker rewrite it;
+// WebKit reads it inside notification, the Push API draft beside it, so it
+// goes in both.
+//
+// The standard's notification directive and the declarative notification
+// share one member: their common members (title, body, tag, icon, silent,
+// data) mean the same thing in both, and each side ignores the members it
+// does not know (navigate and mutable here; show, renotify, … there). So
+// the builders fill the directive's title, body and tag with exactly what
+// amsg-sw would have shown without them, and upstream workers show the same
+// notification as before.
+const (
+	// DeclarativeMagic is the value of the root member web_push.
+	DeclarativeMagic = 8030
+	// NotificationBodyMax bounds notification.body in bytes: the banner
+	// shows a few lines, and every byte of it is spent twice (message holds
+	// the whole text), out of the 3993 a push may carry.
+	NotificationBodyMax = 512
+	// SessionTagPrefix starts the tag of the quiet notifications of a
+	// session (tool requests, errors); sw/sw.js closes it when the session's
+	// reply is shown.
+	SessionTagPrefix = "amsg-session-"
+)
+
+// Texts of the quiet notifications. The standard's producers write Chinese
+// titles (来自 <contact>); these follow the page's English.
+const (
+	toolRequestBody = "%s needs this device to continue"
+	errorTitle      = "The reply was interrupted"
+)
+
+// pageOrigin is the Builder's PageURL as an origin (scheme://host[:port]),
+// or "" when it is not an absolute http(s) URL.
+func (b Builder) pageOrigin() string {
+	u, err := url.Parse(b.PageURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// ConversationURL is the companion page's URL of a session's conversation
+// at origin: what a click on its notification opens.
+func ConversationURL(origin, sessionID string) string {
+	return origin + "/#/chat/" + url.PathEscape(sessionID)
+}
+
+// SessionTag is the notification tag of a session's quiet notifications.
+func SessionTag(sessionID string) string {
+	return SessionTagPrefix + sessionID
+}
+
+// displayTitle is the title amsg-sw shows for a push without
+// notification.title: title, else 来自 <contactName>, else its default.
+func displayTitle(title, contactName string) string {
+	switch {
+	case title != "":
+		return title
+	case contactName != "":
+		return "来自 " + contactName
+	}
+	return "New notification"
+}
+
+// summary cuts text to at most NotificationBodyMax bytes on a rune
+// boundary, marking a cut with an ellipsis.
+func summary(text string) string {
+	if len(text) <= NotificationBodyMax {
+		return text
+	}
+	const ellipsis = "…"
+	cut := NotificationBodyMax - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + ellipsis
+}
+
+// declare makes c a declarative message when the Builder knows the page's
+// origin: web_push and mutable at the root, and the title, body, tag,
+// navigate and mutable the notification lacks (an empty title too, and a
+// relative icon made absolute, which Safari requires). The caller's
+// directive is copied, never changed: the caller may share it between
+// pushes. A push whose directive says show:false stays as it is: a
+// declarative message is always shown.
+func (b Builder) declare(c *push.Common, title, body, tag string) {
+	origin := b.pageOrigin()
+	if origin == "" || (c.Notification != nil && showsNever(c.Notification)) {
+		return
+	}
+	n := push.Notification{}
+	if c.Notification != nil {
+		n = *c.Notification
+		n.Unknown = append([]push.Member(nil), c.Notification.Unknown...)
+	}
+	if icon, ok := n.Icon.Get(); ok {
+		u, err := url.Parse(origin + "/")
+		if err == nil {
+			u, err = u.Parse(icon)
+		}
+		if err != nil {
+			return // Safari would refuse the whole push
+		}
+		n.Icon = push.Some(u.String())
+	}
+	if t, _ := n.Title.Get(); t == "" {
+		n.Title = push.Some(title)
+	}
+	if n.Body.IsAbsent() && body != "" {
+		n.Body = push.Some(body)
+	}
+	if n.Tag.IsAbsent() {
+		n.Tag = push.Some(tag)
+	}
+	n.Unknown = withMember(n.Unknown, "navigate", stringJSON(ConversationURL(origin, c.SessionID)))
+	n.Unknown = withMember(n.Unknown, "mutable", json.RawMessage("true"))
+	c.Notification = &n
+	c.Unknown = withMember(c.Unknown, "web_push", json.RawMessage("8030"))
+	c.Unknown = withMember(c.Unknown, "mutable", json.RawMessage("true"))
+}
+
+// quiet gives a tool_request or error push a directive that every worker
+// shows (show:'always', silent, under the session's tag, which the reply's
+// notification replaces), then makes it declarative. Members the caller
+// set are kept; a caller's show:false is left alone.
+func (b Builder) quiet(c *push.Common, title, body string) {
+	n := push.Notification{}
+	if c.Notification != nil {
+		if showsNever(c.Notification) {
+			return
+		}
+		n = *c.Notification
+	}
+	if n.Show.IsAbsent() {
+		n.Show = push.Some(push.ShowAlways)
+	}
+	if n.Silent.IsAbsent() {
+		n.Silent = push.Some(true)
+	}
+	if n.Title.IsAbsent() {
+		n.Title = push.Some(title)
+	}
+	if n.Body.IsAbsent() {
+		n.Body = push.Some(body)
+	}
+	if n.Tag.IsAbsent() {
+		n.Tag = push.Some(SessionTag(c.SessionID))
+	}
+	c.Notification = &n
+	b.declare(c, title, body, SessionTag(c.SessionID))
+}
+
+func showsNever(n *push.Notification) bool {
+	s, ok := n.Show.Get()
+	return ok && s == push.ShowNever
+}
+
+// withMember returns members with key set to value unless it is there.
+func withMember(members []push.Member, key string, value json.RawMessage) []push.Member {
+	for _, m := range members {
+		if m.Key == key {
+			return members
+		}
+	}
+	return append(members, push.Member{Key: key, Value: value})
+}
+
+func stringJSON(s string) json.RawMessage {
+	raw, _ := json.Marshal(s) // a string always marshals
+	return raw
+}

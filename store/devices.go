@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Liveness of devices. iOS revokes a subscription after a few pushes that
+// showed nothing, and Apple's push service still answers 2xx for it, so a
+// dead device is never pruned by a 404/410. A device is therefore seen when
+// the page opens on it and whenever its service worker reports a push it
+// received; one silent for longer than the configured limit is expired.
+//
+// last_seen_at is NULL until the first report: liveness is the latest of
+// created_at, updated_at (every PUT /push-subscription, which upstream's
+// client sends on each start) and last_seen_at, so clients that never report
+// still count as seen when they register again.
+const devicesSchema = `
+ALTER TABLE subscriptions ADD COLUMN last_seen_at INTEGER;
+`
+
+// livenessSQL is a device's last sign of life in milliseconds.
+const livenessSQL = `max(created_at, updated_at, coalesce(last_seen_at, 0))`
+
+// DeviceSeen is one of a user's devices as the device list shows it.
+type DeviceSeen struct {
+	ID         int64
+	Endpoint   string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	LastSeenAt time.Time // the latest of CreatedAt, UpdatedAt and its reports
+}
+
+// SeeDevice records that userID's device with this endpoint is alive now and
+// reports whether the user has such a device.
+func (s *Store) SeeDevice(ctx context.Context, userID, endpoint string) (bool, error) {
+	n, err := s.execCount(ctx, "see device", `UPDATE subscriptions SET last_seen_at = ? WHERE user_id = ? AND endpoint_sha256 = ?`,
+		millis(s.now()), userID, endpointHash(endpoint))
+	return n > 0, err
+}
+
+// DevicesSeen returns userID's devices with their last sign of life, most
+// recently updated first. Rows that do not decrypt are left out, as Devices
+// does.
+func (s *Store) DevicesSeen(ctx context.Context, userID string) ([]DeviceSeen, error) {
+	devices, err := s.Devices(ctx, userID)
+	if err != nil || len(devices) == 0 {
+		return nil, err
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, `+livenessSQL+` FROM subscriptions WHERE user_id = ?`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("store: devices seen: %w", err)
+	}
+	defer rows.Close()
+	seen := make(map[int64]int64, len(devices))
+	for rows.Next() {
+		var id, at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, fmt.Errorf("store: devices seen: %w", err)
+		}
+		seen[id] = at
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: devices seen: %w", err)
+	}
+	out := make([]DeviceSeen, 0, len(devices))
+	for _, d := range devices {
+		at, ok := seen[d.ID]
+		if !ok {
+			continue // deleted between the two reads
+		}
+		out = append(out, DeviceSeen{ID: d.ID, Endpoint: d.Subscription.Endpoint, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, LastSeenAt: fromMillis(at)})
+	}
+	return out, nil
+}
+
+// ExpireSilentDevices deletes every device whose last sign of life is before
+// cutoff and returns how many there were. Housekeeping calls it with now
+// minus the configured silence limit.
+func (s *Store) ExpireSilentDevices(ctx context.Context, cutoff time.Time) (int, error) {
+	n, err := s.execCount(ctx, "expire silent devices", `DELETE FROM subscriptions WHERE `+livenessSQL+` < ?`, millis(cutoff))
+	if n > 0 {
+		s.log.Info("store: expired silent devices", "expired", n, "silent_since", cutoff.UTC().Format(time.RFC3339))
+	}
+	return n, err
+}
