@@ -11,6 +11,7 @@ import (
 
 	"amsg/builders/declarativetest"
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/push/courier"
 	"amsg/store"
 	"amsg/store/storetest"
@@ -31,7 +32,7 @@ func seeDevice(s *Server, userID, body string) response {
 }
 
 func TestDeviceSeenAndList(t *testing.T) {
-	clk := &testClock{now: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	st := storetest.Open(t, store.Config{Now: clk.Now})
 	deliveries, fake := newTestCourier(t, st, courier.PolicyVisible)
 	s := newTestServer(t, Config{AllowPrivateEndpoints: true, Now: clk.Now, AdminToken: testAdminToken}, Deps{Store: st, Courier: deliveries})

@@ -10,7 +10,9 @@ import (
 	"amsg/push/courier"
 )
 
-// deliveryError is a push that reached none of its recipients.
+// deliveryError is a push that reached none of its recipients; the JSON
+// transport finds it with errors.As to answer with the push service's
+// status.
 type deliveryError struct {
 	status int // the last status a push service answered; 0 if none did
 	err    error
@@ -36,10 +38,10 @@ func (s *Server) deliverPush(ctx context.Context, round *courier.Round, p push.P
 	return deliveryFailure(res)
 }
 
-// deliveryFailure says why no recipient took a push: what a push service
-// answered, else why no answer came, else that there was nobody to send
-// to.
-func deliveryFailure(res courier.Result) *deliveryError {
+// deliveryFailure says why no recipient took a push, as a *deliveryError:
+// what a push service answered, else why no answer came, else that there
+// was nobody to send to.
+func deliveryFailure(res courier.Result) error {
 	for _, d := range res.Devices {
 		switch {
 		case d.Status != 0:

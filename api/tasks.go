@@ -129,9 +129,13 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	}
 	// The user asked for this message now: a client that goes away does not
 	// cancel it.
-	res, ierr := s.deps.Scheduler.DeliverInstant(context.WithoutCancel(ctx), task)
-	if ierr != nil {
-		return newError(http.StatusInternalServerError, "MESSAGE_SEND_FAILED", "消息发送失败").withDetails(ierr)
+	res, err := s.deps.Scheduler.DeliverInstant(context.WithoutCancel(ctx), task)
+	var failed *scheduler.InstantError
+	switch {
+	case errors.As(err, &failed):
+		return newError(http.StatusInternalServerError, "MESSAGE_SEND_FAILED", "消息发送失败").withDetails(failed)
+	case err != nil:
+		return err
 	}
 	writeData(w, http.StatusOK, struct {
 		UUID         string `json:"uuid"`

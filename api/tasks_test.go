@@ -7,38 +7,19 @@ import (
 	"maps"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/scheduler"
 	"amsg/store"
 	"amsg/store/storetest"
 )
-
-// testClock is a settable clock shared by the store, the scheduler and the
-// server.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 var taskEpoch = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 
@@ -48,13 +29,13 @@ type taskEnv struct {
 	s     *Server
 	st    *store.Store
 	fake  *pushtest.Server
-	clk   *testClock
+	clk   *clocktest.Clock // shared by the store, the scheduler and the server
 	sched *scheduler.Scheduler
 }
 
 func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 	t.Helper()
-	e := &taskEnv{clk: &testClock{now: taskEpoch}}
+	e := &taskEnv{clk: clocktest.New(taskEpoch)}
 	e.st = storetest.Open(t, store.Config{Now: e.clk.Now, Logger: testLogger(t)})
 	deliveries, fake := newTestCourier(t, e.st, courier.PolicyUpstream)
 	e.fake = fake

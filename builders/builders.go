@@ -1,6 +1,6 @@
-// Package builders validates and stamps pushes: BuildContentPush,
-// BuildReasoningPush, BuildToolRequestPush and BuildErrorPush turn arguments
-// into push values ready to encode.
+// Package builders validates and stamps pushes: a Builder's
+// BuildContentPush, BuildReasoningPush, BuildToolRequestPush and
+// BuildErrorPush turn arguments into push values ready to encode.
 //
 // They are stricter than the upstream JavaScript builders, which only check
 // that required fields are present, yet accept everything upstream producers
@@ -18,9 +18,9 @@
 //
 // Defaults: messageSubtype "chat", timestamp now, messageId "msg_<uuid>".
 // A Builder carries the clock and the id source, so tests and components
-// with an injected clock control both; the package-level functions use a
-// zero Builder. A rule broken is an *Error naming the push kind, the field
-// and the rule; only the first rule broken, in wire order, is reported.
+// with an injected clock control both. A rule broken is an *Error naming the
+// push kind, the field and the rule; only the first rule broken, in wire
+// order, is reported.
 package builders
 
 import (
@@ -72,26 +72,6 @@ type Common struct {
 	// scheduler fills it. Instant producers leave it empty, or set a null
 	// TaskID as the instant ContentPush does.
 	push.TaskIdentity
-}
-
-// BuildContentPush builds a content push with a zero Builder.
-func BuildContentPush(a ContentArgs) (*push.ContentPush, []Warning, error) {
-	return Builder{}.BuildContentPush(a)
-}
-
-// BuildReasoningPush builds a reasoning push with a zero Builder.
-func BuildReasoningPush(a ReasoningArgs) (*push.ReasoningPush, []Warning, error) {
-	return Builder{}.BuildReasoningPush(a)
-}
-
-// BuildToolRequestPush builds a tool_request push with a zero Builder.
-func BuildToolRequestPush(a ToolRequestArgs) (*push.ToolRequestPush, error) {
-	return Builder{}.BuildToolRequestPush(a)
-}
-
-// BuildErrorPush builds an error push with a zero Builder.
-func BuildErrorPush(a ErrorArgs) (*push.ErrorPush, error) {
-	return Builder{}.BuildErrorPush(a)
 }
 
 // Rule names a validation rule. Rules are stable: callers may branch on them.

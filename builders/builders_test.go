@@ -214,7 +214,7 @@ func encoded(p push.Push) string {
 
 // The first rule broken, in wire order, is the one reported.
 func TestFirstRuleBrokenIsReported(t *testing.T) {
-	_, _, err := builders.BuildContentPush(builders.ContentArgs{MessageIndex: 5})
+	_, _, err := builders.Builder{}.BuildContentPush(builders.ContentArgs{MessageIndex: 5})
 	var be *builders.Error
 	if !errors.As(err, &be) || be.Field != "messageType" || be.Kind != push.KindContent {
 		t.Fatalf("got %v", err)

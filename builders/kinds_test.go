@@ -210,7 +210,7 @@ func assertEncodes(t *testing.T, p push.Push, want []byte) {
 
 func TestDefaults(t *testing.T) {
 	before := time.Now().UTC().Truncate(time.Millisecond)
-	p, _, err := builders.BuildContentPush(builders.ContentArgs{Common: instant(), Message: "hi"})
+	p, _, err := builders.Builder{}.BuildContentPush(builders.ContentArgs{Common: instant(), Message: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}

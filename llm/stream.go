@@ -2,6 +2,7 @@ package llm
 
 import (
 	"amsg/push"
+	"cmp"
 
 	"bufio"
 	"bytes"
@@ -216,11 +217,7 @@ func (a *streamAccumulator) response() *Response {
 		calls := make([]ToolCall, len(indexes))
 		for n, i := range indexes {
 			b := a.calls[i]
-			typ := b.typ
-			if typ == "" {
-				typ = "function"
-			}
-			calls[n] = ToolCall{ID: b.id, Type: typ, Function: ToolCallFunction{Name: b.name, Arguments: b.args.String()}}
+			calls[n] = ToolCall{ID: b.id, Type: cmp.Or(b.typ, "function"), Function: ToolCallFunction{Name: b.name, Arguments: b.args.String()}}
 		}
 		r.ToolCalls = push.MustMarshalNoEscape(calls)
 	}

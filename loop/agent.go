@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,9 +103,7 @@ func NewAgent(cfg AgentConfig) *Agent {
 	if a.now == nil {
 		a.now = time.Now
 	}
-	if a.log == nil {
-		a.log = slog.Default()
-	}
+	a.log = cmp.Or(a.log, slog.Default())
 	a.builder = builders.Builder{Now: a.now, PageURL: cfg.PageURL}
 	return a
 }

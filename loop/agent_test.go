@@ -17,6 +17,7 @@ import (
 	"amsg/llm"
 	"amsg/llm/llmtest"
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/store/storetest"
 )
 
@@ -366,10 +367,8 @@ func TestAgentResumeConflicts(t *testing.T) {
 // running; then a retry takes the iteration over and its results replace
 // the dead round's. A restarted server takes such a claim over at once.
 func TestAgentRetakesAnAbandonedClaim(t *testing.T) {
-	var mu sync.Mutex
-	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
-	advance := func(d time.Duration) { mu.Lock(); at = at.Add(d); mu.Unlock() }
+	clock := clocktest.New(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	now, advance := clock.Now, clock.Add
 	result := `[{"role":"tool","tool_call_id":"call_1","content":"12:00"}]`
 	conflict := func(t *testing.T, err error) {
 		t.Helper()

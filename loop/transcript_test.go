@@ -12,6 +12,7 @@ import (
 
 	"amsg/llm"
 	"amsg/llm/llmtest"
+	"amsg/push/clocktest"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -48,8 +49,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 // fixedClock ticks a second per reading, so every message has its own time.
 func fixedClock() func() time.Time {
-	at := time.Date(2026, 11, 22, 11, 10, 56, 869e6, time.UTC)
-	return func() time.Time { at = at.Add(time.Second); return at }
+	return clocktest.Stepping(time.Date(2026, 11, 22, 11, 10, 57, 869e6, time.UTC), time.Second).Now
 }
 
 // recordedLoop runs the get_time loop of issue 4 and returns its transcript.

@@ -41,8 +41,8 @@ func TestVisiblePolicyKeepsReasoningOffWebPush(t *testing.T) {
 	if !slices.Equal(recorded, []string{base + "reasoning", base + "0"}) {
 		t.Errorf("outbox %v, want the reasoning and the content", recorded)
 	}
-	if len(h.sleeps) != 0 {
-		t.Errorf("paced %v: a withheld push needs no pause", h.sleeps)
+	if len(h.sleep.Waits()) != 0 {
+		t.Errorf("paced %v: a withheld push needs no pause", h.sleep.Waits())
 	}
 }
 

@@ -29,16 +29,13 @@ const (
 // push subscription.
 const subscriptionMissingText = "PUSH_SUBSCRIPTION_MISSING: 该用户还没有登记推送订阅（PUT /push-subscription）"
 
-// FireError is a failed delivery of one occurrence. Permanent failures are
-// not retried: a one-off task fails, a recurring one skips the occurrence.
-type FireError struct {
-	Code      string // a standard code, or "" for an ordinary failure
-	Permanent bool
-	Err       error
-}
-
-func (e *FireError) Error() string { return e.Err.Error() }
-func (e *FireError) Unwrap() error { return e.Err }
+// The failures a delivery tells apart (see failure); any other error is an
+// ordinary failure, retried with backoff.
+var (
+	errSubscriptionMissing error = textError(subscriptionMissingText)
+	errPayloadTooLarge     error = textError(CodePayloadTooLarge)
+	errPushSendFailed      error = textError("Web Push delivery failed")
+)
 
 // textError is an error whose text is the standard's wording, capitals
 // included.
@@ -46,17 +43,27 @@ type textError string
 
 func (e textError) Error() string { return string(e) }
 
-func permanent(code string, err error) *FireError {
-	return &FireError{Code: code, Permanent: true, Err: err}
-}
+// unreadableError is a task payload that does not decrypt or parse: a
+// permanent failure without a code of its own, whose text is its cause's.
+type unreadableError struct{ error }
 
-// fireErr views any error as a *FireError.
-func fireErr(err error) *FireError {
-	var fe *FireError
-	if errors.As(err, &fe) {
-		return fe
+func (e unreadableError) Unwrap() error { return e.error }
+
+// failure says what a failed delivery means: the standard's code ("" for
+// an ordinary failure), and whether it is permanent, so not retried (a
+// one-off task fails, a recurring one skips the occurrence).
+func failure(err error) (code string, permanent bool) {
+	switch {
+	case errors.Is(err, errSubscriptionMissing):
+		return CodeSubscriptionMissing, true
+	case errors.Is(err, errPayloadTooLarge):
+		return CodePayloadTooLarge, true
+	case errors.Is(err, errPushSendFailed):
+		return loop.CodePushSendFailed, false
+	case errors.As(err, new(unreadableError)):
+		return "", true
 	}
-	return &FireError{Err: err}
+	return "", false
 }
 
 // Ids of one occurrence: deterministic, so every retry of the occurrence
@@ -93,7 +100,7 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		return 0, err
 	case !cr.Reachable():
 		// Before spending LLM tokens on a message nobody can receive.
-		return 0, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+		return 0, errSubscriptionMissing
 	}
 
 	session := sessionID(task.ID, task.NextSendAt)
@@ -178,7 +185,7 @@ func (s *Scheduler) discardBurst(cr *courier.Round, task store.Task, session str
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	if err := cr.Discard(ctx, session); err != nil {
-		s.log.Warn("scheduler: discarding an undelivered burst failed", "task_id", task.ID, "err", err)
+		s.log.Warn("scheduler: discarding an undelivered burst failed", "taskId", task.ID, "err", err)
 	}
 }
 
@@ -192,7 +199,7 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 		return
 	}
 	if err != nil {
-		code := fireErr(err).Code
+		code, _ := failure(err)
 		if round.Response == nil {
 			code = loop.CodeLLMCallFailed
 		}
@@ -201,7 +208,7 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	if err := s.deps.Transcripts.Record(ctx, loop.UserOwner(task.UserID), sessionID(task.ID, task.NextSendAt), *round); err != nil {
-		s.log.Warn("scheduler: recording the round in the transcript failed", "task_id", task.ID, "err", err)
+		s.log.Warn("scheduler: recording the round in the transcript failed", "taskId", task.ID, "err", err)
 	}
 }
 
@@ -261,7 +268,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 	}
 	segments, err := splitter.Split(text)
 	if errors.Is(err, llm.ErrSplitTimeout) || errors.Is(err, llm.ErrSplitInputTooLarge) {
-		s.log.Warn("scheduler: splitPattern gave up; sending the text as one message", "task_id", task.ID, "err", err)
+		s.log.Warn("scheduler: splitPattern gave up; sending the text as one message", "taskId", task.ID, "err", err)
 		segments, err = []string{text}, nil
 	}
 	if err != nil {
@@ -332,9 +339,9 @@ func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing) (wi
 	res, err := cr.Send(ctx, o.OutboxMessage, o.Kind)
 	switch {
 	case errors.Is(err, courier.ErrNoRecipients):
-		return false, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+		return false, errSubscriptionMissing
 	case errors.Is(err, push.ErrPayloadTooLarge):
-		return false, permanent(CodePayloadTooLarge, fmt.Errorf("%s: %w", CodePayloadTooLarge, err))
+		return false, fmt.Errorf("%w: %w", errPayloadTooLarge, err)
 	case err != nil:
 		return false, err
 	}
@@ -354,23 +361,7 @@ func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing) (wi
 	if gone == len(res.Devices) {
 		// The push service dropped every subscription; the devices are
 		// deleted, so retrying cannot help until the page registers again.
-		return false, permanent(CodeSubscriptionMissing, textError(subscriptionMissingText))
+		return false, errSubscriptionMissing
 	}
-	return false, &FireError{Code: loop.CodePushSendFailed, Err: textError(fmt.Sprintf("Web Push delivery failed on %d device(s): %s",
-		len(res.Devices), strings.Join(reasons, "; ")))}
-}
-
-// sleep waits d or until ctx ends.
-func defaultSleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return false, fmt.Errorf("%w on %d device(s): %s", errPushSendFailed, len(res.Devices), strings.Join(reasons, "; "))
 }

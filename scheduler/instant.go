@@ -14,7 +14,8 @@ type InstantResult struct {
 }
 
 // InstantError is why an instant task was not delivered: the details of the
-// standard's 500 MESSAGE_SEND_FAILED.
+// standard's 500 MESSAGE_SEND_FAILED. DeliverInstant's errors are all
+// InstantErrors; callers find one with errors.As.
 type InstantError struct {
 	Code             string `json:"code"`
 	Message          string `json:"message"`
@@ -33,8 +34,8 @@ func (s *Scheduler) LeaseEnd() time.Time { return s.now().Add(s.cfg.LeaseTTL) }
 // the same pipeline as the ticker, making up to InstantAttempts attempts.
 // Delivered, the task is deleted; failed, it is marked failed with its
 // last error. The pushes carry source "instant" and the push service's
-// short instant TTL.
-func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantResult, *InstantError) {
+// short instant TTL. A failure is an *InstantError.
+func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	held := s.hold(t.Lease(), cancel)
@@ -47,7 +48,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	if err == nil {
 		for attempts = 1; ; attempts++ {
 			sent, err = s.fire(ctx, t, p, rec)
-			if err == nil || fireErr(err).Permanent || attempts == s.cfg.InstantAttempts ||
+			if _, permanent := failure(err); err == nil || permanent || attempts == s.cfg.InstantAttempts ||
 				s.sleep(ctx, time.Duration(attempts)*s.cfg.InstantBackoff) != nil {
 				break
 			}
@@ -59,15 +60,14 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 		return InstantResult{}, &InstantError{Code: "TASK_NOT_FOUND", Message: "任务不存在或已处理"}
 	}
 	if err != nil {
-		fe := fireErr(err)
-		le := newLastError(s.now(), t.NextSendAt, fe.Error())
-		le.Code, le.Permanent = fe.Code, fe.Permanent
+		le := newLastError(s.now(), t.NextSendAt, err.Error())
+		le.Code, le.Permanent = failure(err)
 		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		defer bcancel()
 		if ferr := s.deps.Store.FailTask(bctx, lease, retries, le.json()); ferr != nil {
-			s.log.Error("scheduler: recording a failed instant task failed", "task_id", t.ID, "err", ferr)
+			s.log.Error("scheduler: recording a failed instant task failed", "taskId", t.ID, "err", ferr)
 		}
-		return InstantResult{}, &InstantError{Code: "PROCESSING_ERROR", Message: fe.Error(), RetriesAttempted: &retries, Permanent: fe.Permanent}
+		return InstantResult{}, &InstantError{Code: "PROCESSING_ERROR", Message: err.Error(), RetriesAttempted: &retries, Permanent: le.Permanent}
 	}
 	if err := s.complete(lease, time.Time{}); err != nil {
 		return InstantResult{}, &InstantError{Code: "POST_SEND_CLEANUP_FAILED", Message: "消息已发送，但任务清理失败",

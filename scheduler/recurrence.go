@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"amsg/push"
+	"cmp"
 
 	_ "embed"
 	"errors"
@@ -84,10 +85,7 @@ type Recurrence struct {
 // ParseRecurrence builds the recurrence of a task from its stored fields:
 // recurrenceType ("" is none), tzId ("" is none) and cronExpr.
 func ParseRecurrence(typ push.Recurrence, tzID, cronExpr string) (Recurrence, error) {
-	r := Recurrence{Type: typ}
-	if r.Type == "" {
-		r.Type = push.RecurrenceNone
-	}
+	r := Recurrence{Type: cmp.Or(typ, push.RecurrenceNone)}
 	if !r.Type.Valid() {
 		return Recurrence{}, fmt.Errorf("unknown recurrenceType %q", typ)
 	}
@@ -149,10 +147,7 @@ func (r Recurrence) step(nominal time.Time, n int) time.Time {
 }
 
 func (r Recurrence) nextCron(nominal, now time.Time) (time.Time, int) {
-	loc := r.Zone
-	if loc == nil {
-		loc = time.UTC
-	}
+	loc := cmp.Or(r.Zone, time.UTC)
 	next := r.cron.Next(later(nominal, now).In(loc)).UTC()
 	skipped := 1
 	for t := r.cron.Next(nominal.In(loc)); !t.IsZero() && !t.After(now) && skipped < maxCountedSkips; t = r.cron.Next(t) {

@@ -98,8 +98,8 @@ type Config struct {
 	// PageURL is the companion page's origin; with it content pushes are
 	// Declarative Web Push messages (builders.Builder.PageURL).
 	PageURL string
-	// Sleep waits between pushes and between instant attempts; nil waits
-	// on a timer that ends early with the context.
+	// Sleep waits between pushes and between instant attempts; nil is
+	// push.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnClaim, when set, is told how late each claimed occurrence is (the
 	// claim time minus its nominal time), for the lateness metric.
@@ -193,7 +193,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		s.now = time.Now
 	}
 	if s.cfg.Sleep == nil {
-		s.cfg.Sleep = defaultSleep
+		s.cfg.Sleep = push.Sleep
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	return s, nil
@@ -456,7 +456,7 @@ func (s *Scheduler) releaseLease(l store.Lease) result {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	if err := s.deps.Store.ReleaseLease(ctx, l); err != nil {
-		s.log.Error("scheduler: releasing a lease failed", "task_id", l.TaskID, "err", err)
+		s.log.Error("scheduler: releasing a lease failed", "taskId", l.TaskID, "err", err)
 	}
 	return result{taskID: l.TaskID, kind: resultReleased}
 }
@@ -524,11 +524,11 @@ func (s *Scheduler) renew(h *heldLease, cancel context.CancelFunc) {
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		h.lost = true
-		s.log.Warn("scheduler: lease lost while delivering; stopping", "task_id", h.lease.TaskID)
+		s.log.Warn("scheduler: lease lost while delivering; stopping", "taskId", h.lease.TaskID)
 		cancel()
 		return
 	case err != nil:
-		s.log.Error("scheduler: renewing a lease failed", "task_id", h.lease.TaskID, "err", err)
+		s.log.Error("scheduler: renewing a lease failed", "taskId", h.lease.TaskID, "err", err)
 	default:
 		h.lease = renewed
 	}
@@ -561,7 +561,7 @@ func (s *Scheduler) process(t store.Task) result {
 		// A payload that does not decrypt or parse, or names no valid
 		// recurrence, will not read better on a retry, and its recurrence
 		// is unknown: the task fails for good, whatever it was.
-		rec, perr = Recurrence{Type: push.RecurrenceNone}, permanent("", perr)
+		rec, perr = Recurrence{Type: push.RecurrenceNone}, unreadableError{perr}
 	}
 	if perr == nil && s.stale(t, started) {
 		lease, _ := held.end()
@@ -621,13 +621,12 @@ func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err erro
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	now := s.now()
-	fe := fireErr(err)
-	le := newLastError(now, t.NextSendAt, fe.Error())
-	le.Code, le.Permanent = fe.Code, fe.Permanent
-	r := result{taskID: t.ID, reason: fe.Error(), permanent: fe.Permanent, retryCount: t.RetryCount}
+	le := newLastError(now, t.NextSendAt, err.Error())
+	le.Code, le.Permanent = failure(err)
+	r := result{taskID: t.ID, reason: err.Error(), permanent: le.Permanent, retryCount: t.RetryCount}
 	var werr error
 	switch {
-	case fe.Permanent || t.RetryCount >= s.cfg.MaxRetries:
+	case le.Permanent || t.RetryCount >= s.cfg.MaxRetries:
 		if rec.Recurring() {
 			r.kind = resultSkipped
 			r.next, _ = rec.NextAfter(t.NextSendAt, now)

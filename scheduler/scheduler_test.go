@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +19,7 @@ import (
 	"amsg/llm/llmtest"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
@@ -31,26 +32,6 @@ const (
 	bob   = "123e4567-e89b-42d3-a456-426614174000"
 )
 
-// clock is a settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
-func (c *clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
-
 // harness is a scheduler wired to a real store, a fake push service and a
 // fake LLM, with a settable clock and sleeps that return at once (and are
 // recorded).
@@ -60,12 +41,11 @@ type harness struct {
 	st      *store.Store
 	push    *pushtest.Server
 	llm     *llmtest.Server
-	clk     *clock
+	clk     *clocktest.Clock
 	sched   *Scheduler
 	courier *courier.Courier
 
-	mu     sync.Mutex
-	sleeps []time.Duration
+	sleep *clocktest.Sleeper
 }
 
 var start = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
@@ -78,7 +58,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // newPolicyHarness is newHarness with the courier under policy.
 func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness {
 	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: &clock{now: start}}
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: clocktest.New(start), sleep: &clocktest.Sleeper{}}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h.st = storetest.Open(t, store.Config{Path: h.path, Now: h.clk.Now, Logger: logger})
 	sec := h.st.Secrets()
@@ -92,12 +72,7 @@ func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness 
 	}
 	cfg.Logger, cfg.Now = logger, h.clk.Now
 	if cfg.Sleep == nil {
-		cfg.Sleep = func(ctx context.Context, d time.Duration) error {
-			h.mu.Lock()
-			h.sleeps = append(h.sleeps, d)
-			h.mu.Unlock()
-			return ctx.Err()
-		}
+		cfg.Sleep = h.sleep.Sleep
 	}
 	h.courier = courier.New(sender, h.st, courier.Config{Policy: policy, Logger: logger})
 	h.sched, err = New(cfg, Deps{Store: h.st, Courier: h.courier,
@@ -125,15 +100,9 @@ var uuidCounter int
 
 func (h *harness) insert(userID string, p Payload, next time.Time) store.Task {
 	h.t.Helper()
-	if p.ContactName == "" {
-		p.ContactName = "Rei"
-	}
-	if p.MessageSubtype == "" {
-		p.MessageSubtype = "chat"
-	}
-	if p.RecurrenceType == "" {
-		p.RecurrenceType = push.RecurrenceNone
-	}
+	p.ContactName = cmp.Or(p.ContactName, "Rei")
+	p.MessageSubtype = cmp.Or(p.MessageSubtype, "chat")
+	p.RecurrenceType = cmp.Or(p.RecurrenceType, push.RecurrenceNone)
 	p.FirstSendTime = push.FormatTimestamp(next)
 	raw, err := p.Encode()
 	if err != nil {
@@ -264,8 +233,8 @@ func TestBurstIsSegmentedAndPacedWithOneSessionID(t *testing.T) {
 			t.Errorf("push %d: %v", i, p)
 		}
 	}
-	if fmt.Sprint(h.sleeps) != "[1.5s 1.5s]" {
-		t.Errorf("pacing %v, want 1.5 s between pushes", h.sleeps)
+	if fmt.Sprint(h.sleep.Waits()) != "[1.5s 1.5s]" {
+		t.Errorf("pacing %v, want 1.5 s between pushes", h.sleep.Waits())
 	}
 	page, err := h.st.UnackedOutbox(t.Context(), alice, 0, 10)
 	if err != nil || len(page.Entries) != 3 {
@@ -804,24 +773,25 @@ func TestDeliverInstant(t *testing.T) {
 	if sum := h.tick(); sum.TotalTasks != 0 {
 		t.Fatalf("the ticker claimed a leased instant task: %+v", sum)
 	}
-	res, ierr := h.sched.DeliverInstant(t.Context(), ok)
-	if ierr != nil || res.MessagesSent != 2 || res.RetriesUsed != 0 || !h.gone(alice, ok.UUID) {
-		t.Fatalf("instant = %+v, %v", res, ierr)
+	res, err := h.sched.DeliverInstant(t.Context(), ok)
+	var ierr *InstantError
+	if errors.As(err, &ierr) || res.MessagesSent != 2 || res.RetriesUsed != 0 || !h.gone(alice, ok.UUID) {
+		t.Fatalf("instant = %+v, %v", res, err)
 	}
 	p := h.pushes()[0]
 	if p["source"] != "instant" || p["messageType"] != "instant" || h.push.Messages()[0].Header.Get("TTL") != "600" {
 		t.Errorf("instant push %v", p)
 	}
 
-	h.sleeps = nil
+	h.sleep.Reset()
 	failing := insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")})
 	h.push.Respond(sub, 3, pushtest.Response{Status: http.StatusBadGateway})
-	_, ierr = h.sched.DeliverInstant(t.Context(), failing)
-	if ierr == nil || ierr.Code != "PROCESSING_ERROR" || *ierr.RetriesAttempted != 2 || ierr.Permanent {
+	_, err = h.sched.DeliverInstant(t.Context(), failing)
+	if !errors.As(err, &ierr) || ierr.Code != "PROCESSING_ERROR" || *ierr.RetriesAttempted != 2 || ierr.Permanent {
 		t.Fatalf("failing instant: %+v", ierr)
 	}
-	if fmt.Sprint(h.sleeps) != "[1s 2s]" {
-		t.Errorf("waits between attempts %v", h.sleeps)
+	if fmt.Sprint(h.sleep.Waits()) != "[1s 2s]" {
+		t.Errorf("waits between attempts %v", h.sleep.Waits())
 	}
 	if got := h.task(alice, failing.UUID); got.Status != store.TaskFailed || got.RetryCount != 2 || got.LastError == nil {
 		t.Errorf("failed instant row %+v", got)
@@ -831,10 +801,10 @@ func TestDeliverInstant(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.courier.Forget(alice) // as the API does
-	h.sleeps = nil
-	_, ierr = h.sched.DeliverInstant(t.Context(), insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")}))
-	if ierr == nil || !ierr.Permanent || *ierr.RetriesAttempted != 0 || len(h.sleeps) != 0 {
-		t.Errorf("no device: %+v after %v", ierr, h.sleeps)
+	h.sleep.Reset()
+	_, err = h.sched.DeliverInstant(t.Context(), insertLeased(Payload{MessageType: push.TypeInstant, UserMessage: str("x")}))
+	if !errors.As(err, &ierr) || !ierr.Permanent || *ierr.RetriesAttempted != 0 || len(h.sleep.Waits()) != 0 {
+		t.Errorf("no device: %+v after %v", ierr, h.sleep.Waits())
 	}
 }
 

@@ -134,10 +134,10 @@ func summarize(start, end time.Time, results []result) Summary {
 
 // logResult logs what the background ticker did with one occurrence.
 func (s *Scheduler) logResult(r result) {
-	attrs := []any{"task_id", r.taskID}
+	attrs := []any{"taskId", r.taskID}
 	switch r.kind {
 	case resultDeleted, resultAdvanced:
-		attrs = append(attrs, "pushes", r.sent, "late_ms", r.late.Milliseconds())
+		attrs = append(attrs, "pushes", r.sent, "lateMs", r.late.Milliseconds())
 		if !r.next.IsZero() {
 			attrs = append(attrs, "next", push.FormatTimestamp(r.next))
 		}
@@ -146,7 +146,7 @@ func (s *Scheduler) logResult(r result) {
 		s.log.Warn("scheduler: stale occurrence skipped", append(attrs, "skipped", r.skipped)...)
 	case resultBackoff:
 		s.log.Warn("scheduler: delivery failed; will retry", append(attrs, "retry", r.retryCount,
-			"retry_at", push.FormatTimestamp(r.next), "reason", Sanitize(r.reason))...)
+			"retryAt", push.FormatTimestamp(r.next), "reason", Sanitize(r.reason))...)
 	case resultSkipped, resultFailed:
 		s.log.Warn("scheduler: delivery failed for good", append(attrs, "permanent", r.permanent, "reason", Sanitize(r.reason))...)
 	case resultUpdateFailed, resultStaleUpdateFailed, resultCleanupFailed:

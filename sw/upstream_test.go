@@ -18,9 +18,9 @@ import (
 
 // upstreamEnv names the directory holding @rei-standard/amsg-sw and
 // @rei-standard/amsg-shared (a node_modules/@rei-standard of an install of
-// amsg-sw 2.3.1, the version the registry serves). The tests that run
-// upstream's worker skip without it: its code is not part of this
-// repository.
+// amsg-sw 2.3.1, the version the registry serves). Its code is not part of
+// this repository: .ci/run installs it, and with CI set a missing directory
+// fails the test; elsewhere the test skips without it.
 const upstreamEnv = "AMSG_UPSTREAM_SW_DIR"
 
 // upstreamWorker serves upstream's amsg-sw as a module worker at /sw.js,
@@ -61,7 +61,10 @@ self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim(
 // request and error pushes (show:'always').
 func TestUpstreamWorkerShowsAmsgPushes(t *testing.T) {
 	dir := os.Getenv(upstreamEnv)
-	if dir == "" {
+	switch {
+	case dir == "" && os.Getenv("CI") != "":
+		t.Fatalf("%s is not set: CI installs upstream's worker (.ci/run) so this test runs there", upstreamEnv)
+	case dir == "":
 		t.Skipf("%s is not set", upstreamEnv)
 	}
 	srv := newTestServer(t, "unused")

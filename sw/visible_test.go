@@ -107,27 +107,9 @@ func TestEveryWebPushShowsANotificationWhileHidden(t *testing.T) {
 	sessionTag := builders.SessionTag(r.sessionID)
 	p.Navigate("about:blank") // headless pages are always visible: no window at all is hidden
 
-	shown, ns := deliverAndCount(t, p, r.reasoning)
-	if n := tagged(ns, sessionTag); shown != 1 || n == nil || !n.Silent || n.Body != "Rei is thinking…" {
-		t.Errorf("reasoning: shown %d, %+v", shown, ns)
-	}
-	shown, ns = deliverAndCount(t, p, r.tool)
-	if n := tagged(ns, sessionTag); shown != 1 || n == nil || !n.Silent || n.Body != "Rei needs this device to continue" || n.Title != "来自 Rei" {
-		t.Errorf("tool_request: shown %d, %+v", shown, ns)
-	}
-	receiving := "amsg-receiving-mp_visible"
-	for i, chunk := range r.chunks[:len(r.chunks)-1] {
-		shown, ns = deliverAndCount(t, p, chunk)
-		if n := tagged(ns, receiving); shown != 1 || n == nil || !n.Silent {
-			t.Errorf("chunk %d: shown %d, %+v", i+1, shown, ns)
-		}
-	}
-	shown, ns = deliverAndCount(t, p, r.chunks[len(r.chunks)-1])
-	reply := tagged(ns, r.reply.MessageID)
-	if shown != 1 || reply == nil || reply.Title != "来自 Rei" || reply.Silent || tagged(ns, receiving) != nil || tagged(ns, sessionTag) != nil {
-		t.Errorf("last chunk: shown %d, want the reply alone in place of the quiet ones: %+v", shown, ns)
-	}
-	shown, ns = deliverAndCount(t, p, r.errPush)
+	quietPushesShowUnderTheSession(t, p, r, sessionTag)
+	chunksShowReceivingThenTheReply(t, p, r, sessionTag)
+	shown, ns := deliverAndCount(t, p, r.errPush)
 	if n := tagged(ns, sessionTag); shown != 1 || n == nil || n.Title != "The reply was interrupted" || n.Body != "AI API error: HTTP 500" {
 		t.Errorf("error: shown %d, %+v", shown, ns)
 	}
@@ -137,6 +119,39 @@ func TestEveryWebPushShowsANotificationWhileHidden(t *testing.T) {
 		if shown, ns = deliverAndCount(t, p, data); shown != 1 {
 			t.Errorf("%s: shown %d, %+v", name, shown, ns)
 		}
+	}
+}
+
+// quietPushesShowUnderTheSession delivers r's reasoning and tool request,
+// each shown silently under the session's tag.
+func quietPushesShowUnderTheSession(t *testing.T, p *browsertest.Page, r round, sessionTag string) {
+	t.Helper()
+	shown, ns := deliverAndCount(t, p, r.reasoning)
+	if n := tagged(ns, sessionTag); shown != 1 || n == nil || !n.Silent || n.Body != "Rei is thinking…" {
+		t.Errorf("reasoning: shown %d, %+v", shown, ns)
+	}
+	shown, ns = deliverAndCount(t, p, r.tool)
+	if n := tagged(ns, sessionTag); shown != 1 || n == nil || !n.Silent || n.Body != "Rei needs this device to continue" || n.Title != "来自 Rei" {
+		t.Errorf("tool_request: shown %d, %+v", shown, ns)
+	}
+}
+
+// chunksShowReceivingThenTheReply delivers r's chunks: each but the last
+// shows "receiving" silently; the last shows the reply alone, in place of
+// the quiet ones.
+func chunksShowReceivingThenTheReply(t *testing.T, p *browsertest.Page, r round, sessionTag string) {
+	t.Helper()
+	receiving := "amsg-receiving-mp_visible"
+	for i, chunk := range r.chunks[:len(r.chunks)-1] {
+		shown, ns := deliverAndCount(t, p, chunk)
+		if n := tagged(ns, receiving); shown != 1 || n == nil || !n.Silent {
+			t.Errorf("chunk %d: shown %d, %+v", i+1, shown, ns)
+		}
+	}
+	shown, ns := deliverAndCount(t, p, r.chunks[len(r.chunks)-1])
+	reply := tagged(ns, r.reply.MessageID)
+	if shown != 1 || reply == nil || reply.Title != "来自 Rei" || reply.Silent || tagged(ns, receiving) != nil || tagged(ns, sessionTag) != nil {
+		t.Errorf("last chunk: shown %d, want the reply alone in place of the quiet ones: %+v", shown, ns)
 	}
 }
 
@@ -177,7 +192,7 @@ func TestWebPushReportsSeenAndCompletesTruncated(t *testing.T) {
 		PushManager.prototype.getSubscription = async () => ({ endpoint: 'https://push.example/this-phone' });
 	})()`, nil)
 
-	full, _, err := builders.BuildContentPush(builders.ContentArgs{
+	full, _, err := builders.Builder{}.BuildContentPush(builders.ContentArgs{
 		Common:  builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant, MessageID: "msg_long", SessionID: "sess_long"},
 		Message: strings.Repeat("long text ", 600), ContactName: "Rei",
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,13 +32,7 @@ type adminClient struct {
 func adminFlags(fs *flag.FlagSet, getenv func(string) string) func() (*adminClient, error) {
 	server := fs.String("server", "", "amsg server URL (env AMSG_SERVER, default "+defaultServer+")")
 	return func() (*adminClient, error) {
-		base := *server
-		if base == "" {
-			base = getenv("AMSG_SERVER")
-		}
-		if base == "" {
-			base = defaultServer
-		}
+		base := cmp.Or(*server, getenv("AMSG_SERVER"), defaultServer)
 		u, err := url.Parse(base)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("--server %q is not an http(s) URL", base)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -26,13 +27,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		fmt.Fprintln(stderr, "amsg backup: the database is PostgreSQL (AMSG_DATABASE_URL); back it up with pg_dump")
 		return 2
 	}
-	dir := *dataDir
-	if dir == "" {
-		dir = getenv(envName("data-dir"))
-	}
-	if dir == "" {
-		dir = "./amsg-data"
-	}
+	dir := cmp.Or(*dataDir, getenv(envName("data-dir")), "./amsg-data")
 	if err := store.Backup(ctx, filepath.Join(dir, "amsg.db"), fs.Arg(0)); err != nil {
 		fmt.Fprintf(stderr, "amsg backup: %v\n", err)
 		return 1

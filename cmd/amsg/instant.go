@@ -53,6 +53,7 @@ func (s *server) instant() *api.Instant {
 		TokenBudget:   c.SessionTokenBudget,
 		Logger:        s.log,
 		PageURL:       s.cfg.Notifications.PublicURL,
+		Now:           s.now,
 	})}
 }
 

@@ -12,6 +12,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -175,13 +176,7 @@ func runHealth(ctx context.Context, args []string, getenv func(string) string, s
 	if status, done := parseFlags(fs, args); done {
 		return status
 	}
-	addr := *addrFlag
-	if addr == "" {
-		addr = getenv(addrEnv)
-	}
-	if addr == "" {
-		addr = defaultAddr
-	}
+	addr := cmp.Or(*addrFlag, getenv(addrEnv), defaultAddr)
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "amsg health: address %q: %v\n", addr, err)

@@ -64,14 +64,14 @@ func newLatenessMetric(reg prometheus.Registerer) (func(time.Duration), error) {
 // dueTasksGauge reports the scheduler's backlog, counted at scrape time:
 // pending tasks whose time has come and that no one is delivering (NaN
 // when the count fails).
-func dueTasksGauge(st *store.Store, log *slog.Logger) prometheus.Collector {
+func dueTasksGauge(st *store.Store, now func() time.Time, log *slog.Logger) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "amsg_scheduler_due_tasks",
 		Help: "Pending tasks whose time has come and that are not being delivered (the scheduler's backlog).",
 	}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		n, err := st.DueTasks(ctx, time.Now())
+		n, err := st.DueTasks(ctx, now())
 		if err != nil {
 			log.Warn("metrics: could not count due tasks", "err", err)
 			return math.NaN()

@@ -75,7 +75,7 @@ func TestDueTasksGauge(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(dueTasksGauge(st, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	reg.MustRegister(dueTasksGauge(st, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if m := gathered(t, reg, "amsg_scheduler_due_tasks"); m[""] != 1 {
 		t.Fatalf("due tasks gauge = %v, want 1", m)
 	}

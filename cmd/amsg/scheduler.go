@@ -53,6 +53,7 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
 		Logger:       s.log,
+		Now:          s.now,
 		OnClaim:      onClaim,
 		PageURL:      s.cfg.Notifications.PublicURL,
 	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts})

@@ -81,6 +81,9 @@ type server struct {
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
 	version     string   // buildVersion(), read once
+	// now is the one clock: the store, the sender, the courier, the
+	// transcripts, the agent, the scheduler and the API all read it.
+	now func() time.Time
 }
 
 // errNoDataDirLock means the data directory could not be locked against a
@@ -101,6 +104,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	case err != nil:
 		return nil, &configError{err}
 	}
+	now := time.Now
 	st, err := store.Open(ctx, store.Config{
 		Path:              filepath.Join(cfg.DataDir, "amsg.db"),
 		MasterKey:         cfg.MasterKey,
@@ -109,6 +113,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		GenerateVAPID:     webpush.GenerateVAPIDKeys,
 		MaxDevicesPerUser: cfg.Limits.MaxDevicesPerUser,
 		Logger:            log,
+		Now:               now,
 	})
 	if err != nil {
 		closeFile(dataLock)
@@ -117,7 +122,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		}
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st, dataLock: dataLock, version: buildVersion()}
+	s := &server{cfg: cfg, log: log, store: st, now: now, dataLock: dataLock, version: buildVersion()}
 	if err := s.build(); err != nil {
 		st.Close()
 		closeFile(dataLock)
@@ -137,22 +142,23 @@ func (s *server) build() error {
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
 		Registerer:            reg,
 		Logger:                s.log,
+		Now:                   s.now,
 	})
 	if err != nil {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
-	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log})
+	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log, Now: s.now})
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(dueTasksGauge(s.store, s.log))
+	reg.MustRegister(dueTasksGauge(s.store, s.now, s.log))
 	policy := llm.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
 	s.llm = llm.NewClient(llm.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
 		Policy: policy, Default: s.cfg.Limits.defaultModel()})
-	s.transcripts = loop.NewTranscripts(s.store, nil)
+	s.transcripts = loop.NewTranscripts(s.store, s.now)
 	observeLateness, err := newLatenessMetric(reg)
 	if err != nil {
 		return err
@@ -179,6 +185,7 @@ func (s *server) build() error {
 		LLMPolicy:             policy,
 		Logger:                s.log,
 		PageURL:               s.cfg.Notifications.PublicURL,
+		Now:                   s.now,
 	}, api.Deps{
 		Store:         s.store,
 		Courier:       deliveries,

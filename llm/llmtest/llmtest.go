@@ -17,6 +17,7 @@ package llmtest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -197,16 +198,10 @@ func (rp *Reply) serve(w http.ResponseWriter, r *http.Request, stream bool) {
 			return
 		}
 	}
-	status := rp.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(rp.Status, http.StatusOK)
 	switch {
 	case status >= 300:
-		body := rp.Body
-		if body == "" {
-			body = `{"error":{"message":"llmtest error"}}`
-		}
+		body := cmp.Or(rp.Body, `{"error":{"message":"llmtest error"}}`)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, body)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
@@ -178,11 +179,10 @@ func TestRoundReadsDevicesOnce(t *testing.T) {
 func TestDevicesAreReadAgainWhenOld(t *testing.T) {
 	f := newFixture(t, courier.PolicyVisible)
 	f.subscribe(t, alice, f.push.Subscribe())
-	var now atomic.Int64
-	now.Store(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC).UnixNano())
-	c := courier.New(nil, f.reads, courier.Config{DeviceMaxAge: time.Minute, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	clock := clocktest.New(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC))
+	c := courier.New(nil, f.reads, courier.Config{DeviceMaxAge: time.Minute, Now: clock.Now})
 	for _, step := range []time.Duration{0, 59 * time.Second, 2 * time.Second} {
-		now.Add(int64(step))
+		clock.Add(step)
 		if _, err := c.Open(t.Context(), courier.Recipients{UserID: alice}, push.SourceScheduled); err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,6 @@
 package webpush
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,16 +44,4 @@ func backoff(try int, base, limit time.Duration, jitter func(time.Duration) time
 	d = min(d, limit)
 	half := d / 2
 	return half + jitter(d-half)
-}
-
-// sleepContext waits d or until ctx ends.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -126,7 +126,7 @@ type Config struct {
 	Registerer prometheus.Registerer // nil: metrics are kept but not exported
 	Logger     *slog.Logger          // nil: slog.Default()
 	Now        func() time.Time      // default time.Now
-	// Sleep waits between retries; default a timer that ends early with ctx.
+	// Sleep waits between retries; default push.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a random duration in [0, n); default uniform.
 	Jitter func(n time.Duration) time.Duration
@@ -167,7 +167,7 @@ func NewSender(cfg Config) (*Sender, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepContext
+		cfg.Sleep = push.Sleep
 	}
 	if cfg.Jitter == nil {
 		cfg.Jitter = uniformJitter
@@ -381,9 +381,7 @@ func (s *Sender) prepare(msg Message) (*outgoing, error) {
 	if msg.Urgency != "" {
 		o.urgency = msg.Urgency
 	}
-	if o.Topic == "" {
-		o.Topic = TopicOf(msg.ID)
-	}
+	o.Topic = cmp.Or(o.Topic, TopicOf(msg.ID))
 	o.ttlText = strconv.FormatInt(int64(o.ttl/time.Second), 10)
 	o.inline = len(msg.Payload) <= s.cfg.InlineBudget
 	if !o.inline {

@@ -12,73 +12,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/push/pushtest"
 )
-
-// memDirectory is an in-memory Directory.
-type memDirectory struct {
-	mu       sync.Mutex
-	devices  map[string][]push.Device
-	attempts []push.Attempt
-	deleted  []int64
-}
-
-func newMemDirectory() *memDirectory { return &memDirectory{devices: map[string][]push.Device{}} }
-
-func (m *memDirectory) add(userID string, sub push.Subscription) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	id := int64(len(m.devices[userID]) + len(m.deleted) + 1)
-	m.devices[userID] = append(m.devices[userID], push.Device{ID: id, UserID: userID, Subscription: sub})
-	return id
-}
-
-func (m *memDirectory) Devices(_ context.Context, userID string) ([]push.Device, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.devices[userID]), nil
-}
-
-func (m *memDirectory) DeleteDevice(_ context.Context, userID string, deviceID int64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.devices[userID] = slices.DeleteFunc(m.devices[userID], func(d push.Device) bool { return d.ID == deviceID })
-	m.deleted = append(m.deleted, deviceID)
-	return nil
-}
-
-func (m *memDirectory) RecordAttempts(_ context.Context, attempts []push.Attempt) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.attempts = append(m.attempts, attempts...)
-	return nil
-}
-
-// sleeper records the waits the sender asks for instead of waiting.
-type sleeper struct {
-	mu    sync.Mutex
-	waits []time.Duration
-}
-
-func (s *sleeper) Sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.waits = append(s.waits, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeper) Waits() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.waits)
-}
 
 type fixture struct {
 	// now is the sender's frozen clock: real time at the start of the test,
@@ -87,9 +29,7 @@ type fixture struct {
 	now    time.Time
 	ps     *pushtest.Server
 	sender *Sender
-	dir    *memDirectory
-	disp   *Dispatcher
-	sleep  *sleeper
+	sleep  *clocktest.Sleeper
 	reg    *prometheus.Registry
 	logs   *bytes.Buffer
 }
@@ -102,7 +42,7 @@ func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{now: time.Now().Truncate(time.Second), ps: pushtest.NewServer(public), dir: newMemDirectory(), sleep: &sleeper{},
+	f := &fixture{now: time.Now().Truncate(time.Second), ps: pushtest.NewServer(public), sleep: &clocktest.Sleeper{},
 		reg: prometheus.NewRegistry(), logs: &bytes.Buffer{}}
 	t.Cleanup(f.ps.Close)
 	cfg := Config{
@@ -120,7 +60,6 @@ func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 	if f.sender, err = NewSender(cfg); err != nil {
 		t.Fatal(err)
 	}
-	f.disp = &Dispatcher{Sender: f.sender, Directory: f.dir}
 	return f
 }
 
@@ -186,6 +125,16 @@ func (f *fixture) metric(t *testing.T, name, outcome string) float64 {
 	return 0
 }
 
+// send sends msg to sub, failing the test if msg could not be sent at all.
+func (f *fixture) send(t *testing.T, sub push.Subscription, msg Message) Delivery {
+	t.Helper()
+	d, err := f.sender.Send(context.Background(), sub, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func (f *fixture) noErrors(t *testing.T) {
 	t.Helper()
 	if errs := f.ps.Errors(); len(errs) != 0 {
@@ -193,20 +142,17 @@ func (f *fixture) noErrors(t *testing.T) {
 	}
 }
 
-// TestDispatchDeletesGoneDevice is issue 3's first "done when": two devices,
-// the first answers 410; the second decrypts the push, the first is deleted,
-// both attempts are recorded.
-func TestDispatchDeletesGoneDevice(t *testing.T) {
+// TestSendReportsGoneDevice is the sender's half of issue 3's first "done
+// when": of two devices, the first answers 410 and is reported gone (the
+// courier deletes it: courier's TestGoneDeviceIsDeletedAndSkipped); the
+// second decrypts the push; both attempts are reported.
+func TestSendReportsGoneDevice(t *testing.T) {
 	f := newFixture(t)
 	gone, live := f.ps.Subscribe(), f.ps.Subscribe()
-	goneID, liveID := f.dir.add("u1", gone), f.dir.add("u1", live)
 	f.ps.Respond(gone, 1, pushtest.Response{Status: http.StatusGone})
 	msg := contentPush("msg_1", 300)
 
-	res, err := f.disp.Dispatch(context.Background(), "u1", msg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	goneRes, liveRes := f.send(t, gone, msg), f.send(t, live, msg)
 	pushes, err := f.ps.WaitPushes(waitCtx(t), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -214,25 +160,21 @@ func TestDispatchDeletesGoneDevice(t *testing.T) {
 	if len(pushes) != 1 || pushes[0].Endpoint != live.Endpoint || !bytes.Equal(pushes[0].JSON, msg.Payload) {
 		t.Fatalf("pushes %+v", pushes)
 	}
-	if devs, _ := f.dir.Devices(context.Background(), "u1"); len(devs) != 1 || devs[0].ID != liveID {
-		t.Errorf("devices left %+v, want only %d", devs, liveID)
+	if goneRes.Outcome != push.OutcomeGone || liveRes.Outcome != push.OutcomeDelivered {
+		t.Errorf("outcomes %+v, %+v", goneRes, liveRes)
 	}
-	if !slices.Equal(f.dir.deleted, []int64{goneID}) {
-		t.Errorf("deleted %v, want [%d]", f.dir.deleted, goneID)
-	}
-	if res.Delivered() != 1 || res.Devices[0].Outcome != push.OutcomeGone || res.Devices[1].Outcome != push.OutcomeDelivered {
-		t.Errorf("result %+v", res)
-	}
+	// The sender stamps what it knows; the courier adds the user and device.
 	host := hostOf(t, f.ps.URL)
-	want := map[int64]push.Attempt{
-		goneID: {At: f.now, MessageID: "msg_1", UserID: "u1", DeviceID: goneID, PushHost: host, Try: 1, Status: 410, Outcome: push.OutcomeGone},
-		liveID: {At: f.now, MessageID: "msg_1", UserID: "u1", DeviceID: liveID, PushHost: host, Try: 1, Status: 201, Outcome: push.OutcomeDelivered},
+	want := []push.Attempt{
+		{At: f.now, MessageID: "msg_1", PushHost: host, Try: 1, Status: 410, Outcome: push.OutcomeGone},
+		{At: f.now, MessageID: "msg_1", PushHost: host, Try: 1, Status: 201, Outcome: push.OutcomeDelivered},
 	}
-	if len(f.dir.attempts) != 2 {
-		t.Fatalf("recorded %d attempts, want 2: %+v", len(f.dir.attempts), f.dir.attempts)
+	attempts := slices.Concat(goneRes.Attempts, liveRes.Attempts)
+	if len(attempts) != 2 {
+		t.Fatalf("reported %d attempts, want 2: %+v", len(attempts), attempts)
 	}
-	for _, a := range f.dir.attempts {
-		w := want[a.DeviceID]
+	for i, a := range attempts {
+		w := want[i]
 		w.Latency, w.Error = a.Latency, a.Error
 		if a != w || a.Latency <= 0 {
 			t.Errorf("attempt %+v, want %+v", a, w)
@@ -329,13 +271,8 @@ func TestRetriesAreBounded(t *testing.T) {
 	t.Run("attempts", func(t *testing.T) {
 		f := newFixture(t)
 		sub := f.ps.Subscribe()
-		f.dir.add("u1", sub)
 		f.ps.Respond(sub, 10, pushtest.Response{Status: 503})
-		res, err := f.disp.Dispatch(context.Background(), "u1", contentPush("msg_x", 100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := res.Devices[0]
+		d := f.send(t, sub, contentPush("msg_x", 100))
 		if d.Outcome != push.OutcomeFailed || len(d.Attempts) != 4 || !strings.Contains(d.Err.Error(), "gave up after 4 attempts: 503") {
 			t.Fatalf("%+v", d)
 		}
@@ -344,9 +281,6 @@ func TestRetriesAreBounded(t *testing.T) {
 		}
 		if n := len(f.sleep.Waits()); n != 3 {
 			t.Errorf("%d waits, want 3", n)
-		}
-		if len(f.dir.deleted) != 0 || len(f.dir.attempts) != 4 {
-			t.Errorf("deleted %v, %d attempts recorded", f.dir.deleted, len(f.dir.attempts))
 		}
 	})
 	t.Run("total wait", func(t *testing.T) {
@@ -408,20 +342,11 @@ func TestStatusPolicy(t *testing.T) {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
 			f := newFixture(t)
 			sub := f.ps.Subscribe()
-			f.dir.add("u1", sub)
 			f.ps.Respond(sub, 1, pushtest.Response{Status: tt.status, Body: `{"reason":"BadJwtToken"}`})
-			res, err := f.disp.Dispatch(context.Background(), "u1", contentPush("msg_s", 100))
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := res.Devices[0]
+			d := f.send(t, sub, contentPush("msg_s", 100))
 			if d.Outcome != tt.outcome || d.Status != tt.status || len(d.Attempts) != 1 ||
 				!strings.Contains(d.Err.Error(), tt.text) || !strings.Contains(d.Err.Error(), "BadJwtToken") {
 				t.Fatalf("delivery %+v", d)
-			}
-			devs, _ := f.dir.Devices(context.Background(), "u1")
-			if kept := len(devs) == 1; kept != (tt.outcome != push.OutcomeGone) {
-				t.Errorf("subscription kept = %v after %d", kept, tt.status)
 			}
 			if tt.outcome == push.OutcomeConfigError && !strings.Contains(f.logs.String(), "level=ERROR") {
 				t.Errorf("a configuration error was not logged as one:\n%s", f.logs)
@@ -451,21 +376,16 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	}
 }
 
-// TestTooLargeKeepsSubscription: 413 fails the message, not the subscription.
+// TestTooLargeKeepsSubscription: 413 fails the message, not the
+// subscription: the outcome is too large, not gone, which is the only one
+// the courier deletes a device for.
 func TestTooLargeKeepsSubscription(t *testing.T) {
 	f := newFixture(t)
 	sub := f.ps.Subscribe()
-	f.dir.add("u1", sub)
 	f.ps.Respond(sub, 1, pushtest.Response{Status: 413})
-	res, err := f.disp.Dispatch(context.Background(), "u1", contentPush("msg_big", 600)) // below a chunk: no fallback
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := res.Devices[0]; d.Outcome != push.OutcomeTooLarge || d.Chunks != 0 || len(d.Attempts) != 1 {
+	d := f.send(t, sub, contentPush("msg_big", 600)) // below a chunk: no fallback
+	if d.Outcome != push.OutcomeTooLarge || d.Chunks != 0 || len(d.Attempts) != 1 {
 		t.Fatalf("%+v", d)
-	}
-	if devs, _ := f.dir.Devices(context.Background(), "u1"); len(devs) != 1 || len(f.dir.deleted) != 0 {
-		t.Errorf("the subscription was deleted")
 	}
 }
 
@@ -503,16 +423,10 @@ func TestTooLargeFallsBackToChunks(t *testing.T) {
 func TestOversizedPushArrivesAsChunks(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.ps.Subscribe(), f.ps.Subscribe()
-	f.dir.add("u1", a)
-	f.dir.add("u1", b)
 	msg := contentPush("msg_20k", 20000)
 	msg.Topic = "reply"
-	res, err := f.disp.Dispatch(context.Background(), "u1", msg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	wantChunks := (len(msg.Payload) + push.DefaultMultipartChunkBytes - 1) / push.DefaultMultipartChunkBytes
-	for _, d := range res.Devices {
+	for _, d := range []Delivery{f.send(t, a, msg), f.send(t, b, msg)} {
 		if d.Outcome != push.OutcomeDelivered || d.Chunks != wantChunks || len(d.Attempts) != wantChunks {
 			t.Fatalf("%+v", d)
 		}
@@ -548,8 +462,8 @@ func TestOversizedPushArrivesAsChunks(t *testing.T) {
 	if !slices.Equal(topics[a.Endpoint], topics[b.Endpoint]) {
 		t.Errorf("the devices' chunk topics differ: %q and %q", topics[a.Endpoint], topics[b.Endpoint])
 	}
-	if got := f.metric(t, "amsg_push_multipart_messages_total", ""); got != 1 {
-		t.Errorf("multipart messages metric %v, want 1 (split once for both devices)", got)
+	if got := f.metric(t, "amsg_push_multipart_messages_total", ""); got != 2 {
+		t.Errorf("multipart messages metric %v, want 2 (one split per Send, as the courier sends per device)", got)
 	}
 	f.noErrors(t)
 }
@@ -608,20 +522,13 @@ func TestHTTPSSubject(t *testing.T) {
 func TestPrivateEndpointsRefusedUnlessAllowed(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.AllowPrivateEndpoints = false })
 	sub := f.ps.Subscribe() // http://127.0.0.1:port
-	f.dir.add("u1", sub)
-	res, err := f.disp.Dispatch(context.Background(), "u1", contentPush("msg_p", 10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := res.Devices[0]
+	// Failed, not gone: the courier keeps the device.
+	d := f.send(t, sub, contentPush("msg_p", 10))
 	if d.Outcome != push.OutcomeFailed || !errors.Is(d.Err, ErrInvalidSubscription) {
 		t.Fatalf("%+v", d)
 	}
 	if n := len(f.ps.Requests()); n != 0 {
 		t.Errorf("%d requests reached a loopback push service", n)
-	}
-	if len(f.dir.deleted) != 0 {
-		t.Error("a refused endpoint was deleted")
 	}
 	// An https endpoint on loopback gets past the form checks and is stopped
 	// by the dialer.
@@ -635,7 +542,6 @@ func TestPrivateEndpointsRefusedUnlessAllowed(t *testing.T) {
 func TestInvalidMessages(t *testing.T) {
 	f := newFixture(t)
 	sub := f.ps.Subscribe()
-	f.dir.add("u1", sub)
 	base := contentPush("msg_i", 10)
 	tests := []struct {
 		name string
@@ -656,9 +562,6 @@ func TestInvalidMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := f.disp.Dispatch(context.Background(), "u1", tt.msg(base)); !errors.Is(err, tt.want) {
-				t.Errorf("Dispatch: err = %v, want %v", err, tt.want)
-			}
 			if _, err := f.sender.Send(context.Background(), sub, tt.msg(base)); !errors.Is(err, tt.want) {
 				t.Errorf("Send: err = %v, want %v", err, tt.want)
 			}
@@ -668,69 +571,29 @@ func TestInvalidMessages(t *testing.T) {
 		t.Errorf("%d requests for invalid messages", n)
 	}
 	var tooLarge *push.PayloadTooLargeError
-	_, err := f.disp.Dispatch(context.Background(), "u1", tests[6].msg(base))
+	_, err := f.sender.Send(context.Background(), sub, tests[6].msg(base))
 	if !errors.As(err, &tooLarge) || tooLarge.Code() != "PAYLOAD_TOO_LARGE" || !strings.Contains(err.Error(), "256000 bytes") {
 		t.Errorf("err = %v", err)
 	}
 }
 
-func TestDispatchWithoutDevices(t *testing.T) {
-	f := newFixture(t)
-	if _, err := f.disp.Dispatch(context.Background(), "nobody", contentPush("msg_0", 10)); !errors.Is(err, ErrNoDevices) {
-		t.Errorf("err = %v", err)
-	}
-}
-
-// TestDispatchIsBounded: at most Concurrency devices are sent to at once,
-// and one payload shared by all of them is not corrupted (run with -race).
-func TestDispatchIsBounded(t *testing.T) {
-	f := newFixture(t)
-	const devices, limit = 12, 3
-	var inflight, peak atomic.Int32
-	gate := make(chan struct{})
-	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := inflight.Add(1)
-		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-		}
-		if n == limit {
-			close(gate)
-		}
-		<-gate
-		inflight.Add(-1)
-		w.WriteHeader(http.StatusCreated)
-	}))
-	defer counting.Close()
-	for range devices {
-		sub := f.ps.Subscribe()
-		sub.Endpoint = counting.URL + "/push"
-		f.dir.add("u1", sub)
-	}
-	f.disp.Concurrency = limit
-	res, err := f.disp.Dispatch(context.Background(), "u1", contentPush("msg_c", 1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Delivered() != devices {
-		t.Errorf("delivered to %d of %d", res.Delivered(), devices)
-	}
-	if p := peak.Load(); p != limit {
-		t.Errorf("peak concurrency %d, want %d", p, limit)
-	}
-}
-
-// TestConcurrentSharedPayload sends one payload to many devices at once
-// through the real fan-out; every device must decrypt exactly it.
+// TestConcurrentSharedPayload sends one payload to many devices at once,
+// as the courier does (one Send per device, the same Message); every device
+// must decrypt exactly it (run with -race).
 func TestConcurrentSharedPayload(t *testing.T) {
 	f := newFixture(t)
-	for range 16 {
-		f.dir.add("u1", f.ps.Subscribe())
-	}
-	f.disp.Concurrency = 16
 	msg := contentPush("msg_shared", 1500)
 	msg.Payload = append(make([]byte, 0, len(msg.Payload)+64), msg.Payload...) // spare capacity, as json.Marshal leaves
-	if _, err := f.disp.Dispatch(context.Background(), "u1", msg); err != nil {
-		t.Fatal(err)
+	var wg sync.WaitGroup
+	for range 16 {
+		sub := f.ps.Subscribe()
+		wg.Go(func() {
+			if d, err := f.sender.Send(context.Background(), sub, msg); err != nil || d.Outcome != push.OutcomeDelivered {
+				t.Errorf("%+v, %v", d, err)
+			}
+		})
 	}
+	wg.Wait()
 	pushes, err := f.ps.WaitPushes(waitCtx(t), 16)
 	if err != nil {
 		t.Fatal(err)

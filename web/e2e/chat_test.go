@@ -112,8 +112,16 @@ func TestChatToolLoopEndToEnd(t *testing.T) {
 	})()`, nil)
 	p.WaitFor(`document.querySelectorAll('.msg.assistant .bubble').length === 2 && !document.querySelector('.composer .send.stop')`)
 
-	// The page: the question, the reasoning folded away, the tool that ran,
-	// the answer in two bubbles, nothing else.
+	thread := pageShowsTheToolLoop(t, p)
+	modelSawTheToolLoop(t, llm)
+	backupsStayQuiet(t, srv, p, thread)
+}
+
+// pageShowsTheToolLoop checks the page: the question, the reasoning folded
+// away, the tool that ran, the answer in two bubbles, nothing else. It
+// returns the thread.
+func pageShowsTheToolLoop(t *testing.T, p *browsertest.Page) []threadItem {
+	t.Helper()
 	var thread []threadItem
 	p.Eval(readThreadJS, &thread)
 	var classes []string
@@ -133,10 +141,14 @@ func TestChatToolLoopEndToEnd(t *testing.T) {
 	if tool.State != "tool-call done" || !strings.Contains(tool.Result, `"iso"`) {
 		t.Errorf("tool call %+v, want done with the time", tool)
 	}
+	return thread
+}
 
-	// The model: the first call has the question and the browser's tools;
-	// the second, made by /continue, the history the server restored with
-	// the browser's result.
+// modelSawTheToolLoop checks the model's two requests: the first has the
+// question and the browser's tools; the second, made by /continue, the
+// history the server restored with the browser's result.
+func modelSawTheToolLoop(t *testing.T, llm *llmtest.Server) {
+	t.Helper()
 	reqs := llm.WaitRequests(2)
 	var first struct {
 		Messages []map[string]any `json:"messages"`
@@ -174,8 +186,13 @@ func TestChatToolLoopEndToEnd(t *testing.T) {
 		!strings.Contains(m[2].Content.(string), `"iso"`) {
 		t.Errorf("second LLM request messages %s", reqs[1].Body["messages"])
 	}
+}
 
-	// The backups: one Web Push per SSE payload, with its messageId.
+// backupsStayQuiet checks the backups: one Web Push per SSE payload of
+// thread, with its messageId, each a duplicate the worker neither shows
+// nor renders again.
+func backupsStayQuiet(t *testing.T, srv *server, p *browsertest.Page, thread []threadItem) {
+	t.Helper()
 	ids, kinds, plaintexts := pushIDs(t, srv, 4)
 	var sseIDs []string
 	for _, it := range thread[1:] {

@@ -116,8 +116,18 @@ func openTaskForm(p *browsertest.Page, base string) {
 // page, checking the server's task after each step.
 func TestScheduleEditDeliverCancel(t *testing.T) {
 	srv, p, id, first := newSchedulingPage(t)
+	scheduleOneOff(t, srv, p, id, first)
+	second := first.Add(time.Hour)
+	editToDaily(t, srv, p, id, first, second)
+	deliverAndShow(t, srv, p, second)
+	listShowsNextOccurrence(t, srv, p, second.AddDate(0, 0, 1))
+	cancelTheTask(t, srv, p, id)
+}
 
-	// Schedule a one-off fixed message.
+// scheduleOneOff schedules a one-off fixed message at first through the
+// form and checks the server's task and the list.
+func scheduleOneOff(t *testing.T, srv *server, p *browsertest.Page, id string, first time.Time) {
+	t.Helper()
 	openTaskForm(p, srv.URL)
 	fillTaskForm(t, p, map[string]string{"From": "Rei", "Message": "Stretch and drink some water.",
 		"Time zone": "Asia/Tokyo", "First time": wall(first)})
@@ -134,8 +144,12 @@ func TestScheduleEditDeliverCancel(t *testing.T) {
 		rows[0].Note != "Stretch and drink some water." || rows[0].Badges != "Fixed message | Once" {
 		t.Fatalf("list shows %+v, want the task %s next at %s", rows, task.UUID, push.FormatTimestamp(first))
 	}
+}
 
-	// Edit it: new text, an hour later, every day.
+// editToDaily edits the task: the form shows it as scheduled at first, and
+// it becomes new text at second, every day.
+func editToDaily(t *testing.T, srv *server, p *browsertest.Page, id string, first, second time.Time) {
+	t.Helper()
 	p.Eval(`document.querySelector('.task a[href^="#/schedule/edit/"]').click()`, nil)
 	p.WaitFor(`document.querySelector('.task-form textarea').value === 'Stretch and drink some water.'`)
 	var shown struct {
@@ -147,19 +161,21 @@ func TestScheduleEditDeliverCancel(t *testing.T) {
 	if shown.When != wall(first) || shown.Zone != "Asia/Tokyo" {
 		t.Errorf("the edit form shows %+v, want %s in Asia/Tokyo", shown, wall(first))
 	}
-	second := first.Add(time.Hour)
 	fillTaskForm(t, p, map[string]string{"Message": "Time for a walk.", "Next time": wall(second), "Repeat": "daily"})
 	submitTaskForm(p)
-	task, payload = onlyTask(t, srv, id)
+	task, payload := onlyTask(t, srv, id)
 	if !task.NextSendAt.Equal(second) || payload.RecurrenceType != push.RecurrenceDaily ||
 		payload.UserMessage == nil || *payload.UserMessage != "Time for a walk." {
 		t.Fatalf("after the edit the server task is at %s with %+v, want a daily message at %s", task.NextSendAt, payload, second)
 	}
 	p.WaitFor(`document.querySelector('.task .task-note').textContent === 'Time for a walk.'`)
+}
 
-	// The scheduler delivers it at its time; the fake push service decrypts
-	// the push, which the worker shows.
-	sum := srv.fireAt(t, second)
+// deliverAndShow has the scheduler deliver the task at its time; the fake
+// push service decrypts the push, which the worker shows.
+func deliverAndShow(t *testing.T, srv *server, p *browsertest.Page, at time.Time) {
+	t.Helper()
+	sum := srv.fireAt(t, at)
 	if sum.SuccessCount != 1 || sum.Details.UpdatedRecurringTasks != 1 {
 		t.Fatalf("tick summary %+v, want one recurring task delivered", sum)
 	}
@@ -176,16 +192,23 @@ func TestScheduleEditDeliverCancel(t *testing.T) {
 	if n.Body != "Time for a walk." || n.Title != "来自 Rei" {
 		t.Errorf("notification %+v", n)
 	}
+}
 
-	// The list shows the next day's occurrence.
+// listShowsNextOccurrence reloads the list, which shows the daily task
+// next at next.
+func listShowsNextOccurrence(t *testing.T, srv *server, p *browsertest.Page, next time.Time) {
+	t.Helper()
 	p.Navigate(srv.URL + "/?delivered#/schedule")
 	p.WaitFor(`document.querySelector('.task')`)
-	next := second.AddDate(0, 0, 1)
 	if rows := taskRows(p); len(rows) != 1 || rows[0].Next != push.FormatTimestamp(next) || rows[0].Badges != "Fixed message | Every day" {
 		t.Fatalf("after delivery the list shows %+v, want the next occurrence at %s", rows, push.FormatTimestamp(next))
 	}
+}
 
-	// Cancel it: a confirmation first, then the task is gone.
+// cancelTheTask cancels the task: a confirmation first, then the task is
+// gone from the server and the list.
+func cancelTheTask(t *testing.T, srv *server, p *browsertest.Page, id string) {
+	t.Helper()
 	p.Eval(`[...document.querySelectorAll('.task button')].find((b) => b.textContent === 'Cancel').click()`, nil)
 	p.WaitFor(`document.querySelector('.task-actions.confirm')`)
 	p.Eval(`[...document.querySelectorAll('.task-actions.confirm button')].find((b) => b.textContent === 'Cancel message').click()`, nil)

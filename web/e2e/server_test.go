@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
@@ -34,30 +34,10 @@ type server struct {
 	Store     *store.Store
 	Push      *pushtest.Server
 	Scheduler *scheduler.Scheduler
-	clock     *clock
-}
-
-// clock is the scheduler's clock: the real time until a test sets it. The
-// API keeps the real clock, so the page and the server agree on what is in
-// the future.
-type clock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at.IsZero() {
-		return time.Now()
-	}
-	return c.at
-}
-
-func (c *clock) Set(at time.Time) {
-	c.mu.Lock()
-	c.at = at
-	c.mu.Unlock()
+	// clock is the scheduler's: it stands at the server's start until a
+	// test sets it. The API keeps the real clock, so the page and the server
+	// agree on what is in the future.
+	clock *clocktest.Clock
 }
 
 func newServer(t *testing.T) *server {
@@ -105,7 +85,7 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 	// instant path, as cmd/amsg has them.
 	client := llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
-	clk := &clock{}
+	clk := clocktest.New(time.Now())
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log, PageURL: pageURL,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
 		scheduler.Deps{Store: st, Courier: deliveries, LLM: client, Transcripts: transcripts})
