@@ -506,52 +506,59 @@ func (s *Scheduler) cleanup(ctx context.Context, force bool) {
 const bookkeepingTimeout = 10 * time.Second
 
 // heldLease is a lease kept alive by a heartbeat while a task is delivered.
-// Only the heartbeat goroutine touches lease and lost until it closes done;
-// end reads them after that.
+// The heartbeat is a timer, not a goroutine: a delivery that ends before
+// its first Heartbeat (nearly all of them) costs no goroutine and no
+// wake-up. mu serializes a renewal with end.
 type heldLease struct {
+	mu    sync.Mutex
 	lease store.Lease
 	lost  bool
-	stop  chan struct{}
-	done  chan struct{}
+	ended bool
+	timer *time.Timer
 }
 
 // hold starts renewing l every Heartbeat. If the lease is lost, cancel is
 // called: another process owns the task now, or its owner deleted it.
 func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
-	h := &heldLease{lease: l, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		ticker := time.NewTicker(s.cfg.Heartbeat)
-		defer ticker.Stop()
-		for {
-			select {
-			case <-h.stop:
-				return
-			case <-ticker.C:
-			}
-			ctx, stop := context.WithTimeout(context.Background(), bookkeepingTimeout)
-			renewed, err := s.deps.Store.RenewLease(ctx, h.lease, s.now().Add(s.cfg.LeaseTTL))
-			stop()
-			switch {
-			case errors.Is(err, store.ErrLeaseLost):
-				h.lost = true
-				s.log.Warn("scheduler: lease lost while delivering; stopping", "taskId", l.TaskID)
-				cancel()
-				return
-			case err != nil:
-				s.log.Error("scheduler: renewing a lease failed", "taskId", l.TaskID, "err", err)
-			default:
-				h.lease = renewed
-			}
-		}
-	}()
+	h := &heldLease{lease: l}
+	h.mu.Lock() // a renewal reads h.timer
+	defer h.mu.Unlock()
+	h.timer = time.AfterFunc(s.cfg.Heartbeat, func() { s.renew(h, cancel) })
 	return h
 }
 
-// end stops the heartbeat and returns the lease as last renewed.
+// renew is one heartbeat: it extends the lease and arms the next one, or
+// cancels the delivery when the lease is lost.
+func (s *Scheduler) renew(h *heldLease, cancel context.CancelFunc) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		return
+	}
+	ctx, stop := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	renewed, err := s.deps.Store.RenewLease(ctx, h.lease, s.now().Add(s.cfg.LeaseTTL))
+	stop()
+	switch {
+	case errors.Is(err, store.ErrLeaseLost):
+		h.lost = true
+		s.log.Warn("scheduler: lease lost while delivering; stopping", "taskId", h.lease.TaskID)
+		cancel()
+		return
+	case err != nil:
+		s.log.Error("scheduler: renewing a lease failed", "taskId", h.lease.TaskID, "err", err)
+	default:
+		h.lease = renewed
+	}
+	h.timer.Reset(s.cfg.Heartbeat)
+}
+
+// end stops the heartbeat, waiting for a renewal under way, and returns
+// the lease as last renewed.
 func (h *heldLease) end() (store.Lease, bool) {
-	close(h.stop)
-	<-h.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ended = true
+	h.timer.Stop()
 	return h.lease, h.lost
 }
 

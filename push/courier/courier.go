@@ -307,11 +307,17 @@ func (r *Round) Send(ctx context.Context, m push.OutboxMessage, kind push.Kind) 
 		return res, ErrNoRecipients
 	}
 	errs := make([]error, len(subs))
-	var wg sync.WaitGroup
-	for i, sub := range subs {
-		wg.Go(func() { res.Devices[i].Delivery, errs[i] = r.c.send(ctx, r.to.UserID, sub, msg) })
+	if len(subs) == 1 {
+		// Most users have one device: sending on this goroutine spares a
+		// goroutine and a wake-up per push.
+		res.Devices[0].Delivery, errs[0] = r.c.send(ctx, r.to.UserID, subs[0], msg)
+	} else {
+		var wg sync.WaitGroup
+		for i, sub := range subs {
+			wg.Go(func() { res.Devices[i].Delivery, errs[i] = r.c.send(ctx, r.to.UserID, sub, msg) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
 			return res, err

@@ -697,8 +697,22 @@ func scrubEndpoint(text, endpoint, host string) string {
 	return strings.ReplaceAll(text, endpoint, host)
 }
 
-// logDelivery logs one device's outcome at a level fit for it.
+// logDelivery logs one device's outcome at a level fit for it. A delivered
+// push logs at debug: the check comes first, so the common case builds no
+// attributes.
 func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
+	level, msg := slog.LevelWarn, "push not delivered"
+	switch d.Outcome {
+	case push.OutcomeDelivered:
+		level, msg = slog.LevelDebug, "push delivered"
+	case push.OutcomeGone:
+		level, msg = slog.LevelInfo, "push subscription gone"
+	case push.OutcomeConfigError:
+		level, msg = slog.LevelError, "push not delivered: a configuration error"
+	}
+	if !s.log.Enabled(context.Background(), level) {
+		return
+	}
 	attrs = append(attrs, "host", d.PushHost, "messageId", messageID, "outcome", d.Outcome,
 		"status", d.Status, "attempts", len(d.Attempts))
 	if d.Cut {
@@ -710,14 +724,5 @@ func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
 	if d.Err != nil {
 		attrs = append(attrs, "err", d.Err.Error())
 	}
-	switch d.Outcome {
-	case push.OutcomeDelivered:
-		s.log.Debug("push delivered", attrs...)
-	case push.OutcomeGone:
-		s.log.Info("push subscription gone", attrs...)
-	case push.OutcomeConfigError:
-		s.log.Error("push not delivered: a configuration error", attrs...)
-	default:
-		s.log.Warn("push not delivered", attrs...)
-	}
+	s.log.Log(context.Background(), level, msg, attrs...)
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary be the push service, as the benchmark
+// re-executes itself for it.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == pushServiceCommand {
+		os.Exit(runMain(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestSmoke runs the whole benchmark small, without node: the real amsg
+// binary schedules 50 fixed tasks through the encrypted API and the push
+// service in its own process verifies and decrypts all 50.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs amsg")
+	}
+	o, err := parseOptions([]string{"-short", "--skip-node", "--scenario", "latency", "-n", "50", "--rate", "100"}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := run(ctx, o, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	report := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`amsg \(scheduled\) +50 pushes in +[0-9.]+ s`),
+		regexp.MustCompile(`due-to-delivered at 100 tasks/s: p50 \S+, p99 \S+, max \S+`),
+		regexp.MustCompile(`amsg peak RSS: [1-9][0-9]* MiB`),
+	} {
+		if !want.MatchString(report) {
+			t.Errorf("the report lacks %s:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "node web-push") && !strings.Contains(report, "skipping") {
+		t.Errorf("node ran despite --skip-node:\n%s", report)
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// perSecond is n events over d, per second; 0 when d is not positive.
+func perSecond(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// perPush is the CPU time spent per push, in microseconds.
+func perPush(cpu time.Duration, n int) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / float64(n)
+}
+
+// percentile returns the nearest-rank p-th percentile (0 < p <= 100) of ds,
+// which it sorts; 0 for no values.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	rank := int(float64(len(ds))*p/100 + 0.999999999)
+	return ds[min(max(rank, 1), len(ds))-1]
+}
+
+// spread returns the least, the median and the greatest of vs, which it
+// sorts; the median of an even count is the mean of the middle two.
+func spread(vs []float64) (lo, median, hi float64) {
+	if len(vs) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(vs)
+	n := len(vs)
+	median = vs[n/2]
+	if n%2 == 0 {
+		median = (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[0], median, vs[n-1]
+}
+
+// clockTick is Linux's USER_HZ, the unit of the CPU times in /proc/pid/stat:
+// 100 on every architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// processCPU returns the user plus system CPU time pid has used so far.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
+	}
+	return parseStatCPU(b)
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/pid/stat
+// line. The command name in field 2 may hold spaces and parentheses, so the
+// fields are counted from its last ')'.
+func parseStatCPU(stat []byte) (time.Duration, error) {
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("/proc stat line without a command name: %.40q", stat)
+	}
+	fields := strings.Fields(string(stat[end+1:]))
+	// fields[0] is field 3 (state), so utime (14) and stime (15) are 11 and 12.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc stat line has %d fields after the name, want at least 13", len(fields))
+	}
+	var total time.Duration
+	for _, f := range fields[11:13] {
+		ticks, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || ticks < 0 {
+			return 0, fmt.Errorf("/proc stat CPU field %q is not a tick count", f)
+		}
+		total += time.Duration(ticks) * clockTick
+	}
+	return total, nil
+}
+
+// peakRSS returns the peak resident set size of pid (VmHWM), in bytes.
+func peakRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the memory of process %d: %w", pid, err)
+	}
+	return parseVmHWM(b)
+}
+
+// parseVmHWM reads the "VmHWM:  1234 kB" line of /proc/pid/status.
+func parseVmHWM(status []byte) (int64, error) {
+	for line := range strings.Lines(string(status)) {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		kb, unit, _ := strings.Cut(strings.TrimSpace(rest), " ")
+		n, err := strconv.ParseInt(kb, 10, 64)
+		if err != nil || n < 0 || strings.TrimSpace(unit) != "kB" {
+			return 0, fmt.Errorf("/proc status line %q is not a size in kB", strings.TrimSpace(line))
+		}
+		return n << 10, nil
+	}
+	return 0, fmt.Errorf("/proc status has no VmHWM line")
+}
