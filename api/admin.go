@@ -378,13 +378,19 @@ func (s *Server) handleAdminBroadcastResume(w http.ResponseWriter, r *http.Reque
 }
 
 // ResumeBroadcasts continues the broadcasts a previous process left
-// running; amsg serve calls it once at start.
-func (s *Server) ResumeBroadcasts(ctx context.Context) error {
+// running and that have not advanced since idleSince: amsg serve calls it at
+// start on SQLite (every running broadcast is a dead process's), and on the
+// housekeeping leader of several instances, where a broadcast that has
+// stopped advancing lost its instance.
+func (s *Server) ResumeBroadcasts(ctx context.Context, idleSince time.Time) error {
 	list, err := s.deps.Store.Broadcasts(ctx, store.BroadcastRunning, store.MaxAdminPage)
 	if err != nil {
 		return err
 	}
 	for _, b := range list {
+		if b.UpdatedAt.After(idleSince) {
+			continue
+		}
 		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursorSet", b.Cursor != "", "sent", b.Sent)
 		s.startBroadcast(b, 0)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"amsg/push"
 	"amsg/push/courier"
@@ -175,7 +176,19 @@ func TestAdminBroadcastReachesEveryUserAndResumes(t *testing.T) {
 	if err := s.deps.Store.AdvanceBroadcast(ctx, b.ID, users[0], 0, 0, "running"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ResumeBroadcasts(ctx); err != nil {
+	advanced, err := s.deps.Store.GetBroadcast(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One that advanced since the cutoff has a live sender somewhere.
+	if err := s.ResumeBroadcasts(ctx, advanced.UpdatedAt.Add(-time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	s.broadcasts.wg.Wait()
+	if got := len(fake.Pushes()); got != 4 {
+		t.Fatalf("%d pushes after resuming only idle broadcasts, want 4", got)
+	}
+	if err := s.ResumeBroadcasts(ctx, advanced.UpdatedAt); err != nil {
 		t.Fatal(err)
 	}
 	s.broadcasts.wg.Wait()

@@ -51,15 +51,25 @@ type AgentConfig struct {
 	TokenBudget int64
 	// ClaimTimeout is how long an iteration claimed by /continue stays
 	// claimed when its round never ends (the process died mid-round); 0
-	// means the client's timeout plus DefaultClaimMargin. Claims made
-	// before the Agent was created are abandoned at once: amsg runs one
-	// process per database, and a round does not outlive it.
+	// means the client's timeout plus DefaultClaimMargin.
 	ClaimTimeout time.Duration
-	Now          func() time.Time // nil: time.Now
-	Logger       *slog.Logger     // nil: slog.Default()
+	// Instance names this process among those sharing the database; its
+	// claims carry it. Liveness, when set, tells whether the instance of a
+	// claim still runs: a claim of a dead one is abandoned at once. Without
+	// Liveness, claims made before the Agent was created are abandoned at
+	// once instead (one process per database: a round does not outlive it).
+	Instance string
+	Liveness Liveness
+	Now      func() time.Time // nil: time.Now
+	Logger   *slog.Logger     // nil: slog.Default()
 	// PageURL is the companion page's origin; with it content pushes are
 	// Declarative Web Push messages (builders.Builder.PageURL).
 	PageURL string
+}
+
+// Liveness tells whether an instance still runs.
+type Liveness interface {
+	InstanceAlive(ctx context.Context, instance string) (bool, error)
 }
 
 // DefaultClaimMargin is what a claim outlives the LLM call by: the time to
@@ -79,6 +89,8 @@ type Agent struct {
 	tokenBudget   int64
 	claimTimeout  time.Duration
 	started       time.Time // on the transcripts' clock
+	instance      string
+	liveness      Liveness
 	builder       builders.Builder
 	now           func() time.Time
 	log           *slog.Logger
@@ -87,7 +99,8 @@ type Agent struct {
 // NewAgent returns an Agent for cfg.
 func NewAgent(cfg AgentConfig) *Agent {
 	a := &Agent{client: cfg.Client, transcripts: cfg.Transcripts, maxIterations: cfg.MaxIterations,
-		tokenBudget: cfg.TokenBudget, claimTimeout: cfg.ClaimTimeout, now: cfg.Now, log: cfg.Logger}
+		tokenBudget: cfg.TokenBudget, claimTimeout: cfg.ClaimTimeout, instance: cfg.Instance, liveness: cfg.Liveness,
+		now: cfg.Now, log: cfg.Logger}
 	if a.maxIterations <= 0 {
 		a.maxIterations = DefaultMaxIterations
 	}
@@ -234,13 +247,13 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 		settings := Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget}
 		_, err = a.transcripts.Append(ctx, r.Owner, r.SessionID, 0, &settings,
 			inputMessage(run.iteration, push.MustMarshalNoEscape(msgs[:split])),
-			toolResultsMessage(run.iteration, msgs[split:], nil))
+			a.claim(toolResultsMessage(run.iteration, msgs[split:], nil)))
 		return run, continueConflict(err, -1)
 	case err != nil:
 		return nil, err
 	}
 
-	history, calls, next, err := tr.replay(a.claimCutoff())
+	history, calls, next, err := tr.replay(a.abandoned(ctx))
 	if err != nil || calls == nil {
 		return nil, &ContinueError{Conflict: true, Expected: -1, Reason: "the session waits for no tool results: another /continue handled them, or the loop is over"}
 	}
@@ -264,18 +277,30 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 	} else {
 		run.call.Tools, run.call.ToolChoice = tr.Settings.Tools, tr.Settings.ToolChoice
 	}
-	_, err = a.transcripts.Append(ctx, r.Owner, r.SessionID, tr.LastSeq(), settings, toolResultsMessage(next, results, calls))
+	_, err = a.transcripts.Append(ctx, r.Owner, r.SessionID, tr.LastSeq(), settings, a.claim(toolResultsMessage(next, results, calls)))
 	return run, continueConflict(err, next)
 }
 
-// claimCutoff is when a claim must have been made to still hold: after the
-// Agent started and within the claim timeout.
-func (a *Agent) claimCutoff() time.Time {
-	cutoff := a.transcripts.now().Add(-a.claimTimeout)
-	if cutoff.Before(a.started) {
-		return a.started
+// abandoned reports whether a claim's round died: it is older than the
+// claim timeout, or its instance is gone (with Liveness), or it predates
+// this Agent (without Liveness, or for a claim that names no instance).
+func (a *Agent) abandoned(ctx context.Context) func(Message) bool {
+	now := a.transcripts.now()
+	return func(claim Message) bool {
+		switch {
+		case claim.Timestamp.Before(now.Add(-a.claimTimeout)):
+			return true
+		case a.liveness == nil || claim.ClaimedBy == "":
+			return claim.Timestamp.Before(a.started)
+		case claim.ClaimedBy == a.instance:
+			return false
+		}
+		alive, err := a.liveness.InstanceAlive(ctx, claim.ClaimedBy)
+		if err != nil {
+			a.log.Warn("loop: cannot tell whether a claim's instance runs; the claim holds", "instance", claim.ClaimedBy, "err", err)
+		}
+		return err == nil && !alive
 	}
-	return cutoff
 }
 
 // continueConflict turns a lost compare-and-append into the conflict error.
@@ -330,6 +355,12 @@ func checkResults(results []json.RawMessage, calls []ToolCallEntry) error {
 
 // toolResultsMessage records role "tool" messages, named after the calls
 // they answer when known.
+// claim marks tool results as this instance's claim on the round they feed.
+func (a *Agent) claim(m Message) Message {
+	m.ClaimedBy = a.instance
+	return m
+}
+
 func toolResultsMessage(iteration int, results []json.RawMessage, calls []ToolCallEntry) Message {
 	names := map[string]string{}
 	for _, c := range calls {

@@ -451,6 +451,38 @@ func TestAgentRetakesAnAbandonedClaim(t *testing.T) {
 			t.Fatalf("round after a restart: %+v %v", out, err)
 		}
 	})
+
+	// Several instances share the database: a claim holds while its
+	// instance lives, whenever the other instance started, and goes with it.
+	t.Run("on another instance", func(t *testing.T) {
+		alive := instances{"a": true}
+		f := newAgentFixture(t, AgentConfig{Now: now, Instance: "a", Liveness: alive})
+		toolLoop(t, f, "s")
+		if _, err := f.resume(t.Context(), "s", 1, result); err != nil {
+			t.Fatal(err) // a's claim, its round under way
+		}
+		advance(time.Second)
+		b := NewAgent(AgentConfig{Client: llm.NewClient(llm.Config{Policy: testPolicy}), Transcripts: f.agent.Transcripts(), Now: now, Instance: "b", Liveness: alive})
+		_, err := b.Resume(t.Context(), Resume{Owner: owner, SessionID: "s", Iteration: 1, Call: f.call(result)})
+		conflict(t, err)
+
+		delete(alive, "a") // a died in the round
+		f.llm.Enqueue(llmtest.Reply{Content: "中午。"})
+		run, err := b.Resume(t.Context(), Resume{Owner: owner, SessionID: "s", Iteration: 1, Call: f.call(result)})
+		if err != nil {
+			t.Fatalf("resume on b after a died: %v", err)
+		}
+		if out, err := run.Execute(t.Context(), (&collect{}).emit); err != nil || out.Status != StatusFinished {
+			t.Fatalf("round on b: %+v %v", out, err)
+		}
+	})
+}
+
+// instances is a Liveness over a set of live instance names.
+type instances map[string]bool
+
+func (live instances) InstanceAlive(_ context.Context, instance string) (bool, error) {
+	return live[instance], nil
 }
 
 func TestAgentStopsTheLoop(t *testing.T) {

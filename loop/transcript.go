@@ -54,7 +54,10 @@ type Message struct {
 	Assistant json.RawMessage
 	Calls     []ToolCallEntry
 	Results   []ToolResultEntry
-	Code      string   // an error's code: LLM_CALL_FAILED, LOOP_EXCEEDED, …
+	Code      string // an error's code: LLM_CALL_FAILED, LOOP_EXCEEDED, …
+	// ClaimedBy is, on tool-results, the instance running the round they
+	// feed: the claim holds while that instance lives.
+	ClaimedBy string
 	Pushes    []string // messageIds of the pushes the message produced, in order
 	Usage     store.TokenUsage
 }
@@ -85,6 +88,7 @@ type body struct {
 	Calls     []ToolCallEntry   `json:"calls,omitempty"`
 	Results   []ToolResultEntry `json:"results,omitempty"`
 	Code      string            `json:"code,omitempty"`
+	ClaimedBy string            `json:"claimedBy,omitempty"`
 }
 
 type usageJSON struct {
@@ -116,7 +120,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		Pushes []string  `json:"pushes"`
 		Usage  usageJSON `json:"usage"`
 	}{m.ID, m.Seq, push.FormatTimestamp(m.Timestamp), m.Type, m.Iteration,
-		body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code}, pushes, toUsageJSON(m.Usage)})
+		body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code, ""}, pushes, toUsageJSON(m.Usage)})
 }
 
 // Owner says who may read and continue a session: the user when the
@@ -233,7 +237,7 @@ func (t *Transcripts) Load(ctx context.Context, owner Owner, sessionID string) (
 		if err := json.Unmarshal(e.Body, &b); err != nil {
 			return nil, fmt.Errorf("loop: transcript message %d: %w", e.Seq, err)
 		}
-		m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code = b.Text, b.Messages, b.Assistant, b.Calls, b.Results, b.Code
+		m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code, m.ClaimedBy = b.Text, b.Messages, b.Assistant, b.Calls, b.Results, b.Code, b.ClaimedBy
 		tr.Messages = append(tr.Messages, m)
 	}
 	return tr, nil
@@ -271,7 +275,7 @@ func (t *Transcripts) Append(ctx context.Context, owner Owner, sessionID string,
 				m.Results[i].EntryID = t.newID(m.Timestamp)
 			}
 		}
-		raw, err := push.MarshalNoEscape(body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code})
+		raw, err := push.MarshalNoEscape(body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code, m.ClaimedBy})
 		if err != nil {
 			return store.TranscriptHead{}, fmt.Errorf("loop: transcript message: %w", err)
 		}
@@ -431,10 +435,10 @@ func lastUserText(messages json.RawMessage) string {
 // replay walks the loop in progress (from the last input message) and
 // returns its LLM history, and the tool calls it waits results for with the
 // iteration those results start. A tool-results message followed by a
-// failed call (LLM_CALL_FAILED), or ending the transcript stamped before
-// claimCutoff (an abandoned claim: the round it started died), is dropped:
-// the iteration may be retried, and the retry's results replace it.
-func (t *Transcript) replay(claimCutoff time.Time) (history []json.RawMessage, pending []ToolCallEntry, next int, err error) {
+// failed call (LLM_CALL_FAILED), or ending the transcript and abandoned (a
+// claim whose round died), is dropped: the iteration may be retried, and the
+// retry's results replace it.
+func (t *Transcript) replay(abandoned func(Message) bool) (history []json.RawMessage, pending []ToolCallEntry, next int, err error) {
 	start := -1
 	for i, m := range t.Messages {
 		if m.Type == MessageInput {
@@ -470,7 +474,7 @@ func (t *Transcript) replay(claimCutoff time.Time) (history []json.RawMessage, p
 			awaited, pending = nil, nil
 		}
 	}
-	if last := t.Messages[len(t.Messages)-1]; last.Type == MessageToolResults && awaited != nil && last.Timestamp.Before(claimCutoff) {
+	if last := t.Messages[len(t.Messages)-1]; last.Type == MessageToolResults && awaited != nil && abandoned(last) {
 		history, pending = history[:mark], awaited
 	}
 	return history, pending, next, nil

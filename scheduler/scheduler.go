@@ -119,6 +119,15 @@ type Deps struct {
 	LLM     Completer
 	// Transcripts, when set, records every LLM round an occurrence runs.
 	Transcripts *loop.Transcripts
+	// Housekeeper, when set, says whether this process prunes finished
+	// tasks and the outbox: one of several instances on one database does.
+	Housekeeper Housekeeper
+}
+
+// Housekeeper elects the one process that does the housekeeping;
+// store.Leader is one.
+type Housekeeper interface {
+	Check(ctx context.Context) (bool, error)
 }
 
 // Scheduler delivers scheduled tasks. Start it once; Stop ends it.
@@ -471,6 +480,14 @@ func (s *Scheduler) cleanup(ctx context.Context, force bool) {
 		return
 	}
 	s.lastCleanup = now
+	if h := s.deps.Housekeeper; h != nil {
+		if leads, err := h.Check(ctx); !leads {
+			if err != nil {
+				s.log.Warn("scheduler: electing the housekeeper failed", "err", err)
+			}
+			return
+		}
+	}
 	n, err := s.deps.Store.DeleteFinishedTasks(ctx, now.Add(-s.cfg.FinishedRetention))
 	if err != nil {
 		s.log.Error("scheduler: deleting finished tasks failed", "err", err)

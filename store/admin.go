@@ -15,22 +15,9 @@ import (
 // delivery chart, deleting a user, and broadcasts. The SQL is kept to what
 // SQLite and PostgreSQL both accept.
 
-// broadcastsSchema holds one row per operator broadcast. The message is the
+// The broadcasts table holds one row per operator broadcast. The message is the
 // operator's, sent to many users, so it is stored in plaintext; cursor is
 // the last user id handled, so a stopped broadcast resumes after it.
-const broadcastsSchema = `
-CREATE TABLE broadcasts (
-	id          TEXT PRIMARY KEY,
-	message     TEXT NOT NULL, -- JSON: the send request minus the user id
-	user_ids    TEXT,          -- JSON array of user ids; NULL means every user
-	cursor      TEXT NOT NULL,
-	sent        INTEGER NOT NULL,
-	failed      INTEGER NOT NULL,
-	status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'stopped')),
-	created_at  INTEGER NOT NULL,
-	updated_at  INTEGER NOT NULL
-) STRICT;
-`
 
 // UserSummary is one user as the operator sees it: every user id that has a
 // device, a task, client state or outbox rows.

@@ -2,11 +2,12 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"amsg/store/driver/sqlite"
 )
 
 // Backup writes a consistent copy of the SQLite database at path to dest
@@ -36,12 +37,7 @@ func Backup(ctx context.Context, path, dest string) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("store: backup: %w", err)
 	}
-	db, err := sql.Open("sqlite", dsn(src, ""))
-	if err != nil {
-		return errors.Join(fmt.Errorf("store: backup: %w", err), os.Remove(out))
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, out); err != nil {
+	if err := sqlite.VacuumInto(ctx, src, out); err != nil {
 		return errors.Join(fmt.Errorf("store: backup: %w", err), os.Remove(out))
 	}
 	return nil

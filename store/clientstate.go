@@ -23,16 +23,6 @@ import (
 // hex and never start with a control character, so the two cannot be
 // confused; user names may not contain control characters, so the internal
 // rows cannot be reached or overwritten through the API.
-const clientStateSchema = `
-CREATE TABLE client_state (
-	user_id    TEXT NOT NULL,
-	namespace  TEXT NOT NULL,
-	key        TEXT NOT NULL,
-	value      TEXT NOT NULL,    -- sealed value, or a chunk root's plaintext marker
-	updated_at INTEGER NOT NULL, -- the last-write-wins guard: version, else the client's epoch ms
-	PRIMARY KEY (user_id, namespace, key)
-) STRICT;
-`
 
 // Bounds of client state, the standard's.
 const (

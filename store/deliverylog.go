@@ -13,23 +13,6 @@ import (
 // The delivery log keeps one row per HTTP attempt to deliver one message to
 // one device. Rows outlive the device (a 410 deletes it), so device_id is
 // not a foreign key.
-const deliveryLogSchema = `
-CREATE TABLE delivery_log (
-	id         INTEGER PRIMARY KEY,
-	at         INTEGER NOT NULL,
-	message_id TEXT NOT NULL,
-	user_id    TEXT NOT NULL,
-	device_id  INTEGER NOT NULL,
-	push_host  TEXT NOT NULL,
-	try        INTEGER NOT NULL,
-	status     INTEGER NOT NULL,
-	outcome    TEXT NOT NULL,
-	latency_ms INTEGER NOT NULL,
-	error      TEXT NOT NULL
-) STRICT;
-CREATE INDEX delivery_log_message ON delivery_log (message_id);
-CREATE INDEX delivery_log_at ON delivery_log (at);
-`
 
 // maxAttemptErrorBytes bounds the error text kept per attempt; push
 // services may answer with long bodies.

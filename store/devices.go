@@ -16,12 +16,11 @@ import (
 // created_at, updated_at (every PUT /push-subscription, which upstream's
 // client sends on each start) and last_seen_at, so clients that never report
 // still count as seen when they register again.
-const devicesSchema = `
-ALTER TABLE subscriptions ADD COLUMN last_seen_at INTEGER;
-`
 
 // livenessSQL is a device's last sign of life in milliseconds.
-const livenessSQL = `max(created_at, updated_at, coalesce(last_seen_at, 0))`
+func (s *Store) livenessSQL() string {
+	return s.dialect.Greatest + `(created_at, updated_at, coalesce(last_seen_at, 0))`
+}
 
 // DeviceSeen is one of a user's devices as the device list shows it.
 type DeviceSeen struct {
@@ -48,7 +47,7 @@ func (s *Store) DevicesSeen(ctx context.Context, userID string) ([]DeviceSeen, e
 	if err != nil || len(devices) == 0 {
 		return nil, err
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, `+livenessSQL+` FROM subscriptions WHERE user_id = ?`, userID)
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, `+s.livenessSQL()+` FROM subscriptions WHERE user_id = ?`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("store: devices seen: %w", err)
 	}
@@ -79,7 +78,7 @@ func (s *Store) DevicesSeen(ctx context.Context, userID string) ([]DeviceSeen, e
 // cutoff and returns how many there were. Housekeeping calls it with now
 // minus the configured silence limit.
 func (s *Store) ExpireSilentDevices(ctx context.Context, cutoff time.Time) (int, error) {
-	n, err := s.execCount(ctx, "expire silent devices", `DELETE FROM subscriptions WHERE `+livenessSQL+` < ?`, millis(cutoff))
+	n, err := s.execCount(ctx, "expire silent devices", `DELETE FROM subscriptions WHERE `+s.livenessSQL()+` < ?`, millis(cutoff))
 	if n > 0 {
 		s.log.Info("store: expired silent devices", "expired", n, "silent_since", cutoff.UTC().Format(time.RFC3339))
 	}

@@ -6,35 +6,18 @@ import (
 	"fmt"
 )
 
-// migrations is the schema's history, oldest first. Step i brings the
-// schema to version i+1; a database records its version in schema_version.
-// Append only: never edit or reorder a step that has shipped. A feature adds
-// its schema as a constant in its own file and one line here.
-var migrations = []func(*sql.Tx) error{
-	schema(secretsSchema),       // secrets.go
-	schema(subscriptionsSchema), // subscriptions.go
-	schema(deliveryLogSchema),   // deliverylog.go
-	schema(clientStateSchema),   // clientstate.go
-	schema(outboxSchema),        // outbox.go
-	schema(tasksSchema),         // tasks.go
-	schema(transcriptsSchema),   // transcripts.go
-	schema(broadcastsSchema),    // admin.go
-	schema(tokenProofsSchema),   // tokenproofs.go
-	schema(devicesSchema),       // devices.go
-}
+// The schema's history lives in each driver's Dialect.Migrations, oldest
+// first: step i brings the schema to version i+1, and a database records its
+// version in schema_version. Append only: never edit or reorder a step that
+// has shipped. A feature adds its schema as one step at the end of both
+// dialects' lists.
 
-// schema is a migration step that runs a fixed block of SQL statements.
-func schema(statements string) func(*sql.Tx) error {
-	return func(tx *sql.Tx) error {
-		_, err := tx.Exec(statements)
-		return err
-	}
-}
-
-// migrate brings the database to len(migrations), one transaction per step.
-// Each step re-reads the version inside its transaction, so two processes
-// opening the same new file do not apply a step twice.
+// migrate brings the database to the dialect's latest version, one
+// transaction per step. Open runs it holding the driver's "start" lock, so
+// instances that start at once migrate once; each step re-reads the version
+// inside its transaction as well.
 func (s *Store) migrate(ctx context.Context) error {
+	migrations := s.dialect.Migrations
 	if _, err := s.writer.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return err
 	}
@@ -52,13 +35,13 @@ func (s *Store) migrate(ctx context.Context) error {
 			if err != nil || current >= version {
 				return err
 			}
-			if err := migrations[i](tx); err != nil {
+			if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(`DELETE FROM schema_version`); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
 				return err
 			}
-			_, err = tx.Exec(`INSERT INTO schema_version (version) VALUES (?)`, version)
+			_, err = tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, version)
 			return err
 		})
 		if err != nil {

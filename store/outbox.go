@@ -18,26 +18,6 @@ import (
 // cursor. AUTOINCREMENT keeps ids from being reused after cleanup deletes the
 // newest rows, so a cursor never skips a new row. The created_at and acked_at
 // indexes keep CleanupOutbox cheap enough to run on every scheduler tick.
-const outboxSchema = `
-CREATE TABLE message_outbox (
-	id             INTEGER PRIMARY KEY AUTOINCREMENT,
-	user_id        TEXT NOT NULL,
-	message_id     TEXT NOT NULL,
-	task_uuid      TEXT,
-	session_id     TEXT,
-	message_index  INTEGER,
-	total_messages INTEGER,
-	payload        TEXT NOT NULL, -- sealed push JSON, as sent
-	created_at     INTEGER NOT NULL,
-	delivered_at   INTEGER,
-	acked_at       INTEGER,
-	UNIQUE (user_id, message_id)
-) STRICT;
-CREATE INDEX message_outbox_unacked ON message_outbox (user_id, id) WHERE acked_at IS NULL;
-CREATE INDEX message_outbox_created ON message_outbox (created_at);
-CREATE INDEX message_outbox_acked ON message_outbox (acked_at) WHERE acked_at IS NOT NULL;
-CREATE INDEX message_outbox_session ON message_outbox (user_id, session_id) WHERE session_id IS NOT NULL;
-`
 
 // Bounds of the outbox, the standard's.
 const (
@@ -115,7 +95,7 @@ var appendOutboxSQL = preparedSQL(`INSERT INTO message_outbox
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (user_id, message_id) DO UPDATE SET
 		payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
-	WHERE acked_at IS NULL`)
+	WHERE message_outbox.acked_at IS NULL`)
 
 func checkOutboxMessage(m OutboxMessage) error {
 	switch {
@@ -141,7 +121,7 @@ func isJSONObject(b []byte) bool {
 // userID. Ids that are not recorded are ignored.
 func (s *Store) MarkOutboxDelivered(ctx context.Context, userID string, messageIDs []string) error {
 	_, err := s.updateOutbox(ctx, `UPDATE message_outbox SET delivered_at = ?
-		WHERE user_id = ? AND message_id IN (SELECT value FROM json_each(?))`, userID, messageIDs)
+		WHERE user_id = ? AND message_id IN (`+s.dialect.InJSONArray+`)`, userID, messageIDs)
 	if err != nil {
 		return fmt.Errorf("store: mark outbox delivered: %w", err)
 	}
@@ -159,7 +139,7 @@ func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []strin
 		}
 	}
 	n, err := s.updateOutbox(ctx, `UPDATE message_outbox SET acked_at = ?
-		WHERE user_id = ? AND acked_at IS NULL AND message_id IN (SELECT value FROM json_each(?))`, userID, messageIDs)
+		WHERE user_id = ? AND acked_at IS NULL AND message_id IN (`+s.dialect.InJSONArray+`)`, userID, messageIDs)
 	if err != nil {
 		return 0, fmt.Errorf("store: ack outbox: %w", err)
 	}

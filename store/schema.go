@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// SchemaReport is the database schema as it stands, read from SQLite's own
+// SchemaReport is the database schema as it stands, read from the database's own
 // catalogue: what POST /init-tenant reports.
 type SchemaReport struct {
 	Version       int // migrations applied to the database
@@ -34,10 +34,10 @@ type SchemaIndex struct {
 	Origin string
 }
 
-// Schema reports the tables and indexes of the database (SQLite's internal
+// Schema reports the tables and indexes of the database (the database's internal
 // tables aside), ordered by name, from one snapshot.
 func (s *Store) Schema(ctx context.Context) (SchemaReport, error) {
-	report := SchemaReport{LatestVersion: len(migrations)}
+	report := SchemaReport{LatestVersion: len(s.dialect.Migrations)}
 	tx, err := s.reader.BeginTx(ctx, nil)
 	if err != nil {
 		return SchemaReport{}, fmt.Errorf("store: schema: %w", err)
@@ -46,18 +46,17 @@ func (s *Store) Schema(ctx context.Context) (SchemaReport, error) {
 	if report.Version, err = schemaVersion(ctx, tx); err != nil {
 		return SchemaReport{}, fmt.Errorf("store: schema: %w", err)
 	}
-	tables, err := queryStrings(ctx, tx, `SELECT name FROM sqlite_schema
-		WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`)
+	tables, err := queryStrings(ctx, tx, s.dialect.Tables)
 	if err != nil {
 		return SchemaReport{}, fmt.Errorf("store: schema: %w", err)
 	}
 	for _, table := range tables {
-		columns, err := queryStrings(ctx, tx, `SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+		columns, err := queryStrings(ctx, tx, s.dialect.Columns, table)
 		if err != nil {
 			return SchemaReport{}, fmt.Errorf("store: schema of %s: %w", table, err)
 		}
 		report.Tables = append(report.Tables, SchemaTable{Name: table, Columns: columns})
-		indexes, err := tableIndexes(ctx, tx, table)
+		indexes, err := s.tableIndexes(ctx, tx, table)
 		if err != nil {
 			return SchemaReport{}, fmt.Errorf("store: indexes of %s: %w", table, err)
 		}
@@ -66,8 +65,8 @@ func (s *Store) Schema(ctx context.Context) (SchemaReport, error) {
 	return report, nil
 }
 
-func tableIndexes(ctx context.Context, tx *sql.Tx, table string) ([]SchemaIndex, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name`, table)
+func (s *Store) tableIndexes(ctx context.Context, tx *sql.Tx, table string) ([]SchemaIndex, error) {
+	rows, err := tx.QueryContext(ctx, s.dialect.Indexes, table)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +84,7 @@ func tableIndexes(ctx context.Context, tx *sql.Tx, table string) ([]SchemaIndex,
 	}
 	rows.Close() // before the next queries on the transaction's one connection
 	for i := range indexes {
-		if indexes[i].Columns, err = queryStrings(ctx, tx, `SELECT coalesce(name, '<expression>') FROM pragma_index_info(?) ORDER BY seqno`, indexes[i].Name); err != nil {
+		if indexes[i].Columns, err = queryStrings(ctx, tx, s.dialect.IndexColumns, indexes[i].Name); err != nil {
 			return nil, err
 		}
 	}

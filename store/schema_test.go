@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"amsg/store"
+	"amsg/store/storetest"
 )
 
 func TestSchemaReportsTheCatalogue(t *testing.T) {
@@ -58,5 +59,49 @@ func TestSchemaReportsTheCatalogue(t *testing.T) {
 	}
 	if len(again.Indexes) != len(report.Indexes)+1 || fmt.Sprint(again.Tables) != fmt.Sprint(report.Tables) {
 		t.Errorf("after adding an index: %d indexes (was %d)", len(again.Indexes), len(report.Indexes))
+	}
+}
+
+// The schema report reads each dialect's own catalogue: the same tables and
+// columns, and the indexes with their kind, whatever the dialect calls the
+// ones it makes for constraints.
+func TestSchemaReportOnEitherDialect(t *testing.T) {
+	st := storetest.New(t)
+	report, err := st.Schema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Version != report.LatestVersion {
+		t.Errorf("version %d of %d", report.Version, report.LatestVersion)
+	}
+	var names []string
+	for _, tb := range report.Tables {
+		names = append(names, tb.Name)
+		if tb.Name == "client_state" && !slices.Equal(tb.Columns, []string{"user_id", "namespace", "key", "value", "updated_at"}) {
+			t.Errorf("client_state columns = %v", tb.Columns)
+		}
+	}
+	want := []string{"broadcasts", "client_state", "client_token_proofs", "delivery_log", "instances", "message_outbox", "schema_version", "secrets",
+		"subscriptions", "tasks", "transcript_entries", "transcript_sessions"}
+	if !slices.Equal(names, want) {
+		t.Errorf("tables = %v, want %v", names, want)
+	}
+	kinds := map[string]store.SchemaIndex{}
+	for _, ix := range report.Indexes {
+		ix.Name = ""
+		kinds[ix.Table+" "+fmt.Sprint(ix.Columns)] = ix
+	}
+	for key, want := range map[string]store.SchemaIndex{
+		"message_outbox [user_id id]":            {Table: "message_outbox", Columns: []string{"user_id", "id"}, Partial: true, Origin: "c"},
+		"message_outbox [user_id message_id]":    {Table: "message_outbox", Columns: []string{"user_id", "message_id"}, Unique: true, Origin: "u"},
+		"client_state [user_id namespace key]":   {Table: "client_state", Columns: []string{"user_id", "namespace", "key"}, Unique: true, Origin: "pk"},
+		"transcript_entries [at]":                {Table: "transcript_entries", Columns: []string{"at"}, Origin: "c"},
+		"subscriptions [user_id updated_at]":     {Table: "subscriptions", Columns: []string{"user_id", "updated_at"}, Origin: "c"},
+		"tasks [updated_at]":                     {Table: "tasks", Columns: []string{"updated_at"}, Partial: true, Origin: "c"},
+		"transcript_sessions [owner session_id]": {Table: "transcript_sessions", Columns: []string{"owner", "session_id"}, Unique: true, Origin: "u"},
+	} {
+		if got := kinds[key]; !reflect.DeepEqual(got, want) {
+			t.Errorf("index on %s = %+v, want %+v", key, got, want)
+		}
 	}
 }

@@ -17,14 +17,6 @@ import (
 	"amsg/store/usercrypt"
 )
 
-const secretsSchema = `
-CREATE TABLE secrets (
-	name       TEXT PRIMARY KEY,
-	value      TEXT NOT NULL,
-	updated_at INTEGER NOT NULL
-) STRICT;
-`
-
 // Rows of the secrets table.
 const (
 	secretMasterKey       = "master_key"
@@ -166,6 +158,7 @@ func decodeBase64URL(s string) ([]byte, error) {
 func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 	var notices []func()
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		notices = nil // a rerun of a transaction that lost a conflict
 		stored, err := readSecrets(tx)
 		if err != nil {
 			return err

@@ -1,17 +1,22 @@
-// Package store is amsg's persistence: one SQLite database file (pure Go,
-// modernc.org/sqlite) holding the secrets, the subscriptions, the delivery
-// log and, as features arrive, tasks, outbox, client state and transcripts.
-// All SQL lives in this package, one file per feature.
+// Package store is amsg's persistence: the secrets, the subscriptions, the
+// delivery log, tasks, outbox, client state and transcripts, in one SQLite
+// file (the default) or one PostgreSQL database shared by several
+// instances. The domain logic (sealing, validation, slicing, error mapping)
+// and the SQL both dialects share live here, one file per feature; a driver
+// (store/driver/sqlite, store/driver/postgres) opens the database, runs the
+// transactions and holds the SQL the dialects disagree on.
 //
-// The database runs in WAL mode with one writer connection, so writes queue
-// in the process instead of failing with SQLITE_BUSY, beside a small pool of
-// read-only connections. One goroutine owns the writer: it commits the
-// writes waiting at the time together in one transaction (group commit, a
-// savepoint per write so one failing write does not undo the others), runs
-// the hot statements prepared once, and the WAL is checkpointed by a timer
-// on a connection of its own rather than by the writer's commits. Times are INTEGER milliseconds UTC. Columns the
-// standard keeps encrypted are sealed with the user's key in the standard's
-// at-rest format; callers pass and receive plaintext.
+// On SQLite, one goroutine owns the driver's one writer connection: it
+// commits the writes waiting at the time together in one transaction (group
+// commit, a savepoint per write so one failing write does not undo the
+// others), runs the hot statements prepared once, and the WAL is
+// checkpointed by a timer on a connection of its own rather than by the
+// writer's commits. On PostgreSQL each write is a serializable transaction
+// of its own on the pool (driver.Driver.Write).
+//
+// Times are INTEGER milliseconds UTC. Columns the standard keeps encrypted
+// are sealed with the user's key in the standard's at-rest format; callers
+// pass and receive plaintext.
 package store
 
 import (
@@ -20,16 +25,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"amsg/store/driver"
+	"amsg/store/driver/postgres"
+	"amsg/store/driver/sqlite"
 	"amsg/store/usercrypt"
-
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 // Defaults of Config.
@@ -42,11 +46,8 @@ const (
 )
 
 const (
-	// busyTimeout bounds how long a connection waits for a lock another
-	// process holds (a backup tool, the sqlite3 shell).
-	busyTimeout = 5 * time.Second
-	// readConns bounds the read pool: each connection has its own page cache.
-	readConns = 4
+	// busyTimeout bounds the SQLite checkpoints and Close's last statements.
+	busyTimeout = sqlite.BusyTimeout
 	// maxGroupWrites bounds the writes one transaction commits together;
 	// groupWait how long a busy writer waits for more before committing.
 	maxGroupWrites = 128
@@ -65,8 +66,11 @@ var errClosed = errors.New("store: closed")
 
 // Config configures Open. Zero values take the defaults.
 type Config struct {
-	// Path is the database file. Its directory must exist.
+	// Path is the SQLite database file. Its directory must exist.
 	Path string
+	// DatabaseURL, when set, is a PostgreSQL database (postgres://…) used
+	// instead of Path.
+	DatabaseURL string
 
 	// MasterKey is 64 hex characters. Empty: the stored key, else a new one
 	// (stored). Given: it must pass the stored check value
@@ -106,16 +110,20 @@ type Config struct {
 
 // Store is the database. It is safe for concurrent use.
 type Store struct {
-	writer       *sql.DB // one connection: SQLite has one writer anyway
-	reader       *sql.DB // query_only connections
-	checkpointer *sql.DB // one connection that checkpoints the WAL
+	db      driver.Driver
+	dialect *driver.Dialect
+	writer  *sql.DB // the driver's pool for writes (SQLite: one connection)
+	reader  *sql.DB // the driver's pool for reads
+	// checkpointer (one connection that checkpoints the WAL) and walPath
+	// are SQLite's, nil and "" on PostgreSQL.
+	checkpointer *sql.DB
 	walPath      string
 	// stmts are the hot statements (preparedSQL), prepared on the writer;
 	// readStmts the hot reads (preparedRead), prepared on the read pool.
 	stmts     map[string]*sql.Stmt
 	readStmts map[string]*sql.Stmt
-	// writes hands a write to the committer; stopWrites ends it and
-	// writesDone is closed once it has.
+	// writes hands a write to the committer (SQLite; nil on PostgreSQL);
+	// stopWrites ends it and writesDone is closed once it has.
 	writes     chan *writeOp
 	stopWrites chan struct{}
 	writesDone chan struct{}
@@ -135,10 +143,18 @@ type Store struct {
 	outboxMaxAge       time.Duration
 }
 
-// Open opens (creating if needed) the database at cfg.Path, runs the
-// migrations and loads or generates the secrets.
+// Open opens the PostgreSQL database at cfg.DatabaseURL, or else (creating
+// it if needed) the SQLite file at cfg.Path, runs the migrations, prepares
+// the hot statements and loads or generates the secrets.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	if cfg.Path == "" {
+	where := cfg.Path
+	switch {
+	case cfg.DatabaseURL != "":
+		if !postgres.IsURL(cfg.DatabaseURL) {
+			return nil, errors.New("store: the database URL must start postgres:// or postgresql://")
+		}
+		where = "the PostgreSQL database"
+	case cfg.Path == "":
 		return nil, errors.New("store: no database path")
 	}
 	if err := validateGivenSecrets(cfg); err != nil {
@@ -178,96 +194,50 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.outboxMaxAge <= 0 {
 		s.outboxMaxAge = DefaultOutboxMaxAge
 	}
-	if err := s.open(ctx, cfg.Path); err != nil {
-		s.stopWriter()
-		s.closeDBs()
-		return nil, fmt.Errorf("store: open %s: %w", cfg.Path, err)
+	if err := s.open(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
-	if err := s.migrate(ctx); err != nil {
+	// Instances that start at once on one database take turns: the first
+	// migrates and stores the secrets, the others find them.
+	err := s.db.Exclusive(ctx, "start", func() error {
+		if err := s.migrate(ctx); err != nil {
+			return fmt.Errorf("store: migrate %s: %w", where, err)
+		}
+		if err := s.prepareStatements(ctx); err != nil {
+			return fmt.Errorf("store: prepare statements in %s: %w", where, err)
+		}
+		if err := s.loadSecrets(ctx, cfg); err != nil {
+			return fmt.Errorf("store: secrets in %s: %w", where, err)
+		}
+		return nil
+	})
+	if err != nil {
 		s.stopWriter()
-		s.closeDBs()
-		return nil, fmt.Errorf("store: migrate %s: %w", cfg.Path, err)
-	}
-	if err := s.prepareStatements(ctx); err != nil {
-		s.stopWriter()
-		s.closeDBs()
-		return nil, fmt.Errorf("store: prepare statements in %s: %w", cfg.Path, err)
-	}
-
-	if err := s.loadSecrets(ctx, cfg); err != nil {
-		s.stopWriter()
-		s.closeDBs()
-		return nil, fmt.Errorf("store: secrets in %s: %w", cfg.Path, err)
+		return nil, errors.Join(err, s.db.Close())
 	}
 	return s, nil
 }
 
-func (s *Store) open(ctx context.Context, path string) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
+// open opens the driver cfg names; on SQLite it starts the committer.
+func (s *Store) open(ctx context.Context, cfg Config) error {
+	if cfg.DatabaseURL != "" {
+		db, err := postgres.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return err
+		}
+		s.db = db
+	} else {
+		db, err := sqlite.Open(ctx, cfg.Path)
+		if err != nil {
+			return err
+		}
+		s.db, s.checkpointer, s.walPath = db, db.Checkpointer(), db.Path()+"-wal"
 	}
-	if err := prepareFile(abs); err != nil {
-		return err
+	s.dialect, s.writer, s.reader = s.db.Dialect(), s.db.Writer(), s.db.Reader()
+	if s.checkpointer != nil {
+		s.startWriter()
 	}
-	s.walPath = abs + "-wal"
-	// The writer never checkpoints on commit: the checkpointer does it off
-	// the writer's path.
-	if s.writer, err = sql.Open("sqlite", dsn(abs, "_txlock=immediate&_pragma=wal_autocheckpoint(0)")); err != nil {
-		return err
-	}
-	s.writer.SetMaxOpenConns(1)
-	s.startWriter()
-	// The first connection applies the pragmas: a file that is not a
-	// database, or is locked beyond busyTimeout, fails here.
-	var mode string
-	if err := s.writer.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return err
-	}
-	if mode != "wal" {
-		return fmt.Errorf("journal mode is %q, not wal (is the file on a network file system?)", mode)
-	}
-	if s.reader, err = sql.Open("sqlite", dsn(abs, "_pragma=query_only(1)")); err != nil {
-		return err
-	}
-	s.reader.SetMaxOpenConns(readConns)
-	s.reader.SetMaxIdleConns(readConns)
-	if s.checkpointer, err = sql.Open("sqlite", dsn(abs, "")); err != nil {
-		return err
-	}
-	s.checkpointer.SetMaxOpenConns(1)
 	return nil
-}
-
-// prepareFile checks the directory and creates the database file readable by
-// its owner only: it holds the master key and the VAPID private key. SQLite
-// gives the -wal and -shm files the same permissions.
-func prepareFile(path string) error {
-	dir := filepath.Dir(path)
-	info, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	if !info.IsDir() {
-		return fmt.Errorf("data directory %s is not a directory", dir)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	return f.Close()
-}
-
-// dsn builds a file: URI carrying the per-connection pragmas, so every
-// pooled connection gets them (a PRAGMA run with Exec reaches only one).
-func dsn(path, extra string) string {
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode() + "&" + extra}
-	return u.String()
 }
 
 // Ping reports whether the database answers a query.
@@ -279,45 +249,40 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the writer, runs PRAGMA optimize, checkpoints the WAL and
-// closes the database. Writes after Close fail. Later calls return the first
-// call's result.
+// Close stops the writer, runs the dialect's closing statements (SQLite:
+// PRAGMA optimize, a TRUNCATE checkpoint of the WAL) and closes the
+// database. Writes after Close fail. Later calls return the first call's
+// result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.stopWriter()
 		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
 		defer cancel()
-		_, err := s.writer.ExecContext(ctx, "PRAGMA optimize")
-		if err != nil {
-			err = fmt.Errorf("store: optimize: %w", err)
+		var errs []error
+		for _, statement := range s.dialect.Closing {
+			if _, err := s.writer.ExecContext(ctx, statement); err != nil {
+				errs = append(errs, fmt.Errorf("store: %s: %w", statement, err))
+			}
 		}
-		if _, cerr := s.writer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("store: checkpoint: %w", cerr))
-		}
-		s.closeErr = errors.Join(err, s.closeDBs())
+		s.closeErr = errors.Join(append(errs, s.db.Close())...)
 	})
 	return s.closeErr
 }
 
-func (s *Store) closeDBs() error {
-	var errs []error
-	for _, db := range []*sql.DB{s.reader, s.checkpointer, s.writer} {
-		if db != nil {
-			errs = append(errs, db.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// write runs fn in a transaction on the writer connection, usually
-// together with other writes waiting at the same time (see commitGroup), and
-// returns fn's error or the commit's. The transaction begins IMMEDIATE, so it
-// holds the write lock from its first statement and never fails to upgrade a
-// read lock. fn must read every *sql.Rows to the end before issuing another
-// statement (the writer has one connection), and must not call write.
+// write runs fn in a transaction and returns fn's error or the commit's.
+// On SQLite the transaction is on the writer connection, usually together
+// with other writes waiting at the same time (see commitGroup); it begins
+// IMMEDIATE, so it holds the write lock from its first statement and never
+// fails to upgrade a read lock; fn must read every *sql.Rows to the end
+// before issuing another statement (the writer has one connection), and
+// must not call write. On PostgreSQL it is the driver's serializable
+// transaction, which may run fn more than once (driver.Driver.Write).
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.writes == nil {
+		return s.db.Write(ctx, fn)
 	}
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
@@ -577,10 +542,10 @@ func preparedRead(query string) string {
 
 func (s *Store) prepareStatements(ctx context.Context) error {
 	var err error
-	if s.stmts, err = prepareAll(ctx, s.writer, preparedQueries); err != nil {
+	if s.stmts, err = prepareAll(ctx, s.writer, append(slices.Clone(preparedQueries), s.claimDueSQL())); err != nil {
 		return err
 	}
-	s.readStmts, err = prepareAll(ctx, s.reader, preparedReads)
+	s.readStmts, err = prepareAll(ctx, s.reader, append(slices.Clone(preparedReads), s.nextClaimableSQL()))
 	return err
 }
 

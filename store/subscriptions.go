@@ -16,17 +16,6 @@ import (
 
 // A user has devices: one row per push endpoint. The subscription JSON is
 // sealed with the user key, so the endpoint is unique through its SHA-256.
-const subscriptionsSchema = `
-CREATE TABLE subscriptions (
-	id              INTEGER PRIMARY KEY,
-	user_id         TEXT NOT NULL,
-	endpoint_sha256 BLOB NOT NULL UNIQUE,
-	subscription    TEXT NOT NULL, -- sealed PushSubscription JSON, as sent
-	created_at      INTEGER NOT NULL,
-	updated_at      INTEGER NOT NULL
-) STRICT;
-CREATE INDEX subscriptions_user ON subscriptions (user_id, updated_at);
-`
 
 // MaxSubscriptionBytes bounds the subscription JSON one device may store.
 // Real ones are a few hundred bytes.
@@ -76,7 +65,7 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 		err := tx.QueryRow(`INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (endpoint_sha256) DO UPDATE SET
-				created_at   = CASE WHEN user_id = excluded.user_id THEN created_at ELSE excluded.created_at END,
+				created_at   = CASE WHEN subscriptions.user_id = excluded.user_id THEN subscriptions.created_at ELSE excluded.created_at END,
 				user_id      = excluded.user_id,
 				subscription = excluded.subscription,
 				updated_at   = excluded.updated_at

@@ -26,31 +26,6 @@ import (
 // tasks_due indexes the instant a pending row becomes claimable, the latest
 // of next_send_at, lease_until and retry_after, so the claim query is one
 // range scan however many due rows are leased or backing off.
-const tasksSchema = `
-CREATE TABLE tasks (
-	id           INTEGER PRIMARY KEY AUTOINCREMENT,
-	user_id      TEXT NOT NULL,
-	uuid         TEXT NOT NULL UNIQUE,
-	payload      TEXT NOT NULL,
-	message_type TEXT NOT NULL CHECK (message_type IN ('fixed', 'prompted', 'auto', 'instant')),
-	next_send_at INTEGER NOT NULL,
-	lease_until  INTEGER,
-	retry_after  INTEGER,
-	status       TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed')),
-	retry_count  INTEGER NOT NULL DEFAULT 0,
-	last_error   TEXT,
-	created_at   INTEGER NOT NULL,
-	updated_at   INTEGER NOT NULL
-) STRICT;
-CREATE INDEX tasks_due ON tasks (max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0)), id)
-	WHERE status = 'pending';
-CREATE INDEX tasks_user ON tasks (user_id, next_send_at);
-CREATE INDEX tasks_finished ON tasks (updated_at) WHERE status IN ('sent', 'failed');
-`
-
-// claimableAt is the indexed expression of tasks_due; queries must spell it
-// exactly so for SQLite to use the index.
-const claimableAt = `max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0))`
 
 // TaskStatus is a task's status.
 type TaskStatus string
@@ -261,8 +236,8 @@ func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (bool, erro
 
 // ClaimDueTasks leases up to limit pending tasks that are due at now and
 // neither leased nor waiting to retry, until now+ttl, and returns them
-// ordered by next_send_at. One statement in one IMMEDIATE transaction: two
-// claimers never get the same task.
+// ordered by next_send_at. One statement (the dialect's): two claimers
+// never get the same task.
 func (s *Store) ClaimDueTasks(ctx context.Context, now time.Time, ttl time.Duration, limit int) ([]Task, error) {
 	return s.ClaimDueTasksExcept(ctx, now, ttl, limit, nil)
 }
@@ -284,15 +259,24 @@ func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time
 	if err != nil {
 		return nil, err
 	}
+	query := s.claimDueSQL()
+	args := []any{millis(now.Add(ttl)), millis(s.now()), millis(now), string(skipped), limit}
 	var tasks []Task
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := s.txQuery(ctx, tx, claimDueSQL, millis(now.Add(ttl)), millis(s.now()), millis(now), string(skipped), limit)
-		if err != nil {
-			return err
+	if s.dialect.ClaimOutsideWrites {
+		var rows *sql.Rows
+		if rows, err = s.writer.QueryContext(ctx, query, args...); err == nil {
+			tasks, err = s.scanTasks(rows)
 		}
-		tasks, err = s.scanTasks(rows)
-		return err
-	})
+	} else {
+		err = s.write(ctx, func(tx *sql.Tx) error {
+			rows, err := s.txQuery(ctx, tx, query, args...)
+			if err != nil {
+				return err
+			}
+			tasks, err = s.scanTasks(rows)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: claim due tasks: %w", err)
 	}
@@ -300,20 +284,20 @@ func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time
 	return tasks, nil
 }
 
-var claimDueSQL = preparedSQL(`UPDATE tasks SET lease_until = ?, updated_at = ?
-	WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ?
-			AND user_id NOT IN (SELECT value FROM json_each(?))
-		ORDER BY ` + claimableAt + `, id LIMIT ?)
-	RETURNING ` + taskColumns)
+// claimDueSQL and nextClaimableSQL are the dialect's hot task statements,
+// prepared at Open with those of preparedSQL and preparedRead.
+func (s *Store) claimDueSQL() string { return s.dialect.ClaimDueTasks + taskColumns }
 
-var nextClaimableSQL = preparedRead(`SELECT min(` + claimableAt + `) FROM tasks WHERE status = 'pending'`)
+func (s *Store) nextClaimableSQL() string {
+	return `SELECT min(` + s.dialect.ClaimableAt + `) FROM tasks WHERE status = 'pending'`
+}
 
 // NextClaimableAt returns the earliest time a pending task becomes
 // claimable, and false when there is no pending task. The scheduler sleeps
 // until then rather than a whole tick.
 func (s *Store) NextClaimableAt(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullInt64
-	err := s.readRow(ctx, nextClaimableSQL).Scan(&next)
+	err := s.readRow(ctx, s.nextClaimableSQL()).Scan(&next)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("store: next claimable task: %w", err)
 	}

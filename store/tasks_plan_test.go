@@ -22,9 +22,9 @@ func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 		query string
 		want  []string
 	}{
-		{`SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ? ORDER BY ` + claimableAt + `, id LIMIT ?`,
+		{`SELECT id FROM tasks WHERE status = 'pending' AND ` + st.dialect.ClaimableAt + ` <= ? ORDER BY ` + st.dialect.ClaimableAt + `, id LIMIT ?`,
 			[]string{"SEARCH tasks USING INDEX tasks_due (<expr><?)"}},
-		{`SELECT min(` + claimableAt + `) FROM tasks WHERE status = 'pending'`,
+		{`SELECT min(` + st.dialect.ClaimableAt + `) FROM tasks WHERE status = 'pending'`,
 			[]string{"SEARCH tasks USING INDEX tasks_due"}},
 		{`SELECT id FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`,
 			[]string{"SEARCH tasks USING INDEX tasks_finished (updated_at<?)"}},

@@ -11,14 +11,8 @@ import (
 // A token proof records that a user last authenticated with the client
 // token whose MAC it holds, and when: amsg-client's encrypted /instant and
 // /continue carry no X-Client-Token, and are honoured only for a user whose
-// proof matches the current token (api/auth.go).
-const tokenProofsSchema = `
-CREATE TABLE client_token_proofs (
-	user_id   TEXT PRIMARY KEY,
-	token_mac TEXT NOT NULL,
-	seen_at   INTEGER NOT NULL
-) STRICT;
-`
+// proof matches the current token (api/auth.go). One row per user in
+// client_token_proofs.
 
 // TokenProof is a user's last proof of the client token.
 type TokenProof struct {

@@ -22,39 +22,6 @@ import (
 // last_seq is the sequence number of the last entry ever appended, so it
 // survives pruning: compare-and-append checks it, and a pruned session
 // never reuses a number.
-const transcriptsSchema = `
-CREATE TABLE transcript_sessions (
-	id               INTEGER PRIMARY KEY,
-	owner            TEXT NOT NULL,
-	session_id       TEXT NOT NULL,
-	settings         TEXT NOT NULL, -- sealed JSON the loop keeps with the session
-	last_seq         INTEGER NOT NULL,
-	input_tokens     INTEGER NOT NULL,
-	cached_tokens    INTEGER NOT NULL,
-	output_tokens    INTEGER NOT NULL,
-	reasoning_tokens INTEGER NOT NULL,
-	created_at       INTEGER NOT NULL,
-	updated_at       INTEGER NOT NULL,
-	UNIQUE (owner, session_id)
-) STRICT;
-CREATE INDEX transcript_sessions_updated ON transcript_sessions (updated_at);
-CREATE TABLE transcript_entries (
-	session          INTEGER NOT NULL REFERENCES transcript_sessions (id) ON DELETE CASCADE,
-	seq              INTEGER NOT NULL,
-	id               TEXT NOT NULL, -- ULID
-	at               INTEGER NOT NULL,
-	type             TEXT NOT NULL,
-	iteration        INTEGER NOT NULL,
-	input_tokens     INTEGER NOT NULL,
-	cached_tokens    INTEGER NOT NULL,
-	output_tokens    INTEGER NOT NULL,
-	reasoning_tokens INTEGER NOT NULL,
-	pushes           TEXT NOT NULL, -- JSON array of messageIds
-	body             TEXT NOT NULL, -- sealed JSON
-	PRIMARY KEY (session, seq)
-) STRICT, WITHOUT ROWID;
-CREATE INDEX transcript_entries_at ON transcript_entries (at);
-`
 
 // AnySeq as TranscriptAppend.After appends whatever the session holds.
 const AnySeq int64 = -1

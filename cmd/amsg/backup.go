@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 
 	"amsg/store"
+	"amsg/store/driver/postgres"
 )
 
 // runBackup is `amsg backup [--data-dir DIR] FILE`: an online, consistent
@@ -23,7 +23,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		fs.Usage()
 		return 2
 	}
-	if url := getenv("AMSG_DATABASE_URL"); strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+	if postgres.IsURL(getenv(envName("database-url"))) {
 		fmt.Fprintln(stderr, "amsg backup: the database is PostgreSQL (AMSG_DATABASE_URL); back it up with pg_dump")
 		return 2
 	}

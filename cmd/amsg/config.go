@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"amsg/push/courier"
+	"amsg/store/driver/postgres"
 )
 
 // config is everything `amsg serve` can be told. Every flag has an
@@ -19,6 +20,7 @@ import (
 type config struct {
 	Addr                  string
 	DataDir               string
+	DatabaseURL           string
 	Tick                  time.Duration
 	AllowPrivateEndpoints bool
 	CORSOrigin            string
@@ -29,6 +31,7 @@ type config struct {
 	ShutdownTimeout       time.Duration
 	Scheduler             schedulerConfig // scheduler.go
 	Instant               instantConfig   // instant.go
+	Cluster               clusterConfig   // cluster.go
 	Limits                limitsConfig    // limits.go
 
 	Notifications notificationsConfig // notifications.go
@@ -78,6 +81,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.SetOutput(io.Discard) // errors are reported once, by the caller
 	fs.StringVar(&c.Addr, "addr", defaultAddr, "address to listen on")
 	fs.StringVar(&c.DataDir, "data-dir", "./amsg-data", "directory of the SQLite database")
+	fs.StringVar(&c.DatabaseURL, "database-url", "",
+		"PostgreSQL database (postgres://…) that several instances share; empty: SQLite in --data-dir")
 	fs.DurationVar(&c.Tick, "tick", time.Second, "scheduler tick: how often due tasks are looked for")
 	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false,
 		"accept http:// and loopback/private push endpoints (development and tests only)")
@@ -92,6 +97,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"how long a graceful shutdown waits for open requests")
 	c.Scheduler.register(fs)
 	c.Instant.register(fs)
+	c.Cluster.register(fs)
 	c.Limits.register(fs)
 	c.Notifications.register(fs)
 
@@ -141,12 +147,16 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: --tick must be at least 100ms, got %s", errUsage, c.Tick)
 	case c.LogFormat != "text" && c.LogFormat != "json":
 		return fmt.Errorf("%w: --log-format must be text or json, got %q", errUsage, c.LogFormat)
-	case c.DataDir == "":
+	case c.DataDir == "" && c.DatabaseURL == "":
 		return fmt.Errorf("%w: --data-dir must not be empty", errUsage)
+	case c.DatabaseURL != "" && !postgres.IsURL(c.DatabaseURL):
+		return fmt.Errorf("%w: --database-url must start postgres:// or postgresql://", errUsage)
 	case (c.VAPIDPublicKey == "") != (c.VAPIDPrivateKey == ""):
 		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
+	case c.Cluster.Heartbeat < 100*time.Millisecond:
+		return fmt.Errorf("%w: --instance-heartbeat must be at least 100ms, got %s", errUsage, c.Cluster.Heartbeat)
 	case c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen:
 		return fmt.Errorf("%w: AMSG_ADMIN_TOKEN must be at least %d characters (openssl rand -hex 32 makes one)", errUsage, minAdminTokenLen)
 	}

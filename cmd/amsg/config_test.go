@@ -60,6 +60,8 @@ func TestServeConfigRejectsBadInput(t *testing.T) {
 		{"half a VAPID pair", nil, map[string]string{"AMSG_VAPID_PUBLIC_KEY": "B"}, "must be given together"},
 		{"short operator token", nil, map[string]string{"AMSG_ADMIN_TOKEN": "short"}, "AMSG_ADMIN_TOKEN must be at least 16"},
 		{"log format", []string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
+		{"database url", nil, map[string]string{"AMSG_DATABASE_URL": "mysql://db/amsg"}, "--database-url must start postgres:// or postgresql://"},
+		{"instance heartbeat", []string{"--instance-heartbeat", "1ms"}, nil, "--instance-heartbeat must be at least 100ms"},
 	} {
 		_, err := parseServeConfig(c.args, env(c.env), io.Discard)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {

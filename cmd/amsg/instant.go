@@ -51,6 +51,8 @@ func (s *server) instant() *api.Instant {
 		Transcripts:   s.transcripts,
 		MaxIterations: c.MaxLoopIterations,
 		TokenBudget:   c.SessionTokenBudget,
+		Instance:      s.instance,
+		Liveness:      liveness{store: s.store, heartbeat: s.cfg.Cluster.Heartbeat, now: s.now},
 		Logger:        s.log,
 		PageURL:       s.cfg.Notifications.PublicURL,
 		Now:           s.now,

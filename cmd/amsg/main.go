@@ -8,6 +8,7 @@
 //	amsg backup    write a consistent copy of the SQLite database
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
 //	amsg rekey     re-seal the stored data under a new master key
+//	amsg migrate   copy a SQLite data directory into PostgreSQL
 //	amsg version   print the version
 package main
 
@@ -52,6 +53,7 @@ Commands:
   backup    write a consistent copy of the SQLite database, online (amsg backup -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
   rekey     re-seal the stored data under a new master key (amsg rekey -h)
+  migrate   copy a SQLite data directory into PostgreSQL (amsg migrate -h)
   version   print the version
 `
 
@@ -88,6 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runHealth(ctx, args[1:], getenv, stderr)
 	case "rekey":
 		return runRekey(ctx, args[1:], stdout, stderr, getenv)
+	case "migrate":
+		return runMigrate(ctx, args[1:], stdout, stderr, getenv)
 	case "version", "-version", "--version":
 		if status, done := noFlags("amsg version", "prints the version", args[1:], stderr); done {
 			return status

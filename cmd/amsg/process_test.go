@@ -141,20 +141,27 @@ func (p *amsgProcess) Logs(substr string) []map[string]any {
 // first such line, failing the test after within.
 func (p *amsgProcess) WaitLog(t *testing.T, substr string, within time.Duration) map[string]any {
 	t.Helper()
+	return p.WaitLogs(t, substr, 1, within)[0]
+}
+
+// WaitLogs waits until n log lines' msg contains substr and returns them
+// all, failing the test after within.
+func (p *amsgProcess) WaitLogs(t *testing.T, substr string, n int, within time.Duration) []map[string]any {
+	t.Helper()
 	deadline := time.After(within)
 	for {
 		p.mu.Lock()
 		grew := p.grew
 		p.mu.Unlock()
-		if lines := p.Logs(substr); len(lines) > 0 {
-			return lines[0]
+		if lines := p.Logs(substr); len(lines) >= n {
+			return lines
 		}
 		select {
 		case <-grew:
 		case <-p.done:
-			t.Fatalf("amsg exited before logging %q", substr)
+			t.Fatalf("amsg exited before logging %q %d times", substr, n)
 		case <-deadline:
-			t.Fatalf("amsg did not log %q within %s", substr, within)
+			t.Fatalf("amsg did not log %q %d times within %s", substr, n, within)
 		}
 	}
 }

@@ -56,7 +56,8 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 		Now:          s.now,
 		OnClaim:      onClaim,
 		PageURL:      s.cfg.Notifications.PublicURL,
-	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts})
+	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts,
+		Housekeeper: s.housekeeper})
 	if err != nil {
 		return &configError{err}
 	}

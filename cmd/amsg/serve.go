@@ -81,6 +81,9 @@ type server struct {
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
 	version     string   // buildVersion(), read once
+	instance    string   // cluster.go
+	housekeeper store.Leader
+	api         *api.Server // resumes broadcasts on the leader
 	// now is the one clock: the store, the sender, the courier, the
 	// transcripts, the agent, the scheduler and the API all read it.
 	now func() time.Time
@@ -93,20 +96,14 @@ var errNoDataDirLock = errors.New("cannot lock the data directory against a seco
 // openServer opens the store, builds the components and binds the listen
 // address; nothing runs until run.
 func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, error) {
-	if err := prepareDataDir(cfg.DataDir); err != nil {
-		return nil, &configError{err}
-	}
-	warnIfDatabaseVanished(cfg.DataDir, log)
-	dataLock, err := lockDataDir(cfg.DataDir)
-	switch {
-	case errors.Is(err, errNoDataDirLock):
-		log.Warn("running without a data directory lock: make sure no other amsg uses it", "err", err)
-	case err != nil:
-		return nil, &configError{err}
+	dataLock, err := lockDatabase(cfg, log)
+	if err != nil {
+		return nil, err
 	}
 	now := time.Now
 	st, err := store.Open(ctx, store.Config{
 		Path:              filepath.Join(cfg.DataDir, "amsg.db"),
+		DatabaseURL:       cfg.DatabaseURL,
 		MasterKey:         cfg.MasterKey,
 		VAPIDPublicKey:    cfg.VAPIDPublicKey,
 		VAPIDPrivateKey:   cfg.VAPIDPrivateKey,
@@ -122,13 +119,34 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		}
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st, now: now, dataLock: dataLock, version: buildVersion()}
-	if err := s.build(); err != nil {
+	s := &server{cfg: cfg, log: log, store: st, now: now, dataLock: dataLock, version: buildVersion(),
+		instance: newInstanceID(), housekeeper: st.Leader(housekeepingLeader)}
+	if err := errors.Join(s.joinInstances(ctx), s.build()); err != nil {
 		st.Close()
 		closeFile(dataLock)
 		return nil, err
 	}
 	return s, nil
+}
+
+// lockDatabase prepares and locks the SQLite data directory against a
+// second amsg; PostgreSQL is shared by design, and needs neither.
+func lockDatabase(cfg config, log *slog.Logger) (*os.File, error) {
+	if cfg.DatabaseURL != "" {
+		return nil, nil
+	}
+	if err := prepareDataDir(cfg.DataDir); err != nil {
+		return nil, &configError{err}
+	}
+	warnIfDatabaseVanished(cfg.DataDir, log)
+	dataLock, err := lockDataDir(cfg.DataDir)
+	switch {
+	case errors.Is(err, errNoDataDirLock):
+		log.Warn("running without a data directory lock: make sure no other amsg uses it", "err", err)
+	case err != nil:
+		return nil, &configError{err}
+	}
+	return dataLock, nil
 }
 
 func (s *server) build() error {
@@ -199,8 +217,13 @@ func (s *server) build() error {
 	if err != nil {
 		return err
 	}
-	if err := handler.ResumeBroadcasts(context.Background()); err != nil {
-		return err
+	s.api = handler
+	if s.cfg.DatabaseURL == "" {
+		// One process per data directory: every running broadcast is a
+		// dead one's. Several instances leave it to their leader.
+		if err := handler.ResumeBroadcasts(context.Background(), s.now()); err != nil {
+			return err
+		}
 	}
 	s.listener, err = net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
@@ -221,7 +244,7 @@ func (s *server) build() error {
 // the store.
 func (s *server) run(ctx context.Context) error {
 	s.log.Info("amsg listening", "addr", s.listener.Addr().String(), "version", s.version,
-		"data_dir", s.cfg.DataDir, "vapid_public_key", s.store.Secrets().VAPIDPublicKey)
+		"database", s.databaseName(), "instance", s.instance, "vapid_public_key", s.store.Secrets().VAPIDPublicKey)
 	if s.cfg.AllowPrivateEndpoints {
 		s.log.Warn("private push endpoints are allowed: development and tests only")
 	}
@@ -238,7 +261,8 @@ func (s *server) run(ctx context.Context) error {
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() { s.maintain(background) })
+	wg.Go(func() { s.runInstance(background) })
+	wg.Go(func() { s.watchTasks(background) })
 
 	s.scheduler.Start()
 	serveErr := make(chan error, 1)
@@ -275,24 +299,12 @@ func closeFile(f *os.File) {
 	}
 }
 
-// maintain runs the periodic housekeeping until ctx ends.
-func (s *server) maintain(ctx context.Context) {
-	tick := time.NewTicker(maintenanceInterval)
-	defer tick.Stop()
-	for {
-		if n, err := s.store.PruneDeliveryLog(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("pruning the delivery log failed", "err", err)
-		} else if n > 0 {
-			s.log.Info("pruned the delivery log", "rows", n)
-		}
-		s.pruneTranscripts(ctx)
-		s.expireSilentDevices(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+// databaseName says which database serves, without the URL's credentials.
+func (s *server) databaseName() string {
+	if s.cfg.DatabaseURL != "" {
+		return "postgresql"
 	}
+	return s.cfg.DataDir
 }
 
 // prepareDataDir creates the data directory (readable by its owner only:

@@ -1,6 +1,7 @@
 // Package storetest opens throwaway stores for tests, like net/http/httptest
-// does servers: a real database file in t.TempDir(), fixed keys, closed when
-// the test ends.
+// does servers: a real database file in t.TempDir() (or a fresh schema of a
+// real PostgreSQL database, see RunOnPostgres), fixed keys, closed when the
+// test ends.
 package storetest
 
 import (
@@ -27,6 +28,15 @@ var vapidPair = sync.OnceValues(func() ([2]string, error) {
 	return [2]string{public, private}, err
 })
 
+// Database names a fresh database for t: a file path in t.TempDir(), or in
+// the PostgreSQL run of RunOnPostgres a database URL (the other is "").
+func Database(t testing.TB) (path, url string) {
+	if onPostgres() {
+		return "", DatabaseURL(t)
+	}
+	return filepath.Join(t.TempDir(), "amsg.db"), ""
+}
+
 // New opens a fresh store with MasterKey and the fixed VAPID pair, logging
 // warnings and errors to the test's output; it is closed when the test ends.
 func New(t testing.TB) *store.Store {
@@ -34,11 +44,13 @@ func New(t testing.TB) *store.Store {
 }
 
 // Open is New with cfg as the starting point: an empty Path, MasterKey,
-// VAPID pair or Logger is filled in as New does.
+// VAPID pair or Logger is filled in as New does. With neither Path nor
+// DatabaseURL, in the PostgreSQL run of RunOnPostgres, the store is a fresh
+// schema of the test database.
 func Open(t testing.TB, cfg store.Config) *store.Store {
 	t.Helper()
-	if cfg.Path == "" {
-		cfg.Path = filepath.Join(t.TempDir(), "amsg.db")
+	if cfg.Path == "" && cfg.DatabaseURL == "" {
+		cfg.Path, cfg.DatabaseURL = Database(t)
 	}
 	if cfg.MasterKey == "" {
 		cfg.MasterKey = MasterKey

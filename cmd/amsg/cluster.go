@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"time"
+
+	"amsg/store"
+)
+
+// An instance is one amsg process among those sharing a database: it beats
+// a heartbeat into the instances table (so another instance can tell its
+// /continue claims from a dead one's), listens for task wake-ups from the
+// others, and campaigns each beat for the housekeeping, which one instance
+// does at a time: pruning, and resuming the broadcasts of dead instances.
+// On SQLite the one process is all of that alone.
+
+const (
+	// DefaultInstanceHeartbeat is how often an instance beats and campaigns.
+	DefaultInstanceHeartbeat = 10 * time.Second
+	// missedHeartbeats is how many beats an instance may miss before the
+	// others count it dead.
+	missedHeartbeats = 3
+	// housekeepingLeader names the leadership of the housekeeping.
+	housekeepingLeader = "housekeeping"
+	// broadcastIdle is how long a running broadcast may go without
+	// advancing before the leader takes it for a dead instance's and resumes
+	// it. A live one advances after every user, at least once a second.
+	broadcastIdle = 5 * time.Minute
+)
+
+// clusterConfig holds the settings of instances sharing a database.
+type clusterConfig struct {
+	Heartbeat time.Duration
+}
+
+func (c *clusterConfig) register(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Heartbeat, "instance-heartbeat", DefaultInstanceHeartbeat,
+		"how often an instance records that it runs and campaigns for the housekeeping; one silent for three beats is dead")
+}
+
+// newInstanceID names this process: random, so a restart is a new instance
+// and the claims of the old one die with it.
+func newInstanceID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// liveness answers the agent loop's question about a claim's instance from
+// the heartbeats.
+type liveness struct {
+	store     *store.Store
+	heartbeat time.Duration
+	now       func() time.Time
+}
+
+func (l liveness) InstanceAlive(ctx context.Context, instance string) (bool, error) {
+	return l.store.InstanceAlive(ctx, instance, l.now().Add(-missedHeartbeats*l.heartbeat))
+}
+
+// joinInstances registers this instance. A SQLite data directory has one
+// process (its lock says so), so every instance recorded before is dead.
+func (s *server) joinInstances(ctx context.Context) error {
+	if s.cfg.DatabaseURL == "" {
+		if _, err := s.store.DeleteStaleInstances(ctx, s.now().Add(time.Hour)); err != nil {
+			return err
+		}
+	}
+	return s.store.RegisterInstance(ctx, s.instance)
+}
+
+// runInstance beats, campaigns and, while this instance leads, keeps house
+// until ctx ends; then it leaves the instances table and the leadership.
+func (s *server) runInstance(ctx context.Context) {
+	beat := time.NewTicker(s.cfg.Cluster.Heartbeat)
+	defer beat.Stop()
+	leading, campaigned := false, false
+	var lastHousekeeping time.Time
+	for {
+		if err := s.store.HeartbeatInstance(ctx, s.instance); err != nil && ctx.Err() == nil {
+			s.log.Warn("instance heartbeat failed", "err", err)
+		}
+		leads, err := s.housekeeper.Check(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("electing the housekeeper failed", "err", err)
+		}
+		if leads != leading || !campaigned {
+			leading, campaigned = leads, true
+			s.log.Info("housekeeping leadership", "instance", s.instance, "leads", leads)
+			lastHousekeeping = time.Time{}
+		}
+		if leads && s.now().Sub(lastHousekeeping) >= maintenanceInterval {
+			lastHousekeeping = s.now()
+			s.keepHouse(ctx)
+		}
+		if leads && s.cfg.DatabaseURL != "" {
+			if err := s.api.ResumeBroadcasts(ctx, s.now().Add(-broadcastIdle)); err != nil && ctx.Err() == nil {
+				s.log.Warn("resuming the broadcasts of dead instances failed", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if err := s.store.DeleteInstance(stop, s.instance); err != nil {
+				s.log.Warn("leaving the instances table failed", "err", err)
+			}
+			cancel()
+			if err := s.housekeeper.Release(); err != nil {
+				s.log.Warn("releasing the housekeeping failed", "err", err)
+			}
+			return
+		case <-beat.C:
+		}
+	}
+}
+
+// keepHouse prunes the delivery log, the transcripts, the devices silent
+// too long and the instances that stopped beating long ago.
+func (s *server) keepHouse(ctx context.Context) {
+	if n, err := s.store.PruneDeliveryLog(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("pruning the delivery log failed", "err", err)
+	} else if n > 0 {
+		s.log.Info("pruned the delivery log", "rows", n)
+	}
+	s.pruneTranscripts(ctx)
+	s.expireSilentDevices(ctx)
+	if _, err := s.store.DeleteStaleInstances(ctx, s.now().Add(-maintenanceInterval)); err != nil && ctx.Err() == nil {
+		s.log.Warn("pruning the instances table failed", "err", err)
+	}
+}
+
+// watchTasks wakes the scheduler when another instance makes a task due
+// sooner, until ctx ends.
+func (s *server) watchTasks(ctx context.Context) {
+	s.store.WatchTasks(ctx, s.cfg.Cluster.Heartbeat, s.scheduler.Wake)
+}

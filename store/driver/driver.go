@@ -1,0 +1,109 @@
+// Package driver is the seam between the store's domain logic and a SQL
+// dialect. The store writes each statement once, with ? placeholders, where
+// SQLite and PostgreSQL agree (most of them: INSERT … ON CONFLICT, RETURNING,
+// LIMIT … OFFSET); a Driver opens the database, runs transactions with the
+// guarantees the store relies on, and holds, in its Dialect, the SQL the two
+// disagree on: the schema, the claim, the catalogue queries. The store picks
+// the driver from its configuration; nothing outside store imports this.
+package driver
+
+import (
+	"context"
+	"database/sql"
+)
+
+// Driver is one open database.
+type Driver interface {
+	// Writer runs statements that change rows; Reader those that only read.
+	// They may be the same pool.
+	Writer() *sql.DB
+	Reader() *sql.DB
+	// Dialect is the SQL this database speaks where the dialects differ.
+	Dialect() *Dialect
+	// Write runs fn in a transaction that behaves as if it were the only
+	// writer: SQLite's IMMEDIATE transaction on its one connection,
+	// PostgreSQL's SERIALIZABLE one, retried from the start while it loses a
+	// serialization conflict. So fn may run more than once and must not keep
+	// state across runs.
+	Write(ctx context.Context, fn func(*sql.Tx) error) error
+	// Exclusive runs fn while no other process that calls Exclusive with the
+	// same name on this database runs it (an advisory lock on PostgreSQL;
+	// SQLite's callers are kept apart by the data-directory lock and its one
+	// writer).
+	Exclusive(ctx context.Context, name string, fn func() error) error
+	// Probe runs fn in a write transaction on a fresh connection, opened
+	// the way Open opened the database, so a health check notices what the
+	// pooled connections would not (SQLite: a file deleted or replaced under
+	// them).
+	Probe(ctx context.Context, fn func(*sql.Tx) error) error
+	// Leader is a campaign for the leadership called name among the
+	// processes on this database.
+	Leader(name string) Leader
+	// ListenTasks calls wake whenever another process may have made a task
+	// claimable sooner, until ctx ends (nil) or its connection fails. It is
+	// a hint that saves waiting for a timer, never the only way a task is
+	// found; SQLite's one process wakes itself, so its ListenTasks only
+	// waits for ctx.
+	ListenTasks(ctx context.Context, wake func()) error
+	// Close releases the database; the store has run Dialect.Closing.
+	Close() error
+}
+
+// Leader elects one process among those on a database.
+type Leader interface {
+	// Check reports whether this process leads now, taking the leadership
+	// when nobody holds it. A leader that died (its connection gone) frees
+	// it for the next Check of another process.
+	Check(ctx context.Context) (bool, error)
+	// Release gives the leadership up.
+	Release() error
+}
+
+// Dialect is the SQL a driver speaks where SQLite and PostgreSQL disagree,
+// one field per statement or fragment, as ntfy keeps a table of queries per
+// dialect. Placeholders are ?; PostgreSQL's driver rewrites them.
+type Dialect struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// Migrations are the schema's history, oldest first: step i brings the
+	// schema to version i+1. Both dialects have the same steps in the same
+	// order, so a version means the same tables in either.
+	Migrations []string
+
+	// ClaimableAt is the instant a pending task becomes claimable, the
+	// latest of next_send_at, lease_until and retry_after, spelled as the
+	// tasks_due index spells it.
+	ClaimableAt string
+	// ClaimDueTasks leases due tasks. Arguments: lease_until, updated_at,
+	// now, the users to pass over as a JSON array, limit. It ends in
+	// RETURNING, to which the store appends its task columns. PostgreSQL
+	// skips rows another instance is claiming at the same moment instead of
+	// waiting for them.
+	ClaimDueTasks string
+	// ClaimOutsideWrites runs the claim as a statement of its own rather
+	// than in a write: PostgreSQL's claim needs READ COMMITTED, where SKIP
+	// LOCKED keeps claimers apart, not the writes' SERIALIZABLE.
+	ClaimOutsideWrites bool
+	// Greatest names the function of the largest of its arguments.
+	Greatest string
+	// InJSONArray is a subquery of the text values of the JSON array given
+	// as its one argument: x IN (InJSONArray).
+	InJSONArray string
+
+	// Catalogue queries of POST /init-tenant's schema report. Tables lists
+	// the application's tables; Columns (table) a table's columns in order;
+	// Indexes (table) name, unique, origin (c, u or pk) and partial of each
+	// index; IndexColumns (index) its columns in order, '<expression>' for
+	// an expression.
+	Tables       string
+	Columns      string
+	Indexes      string
+	IndexColumns string
+
+	// AfterCopy runs after rows were copied in with their ids, so that new
+	// rows get ids after theirs.
+	AfterCopy []string
+
+	// Closing runs on the writer at Close, in order.
+	Closing []string
+}

@@ -1,0 +1,70 @@
+package postgres
+
+import "amsg/store/driver"
+
+// tasksChannel is the LISTEN/NOTIFY channel of task wake-ups, prefixed by
+// the schema so that instances of different deployments sharing a database
+// (and the tests, one schema each) do not wake each other.
+const tasksChannel = "amsg_tasks"
+
+var dialect = driver.Dialect{
+	Name: "postgres",
+	Migrations: []string{
+		secretsSchema,
+		subscriptionsSchema,
+		deliveryLogSchema,
+		clientStateSchema,
+		outboxSchema,
+		tasksSchema,
+		transcriptsSchema,
+		broadcastsSchema,
+		tokenProofsSchema,
+		devicesSchema,
+		instancesSchema,
+	},
+
+	ClaimableAt: `claimable_at`,
+	// River's claim: lock the earliest due rows, skipping those another
+	// instance has locked for its own claim, then lease them, in one
+	// statement at READ COMMITTED. $n keeps the arguments in SQLite's order.
+	ClaimDueTasks: `WITH due (due_id) AS (
+			SELECT id FROM tasks WHERE status = 'pending' AND claimable_at <= $3
+				AND user_id NOT IN (SELECT value FROM json_array_elements_text($4::json))
+			ORDER BY claimable_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
+		UPDATE tasks SET lease_until = $1, updated_at = $2 FROM due WHERE id = due_id
+		RETURNING `,
+	ClaimOutsideWrites: true,
+	Greatest:           `GREATEST`,
+	InJSONArray:        `SELECT value FROM json_array_elements_text(?::json)`,
+
+	AfterCopy: []string{
+		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
+		resetIdentity("tasks"), resetIdentity("transcript_sessions"),
+	},
+
+	Tables: `SELECT table_name::text FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
+	Columns: `SELECT column_name::text FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position`,
+	Indexes: `SELECT i.relname::text, x.indisunique,
+			CASE WHEN x.indisprimary THEN 'pk' WHEN c.oid IS NOT NULL THEN 'u' ELSE 'c' END,
+			x.indpred IS NOT NULL
+		FROM pg_index x
+		JOIN pg_class i ON i.oid = x.indexrelid
+		JOIN pg_class t ON t.oid = x.indrelid
+		LEFT JOIN pg_constraint c ON c.conindid = x.indexrelid AND c.contype IN ('u', 'p')
+		WHERE t.relnamespace = current_schema()::regnamespace AND t.relname = ?
+		ORDER BY i.relname`,
+	IndexColumns: `SELECT coalesce(a.attname::text, '<expression>')
+		FROM pg_index x
+		JOIN pg_class i ON i.oid = x.indexrelid
+		CROSS JOIN LATERAL unnest(x.indkey::int2[]) WITH ORDINALITY AS k (attnum, ord)
+		LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum AND k.attnum > 0
+		WHERE i.relnamespace = current_schema()::regnamespace AND i.relname = ?
+		ORDER BY k.ord`,
+}
+
+// resetIdentity moves the identity of table's id past the ids it holds.
+func resetIdentity(table string) string {
+	return `SELECT setval(pg_get_serial_sequence('` + table + `', 'id'), coalesce(max(id), 0) + 1, false) FROM ` + table
+}

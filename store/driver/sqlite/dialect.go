@@ -1,0 +1,43 @@
+package sqlite
+
+import "amsg/store/driver"
+
+// claimableAt is the indexed expression of tasks_due; queries must spell it
+// exactly so for SQLite to use the index.
+const claimableAt = `max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0))`
+
+var dialect = driver.Dialect{
+	Name: "sqlite",
+	Migrations: []string{
+		secretsSchema,
+		subscriptionsSchema,
+		deliveryLogSchema,
+		clientStateSchema,
+		outboxSchema,
+		tasksSchema,
+		transcriptsSchema,
+		broadcastsSchema,
+		tokenProofsSchema,
+		devicesSchema,
+		instancesSchema,
+	},
+
+	ClaimableAt: claimableAt,
+	// One statement in a write on the one writer connection: two claimers
+	// never get the same task.
+	ClaimDueTasks: `UPDATE tasks SET lease_until = ?, updated_at = ?
+		WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ?
+				AND user_id NOT IN (SELECT value FROM json_each(?))
+			ORDER BY ` + claimableAt + `, id LIMIT ?)
+		RETURNING `,
+	Greatest:    `max`,
+	InJSONArray: `SELECT value FROM json_each(?)`,
+
+	Tables: `SELECT name FROM sqlite_schema
+		WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`,
+	Columns:      `SELECT name FROM pragma_table_info(?) ORDER BY cid`,
+	Indexes:      `SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name`,
+	IndexColumns: `SELECT coalesce(name, '<expression>') FROM pragma_index_info(?) ORDER BY seqno`,
+
+	Closing: []string{`PRAGMA optimize`, `PRAGMA wal_checkpoint(TRUNCATE)`},
+}

@@ -1,0 +1,163 @@
+package sqlite
+
+// The schema's steps, one per feature, in the order of dialect.Migrations.
+// The store's feature files say what the tables hold.
+const (
+	secretsSchema = `
+CREATE TABLE secrets (
+	name       TEXT PRIMARY KEY,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+`
+	subscriptionsSchema = `
+CREATE TABLE subscriptions (
+	id              INTEGER PRIMARY KEY,
+	user_id         TEXT NOT NULL,
+	endpoint_sha256 BLOB NOT NULL UNIQUE,
+	subscription    TEXT NOT NULL, -- sealed PushSubscription JSON, as sent
+	created_at      INTEGER NOT NULL,
+	updated_at      INTEGER NOT NULL
+) STRICT;
+CREATE INDEX subscriptions_user ON subscriptions (user_id, updated_at);
+`
+	deliveryLogSchema = `
+CREATE TABLE delivery_log (
+	id         INTEGER PRIMARY KEY,
+	at         INTEGER NOT NULL,
+	message_id TEXT NOT NULL,
+	user_id    TEXT NOT NULL,
+	device_id  INTEGER NOT NULL,
+	push_host  TEXT NOT NULL,
+	try        INTEGER NOT NULL,
+	status     INTEGER NOT NULL,
+	outcome    TEXT NOT NULL,
+	latency_ms INTEGER NOT NULL,
+	error      TEXT NOT NULL
+) STRICT;
+CREATE INDEX delivery_log_message ON delivery_log (message_id);
+CREATE INDEX delivery_log_at ON delivery_log (at);
+`
+	clientStateSchema = `
+CREATE TABLE client_state (
+	user_id    TEXT NOT NULL,
+	namespace  TEXT NOT NULL,
+	key        TEXT NOT NULL,
+	value      TEXT NOT NULL,    -- sealed value, or a chunk root's plaintext marker
+	updated_at INTEGER NOT NULL, -- the last-write-wins guard: version, else the client's epoch ms
+	PRIMARY KEY (user_id, namespace, key)
+) STRICT;
+`
+	outboxSchema = `
+CREATE TABLE message_outbox (
+	id             INTEGER PRIMARY KEY AUTOINCREMENT,
+	user_id        TEXT NOT NULL,
+	message_id     TEXT NOT NULL,
+	task_uuid      TEXT,
+	session_id     TEXT,
+	message_index  INTEGER,
+	total_messages INTEGER,
+	payload        TEXT NOT NULL, -- sealed push JSON, as sent
+	created_at     INTEGER NOT NULL,
+	delivered_at   INTEGER,
+	acked_at       INTEGER,
+	UNIQUE (user_id, message_id)
+) STRICT;
+CREATE INDEX message_outbox_unacked ON message_outbox (user_id, id) WHERE acked_at IS NULL;
+CREATE INDEX message_outbox_created ON message_outbox (created_at);
+CREATE INDEX message_outbox_acked ON message_outbox (acked_at) WHERE acked_at IS NOT NULL;
+CREATE INDEX message_outbox_session ON message_outbox (user_id, session_id) WHERE session_id IS NOT NULL;
+`
+	tasksSchema = `
+CREATE TABLE tasks (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	user_id      TEXT NOT NULL,
+	uuid         TEXT NOT NULL UNIQUE,
+	payload      TEXT NOT NULL,
+	message_type TEXT NOT NULL CHECK (message_type IN ('fixed', 'prompted', 'auto', 'instant')),
+	next_send_at INTEGER NOT NULL,
+	lease_until  INTEGER,
+	retry_after  INTEGER,
+	status       TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'sent', 'failed')),
+	retry_count  INTEGER NOT NULL DEFAULT 0,
+	last_error   TEXT,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX tasks_due ON tasks (max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0)), id)
+	WHERE status = 'pending';
+CREATE INDEX tasks_user ON tasks (user_id, next_send_at);
+CREATE INDEX tasks_finished ON tasks (updated_at) WHERE status IN ('sent', 'failed');
+`
+	transcriptsSchema = `
+CREATE TABLE transcript_sessions (
+	id               INTEGER PRIMARY KEY,
+	owner            TEXT NOT NULL,
+	session_id       TEXT NOT NULL,
+	settings         TEXT NOT NULL, -- sealed JSON the loop keeps with the session
+	last_seq         INTEGER NOT NULL,
+	input_tokens     INTEGER NOT NULL,
+	cached_tokens    INTEGER NOT NULL,
+	output_tokens    INTEGER NOT NULL,
+	reasoning_tokens INTEGER NOT NULL,
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL,
+	UNIQUE (owner, session_id)
+) STRICT;
+CREATE INDEX transcript_sessions_updated ON transcript_sessions (updated_at);
+CREATE TABLE transcript_entries (
+	session          INTEGER NOT NULL REFERENCES transcript_sessions (id) ON DELETE CASCADE,
+	seq              INTEGER NOT NULL,
+	id               TEXT NOT NULL, -- ULID
+	at               INTEGER NOT NULL,
+	type             TEXT NOT NULL,
+	iteration        INTEGER NOT NULL,
+	input_tokens     INTEGER NOT NULL,
+	cached_tokens    INTEGER NOT NULL,
+	output_tokens    INTEGER NOT NULL,
+	reasoning_tokens INTEGER NOT NULL,
+	pushes           TEXT NOT NULL, -- JSON array of messageIds
+	body             TEXT NOT NULL, -- sealed JSON
+	PRIMARY KEY (session, seq)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX transcript_entries_at ON transcript_entries (at);
+`
+)
+
+// broadcastsSchema: one row per operator broadcast.
+const broadcastsSchema = `
+CREATE TABLE broadcasts (
+	id          TEXT PRIMARY KEY,
+	message     TEXT NOT NULL, -- JSON: the send request minus the user id
+	user_ids    TEXT,          -- JSON array of user ids; NULL means every user
+	cursor      TEXT NOT NULL,
+	sent        INTEGER NOT NULL,
+	failed      INTEGER NOT NULL,
+	status      TEXT NOT NULL CHECK (status IN ('running', 'done', 'stopped')),
+	created_at  INTEGER NOT NULL,
+	updated_at  INTEGER NOT NULL
+) STRICT;
+`
+
+// tokenProofsSchema: one row per user, its last proof of the client token.
+const tokenProofsSchema = `
+CREATE TABLE client_token_proofs (
+	user_id   TEXT PRIMARY KEY,
+	token_mac TEXT NOT NULL,
+	seen_at   INTEGER NOT NULL
+) STRICT;
+`
+
+// devicesSchema: a device's last report of life.
+const devicesSchema = `
+ALTER TABLE subscriptions ADD COLUMN last_seen_at INTEGER;
+`
+
+// instancesSchema: one row per running amsg, heartbeated.
+const instancesSchema = `
+CREATE TABLE instances (
+	id           TEXT PRIMARY KEY,
+	started_at   INTEGER NOT NULL,
+	heartbeat_at INTEGER NOT NULL
+) STRICT;
+`

@@ -1,0 +1,141 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"amsg/store"
+	"amsg/store/storetest"
+)
+
+// openTwice opens two stores on one fresh database, as two instances would.
+func openTwice(t *testing.T, cfg store.Config) (a, b *store.Store, url string) {
+	t.Helper()
+	path, url := storetest.Database(t)
+	cfg.Path, cfg.DatabaseURL = path, url
+	return storetest.Open(t, cfg), storetest.Open(t, cfg), url
+}
+
+func TestInstanceHeartbeats(t *testing.T) {
+	clock := newClock()
+	a, b, _ := openTwice(t, store.Config{Now: clock.Now})
+	ctx := t.Context()
+	if err := a.RegisterInstance(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	alive := func(id string, within time.Duration) bool {
+		t.Helper()
+		ok, err := b.InstanceAlive(ctx, id, clock.Now().Add(-within))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !alive("a", time.Second) || alive("b", time.Hour) {
+		t.Error("a registered should be alive, b never registered should not")
+	}
+	clock.Add(time.Minute)
+	if alive("a", 30*time.Second) {
+		t.Error("a without a heartbeat for a minute is alive within 30s")
+	}
+	if err := a.HeartbeatInstance(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if !alive("a", time.Second) {
+		t.Error("a heartbeat did not make a alive")
+	}
+	clock.Add(time.Hour)
+	if n, err := b.DeleteStaleInstances(ctx, clock.Now().Add(-time.Minute)); err != nil || n != 1 {
+		t.Fatalf("DeleteStaleInstances = %d, %v; want 1", n, err)
+	}
+	if err := a.HeartbeatInstance(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if !alive("a", time.Second) {
+		t.Error("a pruned instance that beats again is not alive")
+	}
+	if err := a.DeleteInstance(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if alive("a", time.Hour) {
+		t.Error("a deleted instance is alive")
+	}
+}
+
+// A task inserted through one instance wakes the other's watcher.
+func TestWatchTasksHearsAnotherInstance(t *testing.T) {
+	a, b, url := openTwice(t, store.Config{})
+	if url == "" {
+		t.Skip("SQLite has one process: it wakes its scheduler itself")
+	}
+	wakes := make(chan struct{}, 16)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.WatchTasks(ctx, time.Second, func() { wakes <- struct{}{} })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	<-wakes // connected
+	insertTask(t, a, alice, 1, time.Now().Add(time.Hour))
+	select {
+	case <-wakes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up within 10s of an insert on the other instance")
+	}
+}
+
+// The leadership has one holder; when the holder's session dies, another
+// instance takes it on its next check.
+func TestLeaderFailsOver(t *testing.T) {
+	a, b, url := openTwice(t, store.Config{})
+	ctx := t.Context()
+	la, lb := a.Leader("housekeeping"), b.Leader("housekeeping")
+	t.Cleanup(func() { la.Release(); lb.Release() })
+	check := func(l store.Leader) bool {
+		t.Helper()
+		ok, err := l.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !check(la) {
+		t.Fatal("the first candidate does not lead")
+	}
+	if url == "" {
+		if !check(lb) {
+			t.Error("on SQLite every process leads (it is the only one)")
+		}
+		return
+	}
+	if check(lb) || !check(la) {
+		t.Fatal("two leaders, or the leader lost it")
+	}
+	// Kill the leader's session as a crash would, and wait for it to end.
+	admin, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND objsubid = 2
+			AND classid::bigint = hashtext(current_schema())::bigint & 4294967295
+			AND objid::bigint = hashtext('housekeeping')::bigint & 4294967295`); err != nil {
+		t.Fatal(err)
+	}
+	if !check(lb) {
+		t.Fatal("the survivor did not take the leadership of a dead leader")
+	}
+	if check(la) {
+		t.Error("the old leader still leads after its session died")
+	}
+	if err := lb.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if !check(la) {
+		t.Error("a released leadership was not free")
+	}
+}
