@@ -289,12 +289,6 @@ func (t *Transcripts) Append(ctx context.Context, owner Owner, sessionID string,
 	return head, err
 }
 
-// Prune deletes what was recorded more than maxAge ago and returns how many
-// messages went.
-func (t *Transcripts) Prune(ctx context.Context, maxAge time.Duration) (int, error) {
-	return t.store.PruneTranscripts(ctx, t.now().Add(-maxAge))
-}
-
 // Round is one LLM call of a session and what came of it, as a producer
 // that runs its own calls (the scheduler's prompted and auto tasks) records
 // it with Record. The agent loop records its rounds the same way.

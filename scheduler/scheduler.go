@@ -84,10 +84,12 @@ type Config struct {
 	// RetryBackoff; MaxRetries how many retries an occurrence gets.
 	RetryBackoff time.Duration
 	MaxRetries   int
-	// FinishedRetention is how long sent and failed tasks are kept;
-	// CleanupInterval how often they (and the outbox) are pruned.
-	FinishedRetention time.Duration
-	CleanupInterval   time.Duration
+	// Retention is how long each kind of row is kept (its FinishedTasks
+	// defaults to DefaultFinishedRetention); CleanupInterval is how often
+	// the housekeeping prunes them, which POST /send-notifications also
+	// does, as the standard's tick does.
+	Retention       store.Retention
+	CleanupInterval time.Duration
 	// InstantAttempts and InstantBackoff shape the in-request delivery of
 	// instant tasks: attempt n+1 waits n × InstantBackoff.
 	InstantAttempts int
@@ -178,7 +180,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
 	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
-	cfg.FinishedRetention = cmp.Or(cfg.FinishedRetention, DefaultFinishedRetention)
+	cfg.Retention.FinishedTasks = cmp.Or(cfg.Retention.FinishedTasks, DefaultFinishedRetention)
 	cfg.CleanupInterval = cmp.Or(cfg.CleanupInterval, DefaultCleanupInterval)
 	cfg.InstantAttempts = cmp.Or(cfg.InstantAttempts, DefaultInstantAttempts)
 	cfg.InstantBackoff = cmp.Or(cfg.InstantBackoff, DefaultInstantBackoff)
@@ -470,8 +472,9 @@ func (s *Scheduler) releaseLease(l store.Lease) result {
 	return result{taskID: l.TaskID, kind: resultReleased}
 }
 
-// cleanup deletes sent and failed tasks older than FinishedRetention and
-// applies the outbox retention, at most every CleanupInterval unless forced.
+// cleanup is the housekeeping: at most every CleanupInterval unless
+// forced, and on the one process the Housekeeper elects, it prunes every
+// kind of row past its retention (store.Prune).
 func (s *Scheduler) cleanup(ctx context.Context, force bool) {
 	s.cleanupMu.Lock()
 	defer s.cleanupMu.Unlock()
@@ -488,16 +491,12 @@ func (s *Scheduler) cleanup(ctx context.Context, force bool) {
 			return
 		}
 	}
-	n, err := s.deps.Store.DeleteFinishedTasks(ctx, now.Add(-s.cfg.FinishedRetention))
+	pruned, err := s.deps.Store.Prune(ctx, now, s.cfg.Retention)
 	if err != nil {
-		s.log.Error("scheduler: deleting finished tasks failed", "err", err)
-	} else if n > 0 {
-		s.log.Info("scheduler: deleted finished tasks", "count", n)
+		s.log.Error("scheduler: pruning failed", "err", err)
 	}
-	if n, err := s.deps.Store.CleanupOutbox(ctx); err != nil {
-		s.log.Warn("scheduler: outbox cleanup failed", "err", err)
-	} else if n > 0 {
-		s.log.Info("scheduler: deleted old outbox rows", "count", n)
+	if pruned != (store.Pruned{}) {
+		s.log.Info("scheduler: pruned old rows", "pruned", pruned)
 	}
 }
 

@@ -78,7 +78,6 @@ func (s *server) runInstance(ctx context.Context) {
 	beat := time.NewTicker(s.cfg.Cluster.Heartbeat)
 	defer beat.Stop()
 	leading, campaigned := false, false
-	var lastHousekeeping time.Time
 	for {
 		if err := s.store.HeartbeatInstance(ctx, s.instance); err != nil && ctx.Err() == nil {
 			s.log.Warn("instance heartbeat failed", "err", err)
@@ -90,11 +89,6 @@ func (s *server) runInstance(ctx context.Context) {
 		if leads != leading || !campaigned {
 			leading, campaigned = leads, true
 			s.log.Info("housekeeping leadership", "instance", s.instance, "leads", leads)
-			lastHousekeeping = time.Time{}
-		}
-		if leads && s.now().Sub(lastHousekeeping) >= maintenanceInterval {
-			lastHousekeeping = s.now()
-			s.keepHouse(ctx)
 		}
 		if leads && s.cfg.DatabaseURL != "" {
 			if err := s.api.ResumeBroadcasts(ctx, s.now().Add(-broadcastIdle)); err != nil && ctx.Err() == nil {
@@ -114,21 +108,6 @@ func (s *server) runInstance(ctx context.Context) {
 			return
 		case <-beat.C:
 		}
-	}
-}
-
-// keepHouse prunes the delivery log, the transcripts, the devices silent
-// too long and the instances that stopped beating long ago.
-func (s *server) keepHouse(ctx context.Context) {
-	if n, err := s.store.PruneDeliveryLog(ctx); err != nil && ctx.Err() == nil {
-		s.log.Warn("pruning the delivery log failed", "err", err)
-	} else if n > 0 {
-		s.log.Info("pruned the delivery log", "rows", n)
-	}
-	s.pruneTranscripts(ctx)
-	s.expireSilentDevices(ctx)
-	if _, err := s.store.DeleteStaleInstances(ctx, s.now().Add(-maintenanceInterval)); err != nil && ctx.Err() == nil {
-		s.log.Warn("pruning the instances table failed", "err", err)
 	}
 }
 

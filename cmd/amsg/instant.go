@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"time"
@@ -57,16 +56,4 @@ func (s *server) instant() *api.Instant {
 		PageURL:       s.cfg.Notifications.PublicURL,
 		Now:           s.now,
 	})}
-}
-
-// pruneTranscripts deletes what the transcripts recorded before the
-// retention.
-func (s *server) pruneTranscripts(ctx context.Context) {
-	n, err := s.transcripts.Prune(ctx, s.cfg.Instant.TranscriptMaxAge)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		s.log.Warn("pruning the session transcripts failed", "err", err)
-	case n > 0:
-		s.log.Info("pruned the session transcripts", "messages", n)
-	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net/url"
@@ -39,16 +38,4 @@ func (c notificationsConfig) validate() error {
 		return fmt.Errorf("%w: --device-max-silence must be at least 24h, got %s", errUsage, c.DeviceMaxSilence)
 	}
 	return nil
-}
-
-// expireSilentDevices removes the devices silent for longer than the limit.
-func (s *server) expireSilentDevices(ctx context.Context) {
-	limit := s.cfg.Notifications.DeviceMaxSilence
-	n, err := s.store.ExpireSilentDevices(ctx, time.Now().Add(-limit))
-	switch {
-	case err != nil && ctx.Err() == nil:
-		s.log.Warn("expiring silent push devices failed", "err", err)
-	case n > 0:
-		s.log.Info("expired silent push devices", "devices", n, "max_silence", limit.String())
-	}
 }

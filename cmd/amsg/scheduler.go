@@ -8,6 +8,7 @@ import (
 
 	"amsg/push/courier"
 	"amsg/scheduler"
+	"amsg/store"
 )
 
 // schedulerConfig holds the scheduler's settings beyond --tick.
@@ -56,6 +57,11 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 		Now:          s.now,
 		OnClaim:      onClaim,
 		PageURL:      s.cfg.Notifications.PublicURL,
+		Retention: store.Retention{
+			Transcripts:   s.cfg.Instant.TranscriptMaxAge,
+			DeviceSilence: s.cfg.Notifications.DeviceMaxSilence,
+			Instances:     deadInstanceAge,
+		},
 	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts,
 		Housekeeper: s.housekeeper})
 	if err != nil {

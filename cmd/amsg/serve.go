@@ -29,8 +29,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// maintenanceInterval is how often old delivery-log rows are pruned.
-const maintenanceInterval = time.Hour
+// deadInstanceAge is how long the housekeeping keeps the row of an
+// instance whose heartbeat stopped.
+const deadInstanceAge = time.Hour
 
 // runServe runs the server until ctx ends (SIGINT or SIGTERM), then shuts
 // down gracefully. Configuration problems print one line and return 2.

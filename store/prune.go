@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Retention is how long each kind of row is kept once it has served; a zero
+// duration keeps that kind for good. The outbox and the delivery log take
+// their retention from Config.
+type Retention struct {
+	FinishedTasks time.Duration // sent and failed tasks, from their last update
+	Transcripts   time.Duration // session transcripts, from when they were recorded
+	DeviceSilence time.Duration // devices, from their last sign of life
+	Instances     time.Duration // instances, from their last heartbeat
+}
+
+// Pruned counts what one Prune deleted.
+type Pruned struct {
+	FinishedTasks, Outbox, DeliveryLog, Transcripts, Devices, Instances int
+}
+
+// LogValue lists the counts under the names Prune's steps have.
+func (p Pruned) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
+		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts),
+		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances))
+}
+
+// Prune is the store's housekeeping, the one place rows are deleted for
+// their age: finished tasks, the outbox, the delivery log, transcripts,
+// silent devices and dead instances, each against now and its retention.
+// A failing step does not stop the others; the error joins theirs.
+func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
+	var p Pruned
+	olderThan := func(keep time.Duration, prune func(context.Context, time.Time) (int, error)) func() (int, error) {
+		return func() (int, error) {
+			if keep <= 0 {
+				return 0, nil
+			}
+			return prune(ctx, now.Add(-keep))
+		}
+	}
+	steps := []struct {
+		what  string
+		count *int
+		run   func() (int, error)
+	}{
+		{"finished tasks", &p.FinishedTasks, olderThan(r.FinishedTasks, s.DeleteFinishedTasks)},
+		{"outbox", &p.Outbox, func() (int, error) { return s.CleanupOutbox(ctx) }},
+		{"delivery log", &p.DeliveryLog, func() (int, error) { return s.PruneDeliveryLog(ctx) }},
+		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
+		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
+		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
+	}
+	var errs []error
+	for _, step := range steps {
+		n, err := step.run()
+		*step.count = n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", step.what, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return p, fmt.Errorf("store: prune: %w", err)
+	}
+	return p, nil
+}
