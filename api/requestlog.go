@@ -29,7 +29,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			slog.String("method", r.Method),
 			slog.String("route", routePattern(r)),
 			slog.Int("status", rec.status),
-			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+			slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000),
 		}
 		if id := strings.TrimSpace(r.Header.Get("X-User-Id")); id != "" {
 			attrs = append(attrs, slog.String("user", userDigest(id)))

@@ -34,8 +34,8 @@ func TestRequestLog(t *testing.T) {
 		first["user"] != userDigest(testUserID) {
 		t.Errorf("request line %v", first)
 	}
-	if _, ok := first["duration_ms"].(float64); !ok {
-		t.Errorf("duration_ms = %v, want a number of milliseconds", first["duration_ms"])
+	if _, ok := first["durationMs"].(float64); !ok {
+		t.Errorf("durationMs = %v, want a number of milliseconds", first["durationMs"])
 	}
 	if lines[1]["route"] != "/api/v1/admin/users/{userId}/devices" || lines[1]["status"] != 401.0 {
 		t.Errorf("second line %v, want the pattern, not the path", lines[1])

@@ -276,7 +276,7 @@ func (s *Store) ClientState(ctx context.Context, userID, namespace string) ([]Cl
 		} else {
 			plaintext, err := key.OpenAtRest(root.value)
 			if err != nil {
-				s.log.Warn("store: skipping a client-state value that does not decrypt", "user_id", userID, "namespace", namespace, "err", err)
+				s.log.Warn("store: skipping a client-state value that does not decrypt", "userId", userID, "namespace", namespace, "err", err)
 			}
 			value, ok = string(plaintext), err == nil
 		}
@@ -340,7 +340,7 @@ func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, key usercrypt.K
 	for _, v := range sealed {
 		plaintext, err := key.OpenAtRest(v)
 		if err != nil {
-			s.log.Warn("store: skipping a chunked client-state value whose slice does not decrypt", "user_id", userID, "namespace", namespace, "err", err)
+			s.log.Warn("store: skipping a chunked client-state value whose slice does not decrypt", "userId", userID, "namespace", namespace, "err", err)
 			return "", false, nil
 		}
 		b.Write(plaintext)

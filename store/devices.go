@@ -80,7 +80,7 @@ func (s *Store) DevicesSeen(ctx context.Context, userID string) ([]DeviceSeen, e
 func (s *Store) ExpireSilentDevices(ctx context.Context, cutoff time.Time) (int, error) {
 	n, err := s.execCount(ctx, "expire silent devices", `DELETE FROM subscriptions WHERE `+s.livenessSQL()+` < ?`, millis(cutoff))
 	if n > 0 {
-		s.log.Info("store: expired silent devices", "expired", n, "silent_since", cutoff.UTC().Format(time.RFC3339))
+		s.log.Info("store: expired silent devices", "expired", n, "silentSince", cutoff.UTC().Format(time.RFC3339))
 	}
 	return n, err
 }

@@ -229,7 +229,7 @@ func (s *Store) readOutbox(ctx context.Context, userID, query string, args ...an
 			err = errors.New("payload is not a JSON object")
 		}
 		if err != nil {
-			s.log.Warn("store: skipping an outbox row that does not decrypt", "user_id", userID, "outbox_id", e.ID, "err", err)
+			s.log.Warn("store: skipping an outbox row that does not decrypt", "userId", userID, "outboxId", e.ID, "err", err)
 			continue
 		}
 		e.TaskUUID, e.SessionID = taskUUID.String, sessionID.String

@@ -187,7 +187,7 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 				return fmt.Errorf("generate VAPID key pair: %w", err)
 			}
 			notices = append(notices, func() {
-				s.log.Info("store: generated a VAPID key pair", "public_fingerprint", fingerprint(sec.VAPIDPublicKey))
+				s.log.Info("store: generated a VAPID key pair", "publicFingerprint", fingerprint(sec.VAPIDPublicKey))
 			})
 		case oldPublic != "" && (oldPublic != sec.VAPIDPublicKey || oldPrivate != sec.VAPIDPrivateKey):
 			notices = append(notices, func() {

@@ -88,7 +88,7 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 		return push.Device{}, fmt.Errorf("store: put subscription: %w", err)
 	}
 	if evicted > 0 {
-		s.log.Info("store: evicted least recently updated subscriptions", "user_id", userID, "evicted", evicted, "max_devices", s.maxDevicesPerUser)
+		s.log.Info("store: evicted least recently updated subscriptions", "userId", userID, "evicted", evicted, "maxDevices", s.maxDevicesPerUser)
 	}
 	return d, nil
 }
@@ -118,7 +118,7 @@ func (s *Store) Devices(ctx context.Context, userID string) ([]push.Device, erro
 			err = json.Unmarshal(plaintext, &d.Subscription)
 		}
 		if err != nil {
-			s.log.Warn("store: skipping a subscription that does not decrypt", "user_id", userID, "device_id", d.ID, "err", err)
+			s.log.Warn("store: skipping a subscription that does not decrypt", "userId", userID, "deviceId", d.ID, "err", err)
 			continue
 		}
 		d.CreatedAt, d.UpdatedAt = fromMillis(created), fromMillis(updated)

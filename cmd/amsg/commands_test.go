@@ -59,16 +59,16 @@ func TestHealthHonoursAddr(t *testing.T) {
 	}
 }
 
-// JSON logs carry durations as milliseconds, under a key ending in _ms.
+// JSON logs carry durations as milliseconds, under a key ending in Ms.
 func TestJSONLogDurationsInMilliseconds(t *testing.T) {
 	var buf strings.Builder
 	log := newLogger(config{LogFormat: "json", LogLevel: slog.LevelInfo}, &buf)
-	log.Info("x", "wait", 1500*time.Millisecond, "latency_ms", 2*time.Millisecond, "n", 3)
+	log.Info("x", "wait", 1500*time.Millisecond, "latencyMs", 2*time.Millisecond, "n", 3)
 	var line map[string]any
 	if err := json.Unmarshal([]byte(buf.String()), &line); err != nil {
 		t.Fatal(err)
 	}
-	if line["wait_ms"] != 1500.0 || line["latency_ms"] != 2.0 || line["n"] != 3.0 || line["wait"] != nil {
+	if line["waitMs"] != 1500.0 || line["latencyMs"] != 2.0 || line["n"] != 3.0 || line["wait"] != nil {
 		t.Fatalf("log line %v", line)
 	}
 }

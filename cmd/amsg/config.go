@@ -194,7 +194,7 @@ func newLogger(c config, w io.Writer) *slog.Logger {
 }
 
 // durationsInMilliseconds writes a time.Duration as a number of
-// milliseconds under its key with "_ms" appended: slog's JSON handler
+// milliseconds under its key with "Ms" appended: slog's JSON handler
 // would write nanoseconds, which log tools read as a bare, huge number. The
 // text format keeps Go's "1.5s".
 func durationsInMilliseconds(_ []string, a slog.Attr) slog.Attr {
@@ -202,8 +202,8 @@ func durationsInMilliseconds(_ []string, a slog.Attr) slog.Attr {
 		return a
 	}
 	key := a.Key
-	if !strings.HasSuffix(key, "_ms") {
-		key += "_ms"
+	if !strings.HasSuffix(key, "Ms") {
+		key += "Ms"
 	}
 	return slog.Float64(key, float64(a.Value.Duration().Microseconds())/1000)
 }
