@@ -102,8 +102,12 @@ func TestUpstreamWorkerShowsAmsgPushes(t *testing.T) {
 		}
 		p.DeliverPush(string(out))
 	}
+	// The worker handles each push event on its own, so the notifications
+	// may appear in any order: wait for all three.
 	sessionTag := builders.SessionTag("sess_up")
-	p.WaitNotification("the tool request", func(n browsertest.Notification) bool { return n.Tag == sessionTag })
+	for _, tag := range []string{"msg_up_bare", "msg_up_dwp", sessionTag} {
+		p.WaitNotification("the notification tagged "+tag, func(n browsertest.Notification) bool { return n.Tag == tag })
+	}
 	ns := map[string]browsertest.Notification{}
 	for _, n := range p.Notifications() {
 		ns[n.Tag] = n
