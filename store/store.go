@@ -339,7 +339,7 @@ func (s *Store) commitLoop() {
 		close(checkpoints)
 		<-checkpointerDone
 	}()
-	busy := false // the last group had company: wait a moment for more
+	var lastCommit time.Time // a write soon after it means deliveries keep writing: wait a moment for more
 	for {
 		var group []*writeOp
 		select {
@@ -360,9 +360,9 @@ func (s *Store) commitLoop() {
 		case op := <-s.writes:
 			group = append(group, op)
 		}
-		group = s.gather(group, busy)
-		busy = len(group) > 1
+		group = s.gather(group, time.Since(lastCommit) < groupWait)
 		s.commitGroup(group)
+		lastCommit = time.Now()
 	}
 }
 
@@ -483,20 +483,28 @@ func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
 // transaction, and the error says so (errTxAborted).
 func (s *Store) inSavepoint(tx *sql.Tx, op *writeOp) error {
 	ctx := context.Background()
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT write"); err != nil {
+	if _, err := s.txExec(ctx, tx, savepointSQL); err != nil {
 		return errors.Join(err, errTxAborted)
 	}
 	err := op.fn(tx)
 	if err != nil {
-		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO write"); rerr != nil {
+		if _, rerr := s.txExec(ctx, tx, rollbackToSavepointSQL); rerr != nil {
 			return errors.Join(err, rerr, errTxAborted)
 		}
 	}
-	if _, rerr := tx.ExecContext(ctx, "RELEASE write"); rerr != nil {
+	if _, rerr := s.txExec(ctx, tx, releaseSavepointSQL); rerr != nil {
 		return errors.Join(err, rerr, errTxAborted)
 	}
 	return err
 }
+
+// The group commit's savepoint statements, prepared once on SQLite's writer
+// (prepareStatements) since every write of a group runs two of them.
+const (
+	savepointSQL           = "SAVEPOINT write"
+	rollbackToSavepointSQL = "ROLLBACK TO write"
+	releaseSavepointSQL    = "RELEASE write"
+)
 
 // execCount runs query in a write of its own and returns the number of
 // rows it changed. A failed statement is wrapped as "store: what: …", or
@@ -541,8 +549,12 @@ func preparedRead(query string) string {
 }
 
 func (s *Store) prepareStatements(ctx context.Context) error {
+	writes := append(slices.Clone(preparedQueries), s.claimDueSQL())
+	if s.writes != nil {
+		writes = append(writes, savepointSQL, rollbackToSavepointSQL, releaseSavepointSQL)
+	}
 	var err error
-	if s.stmts, err = prepareAll(ctx, s.writer, append(slices.Clone(preparedQueries), s.claimDueSQL())); err != nil {
+	if s.stmts, err = prepareAll(ctx, s.writer, writes); err != nil {
 		return err
 	}
 	s.readStmts, err = prepareAll(ctx, s.reader, append(slices.Clone(preparedReads), s.nextClaimableSQL()))

@@ -27,7 +27,8 @@ func TestDSNAppliesPragmasToEveryConnection(t *testing.T) {
 			defer db.Close()
 			ctx := context.Background()
 			want := map[string]string{
-				"busy_timeout": "5000", "journal_mode": "wal", "synchronous": "1", "foreign_keys": "1", "query_only": pool.queryOnly,
+				"busy_timeout": "5000", "journal_mode": "wal", "synchronous": "1", "foreign_keys": "1", "temp_store": "2",
+				"query_only": pool.queryOnly,
 			}
 			for i := range 3 { // hold three connections at once so the pool must open three
 				conn, err := db.Conn(ctx)
