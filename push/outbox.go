@@ -46,3 +46,20 @@ type OutboxEntry struct {
 	CreatedAt   time.Time
 	DeliveredAt time.Time // zero until a push service accepted the push
 }
+
+// Bookkeeping is what one push's delivery leaves in the store, written in
+// one transaction: the attempts, the outbox rows of UserID it delivered, the
+// devices of UserID push services reported gone, and the pushes that were
+// sent before the outbox held them (recorded now, already delivered).
+type Bookkeeping struct {
+	UserID    string
+	Record    []OutboxMessage
+	Delivered []string
+	Gone      []int64
+	Attempts  []Attempt
+}
+
+// Empty reports bookkeeping with nothing to write.
+func (b Bookkeeping) Empty() bool {
+	return len(b.Record) == 0 && len(b.Delivered) == 0 && len(b.Gone) == 0 && len(b.Attempts) == 0
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,52 +78,59 @@ func messageIDBase(taskID int64, occurrence time.Time) string {
 	return "msg_task_" + strconv.FormatInt(taskID, 10) + "@" + strconv.FormatInt(occurrence.UnixMilli(), 10)
 }
 
-// outgoing is one push of a burst, as the outbox records it.
-type outgoing = courier.Recorded
+// burstPrefix starts the messageId of every push of one occurrence, and of
+// no other push: the outbox finds a burst by it.
+func burstPrefix(taskID int64, occurrence time.Time) string {
+	return messageIDBase(taskID, occurrence) + "_"
+}
+
+// outgoing is one push of a burst.
+type outgoing = courier.Outgoing
 
 // fire delivers one occurrence of task: content (the stored message, or an
 // LLM answer), then its pushes, reasoning first, paced, through one courier
-// round. It returns how many content pushes the burst has. The burst is
-// recorded in the outbox before its first push leaves, and an attempt that
-// finds the occurrence's burst recorded resends it rather than building it
-// again: after a crash mid-burst, the sentences already shown stay the first
-// answer's, under the same messageIds, and the LLM is not asked again. An
-// attempt that push services failed before any of its burst was delivered
-// discards it, so the retry starts afresh (with an edited message, or a new
-// LLM answer).
-func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, err error) {
+// round. It returns how many content pushes the burst has, and the
+// bookkeeping of its last push, which the task's completion writes
+// (store.CompleteTask).
+//
+// A burst of LLM answers is recorded in the outbox before its first push
+// leaves, and an attempt that finds the occurrence's burst recorded resends
+// it rather than building it again: after a crash mid-burst, the sentences
+// already shown stay the first answer's, under the same messageIds, and the
+// LLM is not asked again. An attempt that push services failed before any
+// of its burst was delivered discards it, so the retry starts afresh (with a
+// new LLM answer). A stored message is built again on every attempt, the
+// same pushes under the same ids, so its pushes are recorded with their
+// delivery instead (courier.Round.Deliver); only a burst of several reads
+// which of them an earlier attempt delivered.
+func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, last push.Bookkeeping, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
 	defer func() { s.recordRound(task, round, err) }()
 
 	cr, err := s.deps.Courier.Open(ctx, courier.Recipients{UserID: task.UserID}, p.MessageType.Source())
 	switch {
 	case err != nil:
-		return 0, err
+		return 0, last, err
 	case !cr.Reachable():
 		// Before spending LLM tokens on a message nobody can receive.
-		return 0, errSubscriptionMissing
+		return 0, last, errSubscriptionMissing
 	}
 
-	session := sessionID(task.ID, task.NextSendAt)
-	burst, started, err := cr.Recorded(ctx, session)
+	prefix := burstPrefix(task.ID, task.NextSendAt)
+	burst, started, round, err := s.burst(ctx, cr, task, p, rec, prefix)
 	if err != nil {
-		return 0, err
-	}
-	if burst == nil {
-		if burst, round, err = s.newBurst(ctx, cr, task, p, rec); err != nil {
-			return 0, err
-		}
+		return 0, last, err
 	}
 	defer func() {
 		// Only a failure the push services reported proves the burst
 		// reached nobody; an interrupted attempt (shutdown, a lost lease)
 		// may have a push in flight, so its burst stays for the retry.
 		if err != nil && !started && ctx.Err() == nil {
-			s.discardBurst(cr, task, session)
+			s.discardBurst(cr, task, prefix)
 		}
 	}()
 	paced := false
-	for _, o := range burst {
+	for i, o := range burst {
 		if o.Kind == push.KindContent {
 			sent++
 		}
@@ -131,13 +139,14 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		}
 		if paced {
 			if err := s.sleep(ctx, s.cfg.PushInterval); err != nil {
-				return 0, err
+				return 0, push.Bookkeeping{}, err
 			}
 		}
-		withheld, err := s.send(ctx, cr, o)
+		withheld, held, err := s.send(ctx, cr, o, i == len(burst)-1)
 		if err != nil {
-			return 0, err
+			return 0, push.Bookkeeping{}, err
 		}
+		last = held
 		started, paced = started || !withheld, !withheld
 		switch {
 		case round == nil:
@@ -147,31 +156,57 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 			round.ContentPushes = append(round.ContentPushes, o.MessageID)
 		}
 	}
-	return sent, nil
+	return sent, last, nil
 }
 
-// newBurst makes an occurrence's pushes (calling the LLM when the task asks
-// for it) and records them in the outbox before anything is sent. round is
-// the LLM round to record, set even when the call failed.
+// burst returns the occurrence's pushes, whether an earlier attempt
+// delivered any of them, and the LLM round to record when it called the
+// LLM (set even when the call failed).
+func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence, prefix string) (burst []outgoing, started bool, round *loop.Round, err error) {
+	if !usesLLM(p) {
+		if p.UserMessage == nil {
+			return nil, false, nil, textError("Invalid instant message: no content source available")
+		}
+		if burst, err = s.build(task, p, rec, "", *p.UserMessage); err != nil || len(burst) == 1 {
+			// A lone push an earlier attempt delivered goes again under its
+			// id, which the service worker drops: no read needed.
+			return burst, false, nil, err
+		}
+		recorded, started, err := cr.Recorded(ctx, prefix)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		for _, r := range recorded {
+			if i := slices.IndexFunc(burst, func(o outgoing) bool { return o.MessageID == r.MessageID }); i >= 0 && r.Delivered {
+				burst[i].Delivered = true
+			}
+		}
+		return burst, started, nil, nil
+	}
+	if burst, started, err = cr.Recorded(ctx, prefix); err != nil || burst != nil {
+		return burst, started, nil, err
+	}
+	burst, round, err = s.newBurst(ctx, cr, task, p, rec)
+	return burst, false, round, err
+}
+
+// newBurst asks the LLM for an occurrence's answer, makes its pushes and
+// records them in the outbox before anything is sent. round is the LLM
+// round to record, set even when the call failed.
 func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
 	resp, err := s.content(ctx, p)
-	if resp == nil && err == nil {
-		resp = &contentResult{text: *p.UserMessage}
-	} else if resp != nil {
-		round = &loop.Round{Input: p.Messages, Prompt: deref(p.CompletePrompt), Response: resp.llm}
-	}
+	round = &loop.Round{Input: p.Messages, Prompt: deref(p.CompletePrompt), Response: resp.llm}
 	if err != nil {
 		return nil, round, err
 	}
 	if burst, err = s.build(task, p, rec, resp.reasoning, resp.text); err != nil {
 		return nil, round, err
 	}
-	if round != nil {
-		round.Reasoning, round.Text = resp.reasoning, resp.text
-	}
+	round.Reasoning, round.Text = resp.reasoning, resp.text
 	messages := make([]push.OutboxMessage, len(burst))
 	for i, o := range burst {
 		messages[i] = o.OutboxMessage
+		burst[i].Recorded = true
 	}
 	if err := cr.Record(ctx, messages); err != nil {
 		return nil, round, err
@@ -181,10 +216,10 @@ func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.
 
 // discardBurst deletes the recorded pushes of an occurrence none of which
 // was delivered, so its retry builds the burst afresh.
-func (s *Scheduler) discardBurst(cr *courier.Round, task store.Task, session string) {
+func (s *Scheduler) discardBurst(cr *courier.Round, task store.Task, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
-	if err := cr.Discard(ctx, session); err != nil {
+	if err := cr.Discard(ctx, prefix); err != nil {
 		s.log.Warn("scheduler: discarding an undelivered burst failed", "taskId", task.ID, "err", err)
 	}
 }
@@ -219,19 +254,17 @@ type contentResult struct {
 	llm             *llm.Response
 }
 
-// content returns what an occurrence sends. For fixed tasks (and instant
-// ones without an LLM) it returns nil: the stored userMessage is the text.
-// Otherwise it makes one LLM call with the stored prompt; a failed call
-// returns a non-nil result without an answer, so the round is recorded.
-func (s *Scheduler) content(ctx context.Context, p Payload) (*contentResult, error) {
-	useLLM := p.MessageType == push.TypePrompted || p.MessageType == push.TypeAuto ||
+// usesLLM reports whether an occurrence's text is an LLM answer: prompted
+// and auto tasks, and instant ones with an AI configuration; otherwise the
+// stored userMessage is the text.
+func usesLLM(p Payload) bool {
+	return p.MessageType == push.TypePrompted || p.MessageType == push.TypeAuto ||
 		(p.MessageType == push.TypeInstant && p.HasAIConfig())
-	if !useLLM {
-		if p.UserMessage == nil {
-			return nil, textError("Invalid instant message: no content source available")
-		}
-		return nil, nil
-	}
+}
+
+// content makes one LLM call with the stored prompt. A failed call returns
+// a result without an answer, so the round is recorded.
+func (s *Scheduler) content(ctx context.Context, p Payload) (*contentResult, error) {
 	req := llm.Request{
 		APIURL:         deref(p.APIURL),
 		APIKey:         deref(p.APIKey),
@@ -332,21 +365,27 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 	return burst, nil
 }
 
-// send delivers one push of the round. It succeeds when at least one
-// device took it, or the push policy kept it off Web Push (withheld):
+// send delivers one push of the round; the last one's bookkeeping comes
+// back for the task's completion to write. It succeeds when at least one
+// device took the push, or the push policy kept it off Web Push (withheld):
 // retrying would only repeat it on the others.
-func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing) (withheld bool, err error) {
-	res, err := cr.Send(ctx, o.OutboxMessage, o.Kind)
+func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing, last bool) (withheld bool, held push.Bookkeeping, err error) {
+	var res courier.Result
+	if last {
+		res, held, err = cr.DeliverLast(ctx, o)
+	} else {
+		res, err = cr.Deliver(ctx, o)
+	}
 	switch {
 	case errors.Is(err, courier.ErrNoRecipients):
-		return false, errSubscriptionMissing
+		return false, held, errSubscriptionMissing
 	case errors.Is(err, push.ErrPayloadTooLarge):
-		return false, fmt.Errorf("%w: %w", errPayloadTooLarge, err)
+		return false, held, fmt.Errorf("%w: %w", errPayloadTooLarge, err)
 	case err != nil:
-		return false, err
+		return false, held, err
 	}
 	if res.Withheld || res.Delivered() > 0 {
-		return res.Withheld, nil
+		return res.Withheld, held, nil
 	}
 	gone := 0
 	var reasons []string
@@ -361,7 +400,7 @@ func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing) (wi
 	if gone == len(res.Devices) {
 		// The push service dropped every subscription; the devices are
 		// deleted, so retrying cannot help until the page registers again.
-		return false, errSubscriptionMissing
+		return false, held, errSubscriptionMissing
 	}
-	return false, fmt.Errorf("%w on %d device(s): %s", errPushSendFailed, len(res.Devices), strings.Join(reasons, "; "))
+	return false, held, fmt.Errorf("%w on %d device(s): %s", errPushSendFailed, len(res.Devices), strings.Join(reasons, "; "))
 }

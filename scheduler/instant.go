@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"amsg/push"
 	"amsg/store"
 )
 
@@ -45,9 +46,10 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 		rec, err = p.Recurrence()
 	}
 	var sent, attempts int
+	var last push.Bookkeeping
 	if err == nil {
 		for attempts = 1; ; attempts++ {
-			sent, err = s.fire(ctx, t, p, rec)
+			sent, last, err = s.fire(ctx, t, p, rec)
 			if _, permanent := failure(err); err == nil || permanent || attempts == s.cfg.InstantAttempts ||
 				s.sleep(ctx, time.Duration(attempts)*s.cfg.InstantBackoff) != nil {
 				break
@@ -57,6 +59,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	retries := max(attempts-1, 0)
 	lease, lost := held.end()
 	if lost {
+		s.deps.Courier.Keep(ctx, last)
 		return InstantResult{}, &InstantError{Code: "TASK_NOT_FOUND", Message: "任务不存在或已处理"}
 	}
 	if err != nil {
@@ -69,7 +72,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 		}
 		return InstantResult{}, &InstantError{Code: "PROCESSING_ERROR", Message: err.Error(), RetriesAttempted: &retries, Permanent: le.Permanent}
 	}
-	if err := s.complete(lease, time.Time{}); err != nil {
+	if err := s.complete(lease, time.Time{}, last); err != nil {
 		return InstantResult{}, &InstantError{Code: "POST_SEND_CLEANUP_FAILED", Message: "消息已发送，但任务清理失败",
 			Details: map[string]string{"error": err.Error()}}
 	}

@@ -584,12 +584,14 @@ func (s *Scheduler) process(t store.Task) result {
 		return s.expire(t, lease, rec, started)
 	}
 	var sent int
+	var last push.Bookkeeping
 	err := perr
 	if err == nil {
-		sent, err = s.fire(ctx, t, p, rec)
+		sent, last, err = s.fire(ctx, t, p, rec)
 	}
 	lease, lost := held.end()
 	if lost {
+		s.deps.Courier.Keep(ctx, last)
 		return result{taskID: t.ID, kind: resultLeaseLost}
 	}
 	if err != nil && s.runCtx.Err() != nil {
@@ -599,7 +601,7 @@ func (s *Scheduler) process(t store.Task) result {
 	if err != nil {
 		return s.failed(t, lease, rec, err)
 	}
-	return s.delivered(t, lease, rec, sent, started)
+	return s.delivered(t, lease, rec, sent, started, last)
 }
 
 // stale reports whether the occurrence is too late to deliver: more than
@@ -660,9 +662,10 @@ func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err erro
 	return s.bookkept(r, werr)
 }
 
-// delivered records a delivered occurrence: a one-off task is deleted, a
-// recurring one advances from its nominal time.
-func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time) result {
+// delivered records a delivered occurrence, with the bookkeeping of its
+// last push: a one-off task is deleted, a recurring one advances from its
+// nominal time.
+func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time, last push.Bookkeeping) result {
 	r := result{taskID: t.ID, kind: resultDeleted, sent: sent, late: started.Sub(t.NextSendAt)}
 	var next time.Time
 	if rec.Recurring() {
@@ -670,20 +673,21 @@ func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent 
 		next, _ = rec.NextAfter(t.NextSendAt, s.now())
 		r.next = next
 	}
-	if err := s.complete(l, next); err != nil {
+	if err := s.complete(l, next, last); err != nil {
 		return result{taskID: t.ID, kind: resultCleanupFailed, reason: err.Error(), sent: sent}
 	}
 	return r
 }
 
-// complete writes a delivered occurrence, trying twice: the pushes went
-// out, and if the write still fails the lease runs out and the occurrence is
-// sent again with the same ids, which the service worker drops.
-func (s *Scheduler) complete(l store.Lease, next time.Time) error {
+// complete writes a delivered occurrence and its last push's bookkeeping,
+// trying twice: the pushes went out, and if the write still fails the lease
+// runs out and the occurrence is sent again with the same ids, which the
+// service worker drops.
+func (s *Scheduler) complete(l store.Lease, next time.Time, last push.Bookkeeping) error {
 	var err error
 	for range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
-		err = s.deps.Store.CompleteTask(ctx, l, next)
+		err = s.deps.Store.CompleteTask(ctx, l, next, last)
 		cancel()
 		if err == nil || errors.Is(err, store.ErrLeaseLost) {
 			return nil

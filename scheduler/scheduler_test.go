@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -352,6 +353,37 @@ func TestRetryFinishesTheBurstItStarted(t *testing.T) {
 	want := []string{base + "reasoning <nil>", base + "0 一。", base + "1 二。", base + "2 三。"}
 	if !slices.Equal(got, want) {
 		t.Errorf("delivered %q, want each push of the first answer once: %q", got, want)
+	}
+}
+
+// A stored message's burst is built again on a retry, and the retry sends
+// only the pushes an earlier attempt did not deliver, under the same ids:
+// the outbox, which records each push with its delivery, says which.
+func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("一。二。三。")}, start)
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusCreated})
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
+	if sum := h.tick(); sum.FailedCount != 1 {
+		t.Fatalf("first attempt %s", mustJSON(t, sum))
+	}
+	h.clk.Set(h.task(alice, task.UUID).RetryAfter)
+	if sum := h.tick(); sum.SuccessCount != 1 || !h.gone(alice, task.UUID) {
+		t.Fatalf("retry %s", mustJSON(t, sum))
+	}
+	base := fmt.Sprintf("msg_task_%d@%d_", task.ID, start.UnixMilli())
+	if got, want := strings.Join(ids(h.pushes()), " "), base+"0 "+base+"1 "+base+"2"; got != want {
+		t.Errorf("delivered %s, want each push once: %s", got, want)
+	}
+	page, err := h.st.UnackedOutbox(t.Context(), alice, 0, 10)
+	if err != nil || len(page.Entries) != 3 {
+		t.Fatalf("outbox %+v, %v", page, err)
+	}
+	for i, e := range page.Entries {
+		if e.MessageID != base+strconv.Itoa(i) || e.DeliveredAt.IsZero() {
+			t.Errorf("outbox entry %d: %s delivered at %v", i, e.MessageID, e.DeliveredAt)
+		}
 	}
 }
 

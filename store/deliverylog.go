@@ -30,35 +30,72 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []push.Attempt) err
 	return nil
 }
 
-// RecordDeliveries writes what the delivery of one push did, in one
-// transaction: the attempts go to the delivery log, the messages of userID
-// a push service took are marked delivered in the outbox (at most
-// MaxOutboxIDs), and the devices of userID a push service reported gone are
-// deleted. The courier calls it once per push; the writer commits the calls
-// of concurrent deliveries together.
-func (s *Store) RecordDeliveries(ctx context.Context, userID string, delivered []string, gone []int64, attempts []push.Attempt) error {
-	if len(delivered) > MaxOutboxIDs {
-		return fmt.Errorf("store: record deliveries: %w: %d message ids, limit %d", ErrInvalidOutbox, len(delivered), MaxOutboxIDs)
+// RecordDeliveries writes what the delivery of one push did (b), in one
+// transaction: the attempts go to the delivery log, the pushes sent before
+// the outbox held them are recorded there, delivered, the messages of
+// b.UserID a push service took are marked delivered (at most MaxOutboxIDs),
+// and the devices of b.UserID a push service reported gone are deleted. The
+// courier calls it once per push; the writer commits the calls of
+// concurrent deliveries together. CompleteTask writes the same with a
+// scheduled occurrence's completion.
+func (s *Store) RecordDeliveries(ctx context.Context, b push.Bookkeeping) error {
+	w, err := s.prepareBookkeeping(b)
+	if err == nil {
+		err = s.write(ctx, func(tx *sql.Tx) error { return w.write(ctx, tx) })
 	}
-	now := millis(s.now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := s.insertAttempts(ctx, tx, attempts); err != nil {
-			return err
-		}
-		for _, id := range delivered {
-			if _, err := s.txExec(ctx, tx, markOutboxDeliveredSQL, now, userID, id); err != nil {
-				return err
-			}
-		}
-		for _, id := range gone {
-			if _, err := s.txExec(ctx, tx, deleteDeviceSQL, userID, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 	if err != nil {
 		return fmt.Errorf("store: record deliveries: %w", err)
+	}
+	return nil
+}
+
+// bookkeepingWrite is a push.Bookkeeping checked and sealed, ready to run
+// in a transaction: the sealing happens on the caller's goroutine, not the
+// writer's.
+type bookkeepingWrite struct {
+	s      *Store
+	b      push.Bookkeeping
+	sealed []string // b.Record's payloads
+	now    int64
+}
+
+func (s *Store) prepareBookkeeping(b push.Bookkeeping) (*bookkeepingWrite, error) {
+	if len(b.Delivered) > MaxOutboxIDs || len(b.Record) > MaxOutboxIDs {
+		return nil, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, len(b.Delivered)+len(b.Record), MaxOutboxIDs)
+	}
+	w := &bookkeepingWrite{s: s, b: b, sealed: make([]string, len(b.Record)), now: millis(s.now())}
+	if len(b.Record) > 0 {
+		key := s.userKey(b.UserID)
+		for i, m := range b.Record {
+			if err := checkOutboxMessage(m); err != nil {
+				return nil, fmt.Errorf("%w: message %d: %w", ErrInvalidOutbox, i, err)
+			}
+			w.sealed[i] = key.SealAtRest(m.Payload)
+		}
+	}
+	return w, nil
+}
+
+func (w *bookkeepingWrite) write(ctx context.Context, tx *sql.Tx) error {
+	s, b := w.s, w.b
+	if err := s.insertAttempts(ctx, tx, b.Attempts); err != nil {
+		return err
+	}
+	for i, m := range b.Record {
+		if _, err := s.txExec(ctx, tx, recordDeliveredOutboxSQL, b.UserID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
+			nullInt(m.MessageIndex), nullInt(m.TotalMessages), w.sealed[i], w.now, w.now); err != nil {
+			return err
+		}
+	}
+	for _, id := range b.Delivered {
+		if _, err := s.txExec(ctx, tx, markOutboxDeliveredSQL, w.now, b.UserID, id); err != nil {
+			return err
+		}
+	}
+	for _, id := range b.Gone {
+		if _, err := s.txExec(ctx, tx, deleteDeviceSQL, b.UserID, id); err != nil {
+			return err
+		}
 	}
 	return nil
 }

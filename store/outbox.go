@@ -97,6 +97,15 @@ var appendOutboxSQL = preparedSQL(`INSERT INTO message_outbox
 		payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
 	WHERE message_outbox.acked_at IS NULL`)
 
+// recordDeliveredOutboxSQL records a push a push service already took
+// (RecordDeliveries' Record): AppendOutbox's row, delivered at once.
+var recordDeliveredOutboxSQL = preparedSQL(`INSERT INTO message_outbox
+		(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at, delivered_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (user_id, message_id) DO UPDATE SET
+		payload = excluded.payload, created_at = excluded.created_at, delivered_at = excluded.delivered_at
+	WHERE message_outbox.acked_at IS NULL`)
+
 func checkOutboxMessage(m OutboxMessage) error {
 	switch {
 	case strings.TrimSpace(m.MessageID) == "":
@@ -189,18 +198,43 @@ const outboxColumns = `SELECT id, message_id, task_uuid, session_id, message_ind
 		payload, created_at, delivered_at
 	FROM message_outbox `
 
-var sessionOutboxSQL = preparedRead(outboxColumns + `WHERE user_id = ? AND session_id = ? ORDER BY id`)
-
-// SessionOutbox returns the pushes recorded for one session of userID,
-// oldest first, whether delivered or acknowledged or not. The scheduler
-// resends a failed occurrence's burst from here, so a retry repeats the
-// first answer rather than asking the LLM for a new one.
-func (s *Store) SessionOutbox(ctx context.Context, userID, sessionID string) ([]OutboxEntry, error) {
-	entries, _, _, err := s.readOutbox(ctx, userID, sessionOutboxSQL, userID, sessionID)
+// BurstOutbox returns the pushes of userID whose message ids start with
+// idPrefix, oldest first, whether delivered or acknowledged or not: the
+// burst of one scheduled occurrence, whose ids share a prefix. The
+// scheduler resends a failed occurrence's burst from here, so a retry
+// repeats the first answer rather than asking the LLM for a new one.
+func (s *Store) BurstOutbox(ctx context.Context, userID, idPrefix string) ([]OutboxEntry, error) {
+	end, err := prefixEnd(idPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("store: session outbox: %w", err)
+		return nil, fmt.Errorf("store: burst outbox: %w", err)
+	}
+	entries, _, _, err := s.readOutbox(ctx, userID, outboxColumns+`WHERE `+s.idPrefixRange()+` ORDER BY id`, userID, idPrefix, end)
+	if err != nil {
+		return nil, fmt.Errorf("store: burst outbox: %w", err)
 	}
 	return entries, nil
+}
+
+// idPrefixRange selects the rows of one user (the first argument) whose
+// message ids lie in [second, third): those with a prefix (prefixEnd), on
+// the (user_id, message_id) index.
+func (s *Store) idPrefixRange() string {
+	id := "message_id" + s.dialect.ByteOrder
+	return `user_id = ? AND ` + id + ` >= ? AND ` + id + ` < ?`
+}
+
+// prefixEnd is the least string above every string that starts with
+// prefix, which must be printable ASCII.
+func prefixEnd(prefix string) (string, error) {
+	if prefix == "" || len(prefix) > maxOutboxFieldBytes {
+		return "", fmt.Errorf("%w: a message id prefix must be 1 to %d bytes", ErrInvalidOutbox, maxOutboxFieldBytes)
+	}
+	for i := range len(prefix) {
+		if prefix[i] < ' ' || prefix[i] >= '~' {
+			return "", fmt.Errorf("%w: a message id prefix must be printable ASCII below '~'", ErrInvalidOutbox)
+		}
+	}
+	return prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1), nil
 }
 
 // readOutbox reads the outbox rows of userID that query (outboxColumns and
@@ -254,13 +288,18 @@ func (s *Store) DiscardUndeliveredOutbox(ctx context.Context, userID, taskUUID s
 		WHERE user_id = ? AND task_uuid = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, taskUUID)
 }
 
-// DiscardUndeliveredSession deletes the pushes of one session of userID
-// that no push service accepted and no client acknowledged, and returns how
-// many. The scheduler calls it when an occurrence failed before any of its
-// burst was delivered, so the retry builds the burst afresh.
-func (s *Store) DiscardUndeliveredSession(ctx context.Context, userID, sessionID string) (int, error) {
-	return s.execCount(ctx, "discard undelivered session", `DELETE FROM message_outbox
-		WHERE user_id = ? AND session_id = ? AND delivered_at IS NULL AND acked_at IS NULL`, userID, sessionID)
+// DiscardUndeliveredBurst deletes the pushes of userID whose message ids
+// start with idPrefix (BurstOutbox) that no push service accepted and no
+// client acknowledged, and returns how many. The scheduler calls it when an
+// occurrence failed before any of its burst was delivered, so the retry
+// builds the burst afresh.
+func (s *Store) DiscardUndeliveredBurst(ctx context.Context, userID, idPrefix string) (int, error) {
+	end, err := prefixEnd(idPrefix)
+	if err != nil {
+		return 0, fmt.Errorf("store: discard undelivered burst: %w", err)
+	}
+	return s.execCount(ctx, "discard undelivered burst", `DELETE FROM message_outbox
+		WHERE `+s.idPrefixRange()+` AND delivered_at IS NULL AND acked_at IS NULL`, userID, idPrefix, end)
 }
 
 // CleanupOutbox applies the retention (Config.OutboxAckedMaxAge,

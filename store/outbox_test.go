@@ -260,8 +260,9 @@ func TestCleanupOutboxRetention(t *testing.T) {
 func TestOutboxQueriesUseIndexes(t *testing.T) {
 	_, db := openWithPath(t, store.Config{})
 	for q, indexes := range map[string][]string{
-		`DELETE FROM message_outbox WHERE acked_at < 1 OR created_at < 1`:                                        {"message_outbox_acked", "message_outbox_created"},
-		`SELECT id FROM message_outbox WHERE user_id = 'u' AND acked_at IS NULL AND id > 0 ORDER BY id LIMIT 50`: {"message_outbox_unacked"},
+		`DELETE FROM message_outbox WHERE acked_at < 1 OR created_at < 1`:                                            {"message_outbox_acked", "message_outbox_created"},
+		`SELECT id FROM message_outbox WHERE user_id = 'u' AND acked_at IS NULL AND id > 0 ORDER BY id LIMIT 50`:     {"message_outbox_unacked"},
+		"SELECT id FROM message_outbox WHERE user_id = 'u' AND message_id >= 'm_' AND message_id < 'm`' ORDER BY id": {"sqlite_autoindex_message_outbox_1"},
 	} {
 		var plan strings.Builder
 		rows, err := db.Query(`EXPLAIN QUERY PLAN ` + q)
@@ -345,5 +346,77 @@ func BenchmarkAppendOutbox(b *testing.B) {
 		if err := st.AppendOutbox(b.Context(), alice, batch); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A scheduled occurrence's burst is the rows whose ids start with its
+// prefix, and no others: not another task's, not another occurrence's.
+func TestBurstOutboxIsExactlyThePrefix(t *testing.T) {
+	st := storetest.New(t)
+	appendOutbox(t, st, alice,
+		outboxMessage("msg_task_1@5_0", 1), outboxMessage("msg_task_1@5_1", 2), outboxMessage("msg_task_1@5_reasoning", 0),
+		outboxMessage("msg_task_12@5_0", 1), outboxMessage("msg_task_1@50_0", 1), outboxMessage("msg_task_1@5", 1),
+		outboxMessage("msg_task_1@5`", 1))
+	appendOutbox(t, st, bob, outboxMessage("msg_task_1@5_2", 3))
+	if err := st.MarkOutboxDelivered(t.Context(), alice, []string{"msg_task_1@5_0"}); err != nil {
+		t.Fatal(err)
+	}
+	burst := func() string {
+		entries, err := st.BurstOutbox(t.Context(), alice, "msg_task_1@5_")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return messageIDs(store.OutboxPage{Entries: entries})
+	}
+	if got := burst(); got != "msg_task_1@5_0,msg_task_1@5_1,msg_task_1@5_reasoning" {
+		t.Errorf("burst = %s", got)
+	}
+	if n, err := st.DiscardUndeliveredBurst(t.Context(), alice, "msg_task_1@5_"); err != nil || n != 2 {
+		t.Errorf("DiscardUndeliveredBurst = %d, %v; want 2", n, err)
+	}
+	if got := burst(); got != "msg_task_1@5_0" {
+		t.Errorf("burst after the discard = %s, want the delivered push only", got)
+	}
+	if got := messageIDs(unacked(t, st, bob, 0, 50)); got != "msg_task_1@5_2" {
+		t.Errorf("bob's outbox = %s", got)
+	}
+	for _, prefix := range []string{"", "msg~", "msg_é", strings.Repeat("m", 1025)} {
+		if _, err := st.BurstOutbox(t.Context(), alice, prefix); !errors.Is(err, store.ErrInvalidOutbox) {
+			t.Errorf("BurstOutbox(%q): %v, want ErrInvalidOutbox", prefix, err)
+		}
+	}
+}
+
+// A push sent before the outbox held it is recorded delivered with its
+// attempts; a row already there (an earlier attempt's) becomes delivered,
+// and one the client acknowledged stays as it is.
+func TestRecordDeliveriesRecordsPushesSentFirst(t *testing.T) {
+	st := storetest.New(t)
+	appendOutbox(t, st, alice, outboxMessage("earlier", 1), outboxMessage("acked", 2))
+	if _, err := st.AckOutbox(t.Context(), alice, []string{"acked"}); err != nil {
+		t.Fatal(err)
+	}
+	err := st.RecordDeliveries(t.Context(), push.Bookkeeping{UserID: alice,
+		Record:   []store.OutboxMessage{outboxMessage("new", 3), outboxMessage("earlier", 1), outboxMessage("acked", 2)},
+		Attempts: []push.Attempt{{MessageID: "new", UserID: alice, DeviceID: 7, Try: 1, Status: 201, Outcome: push.OutcomeDelivered}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := unacked(t, st, alice, 0, 50)
+	if got := messageIDs(page); got != "earlier,new" {
+		t.Fatalf("unacked = %s, want earlier,new", got)
+	}
+	for _, e := range page.Entries {
+		if e.DeliveredAt.IsZero() || string(e.Payload) != string(outboxMessage(e.MessageID, e.MessageIndex).Payload) {
+			t.Errorf("%s: delivered at %v, payload %s", e.MessageID, e.DeliveredAt, e.Payload)
+		}
+	}
+	if attempts, err := st.Attempts(t.Context(), "new"); err != nil || len(attempts) != 1 || attempts[0].DeviceID != 7 {
+		t.Errorf("attempts of new = %+v, %v", attempts, err)
+	}
+	bad := outboxMessage("bad", 1)
+	bad.Payload = json.RawMessage(`[]`)
+	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{UserID: alice, Record: []store.OutboxMessage{bad}}); !errors.Is(err, store.ErrInvalidOutbox) {
+		t.Errorf("recording an invalid push: %v, want ErrInvalidOutbox", err)
 	}
 }

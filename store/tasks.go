@@ -351,14 +351,21 @@ func (s *Store) releaseLease(ctx context.Context, tx *sql.Tx, l Lease) error {
 
 // CompleteTask records a delivered occurrence: a one-off task (next zero) is
 // deleted, a recurring one moves to next with its lease, retry state and
-// last error cleared. If the task's owner rescheduled it while it was being
-// delivered, the new time stands: only the lease is released, and the
-// result is ErrLeaseLost.
-func (s *Store) CompleteTask(ctx context.Context, l Lease, next time.Time) error {
-	if next.IsZero() {
-		return s.finish(ctx, l, completeOneOffSQL)
+// last error cleared. last is the bookkeeping of the occurrence's last push
+// (RecordDeliveries), written in the same transaction, whatever becomes of
+// the task: the push went out. If the task's owner rescheduled it while it
+// was being delivered, the new time stands: only the lease is released, and
+// the result is ErrLeaseLost.
+func (s *Store) CompleteTask(ctx context.Context, l Lease, next time.Time, last push.Bookkeeping) error {
+	w, err := s.prepareBookkeeping(last)
+	if err != nil {
+		return fmt.Errorf("store: task %d: %w", l.TaskID, err)
 	}
-	return s.finish(ctx, l, completeRecurringSQL, millis(next), millis(s.now()))
+	with := func(tx *sql.Tx) error { return w.write(ctx, tx) }
+	if next.IsZero() {
+		return s.finishWith(ctx, l, with, completeOneOffSQL)
+	}
+	return s.finishWith(ctx, l, with, completeRecurringSQL, millis(next), millis(s.now()))
 }
 
 // RescheduleTask skips the leased occurrence of a recurring task: it moves
@@ -384,8 +391,19 @@ func (s *Store) FailTask(ctx context.Context, l Lease, retryCount int, lastError
 // the fence fails but the lease is still held (the owner moved the task), the
 // lease is released. Either way the result is then ErrLeaseLost.
 func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...any) error {
+	return s.finishWith(ctx, l, nil, statement, args...)
+}
+
+// finishWith is finish that first runs with (when not nil) in the same
+// transaction.
+func (s *Store) finishWith(ctx context.Context, l Lease, with func(*sql.Tx) error, statement string, args ...any) error {
 	lost := false
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if with != nil {
+			if err := with(tx); err != nil {
+				return err
+			}
+		}
 		res, err := s.txExec(ctx, tx, statement, append(args, l.TaskID, millis(l.Until), millis(l.Occurrence))...)
 		if err != nil {
 			return err

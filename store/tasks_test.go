@@ -356,12 +356,12 @@ func TestLeaseFencing(t *testing.T) {
 	if _, err := st.RenewLease(ctx, first, now.Add(3*time.Minute)); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("renew with the old lease: %v", err)
 	}
-	if err := st.CompleteTask(ctx, first, time.Time{}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := st.CompleteTask(ctx, first, time.Time{}, push.Bookkeeping{}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("complete with the old lease: %v", err)
 	}
 	// After the lease expires another claimer takes over; the first is fenced off.
 	second := claimOne(t, st, now.Add(2*time.Minute))
-	if err := st.CompleteTask(ctx, renewed, time.Time{}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := st.CompleteTask(ctx, renewed, time.Time{}, push.Bookkeeping{}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("complete by the claimer that lost the lease: %v", err)
 	}
 	if _, err := st.Task(ctx, alice, taskUUID(1)); err != nil {
@@ -375,7 +375,7 @@ func TestLeaseFencing(t *testing.T) {
 		t.Errorf("second release: %v", err)
 	}
 	third := claimOne(t, st, now.Add(2*time.Minute))
-	if err := st.CompleteTask(ctx, third, time.Time{}); err != nil {
+	if err := st.CompleteTask(ctx, third, time.Time{}, push.Bookkeeping{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Task(ctx, alice, taskUUID(1)); !errors.Is(err, store.ErrTaskNotFound) {
@@ -394,7 +394,7 @@ func TestCompleteRecurringTaskClearsRetryStateAndLastError(t *testing.T) {
 	}
 	l := claimOne(t, st, now.Add(2*time.Minute))
 	next := now.Add(24 * time.Hour)
-	if err := st.CompleteTask(ctx, l, next); err != nil {
+	if err := st.CompleteTask(ctx, l, next, push.Bookkeeping{}); err != nil {
 		t.Fatal(err)
 	}
 	task, err := st.Task(ctx, alice, taskUUID(1))
@@ -417,7 +417,7 @@ func TestCompletionLeavesARescheduleByTheOwnerAlone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.CompleteTask(ctx, l, time.Time{}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := st.CompleteTask(ctx, l, time.Time{}, push.Bookkeeping{}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("complete after the owner moved the task: %v", err)
 	}
 	task, err := st.Task(ctx, alice, taskUUID(1))
@@ -495,7 +495,7 @@ func TestInsertedLeaseIsHeldUntilItEnds(t *testing.T) {
 	if tasks, _ := st.ClaimDueTasks(t.Context(), now, time.Minute, 10); len(tasks) != 0 {
 		t.Errorf("a task inserted with a lease was claimed")
 	}
-	if err := st.CompleteTask(t.Context(), task.Lease(), time.Time{}); err != nil {
+	if err := st.CompleteTask(t.Context(), task.Lease(), time.Time{}, push.Bookkeeping{}); err != nil {
 		t.Errorf("complete the inserted lease: %v", err)
 	}
 }
@@ -522,5 +522,47 @@ func TestClaimDueTasksExceptPassesOverUsers(t *testing.T) {
 	}
 	if _, err := st.ClaimDueTasksExcept(t.Context(), now, time.Minute, 1, make([]string, store.MaxClaimSkipUsers+1)); err == nil {
 		t.Error("an oversized skip list was accepted")
+	}
+}
+
+// A delivered occurrence's completion carries its last push's bookkeeping
+// in the same transaction, and keeps it even when the lease was lost: the
+// push went out either way.
+func TestCompleteTaskWritesTheLastPushesBookkeeping(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now})
+	ctx := t.Context()
+	last := func(id string) push.Bookkeeping {
+		return push.Bookkeeping{UserID: alice, Record: []store.OutboxMessage{outboxMessage(id, 1)},
+			Attempts: []push.Attempt{{MessageID: id, UserID: alice, DeviceID: 1, Try: 1, Status: 201, Outcome: push.OutcomeDelivered}}}
+	}
+	insertTask(t, st, alice, 1, clk.now)
+	lease := claimOne(t, st, clk.now)
+	if err := st.CompleteTask(ctx, lease, time.Time{}, last("first")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Task(ctx, alice, taskUUID(1)); !errors.Is(err, store.ErrTaskNotFound) {
+		t.Errorf("the completed task is still there: %v", err)
+	}
+	insertTask(t, st, alice, 2, clk.now)
+	stale := claimOne(t, st, clk.now)
+	claimOne(t, st, clk.now.Add(2*time.Minute)) // another claimer, after the lease ended
+	if err := st.CompleteTask(ctx, stale, time.Time{}, last("second")); !errors.Is(err, store.ErrLeaseLost) {
+		t.Errorf("completion with a lost lease: %v, want ErrLeaseLost", err)
+	}
+	if _, err := st.Task(ctx, alice, taskUUID(2)); err != nil {
+		t.Errorf("the fenced completion deleted the task: %v", err)
+	}
+	page, err := st.UnackedOutbox(ctx, alice, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := messageIDs(page); got != "first,second" || page.Entries[0].DeliveredAt.IsZero() || page.Entries[1].DeliveredAt.IsZero() {
+		t.Errorf("outbox %s %+v, want first and second delivered", got, page.Entries)
+	}
+	for _, id := range []string{"first", "second"} {
+		if attempts, err := st.Attempts(ctx, id); err != nil || len(attempts) != 1 {
+			t.Errorf("attempts of %s = %+v, %v", id, attempts, err)
+		}
 	}
 }

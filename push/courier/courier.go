@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,16 +29,15 @@ type Store interface {
 	Devices(ctx context.Context, userID string) ([]push.Device, error)
 	// AppendOutbox records pushes before they are sent.
 	AppendOutbox(ctx context.Context, userID string, messages []push.OutboxMessage) error
-	// SessionOutbox returns the pushes recorded for one session of the
-	// user, oldest first.
-	SessionOutbox(ctx context.Context, userID, sessionID string) ([]push.OutboxEntry, error)
-	// DiscardUndeliveredSession deletes the session's pushes that were
-	// neither delivered nor acknowledged.
-	DiscardUndeliveredSession(ctx context.Context, userID, sessionID string) (int, error)
+	// BurstOutbox returns the user's recorded pushes whose message ids
+	// start with idPrefix, oldest first.
+	BurstOutbox(ctx context.Context, userID, idPrefix string) ([]push.OutboxEntry, error)
+	// DiscardUndeliveredBurst deletes those of them that were neither
+	// delivered nor acknowledged.
+	DiscardUndeliveredBurst(ctx context.Context, userID, idPrefix string) (int, error)
 	// RecordDeliveries writes what one push's delivery did, in one
-	// transaction: the attempts, the outbox rows of userID it delivered and
-	// the devices of userID push services reported gone.
-	RecordDeliveries(ctx context.Context, userID string, delivered []string, gone []int64, attempts []push.Attempt) error
+	// transaction.
+	RecordDeliveries(ctx context.Context, b push.Bookkeeping) error
 }
 
 // Sender sends one message to one subscription; *webpush.Sender is one.
@@ -238,40 +238,45 @@ func (r *Round) Record(ctx context.Context, messages []push.OutboxMessage) error
 	return nil
 }
 
-// Recorded is a push an earlier round recorded in the outbox.
-type Recorded struct {
+// Outgoing is one push of a producer's burst.
+type Outgoing struct {
 	push.OutboxMessage
-	Kind      push.Kind
-	Delivered bool // a push service took it
+	Kind push.Kind
+	// Recorded: the outbox holds the push already (Record, or an earlier
+	// round). Deliver records one that it does not with its delivery.
+	Recorded bool
+	// Delivered: a push service took it in an earlier round.
+	Delivered bool
 }
 
-// Recorded returns the pushes recorded for sessionID of the round's user,
-// oldest first, and whether any was delivered: a scheduled occurrence
-// resends its burst from here rather than building it again. A row that no
-// longer decodes makes the burst unusable: nil, with a warning.
-func (r *Round) Recorded(ctx context.Context, sessionID string) (burst []Recorded, started bool, err error) {
-	entries, err := r.c.store.SessionOutbox(ctx, r.to.UserID, sessionID)
+// Recorded returns the pushes recorded for the round's user whose message
+// ids start with idPrefix (a burst's), oldest first, and whether any was
+// delivered: a scheduled occurrence resends its burst from here rather
+// than building it again. A row that no longer decodes makes the burst
+// unusable: nil, with a warning.
+func (r *Round) Recorded(ctx context.Context, idPrefix string) (burst []Outgoing, started bool, err error) {
+	entries, err := r.c.store.BurstOutbox(ctx, r.to.UserID, idPrefix)
 	if err != nil {
-		return nil, false, fmt.Errorf("read the session's outbox: %w", err)
+		return nil, false, fmt.Errorf("read the burst's outbox: %w", err)
 	}
 	for _, e := range entries {
 		p, err := push.Decode(e.Payload)
 		if err != nil {
-			r.c.log.WarnContext(ctx, "courier: a recorded push does not decode; the burst is built afresh", "sessionId", sessionID, "err", err)
+			r.c.log.WarnContext(ctx, "courier: a recorded push does not decode; the burst is built afresh", "messageId", e.MessageID, "err", err)
 			return nil, false, nil
 		}
 		delivered := !e.DeliveredAt.IsZero()
 		started = started || delivered
-		burst = append(burst, Recorded{OutboxMessage: e.OutboxMessage, Kind: p.Kind(), Delivered: delivered})
+		burst = append(burst, Outgoing{OutboxMessage: e.OutboxMessage, Kind: p.Kind(), Recorded: true, Delivered: delivered})
 	}
 	return burst, started, nil
 }
 
-// Discard deletes the recorded pushes of sessionID that no push service
-// took, so the session's next round builds them afresh.
-func (r *Round) Discard(ctx context.Context, sessionID string) error {
-	if _, err := r.c.store.DiscardUndeliveredSession(ctx, r.to.UserID, sessionID); err != nil {
-		return fmt.Errorf("discard the session's undelivered pushes: %w", err)
+// Discard deletes the recorded pushes whose ids start with idPrefix that
+// no push service took, so the burst's next round builds them afresh.
+func (r *Round) Discard(ctx context.Context, idPrefix string) error {
+	if _, err := r.c.store.DiscardUndeliveredBurst(ctx, r.to.UserID, idPrefix); err != nil {
+		return fmt.Errorf("discard the burst's undelivered pushes: %w", err)
 	}
 	return nil
 }
@@ -296,16 +301,74 @@ func (r *Round) Push(ctx context.Context, p push.Push) (Result, error) {
 // too large even for chunks, push.ErrPayloadTooLarge); per recipient
 // outcomes are in the Result.
 func (r *Round) Send(ctx context.Context, m push.OutboxMessage, kind push.Kind) (Result, error) {
-	res := Result{MessageID: m.MessageID}
-	if !r.c.cfg.Policy.Sends(kind) {
-		res.Withheld = true
-		return res, nil
+	return r.Deliver(ctx, Outgoing{OutboxMessage: m, Kind: kind, Recorded: true})
+}
+
+// Deliver is Send for one push of a burst. A push the outbox does not hold
+// yet (not o.Recorded) is recorded in the write that records its delivery,
+// delivered, rather than in a write of its own before it leaves: for pushes
+// a retry rebuilds exactly (a scheduled fixed occurrence: the same text
+// under the same ids), which lose nothing when the process dies between
+// the send and the write. Such a push that reached nobody is recorded
+// undelivered, and one to a device that may complete it from the outbox
+// (webpush.CompletedFromOutbox) is recorded before it is sent.
+func (r *Round) Deliver(ctx context.Context, o Outgoing) (Result, error) {
+	res, held, err := r.deliver(ctx, o)
+	if err == nil {
+		r.c.Keep(ctx, held)
 	}
-	msg := webpush.Message{ID: m.MessageID, Kind: kind, Payload: m.Payload, Source: r.source}
+	return res, err
+}
+
+// DeliverLast is Deliver for the last push of a producer that writes a
+// completion of its own (a scheduled occurrence's): when a recipient took
+// the push, its bookkeeping is returned instead of written, for the
+// producer to write in the same transaction as its completion (one write
+// instead of two), or to hand to Courier.Keep when it cannot.
+func (r *Round) DeliverLast(ctx context.Context, o Outgoing) (Result, push.Bookkeeping, error) {
+	res, held, err := r.deliver(ctx, o)
+	if err != nil || res.Delivered() == 0 {
+		r.c.Keep(ctx, held)
+		held = push.Bookkeeping{}
+	}
+	return res, held, err
+}
+
+// Keep writes a push's bookkeeping. The push went out, so a failed write is
+// logged and not returned: failing now would only make a producer send it
+// again.
+func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
+	if b.Empty() {
+		return
+	}
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	if err := c.store.RecordDeliveries(bctx, b); err != nil {
+		c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "attempts", len(b.Attempts), "err", err)
+	}
+}
+
+// deliver sends o and returns its bookkeeping, unwritten.
+func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeeping, error) {
+	res := Result{MessageID: o.MessageID}
+	if !r.c.cfg.Policy.Sends(o.Kind) {
+		res.Withheld = true
+		if o.Recorded {
+			return res, push.Bookkeeping{}, nil
+		}
+		return res, push.Bookkeeping{}, r.Record(ctx, []push.OutboxMessage{o.OutboxMessage})
+	}
 	subs := r.subscriptions(&res)
 	if len(subs) == 0 {
-		return res, ErrNoRecipients
+		return res, push.Bookkeeping{}, ErrNoRecipients
 	}
+	if !o.Recorded && slices.ContainsFunc(subs, func(s push.Subscription) bool { return webpush.CompletedFromOutbox(s.Endpoint) }) {
+		if err := r.Record(ctx, []push.OutboxMessage{o.OutboxMessage}); err != nil {
+			return res, push.Bookkeeping{}, err
+		}
+		o.Recorded = true
+	}
+	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source}
 	errs := make([]error, len(subs))
 	if len(subs) == 1 {
 		// Most users have one device: sending on this goroutine spares a
@@ -320,11 +383,17 @@ func (r *Round) Send(ctx context.Context, m push.OutboxMessage, kind push.Kind) 
 	}
 	for _, err := range errs {
 		if err != nil {
-			return res, err
+			return res, push.Bookkeeping{}, err
 		}
 	}
-	r.record(ctx, m.MessageID, &res)
-	return res, nil
+	if !o.Recorded && res.Delivered() == 0 {
+		// Kept for a page that catches up, as a recorded push would be.
+		if err := r.Record(ctx, []push.OutboxMessage{o.OutboxMessage}); err != nil {
+			r.c.log.WarnContext(ctx, "courier: could not record an undelivered push", "messageId", o.MessageID, "err", err)
+		}
+		o.Recorded = true
+	}
+	return res, r.bookkeeping(o, &res), nil
 }
 
 // subscriptions lists the round's recipients, the request's subscription
@@ -371,41 +440,34 @@ func originOf(endpoint string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// record writes the push's bookkeeping: attempts, gone devices and the
-// outbox mark, in one store call. The push went out, so a failed write is
-// logged and not returned: failing now would only make a producer send it
-// again.
-func (r *Round) record(ctx context.Context, messageID string, res *Result) {
-	var attempts []push.Attempt
-	var gone []int64
+// bookkeeping is what the delivery of o left to write: the attempts, the
+// gone devices, and the outbox mark, or the outbox row of a push recorded
+// only now that a recipient took it.
+func (r *Round) bookkeeping(o Outgoing, res *Result) push.Bookkeeping {
+	b := push.Bookkeeping{UserID: r.to.UserID}
 	delivered := false
 	for i := range res.Devices {
 		d := &res.Devices[i]
 		for j := range d.Attempts {
 			d.Attempts[j].UserID, d.Attempts[j].DeviceID = r.to.UserID, d.DeviceID
 		}
-		attempts = append(attempts, d.Attempts...)
+		b.Attempts = append(b.Attempts, d.Attempts...)
 		delivered = delivered || d.Outcome == push.OutcomeDelivered
 		if d.Outcome == push.OutcomeGone && d.DeviceID != 0 {
-			gone = append(gone, d.DeviceID)
+			b.Gone = append(b.Gone, d.DeviceID)
 		}
 	}
-	var marks []string
-	if delivered && r.to.UserID != "" {
-		marks = []string{messageID}
+	switch {
+	case !delivered || r.to.UserID == "":
+	case o.Recorded:
+		b.Delivered = []string{o.MessageID}
+	default:
+		b.Record = []push.OutboxMessage{o.OutboxMessage}
 	}
-	if len(gone) > 0 {
-		r.devices.drop(gone)
+	if len(b.Gone) > 0 {
+		r.devices.drop(b.Gone)
 	}
-	if len(attempts) == 0 && len(marks) == 0 && len(gone) == 0 {
-		return
-	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
-	if err := r.c.store.RecordDeliveries(bctx, r.to.UserID, marks, gone, attempts); err != nil {
-		r.c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "messageId", messageID,
-			"attempts", len(attempts), "err", err)
-	}
+	return b
 }
 
 // SendPush sends one push to every device of userID as a round of its own

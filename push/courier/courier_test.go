@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -317,6 +318,113 @@ func TestHangingPushServiceHoldsOnlyItsUser(t *testing.T) {
 	for range 8 {
 		if err := <-done; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+func outgoing(t *testing.T, id string) courier.Outgoing {
+	t.Helper()
+	m, err := push.NewOutboxMessage(content(t, id, "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return courier.Outgoing{OutboxMessage: m, Kind: push.KindContent}
+}
+
+// A push the outbox does not hold yet is recorded with its delivery:
+// delivered when a device took it, undelivered (for a page that catches up)
+// when none did. DeliverLast hands the bookkeeping back instead, for the
+// producer's completion to write.
+func TestDeliverRecordsAnUnrecordedPushWithItsDelivery(t *testing.T) {
+	f := newFixture(t, courier.PolicyVisible)
+	sub := f.push.Subscribe()
+	f.subscribe(t, alice, sub)
+	r, err := f.c.Open(t.Context(), courier.Recipients{UserID: alice}, push.SourceScheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outbox := func() []push.OutboxEntry {
+		page, err := f.st.UnackedOutbox(t.Context(), alice, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Entries
+	}
+
+	if res, err := r.Deliver(t.Context(), outgoing(t, "m_0")); err != nil || res.Delivered() != 1 {
+		t.Fatalf("Deliver = %+v, %v", res, err)
+	}
+	if e := outbox(); len(e) != 1 || e[0].MessageID != "m_0" || e[0].DeliveredAt.IsZero() {
+		t.Errorf("outbox %+v, want m_0 delivered", e)
+	}
+
+	f.push.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
+	if res, err := r.Deliver(t.Context(), outgoing(t, "m_1")); err != nil || res.Delivered() != 0 {
+		t.Fatalf("Deliver to a failing push service = %+v, %v", res, err)
+	}
+	if e := outbox(); len(e) != 2 || e[1].MessageID != "m_1" || !e[1].DeliveredAt.IsZero() {
+		t.Errorf("outbox %+v, want m_1 recorded undelivered", e)
+	}
+	if attempts, err := f.st.Attempts(t.Context(), "m_1"); err != nil || len(attempts) != 1 || attempts[0].Status != http.StatusInternalServerError {
+		t.Errorf("attempts of m_1 = %+v, %v", attempts, err)
+	}
+
+	res, held, err := r.DeliverLast(t.Context(), outgoing(t, "m_2"))
+	if err != nil || res.Delivered() != 1 {
+		t.Fatalf("DeliverLast = %+v, %v", res, err)
+	}
+	if e := outbox(); len(e) != 2 {
+		t.Errorf("DeliverLast wrote the outbox itself: %+v", e)
+	}
+	if len(held.Record) != 1 || held.Record[0].MessageID != "m_2" || len(held.Attempts) != 1 || held.UserID != alice {
+		t.Errorf("held bookkeeping %+v", held)
+	}
+	f.c.Keep(t.Context(), held)
+	if e := outbox(); len(e) != 3 || e[2].MessageID != "m_2" || e[2].DeliveredAt.IsZero() {
+		t.Errorf("outbox after Keep %+v, want m_2 delivered", e)
+	}
+}
+
+// outboxWatcher is a sender that reports whether the outbox held each push
+// when it was sent, and delivers it.
+type outboxWatcher struct {
+	st       *store.Store
+	userID   string
+	recorded []bool
+}
+
+func (w *outboxWatcher) Send(ctx context.Context, _ push.Subscription, msg webpush.Message) (webpush.Delivery, error) {
+	page, err := w.st.UnackedOutbox(ctx, w.userID, 0, 10)
+	if err != nil {
+		return webpush.Delivery{}, err
+	}
+	w.recorded = append(w.recorded, slices.ContainsFunc(page.Entries, func(e push.OutboxEntry) bool { return e.MessageID == msg.ID }))
+	return webpush.Delivery{Outcome: push.OutcomeDelivered}, nil
+}
+
+// An Apple device may get a push cut to a summary its service worker
+// completes from GET /outbox, so the outbox holds it before it is sent; a
+// push to other devices is recorded only with its delivery.
+func TestDeliverRecordsFirstForDevicesThatReadTheOutbox(t *testing.T) {
+	for _, tt := range []struct {
+		endpoint string
+		first    bool
+	}{{"https://web.push.apple.com/QGuQyavXutnMqGSXW", true}, {"https://fcm.googleapis.com/fcm/send/abc", false}} {
+		st := storetest.New(t)
+		raw, _ := json.Marshal(push.Subscription{Endpoint: tt.endpoint, Keys: push.SubscriptionKeys{P256dh: "BP", Auth: "au"}})
+		if _, err := st.PutSubscription(t.Context(), alice, raw, time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+		w := &outboxWatcher{st: st, userID: alice}
+		r, err := courier.New(w, st, courier.Config{}).Open(t.Context(), courier.Recipients{UserID: alice}, push.SourceScheduled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Deliver(t.Context(), outgoing(t, "m_0")); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(w.recorded, []bool{tt.first}) {
+			t.Errorf("%s: the outbox held the push when it was sent: %v, want %v", tt.endpoint, w.recorded, tt.first)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -20,6 +21,14 @@ var errPlaceholderForApple = errors.New("the VAPID subject is a placeholder that
 func isApplePushHost(host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	return host == "push.apple.com" || strings.HasSuffix(host, ".push.apple.com")
+}
+
+// CompletedFromOutbox reports whether a push to endpoint may arrive cut, as
+// a `_truncated` summary the service worker completes from GET /outbox (an
+// Apple endpoint): the outbox must hold such a push before it is sent.
+func CompletedFromOutbox(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	return err == nil && isApplePushHost(u.Hostname())
 }
 
 // truncatedMember is the root member a cut push carries so the page or the

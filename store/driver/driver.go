@@ -89,6 +89,10 @@ type Dialect struct {
 	// InJSONArray is a subquery of the text values of the JSON array given
 	// as its one argument: x IN (InJSONArray).
 	InJSONArray string
+	// ByteOrder follows a text column to compare it byte by byte, as the
+	// outbox's (user_id, message_id) index orders it, so a range of
+	// message ids is exactly the ids with a prefix.
+	ByteOrder string
 
 	// Catalogue queries of POST /init-tenant's schema report. Tables lists
 	// the application's tables; Columns (table) a table's columns in order;

@@ -21,6 +21,7 @@ var dialect = driver.Dialect{
 		tokenProofsSchema,
 		devicesSchema,
 		instancesSchema,
+		outboxBurstSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
@@ -36,6 +37,7 @@ var dialect = driver.Dialect{
 	ClaimOutsideWrites: true,
 	Greatest:           `GREATEST`,
 	InJSONArray:        `SELECT value FROM json_array_elements_text(?::json)`,
+	ByteOrder:          ` COLLATE "C"`,
 
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),

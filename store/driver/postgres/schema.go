@@ -169,6 +169,15 @@ const devicesSchema = `
 ALTER TABLE subscriptions ADD COLUMN last_seen_at BIGINT;
 `
 
+// outboxBurstSchema: a scheduled occurrence's pushes are found by the
+// prefix of their message ids, compared byte by byte (COLLATE "C", which
+// the database's default collation may not be), in place of the session
+// index.
+const outboxBurstSchema = `
+DROP INDEX message_outbox_session;
+CREATE INDEX message_outbox_burst ON message_outbox (user_id, message_id COLLATE "C");
+`
+
 // instancesSchema: one row per running amsg, heartbeated.
 const instancesSchema = `
 CREATE TABLE instances (

@@ -20,6 +20,7 @@ var dialect = driver.Dialect{
 		tokenProofsSchema,
 		devicesSchema,
 		instancesSchema,
+		outboxBurstSchema,
 	},
 
 	ClaimableAt: claimableAt,

@@ -153,6 +153,13 @@ const devicesSchema = `
 ALTER TABLE subscriptions ADD COLUMN last_seen_at INTEGER;
 `
 
+// outboxBurstSchema: a scheduled occurrence's pushes are found by the
+// prefix of their message ids on the (user_id, message_id) index, so the
+// session index is one index less to write per push.
+const outboxBurstSchema = `
+DROP INDEX message_outbox_session;
+`
+
 // instancesSchema: one row per running amsg, heartbeated.
 const instancesSchema = `
 CREATE TABLE instances (
