@@ -132,7 +132,9 @@ func summarize(start, end time.Time, results []result) Summary {
 	return s
 }
 
-// logResult logs what the background ticker did with one occurrence.
+// logResult logs what the background ticker did with one occurrence. A
+// delivered one is a debug line: a backlog delivers thousands a second, and
+// amsg_push_deliveries_total counts them; failures are warnings.
 func (s *Scheduler) logResult(r result) {
 	attrs := []any{"taskId", r.taskID}
 	switch r.kind {
@@ -141,7 +143,7 @@ func (s *Scheduler) logResult(r result) {
 		if !r.next.IsZero() {
 			attrs = append(attrs, "next", push.FormatTimestamp(r.next))
 		}
-		s.log.Info("scheduler: task delivered", attrs...)
+		s.log.Debug("scheduler: task delivered", attrs...)
 	case resultStale:
 		s.log.Warn("scheduler: stale occurrence skipped", append(attrs, "skipped", r.skipped)...)
 	case resultBackoff:
