@@ -23,7 +23,7 @@ func (k Key) SealAtRest(plaintext []byte) string {
 }
 
 func (k Key) sealAtRestWithIV(iv, plaintext []byte) string {
-	sealed := k.gcm(atRestIVLen).Seal(nil, iv, plaintext, nil)
+	sealed := k.atRestAEAD().Seal(nil, iv, plaintext, nil)
 	ct, tag := sealed[:len(plaintext)], sealed[len(plaintext):]
 	return hex.EncodeToString(iv) + ":" + hex.EncodeToString(tag) + ":" + hex.EncodeToString(ct)
 }
@@ -49,7 +49,7 @@ func (k Key) OpenAtRest(sealed string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: ciphertext is not hex", ErrMalformedSealed)
 	}
-	plaintext, err := k.gcm(atRestIVLen).Open(nil, iv, append(ct, tag...), nil)
+	plaintext, err := k.atRestAEAD().Open(nil, iv, append(ct, tag...), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDecrypt, err)
 	}

@@ -104,3 +104,42 @@ func TestKeysAreNeverPrinted(t *testing.T) {
 		t.Fatalf("formatted output does not say the key was redacted: %s", out)
 	}
 }
+
+// A user's key comes back with the AEAD made the first time, shared by
+// concurrent seals and opens; the keys kept stay bounded whatever user ids
+// callers send.
+func TestKeyringKeepsARecentUsersAEADBounded(t *testing.T) {
+	r, err := NewKeyring(masterA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, again := r.UserKey("alice"), r.UserKey("alice")
+	if first.atRest == nil || first.atRest != again.atRest || first.Hex() != again.Hex() {
+		t.Fatal("UserKey made a new AEAD for a user it had seen")
+	}
+	done := make(chan error)
+	for i := range 8 {
+		go func() {
+			plaintext := []byte(fmt.Sprintf(`{"n":%d}`, i))
+			got, err := first.OpenAtRest(again.SealAtRest(plaintext))
+			if err == nil && !bytes.Equal(got, plaintext) {
+				err = fmt.Errorf("opened %s, want %s", got, plaintext)
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	for i := range maxCachedKeys + 10 {
+		r.UserKey(fmt.Sprintf("user-%d", i))
+	}
+	if n := len(r.keys); n > maxCachedKeys {
+		t.Errorf("the keyring keeps %d keys, bound %d", n, maxCachedKeys)
+	}
+	if got, err := (Key{b: first.b}).OpenAtRest(first.SealAtRest([]byte("x"))); err != nil || string(got) != "x" {
+		t.Errorf("a Key without its AEAD opened %q, %v", got, err)
+	}
+}
