@@ -49,9 +49,11 @@ const (
 	// busyTimeout bounds the SQLite checkpoints and Close's last statements.
 	busyTimeout = sqlite.BusyTimeout
 	// maxGroupWrites bounds the writes one transaction commits together;
-	// groupWait how long a busy writer waits for more before committing.
+	// groupWait how long a busy writer waits for more before committing,
+	// and groupGap how long it waits for the next one.
 	maxGroupWrites = 128
 	groupWait      = time.Millisecond
+	groupGap       = 150 * time.Microsecond
 	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
 	// never waiting for the writer or the readers).
 	checkpointInterval = time.Second
@@ -377,29 +379,37 @@ func (s *Store) truncateWAL() {
 }
 
 // gather adds to group the writes waiting now and, when busy, those that
-// arrive within groupWait, up to maxGroupWrites. A lone write never waits:
-// the wait pays off only when deliveries keep writing.
+// keep arriving, each within groupGap of the last, for up to groupWait in
+// all, up to maxGroupWrites. A lone write never waits: the wait pays off
+// only when deliveries keep writing, and it ends as soon as they stop (all
+// of them waiting on this commit or on push services), so the one core a
+// small server has never idles in it.
 func (s *Store) gather(group []*writeOp, busy bool) []*writeOp {
-	var deadline <-chan time.Time
-	if busy {
-		t := time.NewTimer(groupWait)
-		defer t.Stop()
-		deadline = t.C
+	if !busy {
+		return s.gatherWaiting(group)
 	}
+	end := time.Now().Add(groupWait)
+	gap := time.NewTimer(groupGap)
+	defer gap.Stop()
 	for len(group) < maxGroupWrites {
 		select {
 		case op := <-s.writes:
 			group = append(group, op)
-			continue
-		default:
+			gap.Reset(min(groupGap, time.Until(end)))
+		case <-gap.C:
+			return s.gatherWaiting(group)
 		}
-		if deadline == nil {
-			break
-		}
+	}
+	return group
+}
+
+// gatherWaiting adds to group the writes waiting now, up to maxGroupWrites.
+func (s *Store) gatherWaiting(group []*writeOp) []*writeOp {
+	for len(group) < maxGroupWrites {
 		select {
 		case op := <-s.writes:
 			group = append(group, op)
-		case <-deadline:
+		default:
 			return group
 		}
 	}
