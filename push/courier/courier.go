@@ -1,11 +1,13 @@
 // Package courier is amsg's one delivery engine. Every producer (the instant
 // and continue rounds, the scheduler, test-push, the operator's send) hands
-// it a round of pushes: the courier records them in the outbox before any
-// leaves, resolves the round's recipients once (a user's devices stay in
-// memory while pushes to that user are in flight), encrypts and sends
-// through the sender within per-user and per-origin bounds, and records the
-// attempts, the gone devices and the delivered marks in one store write per
-// push, which the store group-commits with the writes of other deliveries.
+// it a round of pushes: the courier records them in the outbox (before any
+// leaves, or, for pushes a retry rebuilds exactly, with their delivery),
+// resolves the round's recipients once (a user's devices stay in memory
+// while pushes to that user are in flight), encrypts and sends through the
+// sender within per-user and per-origin bounds, and records the attempts,
+// the gone devices and the delivered marks in one store write per push,
+// which the store group-commits with the writes of other deliveries (or
+// hands that write to the producer, to make with its own).
 package courier
 
 import (
