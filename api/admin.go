@@ -579,6 +579,7 @@ func (s *Server) handleAdminDeleteUser(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
+	s.deps.Courier.Forget(userID)
 	if d.Total() == 0 {
 		return codeError(http.StatusNotFound, "USER_NOT_FOUND")
 	}

@@ -227,3 +227,26 @@ func FuzzAdminBodies(f *testing.F) {
 		}
 	})
 }
+
+// A deleted user's devices are gone from the courier's memory too, so a
+// scheduled or instant push right after the deletion reaches nobody.
+func TestAdminDeletedUserGetsNoMorePushes(t *testing.T) {
+	s, fake := adminServer(t)
+	registerDevice(t, s, fake, testUserID)
+	reachable := func() bool {
+		r, err := s.deps.Courier.Open(t.Context(), courier.Recipients{UserID: testUserID}, push.SourceScheduled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Reachable()
+	}
+	if !reachable() {
+		t.Fatal("the registered device is not a recipient")
+	}
+	if r := adminDo(s, http.MethodDelete, "/api/v1/admin/users/"+testUserID, ""); r.status != http.StatusOK {
+		t.Fatalf("delete user: %d %s", r.status, r.body)
+	}
+	if reachable() {
+		t.Error("the courier still sends to the deleted user's device")
+	}
+}
