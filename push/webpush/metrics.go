@@ -35,7 +35,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		multipart: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "amsg_push_multipart_messages_total",
-			Help: "Messages sent as _multipart chunks because they exceeded the inline budget or a push service refused them as too large.",
+			Help: "Sends to one device that went as _multipart chunks (a message to three devices counts three) because the message exceeded the inline budget or a push service refused it as too large.",
 		}),
 	}
 	if reg == nil {
