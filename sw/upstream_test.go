@@ -39,7 +39,14 @@ func upstreamWorker(t *testing.T, dir string) http.Handler {
 	files := map[string][]byte{
 		"amsg-sw":     sw,
 		"amsg-shared": read("amsg-shared"),
+		// The root module counts the notifications upstream's worker has
+		// finished showing, so the test reads them only once they settled
+		// (see browsertest.Page.Notifications).
 		"": []byte(`import { installReiSW } from '/sw.js?file=amsg-sw';
+const show = self.registration.showNotification.bind(self.registration);
+let settled = 0;
+self.registration.showNotification = (...args) => show(...args).finally(() => { settled++; });
+self.__upstreamTest = { notificationsSettled: () => settled };
 installReiSW(self);
 self.addEventListener('install', () => self.skipWaiting());
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
@@ -103,14 +110,18 @@ func TestUpstreamWorkerShowsAmsgPushes(t *testing.T) {
 		p.DeliverPush(string(out))
 	}
 	// The worker handles each push event on its own, so the notifications
-	// may appear in any order: wait for all three.
-	sessionTag := builders.SessionTag("sess_up")
-	for _, tag := range []string{"msg_up_bare", "msg_up_dwp", sessionTag} {
-		p.WaitNotification("the notification tagged "+tag, func(n browsertest.Notification) bool { return n.Tag == tag })
-	}
+	// may appear in any order: wait until all three settled, then read them
+	// (polling while one is being shown would lose it).
+	p.WaitForWorker("self.__upstreamTest.notificationsSettled() >= 3")
 	ns := map[string]browsertest.Notification{}
 	for _, n := range p.Notifications() {
 		ns[n.Tag] = n
+	}
+	sessionTag := builders.SessionTag("sess_up")
+	for _, tag := range []string{"msg_up_bare", "msg_up_dwp", sessionTag} {
+		if _, ok := ns[tag]; !ok {
+			t.Fatalf("no notification tagged %s among %+v", tag, ns)
+		}
 	}
 	before, after := ns["msg_up_bare"], ns["msg_up_dwp"]
 	if before.Title != "来自 Rei" || after.Title != before.Title || after.Body != before.Body || after.Body != "Tea at five?" ||
