@@ -63,17 +63,11 @@ func (s *Store) prepareBookkeeping(b push.Bookkeeping) (*bookkeepingWrite, error
 	if len(b.Delivered) > MaxOutboxIDs || len(b.Record) > MaxOutboxIDs {
 		return nil, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, len(b.Delivered)+len(b.Record), MaxOutboxIDs)
 	}
-	w := &bookkeepingWrite{s: s, b: b, sealed: make([]string, len(b.Record)), now: millis(s.now())}
-	if len(b.Record) > 0 {
-		key := s.userKey(b.UserID)
-		for i, m := range b.Record {
-			if err := checkOutboxMessage(m); err != nil {
-				return nil, fmt.Errorf("%w: message %d: %w", ErrInvalidOutbox, i, err)
-			}
-			w.sealed[i] = key.SealAtRest(m.Payload)
-		}
+	sealed, err := s.sealOutbox(b.UserID, b.Record)
+	if err != nil {
+		return nil, err
 	}
-	return w, nil
+	return &bookkeepingWrite{s: s, b: b, sealed: sealed, now: millis(s.now())}, nil
 }
 
 func (w *bookkeepingWrite) write(ctx context.Context, tx *sql.Tx) error {
@@ -82,8 +76,7 @@ func (w *bookkeepingWrite) write(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	for i, m := range b.Record {
-		if _, err := s.txExec(ctx, tx, recordDeliveredOutboxSQL, b.UserID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
-			nullInt(m.MessageIndex), nullInt(m.TotalMessages), w.sealed[i], w.now, w.now); err != nil {
+		if err := s.upsertOutbox(ctx, tx, b.UserID, m, w.sealed[i], w.now, sql.NullInt64{Int64: w.now, Valid: true}); err != nil {
 			return err
 		}
 	}

@@ -64,21 +64,14 @@ type OutboxPage struct {
 // in which case the row is left as it is. Messages are checked first; an
 // invalid one fails the batch with ErrInvalidOutbox and nothing is written.
 func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []OutboxMessage) error {
-	for i, m := range messages {
-		if err := checkOutboxMessage(m); err != nil {
-			return fmt.Errorf("%w: message %d: %w", ErrInvalidOutbox, i, err)
-		}
-	}
-	key := s.userKey(userID)
-	sealed := make([]string, len(messages))
-	for i, m := range messages {
-		sealed[i] = key.SealAtRest(m.Payload)
+	sealed, err := s.sealOutbox(userID, messages)
+	if err != nil {
+		return err
 	}
 	now := millis(s.now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		for i, m := range messages {
-			if _, err := s.txExec(ctx, tx, appendOutboxSQL, userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
-				nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed[i], now); err != nil {
+			if err := s.upsertOutbox(ctx, tx, userID, m, sealed[i], now, sql.NullInt64{}); err != nil {
 				return err
 			}
 		}
@@ -90,16 +83,36 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 	return nil
 }
 
-var appendOutboxSQL = preparedSQL(`INSERT INTO message_outbox
-		(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-	ON CONFLICT (user_id, message_id) DO UPDATE SET
-		payload = excluded.payload, created_at = excluded.created_at, delivered_at = NULL
-	WHERE message_outbox.acked_at IS NULL`)
+// sealOutbox checks messages and seals their payloads with userID's key,
+// before a write: an invalid message is ErrInvalidOutbox.
+func (s *Store) sealOutbox(userID string, messages []OutboxMessage) ([]string, error) {
+	for i, m := range messages {
+		if err := checkOutboxMessage(m); err != nil {
+			return nil, fmt.Errorf("%w: message %d: %w", ErrInvalidOutbox, i, err)
+		}
+	}
+	if len(messages) == 0 {
+		return nil, nil
+	}
+	key := s.userKey(userID)
+	sealed := make([]string, len(messages))
+	for i, m := range messages {
+		sealed[i] = key.SealAtRest(m.Payload)
+	}
+	return sealed, nil
+}
 
-// recordDeliveredOutboxSQL records a push a push service already took
-// (RecordDeliveries' Record): AppendOutbox's row, delivered at once.
-var recordDeliveredOutboxSQL = preparedSQL(`INSERT INTO message_outbox
+// upsertOutbox writes one message of userID, sealed, created now and
+// delivered at deliveredAt (NULL: not yet). A messageId already recorded
+// for the user is a retry of the same push: its payload, created_at and
+// delivered_at are replaced, unless the client already acknowledged it.
+func (s *Store) upsertOutbox(ctx context.Context, tx *sql.Tx, userID string, m OutboxMessage, sealed string, now int64, deliveredAt sql.NullInt64) error {
+	_, err := s.txExec(ctx, tx, upsertOutboxSQL, userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
+		nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed, now, deliveredAt)
+	return err
+}
+
+var upsertOutboxSQL = preparedSQL(`INSERT INTO message_outbox
 		(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at, delivered_at)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (user_id, message_id) DO UPDATE SET
