@@ -63,3 +63,17 @@ type Bookkeeping struct {
 func (b Bookkeeping) Empty() bool {
 	return len(b.Record) == 0 && len(b.Delivered) == 0 && len(b.Gone) == 0 && len(b.Attempts) == 0
 }
+
+// MessageID is the push the bookkeeping is about, for logs; "" when it has
+// nothing to write.
+func (b Bookkeeping) MessageID() string {
+	switch {
+	case len(b.Record) > 0:
+		return b.Record[0].MessageID
+	case len(b.Delivered) > 0:
+		return b.Delivered[0]
+	case len(b.Attempts) > 0:
+		return b.Attempts[0].MessageID
+	}
+	return ""
+}

@@ -346,7 +346,8 @@ func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	if err := c.store.RecordDeliveries(bctx, b); err != nil {
-		c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "attempts", len(b.Attempts), "err", err)
+		c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "messageId", b.MessageID(),
+			"attempts", len(b.Attempts), "err", err)
 	}
 }
 
