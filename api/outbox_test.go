@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"amsg/push"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -67,7 +68,7 @@ func TestOutboxPagesAndAcks(t *testing.T) {
 	s, st, now := outboxServer(t, 5)
 	created := now.UnixMilli()
 	*now = now.Add(time.Second)
-	if err := st.MarkOutboxDelivered(t.Context(), testUserID, []string{"m1"}); err != nil {
+	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{UserID: testUserID, Delivered: []string{"m1"}}); err != nil {
 		t.Fatal(err)
 	}
 	entry := func(i int, delivered string) string {

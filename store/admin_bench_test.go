@@ -30,7 +30,7 @@ func benchLog(b *testing.B, n int) (*store.Store, string) {
 				MessageID: fmt.Sprintf("m%d", j), UserID: fmt.Sprintf("user-%d", j%1000), DeviceID: int64(j % 1000),
 				PushHost: "fcm.googleapis.com", Try: 1, Status: status, Outcome: outcome})
 		}
-		if err := st.RecordAttempts(b.Context(), attempts); err != nil {
+		if err := st.RecordDeliveries(b.Context(), push.Bookkeeping{Attempts: attempts}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -78,7 +78,7 @@ func TestFailedAttemptsAndPerMinuteCounts(t *testing.T) {
 		{At: m0.Add(75 * time.Second), MessageID: "m4", UserID: bob, Outcome: push.OutcomeDelivered, Status: 201},
 		{At: m0.Add(-2 * time.Hour), MessageID: "old", UserID: bob, Outcome: push.OutcomeFailed},
 	}
-	if err := st.RecordAttempts(ctx, attempts); err != nil {
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: attempts}); err != nil {
 		t.Fatal(err)
 	}
 	failed, err := st.FailedAttempts(ctx, m0.Add(-time.Hour), 10)
@@ -120,7 +120,7 @@ func TestDeleteUserRemovesEverything(t *testing.T) {
 		Entries: []store.TranscriptEntry{{ID: "01J0000000000000000000000A", At: clk.Now(), Type: "input", Body: json.RawMessage(`{}`)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordAttempts(ctx, []push.Attempt{{MessageID: "m", UserID: alice, Outcome: push.OutcomeDelivered}}); err != nil {
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: []push.Attempt{{MessageID: "m", UserID: alice, Outcome: push.OutcomeDelivered}}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -71,8 +71,8 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 	if _, err := st.PutSubscription(ctx, alice, subscriptionJSON("https://push.example/a"), clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordAttempts(ctx, []push.Attempt{{At: clk.Now(), MessageID: "m1", UserID: alice, DeviceID: 1,
-		PushHost: "push.example", Try: 1, Status: 201, Outcome: push.OutcomeDelivered, Latency: time.Millisecond}}); err != nil {
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: []push.Attempt{{At: clk.Now(), MessageID: "m1", UserID: alice, DeviceID: 1,
+		PushHost: "push.example", Try: 1, Status: 201, Outcome: push.OutcomeDelivered, Latency: time.Millisecond}}}); err != nil {
 		t.Fatal(err)
 	}
 	putState(t, st, alice, store.ClientStateEntry{Namespace: "chat", Key: "k", Value: "v", UpdatedAt: 10})

@@ -18,18 +18,6 @@ import (
 // services may answer with long bodies.
 const maxAttemptErrorBytes = 1024
 
-// RecordAttempts appends attempts to the delivery log in one transaction.
-// An attempt with a zero At is stamped now.
-func (s *Store) RecordAttempts(ctx context.Context, attempts []push.Attempt) error {
-	if len(attempts) == 0 {
-		return nil
-	}
-	if err := s.write(ctx, func(tx *sql.Tx) error { return s.insertAttempts(ctx, tx, attempts) }); err != nil {
-		return fmt.Errorf("store: record attempts: %w", err)
-	}
-	return nil
-}
-
 // RecordDeliveries writes what the delivery of one push did (b), in one
 // transaction: the attempts go to the delivery log, the pushes sent before
 // the outbox held them are recorded there, delivered, the messages of

@@ -24,16 +24,16 @@ func TestRecordAndListAttempts(t *testing.T) {
 		{At: at.Add(time.Second), MessageID: "m1", UserID: alice, DeviceID: 1, PushHost: "fcm.googleapis.com", Try: 2, Status: 201,
 			Outcome: push.OutcomeDelivered, Latency: 40 * time.Millisecond},
 	}
-	if err := st.RecordAttempts(ctx, want[:2]); err != nil {
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: want[:2]}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordAttempts(ctx, []push.Attempt{{MessageID: "m2", UserID: bob, DeviceID: 3, Try: 1, Outcome: push.OutcomeFailed, Error: "dial tcp: timeout"}}); err != nil {
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: []push.Attempt{{MessageID: "m2", UserID: bob, DeviceID: 3, Try: 1, Outcome: push.OutcomeFailed, Error: "dial tcp: timeout"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordAttempts(ctx, want[2:]); err != nil {
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: want[2:]}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordAttempts(ctx, nil); err != nil {
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: nil}); err != nil {
 		t.Fatalf("recording no attempts: %v", err)
 	}
 
@@ -58,10 +58,10 @@ func TestRecordAndListAttempts(t *testing.T) {
 	}
 }
 
-func TestRecordAttemptsBoundsErrorText(t *testing.T) {
+func TestRecordedAttemptsBoundErrorText(t *testing.T) {
 	st := storetest.New(t)
 	long := strings.Repeat("é", 5000) // 2 bytes each: a cut at 1024 bytes could split one
-	if err := st.RecordAttempts(t.Context(), []push.Attempt{{MessageID: "m", Error: "x" + long}}); err != nil {
+	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{Attempts: []push.Attempt{{MessageID: "m", Error: "x" + long}}}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.Attempts(t.Context(), "m")
@@ -81,7 +81,7 @@ func TestPruneDeliveryLogByAge(t *testing.T) {
 	for _, age := range []time.Duration{72 * time.Hour, 25 * time.Hour, 24*time.Hour + time.Millisecond, 23 * time.Hour, time.Minute} {
 		attempts = append(attempts, push.Attempt{At: clk.now.Add(-age), MessageID: "m", Outcome: push.OutcomeDelivered, Error: age.String()})
 	}
-	if err := st.RecordAttempts(ctx, attempts); err != nil {
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: attempts}); err != nil {
 		t.Fatal(err)
 	}
 	n, err := st.PruneDeliveryLog(ctx)
@@ -98,7 +98,7 @@ func TestPruneDeliveryLogByRows(t *testing.T) {
 	st := storetest.Open(t, store.Config{DeliveryLogMaxRows: 5})
 	ctx := t.Context()
 	for i := range 8 {
-		if err := st.RecordAttempts(ctx, []push.Attempt{{MessageID: "m", Try: i + 1, Outcome: push.OutcomeRetry}}); err != nil {
+		if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: []push.Attempt{{MessageID: "m", Try: i + 1, Outcome: push.OutcomeRetry}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

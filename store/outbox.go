@@ -25,8 +25,8 @@ const (
 	// UnackedOutbox.
 	DefaultOutboxPage = 50
 	MaxOutboxPage     = 100
-	// MaxOutboxIDs bounds the message ids of one AckOutbox or
-	// MarkOutboxDelivered call.
+	// MaxOutboxIDs bounds the message ids of one AckOutbox call, and those
+	// one RecordDeliveries records or marks.
 	MaxOutboxIDs = 200
 	// maxOutboxFieldBytes bounds messageId, taskUuid and sessionId; amsg's
 	// own are well under 100 bytes.
@@ -137,17 +137,6 @@ func checkOutboxMessage(m OutboxMessage) error {
 
 func isJSONObject(b []byte) bool {
 	return json.Valid(b) && push.JSONKind(b) == '{'
-}
-
-// MarkOutboxDelivered records that push services accepted these pushes of
-// userID. Ids that are not recorded are ignored.
-func (s *Store) MarkOutboxDelivered(ctx context.Context, userID string, messageIDs []string) error {
-	_, err := s.updateOutbox(ctx, `UPDATE message_outbox SET delivered_at = ?
-		WHERE user_id = ? AND message_id IN (`+s.dialect.InJSONArray+`)`, userID, messageIDs)
-	if err != nil {
-		return fmt.Errorf("store: mark outbox delivered: %w", err)
-	}
-	return nil
 }
 
 // AckOutbox records that userID's client received these pushes and returns

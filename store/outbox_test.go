@@ -51,7 +51,7 @@ func TestOutboxAppendAndPage(t *testing.T) {
 	appendOutbox(t, st, alice, outboxMessage("m1", 1), outboxMessage("m2", 2), outboxMessage("m3", 3))
 	appendOutbox(t, st, bob, outboxMessage("b1", 1))
 	clk.Add(time.Second)
-	if err := st.MarkOutboxDelivered(t.Context(), alice, []string{"m1", "unknown"}); err != nil {
+	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{UserID: alice, Delivered: []string{"m1", "unknown"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -117,7 +117,7 @@ func TestOutboxRetryReplacesUnackedRows(t *testing.T) {
 	clk := newClock()
 	st, db := openWithPath(t, store.Config{Now: clk.Now})
 	appendOutbox(t, st, alice, outboxMessage("m1", 1), outboxMessage("m2", 2))
-	if err := st.MarkOutboxDelivered(t.Context(), alice, []string{"m1", "m2"}); err != nil {
+	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{UserID: alice, Delivered: []string{"m1", "m2"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.AckOutbox(t.Context(), alice, []string{"m2"}); err != nil {
@@ -291,7 +291,7 @@ func TestDiscardUndeliveredOutbox(t *testing.T) {
 	other := outboxMessage("other-task", 1)
 	other.TaskUUID = "task-2"
 	appendOutbox(t, st, alice, outboxMessage("sent", 1), outboxMessage("acked", 2), outboxMessage("pending", 3), other)
-	if err := st.MarkOutboxDelivered(t.Context(), alice, []string{"sent"}); err != nil {
+	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{UserID: alice, Delivered: []string{"sent"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.AckOutbox(t.Context(), alice, []string{"acked"}); err != nil {
@@ -358,7 +358,7 @@ func TestBurstOutboxIsExactlyThePrefix(t *testing.T) {
 		outboxMessage("msg_task_12@5_0", 1), outboxMessage("msg_task_1@50_0", 1), outboxMessage("msg_task_1@5", 1),
 		outboxMessage("msg_task_1@5`", 1))
 	appendOutbox(t, st, bob, outboxMessage("msg_task_1@5_2", 3))
-	if err := st.MarkOutboxDelivered(t.Context(), alice, []string{"msg_task_1@5_0"}); err != nil {
+	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{UserID: alice, Delivered: []string{"msg_task_1@5_0"}}); err != nil {
 		t.Fatal(err)
 	}
 	burst := func() string {

@@ -371,7 +371,7 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 				if _, err := st.Devices(ctx, user); err != nil {
 					errs <- err
 				}
-				if err := st.RecordAttempts(ctx, []push.Attempt{{MessageID: fmt.Sprint(w), UserID: user, Try: r + 1, Outcome: push.OutcomeDelivered}}); err != nil {
+				if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: []push.Attempt{{MessageID: fmt.Sprint(w), UserID: user, Try: r + 1, Outcome: push.OutcomeDelivered}}}); err != nil {
 					errs <- err
 				}
 			}

@@ -75,7 +75,7 @@ func TestWriteAfterCloseFails(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.RecordAttempts(t.Context(), []push.Attempt{{MessageID: "m"}}); !errors.Is(err, errClosed) {
+	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{Attempts: []push.Attempt{{MessageID: "m"}}}); !errors.Is(err, errClosed) {
 		t.Errorf("write after Close: %v, want errClosed", err)
 	}
 }

@@ -50,7 +50,7 @@ func TestAdminPage(t *testing.T) {
 		attempts = append(attempts, push.Attempt{At: time.Now().Add(-time.Duration(minute) * time.Minute), MessageID: "m" + strconv.Itoa(i),
 			UserID: user, DeviceID: 1, PushHost: "fcm.googleapis.com", Try: 1, Status: status, Outcome: outcome, Error: errText})
 	}
-	if err := srv.Store.RecordAttempts(ctx, attempts); err != nil {
+	if err := srv.Store.RecordDeliveries(ctx, push.Bookkeeping{Attempts: attempts}); err != nil {
 		t.Fatal(err)
 	}
 
