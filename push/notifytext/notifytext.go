@@ -1,0 +1,65 @@
+// Package notifytext holds the notification texts amsg writes itself, one
+// table per language, so that a device hears amsg in the language it
+// reported and adding a language is adding one file.
+//
+// Texts a producer gives (a notification's title, a task's title) are never
+// looked up here: only the words amsg chooses on its own (a default title,
+// a quiet notification's body, an approval's outcome) are.
+package notifytext
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Key names one text. Its value is stable: tests and logs may name it.
+type Key string
+
+// The texts amsg writes. A text with %s takes the arguments its comment
+// names, in that order.
+const (
+	FromContact      Key = "fromContact"      // a reply's or reminder's title; %s the contact's name
+	DefaultTitle     Key = "defaultTitle"     // a title when there is no contact
+	Receiving        Key = "receiving"        // the quiet body shown while a message is still arriving
+	ToolRequestBody  Key = "toolRequestBody"  // a tool request's body; %s the contact's name
+	ReplyInterrupted Key = "replyInterrupted" // an error push's title
+)
+
+// English is the language of a device that reported none, or one without a
+// table.
+const English = "en"
+
+// tables holds each language's texts by its primary subtag; each language's
+// file adds its own.
+var tables = map[string]map[Key]string{}
+
+// Language maps a BCP 47 tag (zh-CN, en-GB, zh-Hant-TW, an Accept-Language
+// value) to the language of a table: its primary subtag when a table has it,
+// else English.
+func Language(tag string) string {
+	tag = strings.TrimSpace(tag)
+	if i := strings.IndexAny(tag, ",;"); i >= 0 {
+		tag = strings.TrimSpace(tag[:i]) // the first of an Accept-Language list
+	}
+	if i := strings.IndexAny(tag, "-_"); i >= 0 {
+		tag = tag[:i]
+	}
+	tag = strings.ToLower(tag)
+	if _, ok := tables[tag]; ok {
+		return tag
+	}
+	return English
+}
+
+// Text is key's text in the language of tag, formatted with args. A key a
+// language lacks falls back to English.
+func Text(tag string, key Key, args ...any) string {
+	text, ok := tables[Language(tag)][key]
+	if !ok {
+		text = tables[English][key]
+	}
+	if len(args) == 0 {
+		return text
+	}
+	return fmt.Sprintf(text, args...)
+}
