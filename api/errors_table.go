@@ -124,4 +124,7 @@ var errorTable = []errorText{
 	// The operator API.
 	{"USER_NOT_FOUND", "No such user", "用户不存在"},
 	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
+
+	// Control of what fires (issue 18).
+	{"TASK_IN_FLIGHT", "The task is being delivered; change its time once this occurrence is done", "任务正在投递中，暂时不能修改发送时间，请稍后重试"},
 }

@@ -37,9 +37,10 @@ func (s *Scheduler) LeaseEnd() time.Time { return s.now().Add(s.cfg.LeaseTTL) }
 // last error. The pushes carry source "instant" and the push service's
 // short instant TTL. A failure is an *InstantError.
 func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	held := s.hold(t.Lease(), cancel)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer s.track(t.ID, cancel)()
+	held := s.hold(t.Lease(), func() { cancel(nil) })
 	p, err := TaskPayload(t)
 	var rec Recurrence
 	if err == nil {
@@ -58,7 +59,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	}
 	retries := max(attempts-1, 0)
 	lease, lost := held.end()
-	if lost {
+	if lost || (err != nil && cancelled(ctx)) {
 		s.deps.Courier.Keep(ctx, last)
 		return InstantResult{}, &InstantError{Code: "TASK_NOT_FOUND", Message: "任务不存在或已处理"}
 	}

@@ -162,6 +162,8 @@ type Scheduler struct {
 
 	cleanupMu   sync.Mutex
 	lastCleanup time.Time
+
+	deliveries deliveries // the occurrences under way, for Cancel
 }
 
 // New checks deps and applies the defaults.
@@ -188,17 +190,18 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
 	s := &Scheduler{
-		cfg:       cfg,
-		deps:      deps,
-		log:       cmp.Or(cfg.Logger, slog.Default()),
-		now:       cfg.Now,
-		slots:     make(chan struct{}, cfg.Concurrency),
-		llmSlots:  make(chan struct{}, cfg.LLMConcurrency),
-		userTasks: map[string]int{},
-		freed:     make(chan struct{}, 1),
-		wake:      make(chan struct{}, 1),
-		stopping:  make(chan struct{}),
-		loopDone:  make(chan struct{}),
+		cfg:        cfg,
+		deps:       deps,
+		log:        cmp.Or(cfg.Logger, slog.Default()),
+		now:        cfg.Now,
+		slots:      make(chan struct{}, cfg.Concurrency),
+		llmSlots:   make(chan struct{}, cfg.LLMConcurrency),
+		userTasks:  map[string]int{},
+		freed:      make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
+		stopping:   make(chan struct{}),
+		loopDone:   make(chan struct{}),
+		deliveries: deliveries{running: map[int64]context.CancelCauseFunc{}, early: map[int64]time.Time{}},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -563,9 +566,10 @@ func (h *heldLease) end() (store.Lease, bool) {
 
 // process delivers one claimed occurrence and records its outcome.
 func (s *Scheduler) process(t store.Task) result {
-	ctx, cancel := context.WithCancel(s.runCtx)
-	defer cancel()
-	held := s.hold(t.Lease(), cancel)
+	ctx, cancel := context.WithCancelCause(s.runCtx)
+	defer cancel(nil)
+	defer s.track(t.ID, cancel)()
+	held := s.hold(t.Lease(), func() { cancel(nil) })
 	started := s.now()
 
 	p, perr := TaskPayload(t)
@@ -590,7 +594,10 @@ func (s *Scheduler) process(t store.Task) result {
 		sent, last, err = s.fire(ctx, t, p, rec)
 	}
 	lease, lost := held.end()
-	if lost {
+	switch {
+	case err != nil && cancelled(ctx):
+		return s.withdraw(t)
+	case lost:
 		s.deps.Courier.Keep(ctx, last)
 		return result{taskID: t.ID, kind: resultLeaseLost}
 	}
