@@ -26,7 +26,7 @@ func (s *Server) taskFeature() feature {
 			"get-message-detail", "task-last-error", "tick-stale-guard", "recurring-skip-occurrence",
 			"occurrence-scoped-push-ids", "push-task-identity", "tick-lease-heartbeat",
 			"update-message-contact-name", "update-message-credentials", "llm-extra-body", "send-notifications",
-			"cancel-stops-delivery", "task-in-flight"},
+			"cancel-stops-delivery", "task-in-flight", "llm-permanent-errors"},
 		routes: []route{
 			{http.MethodPost, "schedule-message", authClient, s.handleScheduleMessage},
 			{http.MethodPut, "update-message", authClient, s.handleUpdateMessage},

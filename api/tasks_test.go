@@ -321,7 +321,7 @@ func TestScheduleInstant(t *testing.T) {
 	got = e.schedule(t, testUserID, fixedTask(map[string]any{"messageType": "instant", "uuid": "7c9e6679-7425-40de-944b-e07fc1f90ae7"}))
 	code, details := errorOf(t, got.body)
 	if got.status != http.StatusInternalServerError || code != "MESSAGE_SEND_FAILED" ||
-		!strings.HasPrefix(details, `{"code":"PROCESSING_ERROR","message":"Web Push delivery failed on 1 device(s)`) || !strings.HasSuffix(details, `"retriesAttempted":2}`) {
+		!strings.HasPrefix(details, `{"code":"PROCESSING_ERROR","message":"Web Push delivery failed on 1 device(s)`) || !strings.HasSuffix(details, `"retriesAttempted":2,"pushStatus":413}`) {
 		t.Errorf("failed instant: %d %s", got.status, got.body)
 	}
 	got = do(t, e.s, http.MethodGet, "/api/v1/message?id=7c9e6679-7425-40de-944b-e07fc1f90ae7", map[string]string{"X-User-Id": testUserID})

@@ -18,54 +18,6 @@ import (
 	"amsg/store"
 )
 
-// Error codes of failed deliveries, as the standard names them; a push no
-// device took is loop.CodePushSendFailed, as on the instant path.
-const (
-	CodeSubscriptionMissing = "PUSH_SUBSCRIPTION_MISSING"
-	CodePayloadTooLarge     = "PUSH_PAYLOAD_TOO_LARGE"
-)
-
-// subscriptionMissingText is the standard's reason for a user without a
-// push subscription.
-const subscriptionMissingText = "PUSH_SUBSCRIPTION_MISSING: 该用户还没有登记推送订阅（PUT /push-subscription）"
-
-// The failures a delivery tells apart (see failure); any other error is an
-// ordinary failure, retried with backoff.
-var (
-	errSubscriptionMissing error = textError(subscriptionMissingText)
-	errPayloadTooLarge     error = textError(CodePayloadTooLarge)
-	errPushSendFailed      error = textError("Web Push delivery failed")
-)
-
-// textError is an error whose text is the standard's wording, capitals
-// included.
-type textError string
-
-func (e textError) Error() string { return string(e) }
-
-// unreadableError is a task payload that does not decrypt or parse: a
-// permanent failure without a code of its own, whose text is its cause's.
-type unreadableError struct{ error }
-
-func (e unreadableError) Unwrap() error { return e.error }
-
-// failure says what a failed delivery means: the standard's code ("" for
-// an ordinary failure), and whether it is permanent, so not retried (a
-// one-off task fails, a recurring one skips the occurrence).
-func failure(err error) (code string, permanent bool) {
-	switch {
-	case errors.Is(err, errSubscriptionMissing):
-		return CodeSubscriptionMissing, true
-	case errors.Is(err, errPayloadTooLarge):
-		return CodePayloadTooLarge, true
-	case errors.Is(err, errPushSendFailed):
-		return loop.CodePushSendFailed, false
-	case errors.As(err, new(unreadableError)):
-		return "", true
-	}
-	return "", false
-}
-
 // Ids of one occurrence: deterministic, so every retry of the occurrence
 // sends the same messageIds and the service worker shows each push once,
 // while the next occurrence of a recurring task gets new ones.
@@ -241,11 +193,11 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 		return
 	}
 	if err != nil {
-		code, _ := failure(err)
+		code := failure(err).code
 		if round.Response == nil {
 			code = loop.CodeLLMCallFailed
 		}
-		round.Error = &loop.RoundError{Code: cmp.Or(code, loop.CodePushSendFailed), Message: err.Error()}
+		round.Error = &loop.RoundError{Code: code, Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
@@ -394,7 +346,7 @@ func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing, las
 	if res.Withheld || res.Delivered() > 0 {
 		return res.Withheld, held, nil
 	}
-	gone := 0
+	gone, status := 0, 0
 	var reasons []string
 	for _, d := range res.Devices {
 		if d.Outcome == push.OutcomeGone {
@@ -403,11 +355,12 @@ func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing, las
 		if d.Err != nil {
 			reasons = append(reasons, d.Err.Error())
 		}
+		status = cmp.Or(status, d.Status)
 	}
 	if gone == len(res.Devices) {
 		// The push service dropped every subscription; the devices are
 		// deleted, so retrying cannot help until the page registers again.
-		return false, held, errSubscriptionMissing
+		return false, held, pushStatusError{status, errSubscriptionMissing}
 	}
-	return false, held, fmt.Errorf("%w on %d device(s): %s", errPushSendFailed, len(res.Devices), strings.Join(reasons, "; "))
+	return false, held, pushStatusError{status, fmt.Errorf("%w on %d device(s): %s", errPushSendFailed, len(res.Devices), strings.Join(reasons, "; "))}
 }

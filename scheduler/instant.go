@@ -22,7 +22,11 @@ type InstantError struct {
 	Message          string `json:"message"`
 	RetriesAttempted *int   `json:"retriesAttempted,omitempty"`
 	Permanent        bool   `json:"permanent,omitempty"`
-	Details          any    `json:"details,omitempty"`
+	// PushStatus and LLMStatus are what the push service or the LLM
+	// answered, when one did.
+	PushStatus int `json:"pushStatus,omitempty"`
+	LLMStatus  int `json:"llmStatus,omitempty"`
+	Details    any `json:"details,omitempty"`
 }
 
 func (e *InstantError) Error() string { return e.Code + ": " + e.Message }
@@ -51,7 +55,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	if err == nil {
 		for attempts = 1; ; attempts++ {
 			sent, last, err = s.fire(ctx, t, p, rec)
-			if _, permanent := failure(err); err == nil || permanent || attempts == s.cfg.InstantAttempts ||
+			if err == nil || failure(err).permanent || attempts == s.cfg.InstantAttempts ||
 				s.sleep(ctx, time.Duration(attempts)*s.cfg.InstantBackoff) != nil {
 				break
 			}
@@ -65,13 +69,14 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	}
 	if err != nil {
 		le := newLastError(s.now(), t.NextSendAt, err.Error())
-		le.Code, le.Permanent = failure(err)
+		le.judge(failure(err))
 		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		defer bcancel()
 		if ferr := s.deps.Store.FailTask(bctx, lease, retries, le.json()); ferr != nil {
 			s.log.Error("scheduler: recording a failed instant task failed", "taskId", t.ID, "err", ferr)
 		}
-		return InstantResult{}, &InstantError{Code: "PROCESSING_ERROR", Message: err.Error(), RetriesAttempted: &retries, Permanent: le.Permanent}
+		return InstantResult{}, &InstantError{Code: CodeProcessingError, Message: err.Error(), RetriesAttempted: &retries,
+			Permanent: le.Permanent, PushStatus: le.PushStatus, LLMStatus: le.LLMStatus}
 	}
 	if err := s.complete(lease, time.Time{}, last); err != nil {
 		return InstantResult{}, &InstantError{Code: "POST_SEND_CLEANUP_FAILED", Message: "消息已发送，但任务清理失败",

@@ -188,3 +188,38 @@ func TestEditInFlightThenCrashKeepsTheCommittedOccurrence(t *testing.T) {
 		t.Errorf("messages after delivery: %d %s", status, body)
 	}
 }
+
+// An LLM answering 401 ends a one-shot prompted task at once: it is failed
+// with the LLM's status in lastError, and the LLM is never called again.
+func TestLLMUnauthorizedEndsTheTaskWithoutASecondCall(t *testing.T) {
+	r := newTaskRig(t, "AMSG_TICK=100ms")
+	p := r.start(t)
+	r.register(t, p)
+	llm := llmtest.NewServer(t)
+	llm.Enqueue(llmtest.Reply{Status: http.StatusUnauthorized, Body: `{"error":{"message":"Incorrect API key provided: sk-abc","code":"invalid_api_key"}}`})
+	_, uuid := r.schedule(t, p, map[string]any{"contactName": "Rei", "messageType": "prompted", "immediate": true,
+		"completePrompt": "p", "apiUrl": llm.APIURL(), "apiKey": "sk-abc", "primaryModel": "m"})
+	p.WaitLog(t, "scheduler: delivery failed for good", 10*time.Second)
+
+	status, body := r.call(t, p, http.MethodGet, "message?id="+uuid, nil)
+	var failure struct {
+		Details struct {
+			Status    string
+			LastError map[string]any
+		}
+	}
+	if err := json.Unmarshal(body, &failure); err != nil || status != http.StatusConflict {
+		t.Fatalf("message: %d %s", status, body)
+	}
+	le := failure.Details.LastError
+	if failure.Details.Status != "failed" || le["errorCode"] != "LLM_CALL_FAILED" || le["code"] != "LLM_CALL_FAILED" ||
+		le["llmStatus"] != float64(401) || le["permanent"] != true || strings.Contains(string(body), "sk-abc") {
+		t.Errorf("failed task: %s", body)
+	}
+	if status, body := r.call(t, p, http.MethodPost, "send-notifications", nil); !strings.Contains(string(body), `"totalTasks":0`) {
+		t.Errorf("send-notifications: %d %s", status, body)
+	}
+	if n := len(llm.Requests()); n != 1 {
+		t.Errorf("the LLM was called %d times, want once", n)
+	}
+}
