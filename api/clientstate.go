@@ -13,12 +13,12 @@ import (
 
 // clientStateFeature is the browser's cloud mirror of its own state:
 // PUT /client-state writes a batch last-write-wins, GET reads one namespace,
-// DELETE wipes the user's state. Values over 204800 bytes are chunked by the
+// DELETE wipes one namespace (?namespace=) or the user's whole state. Values over 204800 bytes are chunked by the
 // store, invalid entries are rejected one by one, and a version (or
 // builtAt) orders writes by content instead of arrival.
 func (s *Server) clientStateFeature() feature {
 	return feature{
-		capabilities: []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard"},
+		capabilities: []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard", "client-state-delete-namespace"},
 		routes: []route{
 			{http.MethodPut, "client-state", authClient, s.handlePutClientState},
 			{http.MethodGet, "client-state", authClient, s.handleGetClientState},
@@ -31,6 +31,7 @@ var (
 	errInvalidStateEntries    = newError(http.StatusBadRequest, "INVALID_STATE_ENTRIES", "entries 必须是非空数组")
 	errNamespaceRequired      = newError(http.StatusBadRequest, "NAMESPACE_REQUIRED", "必须提供 namespace 查询参数")
 	errStateNamespaceReserved = newError(http.StatusBadRequest, "INVALID_STATE_NAMESPACE", `namespace 不能包含控制字符（\u0000-\u001f 为库内部保留）`)
+	errStateNamespaceTooLong  = newError(http.StatusBadRequest, "INVALID_STATE_NAMESPACE", fmt.Sprintf("namespace 必须是 1-%d 字符的字符串", store.MaxStateNamespaceLen))
 )
 
 // maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER: the largest
@@ -207,12 +208,7 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 	}
 	namespace := r.URL.Query().Get("namespace")
 	entries, err := s.deps.Store.ClientState(r.Context(), userID, namespace)
-	switch {
-	case errors.Is(err, store.ErrStateNameBlank):
-		return errNamespaceRequired
-	case errors.Is(err, store.ErrStateNameReserved):
-		return errStateNamespaceReserved
-	case err != nil:
+	if err := stateNamespaceError(err); err != nil {
 		return err
 	}
 	type entryJSON struct {
@@ -231,17 +227,48 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 	}{namespace, out})
 }
 
+// handleDeleteClientState deletes the namespace ?namespace= names (with its
+// slice rows), or without the parameter all of the user's state. A
+// parameter that is present but blank or invalid is refused rather than
+// read as "all".
 func (s *Server) handleDeleteClientState(w http.ResponseWriter, r *http.Request) error {
 	userID, err := requireUserID(r)
 	if err != nil {
 		return err
 	}
-	deleted, err := s.deps.Store.DeleteClientState(r.Context(), userID)
-	if err != nil {
+	query := r.URL.Query()
+	if !query.Has("namespace") {
+		deleted, err := s.deps.Store.DeleteClientState(r.Context(), userID)
+		if err != nil {
+			return err
+		}
+		writeData(w, http.StatusOK, struct {
+			Deleted int `json:"deleted"`
+		}{deleted})
+		return nil
+	}
+	namespace := query.Get("namespace")
+	deleted, err := s.deps.Store.DeleteClientStateNamespace(r.Context(), userID, namespace)
+	if err := stateNamespaceError(err); err != nil {
 		return err
 	}
 	writeData(w, http.StatusOK, struct {
-		Deleted int `json:"deleted"`
-	}{deleted})
+		Deleted   int    `json:"deleted"`
+		Namespace string `json:"namespace"`
+	}{deleted, namespace})
 	return nil
+}
+
+// stateNamespaceError maps the store's refusal of a namespace named in a
+// query to the standard's codes.
+func stateNamespaceError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrStateNameBlank):
+		return errNamespaceRequired
+	case errors.Is(err, store.ErrStateNameReserved):
+		return errStateNamespaceReserved
+	case errors.Is(err, store.ErrStateNameTooLong):
+		return errStateNamespaceTooLong
+	}
+	return err
 }

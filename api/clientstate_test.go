@@ -274,6 +274,51 @@ func TestDeleteClientStateCountsRows(t *testing.T) {
 	}
 }
 
+// TestDeleteClientStateNamespaceKeepsTheOthers is the data loss upstream's
+// newest client met: DELETE /client-state?namespace=drop used to delete
+// every namespace of the user. Only "drop" and its slice rows go now.
+func TestDeleteClientStateNamespaceKeepsTheOthers(t *testing.T) {
+	onBothBackends(t, func(t *testing.T, st *store.Store) {
+		s := newTestServer(t, Config{}, Deps{Store: st})
+		const other = "123e4567-e89b-42d3-a456-426614174000"
+		putState(t, s, testUserID, entries(
+			stateEntry{Namespace: "keep", Key: "k", Value: "kept", UpdatedAt: 1},
+			stateEntry{Namespace: "drop", Key: "k", Value: "v", UpdatedAt: 1},
+			stateEntry{Namespace: "drop", Key: "big", Value: strings.Repeat("a", store.StateSliceBytes+1), UpdatedAt: 1}, // a root and 2 slices
+			stateEntry{Namespace: "dro", Key: "k", Value: "prefix of drop", UpdatedAt: 1},
+		))
+		putState(t, s, other, entries(stateEntry{Namespace: "drop", Key: "k", Value: "another user's", UpdatedAt: 1}))
+		header := map[string]string{"X-User-Id": testUserID}
+		wantBody(t, "delete drop", send(s, http.MethodDelete, "/api/v1/client-state?namespace=drop", "", header), 200,
+			`{"success":true,"data":{"deleted":4,"namespace":"drop"}}`)
+		for _, c := range []struct{ user, namespace, want string }{
+			{testUserID, "drop", `{"namespace":"drop","entries":[]}`},
+			{testUserID, "keep", `{"namespace":"keep","entries":[{"namespace":"keep","key":"k","value":"kept","updatedAt":1}]}`},
+			{testUserID, "dro", `{"namespace":"dro","entries":[{"namespace":"dro","key":"k","value":"prefix of drop","updatedAt":1}]}`},
+			{other, "drop", `{"namespace":"drop","entries":[{"namespace":"drop","key":"k","value":"another user's","updatedAt":1}]}`},
+		} {
+			if got := getState(t, s, c.user, c.namespace); got != c.want {
+				t.Errorf("%s after the delete = %s, want %s", c.namespace, got, c.want)
+			}
+		}
+		wantBody(t, "delete drop again", send(s, http.MethodDelete, "/api/v1/client-state?namespace=drop", "", header), 200,
+			`{"success":true,"data":{"deleted":0,"namespace":"drop"}}`)
+		// A namespace parameter that is there but unusable deletes nothing: it is never read as "all".
+		for _, c := range []struct{ name, query, want string }{
+			{"empty", "?namespace=", `{"success":false,"error":{"code":"NAMESPACE_REQUIRED","message":"必须提供 namespace 查询参数"}}`},
+			{"blank", "?namespace=%20%E3%80%80", `{"success":false,"error":{"code":"NAMESPACE_REQUIRED","message":"必须提供 namespace 查询参数"}}`},
+			{"control character", "?namespace=keep%00", `{"success":false,"error":{"code":"INVALID_STATE_NAMESPACE","message":"namespace 不能包含控制字符（\\u0000-\\u001f 为库内部保留）"}}`},
+			{"the internal slice namespace", "?namespace=%1Famsg-chunks%1Fkeep", `{"success":false,"error":{"code":"INVALID_STATE_NAMESPACE","message":"namespace 不能包含控制字符（\\u0000-\\u001f 为库内部保留）"}}`},
+			{"too long", "?namespace=" + strings.Repeat("n", 129), `{"success":false,"error":{"code":"INVALID_STATE_NAMESPACE","message":"namespace 必须是 1-128 字符的字符串"}}`},
+		} {
+			wantBody(t, c.name, send(s, http.MethodDelete, "/api/v1/client-state"+c.query, "", header), 400, c.want)
+		}
+		if got := getState(t, s, testUserID, "keep"); !strings.Contains(got, `"value":"kept"`) {
+			t.Errorf("a refused delete deleted keep: %s", got)
+		}
+	})
+}
+
 func TestClientStateBodyLimitIsItsOwn(t *testing.T) {
 	s := newTestServer(t, Config{MaxBodyBytes: 1024, MaxClientStateBodyBytes: 64 << 10}, Deps{})
 	value := strings.Repeat("v", 20<<10)
@@ -293,7 +338,7 @@ func TestClientStateBodyLimitIsItsOwn(t *testing.T) {
 func TestCapabilitiesAdvertiseClientStateAndOutbox(t *testing.T) {
 	s := newTestServer(t, Config{}, Deps{})
 	got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil)
-	for _, f := range []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard", "message-outbox"} {
+	for _, f := range []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard", "client-state-delete-namespace", "message-outbox"} {
 		if !strings.Contains(got.body, `"`+f+`"`) {
 			t.Errorf("capabilities lack %s: %s", f, got.body)
 		}

@@ -124,4 +124,7 @@ var errorTable = []errorText{
 	// The operator API.
 	{"USER_NOT_FOUND", "No such user", "用户不存在"},
 	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
+
+	// Upstream's newest line: client state, outbox, credentials, gzip (issue 20).
+	{"INVALID_STATE_NAMESPACE", "namespace must be a string of 1-128 characters", "namespace 必须是 1-128 字符的字符串"},
 }

@@ -353,3 +353,15 @@ func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, key usercrypt.K
 func (s *Store) DeleteClientState(ctx context.Context, userID string) (int, error) {
 	return s.execCount(ctx, "delete client state", `DELETE FROM client_state WHERE user_id = ?`, userID)
 }
+
+// DeleteClientStateNamespace deletes userID's values in namespace and their
+// slice rows in one statement, so a reader never sees one without the
+// other, and returns the number of rows deleted. It refuses a namespace
+// CheckStateNamespace refuses, deleting nothing.
+func (s *Store) DeleteClientStateNamespace(ctx context.Context, userID, namespace string) (int, error) {
+	if err := CheckStateNamespace(namespace); err != nil {
+		return 0, fmt.Errorf("store: delete client state namespace: %w", err)
+	}
+	return s.execCount(ctx, "delete client state namespace", `DELETE FROM client_state WHERE user_id = ? AND namespace IN (?, ?)`,
+		userID, namespace, stateChunkNSPfx+namespace)
+}
