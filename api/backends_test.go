@@ -8,13 +8,18 @@ import (
 	"amsg/store/storetest"
 )
 
-// onBothBackends runs f with a fresh store on SQLite, then on PostgreSQL (a
-// schema of AMSG_TEST_DATABASE_URL; skipped without it, failed in CI).
-func onBothBackends(t *testing.T, f func(t *testing.T, st *store.Store)) {
+// onBothBackends runs f with a fresh store opened with cfg on SQLite, then
+// on PostgreSQL (a schema of AMSG_TEST_DATABASE_URL; skipped without it,
+// failed in CI).
+func onBothBackends(t *testing.T, cfg store.Config, f func(t *testing.T, st *store.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
-		f(t, storetest.Open(t, store.Config{Path: filepath.Join(t.TempDir(), "amsg.db")}))
+		cfg := cfg
+		cfg.Path = filepath.Join(t.TempDir(), "amsg.db")
+		f(t, storetest.Open(t, cfg))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		f(t, storetest.Open(t, store.Config{DatabaseURL: storetest.DatabaseURL(t)}))
+		cfg := cfg
+		cfg.DatabaseURL = storetest.DatabaseURL(t)
+		f(t, storetest.Open(t, cfg))
 	})
 }

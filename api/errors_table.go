@@ -127,4 +127,5 @@ var errorTable = []errorText{
 
 	// Upstream's newest line: client state, outbox, credentials, gzip (issue 20).
 	{"INVALID_STATE_NAMESPACE", "namespace must be a string of 1-128 characters", "namespace 必须是 1-128 字符的字符串"},
+	{"INVALID_NAMESPACE_LIMIT", "limit must be an integer from 1 to 200", "limit 必须是 1-200 的整数"},
 }
