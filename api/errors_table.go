@@ -128,4 +128,6 @@ var errorTable = []errorText{
 	// Upstream's newest line: client state, outbox, credentials, gzip (issue 20).
 	{"INVALID_STATE_NAMESPACE", "namespace must be a string of 1-128 characters", "namespace 必须是 1-128 字符的字符串"},
 	{"INVALID_NAMESPACE_LIMIT", "limit must be an integer from 1 to 200", "limit 必须是 1-200 的整数"},
+	{"INVALID_PARAMETERS", "Give either {all: true} or a non-empty messageIds array", "要么 { all: true }，要么 messageIds 非空数组"},
+	{"INVALID_PARAMETERS", "all and messageIds cannot be given together", "all 与 messageIds 不能同时出现"},
 }
