@@ -130,4 +130,6 @@ var errorTable = []errorText{
 	{"INVALID_NAMESPACE_LIMIT", "limit must be an integer from 1 to 200", "limit 必须是 1-200 的整数"},
 	{"INVALID_PARAMETERS", "Give either {all: true} or a non-empty messageIds array", "要么 { all: true }，要么 messageIds 非空数组"},
 	{"INVALID_PARAMETERS", "all and messageIds cannot be given together", "all 与 messageIds 不能同时出现"},
+	{"UNSUPPORTED_CONTENT_ENCODING", "Unsupported Content-Encoding (only gzip is accepted)", "不支持的 Content-Encoding（只支持 gzip）"},
+	{"INVALID_CONTENT_ENCODING", "The request body is not valid gzip data", "请求体不是有效的 gzip 数据"},
 }

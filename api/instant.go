@@ -1,10 +1,8 @@
 package api
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -134,28 +132,6 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	}
 	return &instantCall{req: q, userID: userID, round: round, owner: owner}, nil
 }
-
-// gunzipBody decompresses a request body. The gzip header is read on the
-// first Read, so under readBody's deadline; readBody's limit then bounds
-// the decompressed bytes, which is what stops a gzip bomb, and the same
-// limit on the compressed bytes stops a stream of empty gzip members.
-type gunzipBody struct {
-	src io.ReadCloser
-	zr  *gzip.Reader
-}
-
-func (g *gunzipBody) Read(p []byte) (int, error) {
-	if g.zr == nil {
-		zr, err := gzip.NewReader(g.src)
-		if err != nil {
-			return 0, err
-		}
-		g.zr = zr
-	}
-	return g.zr.Read(p)
-}
-
-func (g *gunzipBody) Close() error { return g.src.Close() }
 
 func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	c, err := s.readInstantCall(w, r, decodeInstant)

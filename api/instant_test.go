@@ -776,9 +776,9 @@ func TestInstantGzipBodies(t *testing.T) {
 		message    string
 	}{
 		{"bomb", bomb[:min(len(bomb), 60<<10)], 413, "请求体超过 65536 字节上限"},
-		{"not gzip", body, 400, "无法读取请求体"},
-		{"truncated", gzipped(t, body)[:100], 400, "无法读取请求体"},
-		{"trailing garbage", gzipped(t, body) + "garbage", 400, "无法读取请求体"},
+		{"not gzip", body, 400, "请求体不是有效的 gzip 数据"},
+		{"truncated", gzipped(t, body)[:100], 400, "请求体不是有效的 gzip 数据"},
+		{"trailing garbage", gzipped(t, body) + "garbage", 400, "请求体不是有效的 gzip 数据"},
 		{"endless empty members", strings.Repeat(gzipped(t, ""), 4000), 413, "请求体超过 65536 字节上限"},
 	} {
 		got := post(f.s, "/api/v1/instant", c.body, gz)
