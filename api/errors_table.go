@@ -132,4 +132,5 @@ var errorTable = []errorText{
 	{"INVALID_PARAMETERS", "all and messageIds cannot be given together", "all 与 messageIds 不能同时出现"},
 	{"UNSUPPORTED_CONTENT_ENCODING", "Unsupported Content-Encoding (only gzip is accepted)", "不支持的 Content-Encoding（只支持 gzip）"},
 	{"INVALID_CONTENT_ENCODING", "The request body is not valid gzip data", "请求体不是有效的 gzip 数据"},
+	{"TASK_PAYLOAD_TOO_LARGE", "The task is larger than the limit (details: bytes, maxBytes)", "任务内容超过字节上限"},
 }

@@ -27,7 +27,7 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	body, err := s.openBody(w, r, userID, s.cfg.MaxBodyBytes)
+	body, err := s.openBody(w, r, userID, s.taskBodyLimit())
 	switch {
 	case errors.Is(err, errPlaintextNotObject):
 		return errInvalidUpdateData
@@ -54,6 +54,9 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 			return store.TaskUpdate{}, err
 		}
 		raw, err := p.Encode()
+		if err == nil {
+			err = checkTaskSize(raw, len(t.Payload))
+		}
 		return store.TaskUpdate{Payload: raw, NextSendAt: nextSendAt}, err
 	})
 	switch {
