@@ -199,11 +199,11 @@ type roundResult struct {
 // round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
 // LLM_CALL_FAILED, after its error push.
 func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to *courier.Round) error {
-	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p) }))
+	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p, false) }))
 	var f *loop.Failure
 	if errors.As(err, &f) {
 		if f.Push != nil {
-			if derr := s.deliverPush(ctx, to, f.Push); derr != nil {
+			if derr := s.deliverPush(ctx, to, f.Push, false); derr != nil {
 				s.log.WarnContext(ctx, "could not deliver an error push", "sessionId", run.SessionID(), "code", f.Code, "err", derr)
 			}
 		}
@@ -236,7 +236,11 @@ func roundError(f *loop.Failure) *Error {
 // respondSSE streams each push as an `event: payload` frame the moment the
 // round produces it and sends the same bytes by Web Push (the backup, same
 // messageId), in order, on a goroutine of its own so a slow push service
-// never holds up the stream. A client that goes away stops only the frames.
+// never holds up the stream. Under the visible push policy the backup of a
+// frame the stream delivered skips the streaming device (the request's
+// pushSubscription), whose worker would otherwise get a push the page
+// already showed; its other devices get it, and it gets those whose frame
+// the stream could not deliver. A client that goes away stops only the frames.
 // The stream ends with `event: done`, or `event: error` carrying the error
 // push when the round failed, which also goes by Web Push under the same
 // messageId, as the standard does: the user's other devices and a page whose
@@ -255,17 +259,14 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 		if err != nil {
 			return err
 		}
-		stream.event("payload", data)
-		backups.add(p)
+		backups.add(p, stream.event("payload", data))
 		return nil
 	}))
 	var f *loop.Failure
 	switch {
 	case errors.As(err, &f) && f.Push != nil:
-		if data, eerr := push.Encode(f.Push); eerr == nil {
-			stream.event("error", data)
-		}
-		backups.add(f.Push)
+		data, eerr := push.Encode(f.Push)
+		backups.add(f.Push, eerr == nil && stream.event("error", data))
 	case err != nil:
 		s.log.ErrorContext(ctx, "instant round failed", "sessionId", run.SessionID(), "err", err)
 	default:
