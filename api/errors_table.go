@@ -133,4 +133,7 @@ var errorTable = []errorText{
 	{"UNSUPPORTED_CONTENT_ENCODING", "Unsupported Content-Encoding (only gzip is accepted)", "不支持的 Content-Encoding（只支持 gzip）"},
 	{"INVALID_CONTENT_ENCODING", "The request body is not valid gzip data", "请求体不是有效的 gzip 数据"},
 	{"TASK_PAYLOAD_TOO_LARGE", "The task is larger than the limit (details: bytes, maxBytes)", "任务内容超过字节上限"},
+
+	// Control of what fires (issue 18).
+	{"TASK_IN_FLIGHT", "The task is being delivered; change its time once this occurrence is done", "任务正在投递中，暂时不能修改发送时间，请稍后重试"},
 }

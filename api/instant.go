@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -220,17 +221,24 @@ func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *lo
 // standard's statuses.
 func roundError(f *loop.Failure) *Error {
 	if f.Code == loop.CodeLLMCallFailed {
-		return newError(http.StatusBadGateway, f.Code, f.Message)
+		e := newError(http.StatusBadGateway, f.Code, f.Message)
+		var le *llm.Error
+		if errors.As(f.Err, &le) {
+			e.Cause = Cause{LLMStatus: le.Status, ProviderCode: le.ProviderCode}
+		}
+		return e
 	}
 	if errors.Is(f.Err, push.ErrPayloadTooLarge) {
 		return newError(http.StatusInternalServerError, "PAYLOAD_TOO_LARGE", f.Message)
 	}
 	details := map[string]any{"messageIndex": f.MessageIndex}
+	e := newError(http.StatusBadGateway, f.Code, f.Message)
 	var de *deliveryError
 	if errors.As(f.Err, &de) && de.status != 0 {
 		details["statusCode"] = de.status
+		e.Cause.PushStatus = de.status
 	}
-	return newError(http.StatusBadGateway, f.Code, f.Message).withDetails(details)
+	return e.withDetails(details)
 }
 
 // respondSSE streams each push as an `event: payload` frame the moment the

@@ -482,10 +482,16 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	return Outcome{Status: StatusToolRequested, Iteration: r.iteration}, nil
 }
 
-// llmFailure is a failed LLM call, with the error push that reports it.
+// llmFailure is a failed LLM call, with the error push that reports it and
+// what the LLM answered (its status, and the code of its error body, which
+// the client leaves out for a caller-chosen endpoint).
 func (r *Run) llmFailure(message string, err error) *Failure {
-	return &Failure{Code: CodeLLMCallFailed, Message: message, Err: err,
-		Push: r.errorPush(CodeLLMCallFailed, message, "error", push.Optional[int]{})}
+	a := builders.ErrorArgs{Code: CodeLLMCallFailed, Message: message}
+	var le *llm.Error
+	if errors.As(err, &le) {
+		a.LLMStatus, a.ProviderCode = le.Status, le.ProviderCode
+	}
+	return &Failure{Code: CodeLLMCallFailed, Message: message, Err: err, Push: r.errorPush(a, "error")}
 }
 
 // stop ends the loop with an error push instead of a call or a tool
@@ -499,7 +505,7 @@ func (r *Run) stop(p *roundPusher, code string, iteration int) Outcome {
 		msg = fmt.Sprintf("Session token budget of %d tokens exhausted (%d used)", r.budget, r.used.Total())
 		suffix, status = "budget_exhausted", StatusBudgetExhausted
 	}
-	ep := r.errorPush(code, msg, suffix, push.Some(iteration))
+	ep := r.errorPush(builders.ErrorArgs{Code: code, Message: msg, Iteration: push.Some(iteration)}, suffix)
 	p.pushReasoning()
 	if err := p.emit(ep); err != nil {
 		r.a.log.Warn("could not deliver an error push", "sessionId", r.sessionID, "code", code, "err", err)
@@ -538,14 +544,13 @@ func (r *Run) title() string {
 	return "来自 " + r.pres.ContactName
 }
 
-// errorPush builds a diagnostic push. Its id is msg_<uuid>_<suffix> (no
-// round tag), as upstream's diagnostics are.
-func (r *Run) errorPush(code, message, suffix string, iteration push.Optional[int]) *push.ErrorPush {
-	ep, err := r.a.builder.BuildErrorPush(builders.ErrorArgs{
-		Common: builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
-			MessageID: "msg_" + push.NewUUID() + "_" + suffix, SessionID: r.sessionID, MessageSubtype: r.pres.MessageSubtype},
-		Code: code, Message: message, Iteration: iteration,
-	})
+// errorPush builds a diagnostic push from a's code, message and details.
+// Its id is msg_<uuid>_<suffix> (no round tag), as upstream's diagnostics
+// are.
+func (r *Run) errorPush(a builders.ErrorArgs, suffix string) *push.ErrorPush {
+	a.Common = builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
+		MessageID: "msg_" + push.NewUUID() + "_" + suffix, SessionID: r.sessionID, MessageSubtype: r.pres.MessageSubtype}
+	ep, err := r.a.builder.BuildErrorPush(a)
 	if err != nil {
 		panic(err) // unreachable: every argument is the agent's own
 	}
