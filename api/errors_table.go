@@ -125,6 +125,15 @@ var errorTable = []errorText{
 	{"USER_NOT_FOUND", "No such user", "用户不存在"},
 	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
 
+	// Upstream's newest line: client state, outbox, credentials, gzip (issue 20).
+	{"INVALID_STATE_NAMESPACE", "namespace must be a string of 1-128 characters", "namespace 必须是 1-128 字符的字符串"},
+	{"INVALID_NAMESPACE_LIMIT", "limit must be an integer from 1 to 200", "limit 必须是 1-200 的整数"},
+	{"INVALID_PARAMETERS", "Give either {all: true} or a non-empty messageIds array", "要么 { all: true }，要么 messageIds 非空数组"},
+	{"INVALID_PARAMETERS", "all and messageIds cannot be given together", "all 与 messageIds 不能同时出现"},
+	{"UNSUPPORTED_CONTENT_ENCODING", "Unsupported Content-Encoding (only gzip is accepted)", "不支持的 Content-Encoding（只支持 gzip）"},
+	{"INVALID_CONTENT_ENCODING", "The request body is not valid gzip data", "请求体不是有效的 gzip 数据"},
+	{"TASK_PAYLOAD_TOO_LARGE", "The task is larger than the limit (details: bytes, maxBytes)", "任务内容超过字节上限"},
+
 	// Control of what fires (issue 18).
 	{"TASK_IN_FLIGHT", "The task is being delivered; change its time once this occurrence is done", "任务正在投递中，暂时不能修改发送时间，请稍后重试"},
 }

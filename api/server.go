@@ -182,6 +182,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.outboxFeature(),
 		s.tenantFeature(),
 		s.instantFeature(),
+		s.bodyEncodingFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody
@@ -203,6 +204,7 @@ func (s *Server) mux() http.Handler {
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
+	r.Use(s.decodeRequestBody)
 	for _, rt := range s.routes {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}

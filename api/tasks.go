@@ -59,7 +59,7 @@ type scheduleRequest struct {
 // handleScheduleMessage creates a task, or for messageType instant creates
 // and delivers it within the request.
 func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) error {
-	userID, body, err := s.decryptRequest(w, r)
+	userID, body, err := s.decryptRequestWithin(w, r, s.taskBodyLimit())
 	if err != nil {
 		return err
 	}
@@ -92,6 +92,9 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	}
 	raw, err := req.payload.Encode()
 	if err != nil {
+		return err
+	}
+	if err := checkTaskSize(raw, 0); err != nil {
 		return err
 	}
 	instant := req.payload.MessageType == push.TypeInstant

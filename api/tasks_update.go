@@ -30,7 +30,7 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	body, err := s.openBody(w, r, userID, s.cfg.MaxBodyBytes)
+	body, err := s.openBody(w, r, userID, s.taskBodyLimit())
 	switch {
 	case errors.Is(err, errPlaintextNotObject):
 		return errInvalidUpdateData
@@ -62,6 +62,9 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 			return store.TaskUpdate{}, errTaskInFlight
 		}
 		raw, err := p.Encode()
+		if err == nil {
+			err = checkTaskSize(raw, len(t.Payload))
+		}
 		return store.TaskUpdate{Payload: raw, NextSendAt: nextSendAt}, err
 	})
 	switch {

@@ -578,8 +578,7 @@ type roundPusher struct {
 
 	seg    *llm.Segmenter
 	fed    int
-	capped bool // past MaxSplitInput: the rest is not segmented or pushed
-	starts sentenceStarts
+	capped bool     // past MaxSplitInput: the rest is not segmented or pushed
 	held   []string // complete sentences not known to be the last yet
 	sent   int      // content and tool_request pushes delivered
 }
@@ -663,7 +662,6 @@ func (p *roundPusher) feed(text string, end bool) error {
 	}
 	if !p.capped {
 		p.fed += len(text)
-		p.starts.add(text)
 		segs, err := p.seg.Write(text)
 		if err != nil {
 			return fmt.Errorf("segment the reply: %w", err)
@@ -685,19 +683,23 @@ func (p *roundPusher) feed(text string, end bool) error {
 }
 
 // release pushes held sentences. Until the answer is complete, a sentence
-// goes out once the next one has begun, with totalMessages counting the
-// sentences begun so far: a lower bound, so messageIndex < totalMessages
-// says more follow. The sentences left at the end go out with the exact
+// goes out once the next one has begun (held, or Segmenter.Begun), with
+// totalMessages counting the sentences begun so far: a lower bound, so
+// messageIndex < totalMessages says more follow. The sentences left at the end go out with the exact
 // total, so the last push has messageIndex == totalMessages.
 func (p *roundPusher) release(final bool) error {
 	total := p.sent + len(p.held)
 	for len(p.held) > 0 {
 		index := p.sent + 1
 		if !final {
-			if p.starts.n <= index {
+			begun := p.sent + len(p.held)
+			if p.seg.Begun() {
+				begun++
+			}
+			if begun <= index {
 				return nil
 			}
-			total = p.starts.n
+			total = begun
 		}
 		if err := p.pushContent(p.held[0], index, total); err != nil {
 			return err
@@ -734,27 +736,4 @@ func (p *roundPusher) emitBurst(pp push.Push) error {
 	}
 	p.sent++
 	return nil
-}
-
-// sentenceStarts counts the sentences of the default split that have begun
-// in the text fed so far: runs of characters other than DefaultSplitPattern's
-// delimiters that hold something other than whitespace. Each such run is
-// one segment of Split, so the count is a lower bound of the segments of the
-// whole answer, exact once it is complete (unless it has none, when Split
-// returns the text whole).
-type sentenceStarts struct {
-	n     int
-	inRun bool // the current run has counted
-}
-
-func (s *sentenceStarts) add(text string) {
-	for _, c := range text {
-		switch {
-		case strings.ContainsRune(llm.DefaultDelimiters, c):
-			s.inRun = false
-		case !s.inRun && !push.IsJSSpace(c):
-			s.n++
-			s.inRun = true
-		}
-	}
 }
