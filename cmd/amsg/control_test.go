@@ -92,11 +92,13 @@ func TestCancelThroughAnotherInstanceAbortsTheLLMCall(t *testing.T) {
 	llm.WaitRequests(1) // A is delivering: the task's lease is A's
 
 	b := startAmsg(t, t.TempDir(), r.env...)
+	sent := time.Now()
 	if status := r.cancel(t, b, uuid); status != "cancelled_mid_delivery" {
 		t.Errorf("data.status %q, want cancelled_mid_delivery", status)
 	}
 	select {
 	case <-aborted:
+		t.Logf("A's LLM call aborted %s after the cancel was sent to B", time.Since(sent))
 	case <-time.After(time.Second):
 		t.Fatal("A's LLM call was not aborted within a second of the cancel through B")
 	}
