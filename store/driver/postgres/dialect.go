@@ -22,6 +22,7 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		quietHoursSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
