@@ -124,4 +124,11 @@ var errorTable = []errorText{
 	// The operator API.
 	{"USER_NOT_FOUND", "No such user", "用户不存在"},
 	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
+
+	// Quiet hours, daily limits, priorities and idempotency keys (issue 18).
+	{"UNKNOWN_PREFERENCE", "Unknown preference (only timeZone, quietHours and dailyLimit)", "未知的偏好设置字段（只接受 timeZone、quietHours、dailyLimit）"},
+	{"INVALID_TIME_ZONE", "timeZone must be an IANA time zone id (such as Asia/Tokyo), or null", "timeZone 必须是可用的 IANA 时区 id（如 Asia/Tokyo），或 null"},
+	{"INVALID_QUIET_HOURS", `quietHours must be {"start":"HH:MM","end":"HH:MM"} (00:00 to 23:59), or null`, `quietHours 必须是 {"start":"HH:MM","end":"HH:MM"}（00:00 至 23:59），或 null`},
+	{"QUIET_HOURS_EMPTY", "quietHours start and end must differ", "quietHours 的 start 与 end 不能相同"},
+	{"INVALID_DAILY_LIMIT", "dailyLimit must be an integer from 0 to 100000, or null", "dailyLimit 必须是 0 到 100000 的整数，或 null"},
 }
