@@ -131,4 +131,5 @@ var errorTable = []errorText{
 	{"INVALID_QUIET_HOURS", `quietHours must be {"start":"HH:MM","end":"HH:MM"} (00:00 to 23:59), or null`, `quietHours 必须是 {"start":"HH:MM","end":"HH:MM"}（00:00 至 23:59），或 null`},
 	{"QUIET_HOURS_EMPTY", "quietHours start and end must differ", "quietHours 的 start 与 end 不能相同"},
 	{"INVALID_DAILY_LIMIT", "dailyLimit must be an integer from 0 to 100000, or null", "dailyLimit 必须是 0 到 100000 的整数，或 null"},
+	{"INVALID_PRIORITY", `priority must be "normal" or "critical"`, `priority 必须是 "normal" 或 "critical"`},
 }

@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 
+	"amsg/push"
 	"amsg/scheduler"
 	"amsg/store"
 )
@@ -241,4 +243,38 @@ func (s *Server) readUserBody(w http.ResponseWriter, r *http.Request) (userID st
 	}
 	body, err = readBody(w, r, s.cfg.MaxBodyBytes)
 	return userID, body, err
+}
+
+var errInvalidPriority = newError(http.StatusBadRequest, "INVALID_PRIORITY", `priority 必须是 "normal" 或 "critical"`)
+
+// decodePriority reads a task's or a send's priority: "" for normal (absent,
+// null or "normal"), scheduler.PriorityCritical for one that passes quiet
+// hours and the daily limit.
+func decodePriority(raw json.RawMessage) (string, *Error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var p string
+	if json.Unmarshal(raw, &p) != nil || (p != scheduler.PriorityNormal && p != scheduler.PriorityCritical) {
+		return "", errInvalidPriority.withDetails(map[string]any{"allowed": []string{scheduler.PriorityNormal, scheduler.PriorityCritical}})
+	}
+	if p == scheduler.PriorityNormal {
+		return "", nil
+	}
+	return p, nil
+}
+
+// markDeferred sets deferredUntil on the views of tasks that wait for the
+// end of the user's quiet hours.
+func (s *Server) markDeferred(ctx context.Context, userID string, views []taskView) error {
+	deferred, err := s.deps.Store.DeferredTasks(ctx, userID)
+	if err != nil {
+		return err
+	}
+	for i := range views {
+		if until, ok := deferred[views[i].ID]; ok {
+			views[i].DeferredUntil = push.FormatTimestamp(until)
+		}
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ const (
 	resultCleanupFailed                       // delivered, but the completion could not be written
 	resultLeaseLost                           // another claimer or the owner took the task over
 	resultReleased                            // not delivered: the scheduler is stopping
+	resultDeferred                            // not delivered: waits for the end of quiet hours
 )
 
 // result is one claimed occurrence's outcome.
@@ -102,8 +103,8 @@ func summarize(start, end time.Time, results []result) Summary {
 		case resultAdvanced:
 			s.SuccessCount++
 			d.UpdatedRecurringTasks++
-		case resultLeaseLost, resultReleased:
-			// Someone else finishes these.
+		case resultLeaseLost, resultReleased, resultDeferred:
+			// Someone else finishes these, or a later tick.
 		case resultStale:
 			st := StaleTask{TaskID: r.taskID, Reason: "stale", Action: "expired", SkippedCount: r.skipped}
 			if !r.next.IsZero() {
@@ -158,5 +159,7 @@ func (s *Scheduler) logResult(r result) {
 		s.log.Info("scheduler: task taken over while delivering", attrs...)
 	case resultReleased:
 		s.log.Info("scheduler: lease released at shutdown", attrs...)
+	case resultDeferred:
+		s.log.Info("scheduler: occurrence waits for the end of quiet hours", append(attrs, "until", push.FormatTimestamp(r.next))...)
 	}
 }
