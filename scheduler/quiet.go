@@ -93,6 +93,12 @@ func LocalDay(p store.Preferences, at time.Time) string {
 // conversation.
 func ConversationTag(contactName string) string { return "amsg-quiet-" + contactName }
 
+// OccurrenceMessageID is the messageId of the first content push of a
+// fixed task's occurrence without reasoning.
+func OccurrenceMessageID(taskID int64, occurrence time.Time) string {
+	return messageIDBase(taskID, occurrence) + "_0"
+}
+
 // deferral is an occurrence quiet hours hold until their end.
 type deferral struct{ until time.Time }
 
