@@ -37,8 +37,8 @@ type adminRoute struct {
 
 func (s *Server) adminRoutes() []adminRoute {
 	return []adminRoute{
-		{http.MethodPost, "/api/v1/admin/send", s.handleAdminSend},
-		{http.MethodPost, "/api/v1/admin/broadcasts", s.handleAdminBroadcast},
+		{http.MethodPost, "/api/v1/admin/send", s.idempotent(adminScope, s.handleAdminSend)},
+		{http.MethodPost, "/api/v1/admin/broadcasts", s.idempotent(adminScope, s.handleAdminBroadcast)},
 		{http.MethodGet, "/api/v1/admin/broadcasts", s.handleAdminBroadcasts},
 		{http.MethodGet, "/api/v1/admin/broadcasts/{broadcastId}", s.handleAdminBroadcastGet},
 		{http.MethodPost, "/api/v1/admin/broadcasts/{broadcastId}/resume", s.handleAdminBroadcastResume},

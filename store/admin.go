@@ -131,7 +131,8 @@ type UserDeletion struct {
 	Outbox      int `json:"outbox"`
 	Sessions    int `json:"sessions"`
 	Attempts    int `json:"deliveryLog"`
-	// Preferences counts the preferences row and the daily slots.
+	// Preferences counts the preferences row, the daily slots and the
+	// idempotency keys.
 	Preferences int `json:"preferences"`
 }
 
@@ -142,7 +143,8 @@ func (d UserDeletion) Total() int {
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
-// their sessions), delivery log rows, preferences and daily slots.
+// their sessions), delivery log rows, preferences, daily slots and
+// idempotency keys.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -159,6 +161,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM delivery_log WHERE user_id = ?`, &d.Attempts},
 			{`DELETE FROM user_preferences WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM proactive_pushes WHERE user_id = ?`, &d.Preferences},
+			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},
 		} {
 			res, err := tx.ExecContext(ctx, step.query, userID)
 			if err != nil {

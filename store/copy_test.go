@@ -104,6 +104,9 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 	if _, err := st.TakeDailySlot(ctx, alice, "2026-03-01", "m1", 5); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := st.ClaimIdempotencyKey(ctx, alice, "k1", "h1"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func rawPostgres(t *testing.T, url string) *sql.DB {

@@ -23,6 +23,7 @@ var dialect = driver.Dialect{
 		instancesSchema,
 		outboxBurstSchema,
 		quietHoursSchema,
+		idempotencySchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -209,3 +209,18 @@ CREATE TABLE proactive_pushes (
 );
 CREATE INDEX proactive_pushes_created ON proactive_pushes (created_at);
 `
+
+// idempotencySchema: the first answer of each request sent with an
+// Idempotency-Key, per scope (a user, or the operator) and key.
+const idempotencySchema = `
+CREATE TABLE idempotency_keys (
+	scope        TEXT NOT NULL,
+	key          TEXT NOT NULL,
+	request_hash TEXT NOT NULL, -- SHA-256 of the route and the request's plaintext, hex
+	status       INTEGER,       -- NULL while the first request runs
+	body         TEXT,
+	created_at   BIGINT NOT NULL,
+	PRIMARY KEY (scope, key)
+);
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+`

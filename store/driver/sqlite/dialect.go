@@ -22,6 +22,7 @@ var dialect = driver.Dialect{
 		instancesSchema,
 		outboxBurstSchema,
 		quietHoursSchema,
+		idempotencySchema,
 	},
 
 	ClaimableAt: claimableAt,
