@@ -167,12 +167,16 @@ type Recipients struct {
 	// (an /instant request's own); nil for none. It is also the round's
 	// streaming device: the one whose SSE stream carries the round.
 	Subscription *push.Subscription
+	// OutboxOnly withholds every push of the round from Web Push, as the
+	// policy withholds reasoning: they are recorded in the outbox only (the
+	// user's daily limit is spent).
+	OutboxOnly bool
 }
 
 // Result says what happened to one push at each recipient.
 type Result struct {
 	MessageID string
-	// Withheld is set when the policy kept the push off Web Push; it was
+	// Withheld is set when the policy or OutboxOnly kept the push off Web Push; it was
 	// recorded in the outbox and nothing was sent.
 	Withheld bool
 	// Streamed is set when the round's streaming device got no Web Push
@@ -381,7 +385,7 @@ func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
 // deliver sends o and returns its bookkeeping, unwritten.
 func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeeping, error) {
 	res := Result{MessageID: o.MessageID}
-	if !r.c.cfg.Policy.Sends(o.Kind) {
+	if !r.c.cfg.Policy.Sends(o.Kind) || r.to.OutboxOnly {
 		res.Withheld = true
 		if o.Recorded {
 			return res, push.Bookkeeping{}, nil

@@ -26,6 +26,8 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		quietHoursSchema,
+		idempotencySchema,
 	},
 
 	ClaimableAt: `claimable_at`,
