@@ -22,6 +22,7 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		interruptsSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
