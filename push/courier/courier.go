@@ -161,6 +161,9 @@ type Recipients struct {
 	// Subscription is one more subscription that is not a stored device
 	// (an /instant request's own); nil for none.
 	Subscription *push.Subscription
+	// Except is a device of the user that the round leaves out (the one
+	// that answered an approval itself); 0 for none.
+	Except int64
 }
 
 // Result says what happened to one push at each recipient.
@@ -249,6 +252,9 @@ type Outgoing struct {
 	Recorded bool
 	// Delivered: a push service took it in an earlier round.
 	Delivered bool
+	// TTL and Urgency override the source's and the kind's when set.
+	TTL     time.Duration
+	Urgency webpush.Urgency
 }
 
 // Recorded returns the pushes recorded for the round's user whose message
@@ -294,7 +300,9 @@ func (r *Round) Push(ctx context.Context, p push.Push) (Result, error) {
 	if err := r.Record(ctx, []push.OutboxMessage{m}); err != nil {
 		r.c.log.WarnContext(ctx, "courier: sending a push the outbox could not record", "messageId", m.MessageID, "err", err)
 	}
-	return r.Send(ctx, m, p.Kind())
+	o := Outgoing{OutboxMessage: m, Kind: p.Kind(), Recorded: true}
+	o.TTL, o.Urgency = approvalDelivery(p, r.c.cfg.Now())
+	return r.Deliver(ctx, o)
 }
 
 // Send delivers one recorded push to every recipient at once and records
@@ -371,7 +379,7 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 		}
 		o.Recorded = true
 	}
-	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source}
+	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source, TTL: o.TTL, Urgency: o.Urgency}
 	errs := make([]error, len(subs))
 	if len(subs) == 1 {
 		// Most users have one device: sending on this goroutine spares a
@@ -409,6 +417,9 @@ func (r *Round) subscriptions(res *Result) []push.Subscription {
 	}
 	if r.devices != nil {
 		for _, d := range r.devices.list() {
+			if d.ID == r.to.Except {
+				continue
+			}
 			subs = append(subs, d.Subscription)
 			res.Devices = append(res.Devices, DeviceResult{DeviceID: d.ID})
 		}
