@@ -128,6 +128,9 @@ func NewAgent(cfg AgentConfig) *Agent {
 	return a
 }
 
+// Now is the agent's clock.
+func (a *Agent) Now() time.Time { return a.now() }
+
 // MaxIterations is the loop bound: iterations run from 0 to MaxIterations-1.
 func (a *Agent) MaxIterations() int { return a.maxIterations }
 
