@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +147,50 @@ func TestApprovalFromTheNotification(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestApprovalScreen: a click on the approval's body opens #/interrupt/<id>,
+// which lists the pending approval from the server with its tool and
+// arguments; its Approve button decides it, and the loop resumes.
+func TestApprovalScreen(t *testing.T) {
+	srv := newServer(t)
+	llm := llmtest.NewServer(t)
+	b := browsertest.New(t, browsertest.Config{})
+	p, sub := openPage(t, b, srv, "")
+	onboard(t, b, p, srv.URL)
+	user := userID(t, p)
+	llm.Enqueue(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_mail", Name: "send_email", Arguments: `{"to":"boss@example.com"}`}}},
+		llmtest.Reply{Content: "Sent."})
+	postEncrypted(t, srv, user, "instant", map[string]any{"contactName": "Rei", "apiUrl": llm.APIURL(), "apiKey": "sk-test",
+		"primaryModel": "test-model", "sessionId": "sess_screen", "approvalTools": []string{"send_email"},
+		"tools":    []any{map[string]any{"type": "function", "function": map[string]any{"name": "send_email", "parameters": map[string]any{"type": "object"}}}},
+		"messages": []any{map[string]any{"role": "user", "content": "Mail my boss."}}})
+	var approval struct {
+		Interrupt struct {
+			ID string `json:"id"`
+		} `json:"interrupt"`
+	}
+	_ = json.Unmarshal([]byte(pushesFor(t, srv, sub.Endpoint, 1)[0]), &approval)
+
+	var planned struct {
+		URL string `json:"url"`
+	}
+	p.WorkerEval(`self.__amsgTest.planClick({ payload: { sessionId: 'sess_screen', interrupt: { kind: 'approval', id: `+strconv.Quote(approval.Interrupt.ID)+` } } })`, &planned)
+	if planned.URL != srv.URL+"/#/interrupt/"+approval.Interrupt.ID {
+		t.Errorf("a click on the approval opens %q", planned.URL)
+	}
+	p.Navigate(srv.URL + "/#/interrupt/" + approval.Interrupt.ID)
+	p.WaitFor(`document.querySelector('.approval button[data-decision="approve"]')`)
+	var text string
+	p.Eval(`document.querySelector('.approval').textContent`, &text)
+	if !strings.Contains(text, "send_email") || !strings.Contains(text, "boss@example.com") {
+		t.Errorf("the approval screen shows %q", text)
+	}
+	p.Eval(`document.querySelector('.approval button[data-decision="approve"]').click()`, nil)
+	if got := toolResultOf(t, llm.WaitRequests(2)[1]); got != `{"approved":true}` {
+		t.Errorf("the model got %s", got)
+	}
+	p.WaitFor(`!document.querySelector('.approval button')`)
 }
 
 func answerID(t *testing.T, plaintext string) string {
