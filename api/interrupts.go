@@ -85,6 +85,9 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	agent := s.deps.Instant.Agent
+	if err := agent.CheckDecisionToken(id, d.Token); err != nil {
+		return s.decisionError(r.Context(), id, err)
+	}
 	decision := loop.Decision{InterruptID: id, Token: d.Token, Approve: d.Decision == "approve", Reason: d.Reason}
 	if d.Endpoint != "" {
 		decision.DeviceID = s.deviceOf(r.Context(), id, d.Endpoint)

@@ -212,6 +212,24 @@ func TestApprovalFromOneDeviceResumesTheLoop(t *testing.T) {
 	if strings.Join(types, " ") != "input tool-calls interrupt decision tool-results reply" {
 		t.Errorf("transcript = %v", types)
 	}
+	devices, err := f.store.Devices(t.Context(), testUserID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phoneID int64
+	for _, d := range devices {
+		if d.Subscription.Endpoint == f.phone.Endpoint {
+			phoneID = d.ID
+		}
+	}
+	loaded, err := f.s.deps.Instant.Agent.Transcripts().Load(t.Context(), loop.UserOwner(testUserID), "sess_mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decided := loaded.Messages[3].Interrupt
+	if decided == nil || decided.State != "approved" || decided.DecidedBy != phoneID || decided.DecidedAt == "" || decided.ID != ap.Interrupt.ID {
+		t.Errorf("the transcript's decision = %+v, want the phone (%d) and a time", decided, phoneID)
+	}
 
 	// The token is spent.
 	got = f.decide(map[string]any{"decision": "deny", "token": ap.Interrupt.DecisionToken}, ap.Interrupt.ID)

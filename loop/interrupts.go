@@ -122,10 +122,14 @@ func (a *Agent) DecisionToken(interruptID string) string {
 	return base64.RawURLEncoding.EncodeToString(a.decisionKey.mac(interruptID))
 }
 
-// validToken compares in constant time.
-func (a *Agent) validToken(interruptID, token string) bool {
+// CheckDecisionToken is ErrDecisionToken unless token decides interruptID;
+// it compares in constant time.
+func (a *Agent) CheckDecisionToken(interruptID, token string) error {
 	got, err := base64.RawURLEncoding.DecodeString(token)
-	return err == nil && hmac.Equal(got, a.decisionKey.mac(interruptID))
+	if err != nil || !hmac.Equal(got, a.decisionKey.mac(interruptID)) {
+		return ErrDecisionToken
+	}
+	return nil
 }
 
 // ErrDecisionToken is a decision whose token is not its interrupt's.
@@ -145,8 +149,8 @@ type Decision struct {
 // ErrInterruptNotFound, ErrInterruptExpired and ErrInterruptDecided say why
 // nothing changed. The caller then resumes the loop (ResumeInterrupt).
 func (a *Agent) Decide(ctx context.Context, d Decision) (*store.Interrupt, error) {
-	if !a.validToken(d.InterruptID, d.Token) {
-		return nil, ErrDecisionToken
+	if err := a.CheckDecisionToken(d.InterruptID, d.Token); err != nil {
+		return nil, err
 	}
 	state := store.InterruptDenied
 	if d.Approve {

@@ -141,6 +141,16 @@ func TestApprovalFromTheNotification(t *testing.T) {
 			deliverPushes(phone, phonePushes[len(phonePushes)-1])
 			waitEnvelope(t, phone, answerID(t, phonePushes[len(phonePushes)-1]))
 
+			// The laptop's own click comes too late.
+			laptop.WorkerEval(`(async () => {
+				const [n] = await self.registration.getNotifications({ tag: `+strconv.Quote(tag)+` });
+				self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n, action: 'approve' }));
+				return true;
+			})()`, nil)
+			laptop.WaitForWorker(`self.__amsgTest.approvalsSettled() >= ` + strconv.Itoa(round+1))
+			if shown := notificationsUnder(laptop, tag); len(shown) != 1 || shown[0].Body != "Already answered" {
+				t.Errorf("the laptop shows %+v after a late click, want Already answered", shown)
+			}
 			deliverPushes(laptop, laptopPushes[len(laptopPushes)-2])
 			if shown := notificationsUnder(laptop, tag); len(shown) != 1 || shown[0].Body != tc.elsewhere || len(shown[0].Actions) != 0 {
 				t.Errorf("the laptop shows %+v, want its approval replaced by %q", shown, tc.elsewhere)
