@@ -145,26 +145,6 @@ func (f *approvalFixture) decide(body map[string]any, id string) response {
 	return post(f.s, "/api/v1/interrupts/"+id+"/decision", mustJSON(body), map[string]string{"Content-Type": "application/json", "Accept-Language": "en"})
 }
 
-// lastToolResult is the content of the tool message the model got last.
-func lastToolResult(t *testing.T, req llmtest.Request) string {
-	t.Helper()
-	var msgs []struct {
-		Role       string `json:"role"`
-		ToolCallID string `json:"tool_call_id"`
-		Content    string `json:"content"`
-	}
-	if err := json.Unmarshal(req.Body["messages"], &msgs); err != nil {
-		t.Fatal(err)
-	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "tool" && msgs[i].ToolCallID == "call_mail" {
-			return msgs[i].Content
-		}
-	}
-	t.Fatalf("the model got no result of call_mail: %s", req.Body["messages"])
-	return ""
-}
-
 func TestApprovalFromOneDeviceResumesTheLoop(t *testing.T) {
 	f := newApprovalFixture(t)
 	ap := f.start(t, nil)
@@ -184,7 +164,7 @@ func TestApprovalFromOneDeviceResumesTheLoop(t *testing.T) {
 	if got.status != http.StatusOK || !strings.Contains(got.body, `"state":"approved"`) || !strings.Contains(got.body, `"notice":"Approved"`) {
 		t.Fatalf("decision = %d %s", got.status, got.body)
 	}
-	if result := lastToolResult(t, f.llm.WaitRequests(2)[1]); result != `{"approved":true}` {
+	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":true}` {
 		t.Errorf("tool result = %s", result)
 	}
 	// The laptop's notification is replaced under the same tag; the phone,
@@ -246,7 +226,7 @@ func TestDenialGivesTheModelTheReason(t *testing.T) {
 	if got.status != http.StatusOK || !strings.Contains(got.body, `"notice":"Declined"`) {
 		t.Fatalf("decision = %d %s", got.status, got.body)
 	}
-	if result := lastToolResult(t, f.llm.WaitRequests(2)[1]); result != `{"approved":false,"reason":"not today"}` {
+	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":false,"reason":"not today"}` {
 		t.Errorf("tool result = %s", result)
 	}
 	var outcome approvalPush
@@ -331,7 +311,7 @@ func TestExpiredApprovalResumesAsNotApproved(t *testing.T) {
 	if n, err := f.s.ExpireInterrupts(t.Context()); err != nil || n != 1 {
 		t.Fatalf("sweep at the expiry settled %d, %v", n, err)
 	}
-	if result := lastToolResult(t, f.llm.WaitRequests(2)[1]); result != `{"approved":false,"expired":true}` {
+	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":false,"expired":true}` {
 		t.Errorf("tool result = %s", result)
 	}
 	var outcome approvalPush
@@ -406,7 +386,7 @@ func TestDecisionAtTheOtherInstance(t *testing.T) {
 	if got.status != http.StatusOK {
 		t.Fatalf("decision at b = %d %s", got.status, got.body)
 	}
-	if result := lastToolResult(t, llmServer.WaitRequests(2)[1]); result != `{"approved":true}` {
+	if result, _ := llmServer.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":true}` {
 		t.Errorf("tool result = %s", result)
 	}
 	b.s.WaitResumes()

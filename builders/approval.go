@@ -42,21 +42,14 @@ func (b Builder) BuildApprovalPush(a ToolRequestArgs, ap Approval) (*push.ToolRe
 		Tag: push.Some(ap.Tag), RequireInteraction: push.Some(true), Silent: push.Some(false)}
 	n.Unknown = []push.Member{{Key: "actions", Value: push.MustMarshalNoEscape([]map[string]string{
 		{"action": "approve", "title": ap.ApproveTitle}, {"action": "deny", "title": ap.DenyTitle}})}}
-	if origin := b.pageOrigin(); origin != "" {
-		n.Unknown = append(n.Unknown, push.Member{Key: "navigate", Value: stringJSON(InterruptURL(origin, ap.InterruptID))})
-	}
+	b.navigateToInterrupt(n, ap.InterruptID)
 	a.Notification = n
 	p, err := b.BuildToolRequestPush(a)
 	if err != nil {
 		return nil, err
 	}
-	p.Unknown = append(p.Unknown, push.Member{Key: "interrupt", Value: push.MustMarshalNoEscape(struct {
-		ID            string `json:"id"`
-		Kind          string `json:"kind"`
-		ToolCallID    string `json:"toolCallId"`
-		ExpiresAt     string `json:"expiresAt"`
-		DecisionToken string `json:"decisionToken"`
-	}{ap.InterruptID, "approval", ap.ToolCallID, push.FormatTimestamp(ap.ExpiresAt), ap.DecisionToken})})
+	p.Unknown = append(p.Unknown, interruptMember{ID: ap.InterruptID, ToolCallID: ap.ToolCallID,
+		ExpiresAt: push.FormatTimestamp(ap.ExpiresAt), DecisionToken: ap.DecisionToken}.member())
 	return p, nil
 }
 
@@ -76,18 +69,36 @@ type Outcome struct {
 func (b Builder) BuildOutcomePush(c Common, o Outcome) (*push.ContentPush, error) {
 	c.Notification = &push.Notification{Show: push.Some(push.ShowAlways), Title: push.Some(o.Title), Body: push.Some(o.Text),
 		Tag: push.Some(o.Tag), Silent: push.Some(true), RequireInteraction: push.Some(false)}
-	if origin := b.pageOrigin(); origin != "" {
-		c.Notification.Unknown = []push.Member{{Key: "navigate", Value: stringJSON(InterruptURL(origin, o.InterruptID))}}
-	}
+	b.navigateToInterrupt(c.Notification, o.InterruptID)
 	p, _, err := b.BuildContentPush(ContentArgs{Common: c, Message: o.Text, Title: o.Title})
 	if err != nil {
 		return nil, err
 	}
-	p.Unknown = append(p.Unknown, push.Member{Key: "interrupt", Value: push.MustMarshalNoEscape(struct {
-		ID         string `json:"id"`
-		Kind       string `json:"kind"`
-		ToolCallID string `json:"toolCallId"`
-		State      string `json:"state"`
-	}{o.InterruptID, "approval", o.ToolCallID, o.State})})
+	p.Unknown = append(p.Unknown, interruptMember{ID: o.InterruptID, ToolCallID: o.ToolCallID, State: o.State}.member())
 	return p, nil
+}
+
+// interruptMember is a push's interrupt member: what a worker posts to
+// decide an approval, or how one ended.
+type interruptMember struct {
+	ID            string `json:"id"`
+	Kind          string `json:"kind"` // "approval", the one kind so far
+	ToolCallID    string `json:"toolCallId"`
+	ExpiresAt     string `json:"expiresAt,omitempty"`
+	DecisionToken string `json:"decisionToken,omitempty"`
+	State         string `json:"state,omitempty"`
+}
+
+func (m interruptMember) member() push.Member {
+	m.Kind = "approval"
+	return push.Member{Key: "interrupt", Value: push.MustMarshalNoEscape(m)}
+}
+
+// navigateToInterrupt points a notification at the approval screen, when
+// the Builder knows the page's origin: a declarative message's click (and
+// Safari, which shows no buttons) opens it.
+func (b Builder) navigateToInterrupt(n *push.Notification, interruptID string) {
+	if origin := b.pageOrigin(); origin != "" {
+		n.Unknown = append(n.Unknown, push.Member{Key: "navigate", Value: stringJSON(InterruptURL(origin, interruptID))})
+	}
 }

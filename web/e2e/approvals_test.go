@@ -112,18 +112,13 @@ func TestApprovalFromTheNotification(t *testing.T) {
 				}
 			}
 
-			phone.WorkerEval(`(async () => {
-				const [n] = await self.registration.getNotifications({ tag: `+strconv.Quote(tag)+` });
-				self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n, action: `+strconv.Quote(tc.action)+` }));
-				return true;
-			})()`, nil)
-			phone.WaitForWorker(`self.__amsgTest.approvalsSettled() >= ` + strconv.Itoa(round+1))
+			clickAction(phone, tag, tc.action, round+1)
 			if shown := notificationsUnder(phone, tag); len(shown) != 1 || shown[0].Body != tc.notice || len(shown[0].Actions) != 0 {
 				t.Errorf("the phone shows %+v after its decision, want %q", shown, tc.notice)
 			}
 
 			requests := llm.WaitRequests(2 * (round + 1))
-			if got := toolResultOf(t, requests[len(requests)-1]); got != tc.result {
+			if got, _ := requests[len(requests)-1].ToolResult("call_mail"); got != tc.result {
 				t.Errorf("the model got %s, want %s", got, tc.result)
 			}
 
@@ -142,12 +137,7 @@ func TestApprovalFromTheNotification(t *testing.T) {
 			waitEnvelope(t, phone, answerID(t, phonePushes[len(phonePushes)-1]))
 
 			// The laptop's own click comes too late.
-			laptop.WorkerEval(`(async () => {
-				const [n] = await self.registration.getNotifications({ tag: `+strconv.Quote(tag)+` });
-				self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n, action: 'approve' }));
-				return true;
-			})()`, nil)
-			laptop.WaitForWorker(`self.__amsgTest.approvalsSettled() >= ` + strconv.Itoa(round+1))
+			clickAction(laptop, tag, "approve", round+1)
 			if shown := notificationsUnder(laptop, tag); len(shown) != 1 || shown[0].Body != "Already answered" {
 				t.Errorf("the laptop shows %+v after a late click, want Already answered", shown)
 			}
@@ -197,10 +187,23 @@ func TestApprovalScreen(t *testing.T) {
 		t.Errorf("the approval screen shows %q", text)
 	}
 	p.Eval(`document.querySelector('.approval button[data-decision="approve"]').click()`, nil)
-	if got := toolResultOf(t, llm.WaitRequests(2)[1]); got != `{"approved":true}` {
+	if got, _ := llm.WaitRequests(2)[1].ToolResult("call_mail"); got != `{"approved":true}` {
 		t.Errorf("the model got %s", got)
 	}
 	p.WaitFor(`!document.querySelector('.approval button')`)
+}
+
+// clickAction dispatches notificationclick with action on the notification
+// under tag inside the page's worker, as the browser does when the button
+// is pressed, and waits until the worker has handled its settled-th
+// approval click.
+func clickAction(p *browsertest.Page, tag, action string, settled int) {
+	p.WorkerEval(`(async () => {
+		const [n] = await self.registration.getNotifications({ tag: `+strconv.Quote(tag)+` });
+		self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n, action: `+strconv.Quote(action)+` }));
+		return true;
+	})()`, nil)
+	p.WaitForWorker(`self.__amsgTest.approvalsSettled() >= ` + strconv.Itoa(settled))
 }
 
 func answerID(t *testing.T, plaintext string) string {
@@ -221,22 +224,3 @@ func waitEnvelope(t *testing.T, p *browsertest.Page, id string) {
 	p.WaitFor(`(window.__browsertestSWMessages || []).some((m) => m.payload && m.payload.messageId === ` + strconv.Quote(id) + `)`)
 }
 
-// toolResultOf is the content of the result of call_mail in an LLM request.
-func toolResultOf(t *testing.T, req llmtest.Request) string {
-	t.Helper()
-	var msgs []struct {
-		Role       string `json:"role"`
-		ToolCallID string `json:"tool_call_id"`
-		Content    string `json:"content"`
-	}
-	if err := json.Unmarshal(req.Body["messages"], &msgs); err != nil {
-		t.Fatal(err)
-	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "tool" && msgs[i].ToolCallID == "call_mail" {
-			return msgs[i].Content
-		}
-	}
-	t.Fatalf("no result of call_mail in %s", req.Body["messages"])
-	return ""
-}
