@@ -223,4 +223,3 @@ func waitEnvelope(t *testing.T, p *browsertest.Page, id string) {
 	t.Helper()
 	p.WaitFor(`(window.__browsertestSWMessages || []).some((m) => m.payload && m.payload.messageId === ` + strconv.Quote(id) + `)`)
 }
-
