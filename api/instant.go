@@ -151,7 +151,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Start(ctx, loop.Start{
 		Owner: c.owner, SessionID: sessionID, Iteration: max(c.req.iteration, 0), Call: c.req.call(),
-		Presentation: c.req.presentation(), TokenBudget: c.req.tokenBudget,
+		Presentation: c.req.presentation(r), TokenBudget: c.req.tokenBudget, Approvals: c.req.approvals,
 	})
 	if err != nil {
 		return err

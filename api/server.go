@@ -131,6 +131,7 @@ type Server struct {
 	handler   http.Handler
 
 	broadcasts broadcastRunner // the operator's broadcasts this process sends
+	resumes    *resumeRunner   // loops resumed after an approval; nil without the instant path
 }
 
 // New builds the server.
@@ -184,6 +185,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.instantFeature(),
 		s.bodyEncodingFeature(),
 		s.preferencesFeature(),
+		s.interruptsFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody

@@ -20,15 +20,15 @@ type Retention struct {
 
 // Pruned counts what one Prune deleted.
 type Pruned struct {
-	FinishedTasks, Outbox, DeliveryLog, Transcripts, Devices, Instances int
-	DailySlots, IdempotencyKeys                                         int
+	FinishedTasks, Outbox, DeliveryLog, Transcripts, Interrupts, Devices, Instances int
+	DailySlots, IdempotencyKeys                                                     int
 }
 
 // LogValue lists the counts under the names Prune's steps have.
 func (p Pruned) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
-		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts),
+		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts), slog.Int("interrupts", p.Interrupts),
 		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances),
 		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys))
 }
@@ -56,6 +56,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"outbox", &p.Outbox, func() (int, error) { return s.CleanupOutbox(ctx) }},
 		{"delivery log", &p.DeliveryLog, func() (int, error) { return s.PruneDeliveryLog(ctx) }},
 		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
+		// An answered approval lives as long as the transcript that records it.
+		{"interrupts", &p.Interrupts, olderThan(r.Transcripts, s.PruneInterrupts)},
 		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
 		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
 		{"daily slots", &p.DailySlots, olderThan(dailySlotRetention, s.PruneDailySlots)},

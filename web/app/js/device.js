@@ -140,6 +140,8 @@ async function registerNow(client, { onStep = () => {} } = {}) {
     userKeyHex: client.userKey,
     clientToken: client.token || undefined,
     vapidPublicKey,
+    // The worker names this device when it answers an approval.
+    endpoint: json.endpoint,
   });
   settings.setDevice({ endpoint: json.endpoint, registeredAt: Date.now() });
   onStep('done');
