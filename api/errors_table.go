@@ -124,4 +124,8 @@ var errorTable = []errorText{
 	// The operator API.
 	{"USER_NOT_FOUND", "No such user", "用户不存在"},
 	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
+
+	// Hostile callers, round two (issue 22).
+	{"PUSH_SUBSCRIPTION_CONFLICT", "This push endpoint is registered by another user with other keys", "该推送端点已由另一用户以不同密钥登记"},
+	{"INVALID_PARAMETERS", "deviceId must be a positive integer", "deviceId 必须是正整数"},
 }

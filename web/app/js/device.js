@@ -115,7 +115,7 @@ async function registerNow(client, { onStep = () => {} } = {}) {
   if (!subscription) subscription = await subscribe(registration, vapidPublicKey);
   const json = subscription.toJSON();
   onStep('register');
-  await client.putSubscription(json);
+  const { data: { deviceId } } = await client.putSubscription(json);
   // The page opening is a sign of life; the server expires silent devices.
   await client.deviceSeen(json.endpoint).catch((err) => console.warn('[amsg] could not report this device as seen:', err.message));
   await worker.writeClientConfig({
@@ -125,7 +125,7 @@ async function registerNow(client, { onStep = () => {} } = {}) {
     clientToken: client.token || undefined,
     vapidPublicKey,
   });
-  settings.setDevice({ endpoint: json.endpoint, registeredAt: Date.now() });
+  settings.setDevice({ endpoint: json.endpoint, deviceId, registeredAt: Date.now() });
   onStep('done');
   return json;
 }
