@@ -126,6 +126,7 @@ type Server struct {
 	features  []string
 	metrics   *httpMetrics
 	rounds    *roundGuard
+	limits    *callerLimits // nil when the rate limits are off
 	proofs    *tokenProofs
 	health    healthCheck
 	handler   http.Handler
@@ -172,6 +173,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: register metrics: %w", err)
 	}
 	s.rounds = rounds
+	s.limits = newCallerLimits(s.cfg.Limits, s.now)
 	s.proofs = newTokenProofs(deps.Store, s.cfg.Limits.TokenProofMaxAge, s.now, s.log)
 	for _, f := range []feature{
 		s.metaFeature(),
