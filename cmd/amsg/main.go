@@ -8,7 +8,8 @@
 //	amsg backup    write a consistent copy of the SQLite database
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
 //	amsg rekey     re-seal the stored data under a new master key
-//	amsg migrate   copy a SQLite data directory into PostgreSQL
+//	amsg migrate   copy a SQLite data directory into PostgreSQL, keys included
+//	amsg keys      print the key set of a database as environment lines
 //	amsg version   print the version
 package main
 
@@ -53,7 +54,8 @@ Commands:
   backup    write a consistent copy of the SQLite database, online (amsg backup -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
   rekey     re-seal the stored data under a new master key (amsg rekey -h)
-  migrate   copy a SQLite data directory into PostgreSQL (amsg migrate -h)
+  migrate   copy a SQLite data directory into PostgreSQL, keys included (amsg migrate -h)
+  keys      export: print the key set of a database as environment lines (amsg keys -h)
   version   print the version
 `
 
@@ -91,7 +93,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "rekey":
 		return runRekey(ctx, args[1:], stdout, stderr, getenv)
 	case "migrate":
-		return runMigrate(ctx, args[1:], stdout, stderr, getenv)
+		return runMigrate(ctx, args[1:], os.Stdin, stdout, stderr, getenv)
+	case "keys":
+		return runKeys(ctx, args[1:], stdout, stderr, getenv)
 	case "version", "-version", "--version":
 		if status, done := noFlags("amsg version", "prints the version", args[1:], stderr); done {
 			return status
