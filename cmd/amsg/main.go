@@ -6,6 +6,7 @@
 //	amsg send      send a notification to a user (operator API)
 //	amsg admin     operator commands: users, devices, tasks, failed, broadcast, delete-user
 //	amsg backup    write a consistent copy of the SQLite database
+//	amsg restore   replace the SQLite database by a backup, server stopped
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
 //	amsg rekey     re-seal the stored data under a new master key
 //	amsg migrate   copy a SQLite data directory into PostgreSQL, keys included
@@ -52,6 +53,7 @@ Commands:
   send      send a notification to a user (amsg send -h; needs AMSG_ADMIN_TOKEN)
   admin     operator commands: users, devices, tasks, failed, broadcast, delete-user (amsg admin -h)
   backup    write a consistent copy of the SQLite database, online (amsg backup -h)
+  restore   replace the SQLite database by a backup, with the server stopped (amsg restore -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
   rekey     re-seal the stored data under a new master key (amsg rekey -h)
   migrate   copy a SQLite data directory into PostgreSQL, keys included (amsg migrate -h)
@@ -90,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runBackup(ctx, args[1:], stdout, stderr, getenv)
 	case "health":
 		return runHealth(ctx, args[1:], getenv, stderr)
+	case "restore":
+		return runRestore(ctx, args[1:], stdout, stderr, getenv)
 	case "rekey":
 		return runRekey(ctx, args[1:], stdout, stderr, getenv)
 	case "migrate":
