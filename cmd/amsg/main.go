@@ -25,17 +25,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"amsg/api"
 	"amsg/push/webpush"
 )
-
-// version is set at build time with -ldflags "-X main.version=…"; otherwise
-// it comes from the module's build information.
-var version string
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -112,28 +107,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	fmt.Fprintf(stderr, "amsg: unknown command %q\n%s", args[0], usage)
 	return 2
-}
-
-// buildVersion is the version given at link time, else the module version
-// and VCS revision Go recorded in the binary.
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	v := info.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "dev"
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	return v
 }
 
 // runToken mints a Bearer token signed with AMSG_TOKEN_SIGNING_KEY, for
