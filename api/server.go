@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"amsg/builders"
@@ -131,6 +132,8 @@ type Server struct {
 	handler   http.Handler
 
 	broadcasts broadcastRunner // the operator's broadcasts this process sends
+
+	untrustedForward sync.Once // requestlog.go
 }
 
 // New builds the server.
@@ -199,7 +202,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) mux() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests)
+	r.Use(s.logRequests, compressAnswers)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
