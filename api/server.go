@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"amsg/builders"
@@ -133,6 +134,8 @@ type Server struct {
 
 	broadcasts broadcastRunner // the operator's broadcasts this process sends
 	resumes    *resumeRunner   // loops resumed after an approval; nil without the instant path
+
+	untrustedForward sync.Once // requestlog.go
 }
 
 // New builds the server.
@@ -205,7 +208,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) mux() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests)
+	r.Use(s.logRequests, compressAnswers)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
