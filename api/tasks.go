@@ -26,9 +26,9 @@ func (s *Server) taskFeature() feature {
 			"get-message-detail", "task-last-error", "tick-stale-guard", "recurring-skip-occurrence",
 			"occurrence-scoped-push-ids", "push-task-identity", "tick-lease-heartbeat",
 			"update-message-contact-name", "update-message-credentials", "llm-extra-body", "send-notifications",
-			"cancel-stops-delivery", "task-in-flight", "llm-permanent-errors"},
+			"cancel-stops-delivery", "task-in-flight", "llm-permanent-errors", "idempotency-key"},
 		routes: []route{
-			{http.MethodPost, "schedule-message", authClient, s.handleScheduleMessage},
+			{http.MethodPost, "schedule-message", authClient, s.idempotent(userScope, s.handleScheduleMessage)},
 			{http.MethodPut, "update-message", authClient, s.handleUpdateMessage},
 			{http.MethodDelete, "cancel-message", authClient, s.handleCancelMessage},
 			{http.MethodGet, "messages", authClient, s.handleListMessages},

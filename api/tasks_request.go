@@ -112,6 +112,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		v.splitPattern,
 		v.llmExtraBody,
 		v.metadata,
+		v.priority,
 	)
 	if err != nil {
 		return req, err
@@ -365,6 +366,14 @@ func (v *scheduleValidator) llmExtraBody() *Error {
 }
 
 func (v *scheduleValidator) metadata() *Error { return checkMetadata(v.f, errInvalidParameters) }
+
+// priority is amsg's: "critical" passes the user's quiet hours and daily
+// limit (scheduler/quiet.go); absent, null or "normal" does not.
+func (v *scheduleValidator) priority() *Error {
+	p, err := decodePriority(v.f["priority"])
+	v.req.payload.Priority = p
+	return err
+}
 
 // fill copies the checked members the checks did not set into the payload.
 func (v *scheduleValidator) fill() {

@@ -35,8 +35,15 @@ type taskEnv struct {
 
 func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 	t.Helper()
+	return newTaskEnvOn(t, cfg, "")
+}
+
+// newTaskEnvOn is newTaskEnv on the PostgreSQL database databaseURL, or
+// SQLite when it is "".
+func newTaskEnvOn(t testing.TB, cfg Config, databaseURL string) *taskEnv {
+	t.Helper()
 	e := &taskEnv{clk: clocktest.New(taskEpoch)}
-	e.st = storetest.Open(t, store.Config{Now: e.clk.Now, Logger: testLogger(t)})
+	e.st = storetest.Open(t, store.Config{Now: e.clk.Now, Logger: testLogger(t), DatabaseURL: databaseURL})
 	deliveries, fake := newTestCourier(t, e.st, courier.PolicyUpstream)
 	e.fake = fake
 	var err error

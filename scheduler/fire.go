@@ -60,7 +60,7 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 	var round *loop.Round // set when the occurrence called the LLM
 	defer func() { s.recordRound(task, round, err) }()
 
-	cr, err := s.deps.Courier.Open(ctx, courier.Recipients{UserID: task.UserID}, p.MessageType.Source())
+	cr, err := s.openGuarded(ctx, task, &p) // quiet hours and the daily limit (quiet.go)
 	switch {
 	case err != nil:
 		return 0, last, err
@@ -283,6 +283,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		SessionID:      sessionID(task.ID, occurrence),
 		MessageSubtype: p.MessageSubtype,
 		Metadata:       p.Metadata,
+		Notification:   p.notification,
 		TaskIdentity: push.TaskIdentity{
 			TaskID:         push.Some(push.NumericTaskID(task.ID)),
 			TaskUUID:       push.Some(task.UUID),

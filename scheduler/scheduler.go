@@ -660,6 +660,9 @@ func (s *Scheduler) expire(t store.Task, l store.Lease, rec Recurrence, now time
 // an LLM failure, MaxDeliveryRetries otherwise), skip the occurrence
 // (recurring) or fail the task (one-off).
 func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err error) result {
+	if until, ok := deferredUntil(err); ok {
+		return s.deferred(t, l, until)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	now := s.now()

@@ -22,6 +22,7 @@ const (
 	resultLeaseLost                           // another claimer or the owner took the task over
 	resultReleased                            // not delivered: the scheduler is stopping
 	resultCancelled                           // stopped mid-delivery: its task was cancelled
+	resultDeferred                            // not delivered: waits for the end of quiet hours
 )
 
 // result is one claimed occurrence's outcome.
@@ -113,8 +114,8 @@ func summarize(start, end time.Time, results []result) Summary {
 		case resultAdvanced:
 			s.SuccessCount++
 			d.UpdatedRecurringTasks++
-		case resultLeaseLost, resultReleased:
-			// Someone else finishes these.
+		case resultLeaseLost, resultReleased, resultDeferred:
+			// Someone else finishes these, or a later tick.
 		case resultCancelled:
 			d.CancelledTasks = append(d.CancelledTasks, CancelledTask{TaskID: r.taskID, Reason: "cancelled",
 				Status: StatusCancelledMidDelivery})
@@ -174,5 +175,7 @@ func (s *Scheduler) logResult(r result) {
 		s.log.Info("scheduler: lease released at shutdown", attrs...)
 	case resultCancelled:
 		s.log.Info("scheduler: task cancelled while being delivered", attrs...)
+	case resultDeferred:
+		s.log.Info("scheduler: occurrence waits for the end of quiet hours", append(attrs, "until", push.FormatTimestamp(r.next))...)
 	}
 }

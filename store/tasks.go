@@ -103,6 +103,9 @@ type NewTask struct {
 	// LeaseUntil, when set, inserts the task already claimed, for delivery
 	// in the request that created it.
 	LeaseUntil time.Time
+	// Deferred marks NextSendAt as the end of the user's quiet hours that
+	// the task waits for (DeferredTasks).
+	Deferred bool
 }
 
 const taskColumns = `id, user_id, uuid, payload, message_type, next_send_at, lease_until, retry_after,
@@ -132,9 +135,13 @@ func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, DeletedTask, e
 		if exists > 0 {
 			return ErrTaskUUIDConflict
 		}
-		row := tx.QueryRowContext(ctx, `INSERT INTO tasks (user_id, uuid, payload, message_type, next_send_at, lease_until, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+taskColumns,
-			n.UserID, n.UUID, sealed, string(n.MessageType), millis(n.NextSendAt), nullMillis(n.LeaseUntil), now, now)
+		var deferred any
+		if n.Deferred {
+			deferred = millis(n.NextSendAt)
+		}
+		row := tx.QueryRowContext(ctx, `INSERT INTO tasks (user_id, uuid, payload, message_type, next_send_at, lease_until, deferred_until, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+taskColumns,
+			n.UserID, n.UUID, sealed, string(n.MessageType), millis(n.NextSendAt), nullMillis(n.LeaseUntil), deferred, now, now)
 		t, err = s.scanTask(row)
 		return err
 	})

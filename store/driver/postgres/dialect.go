@@ -26,6 +26,9 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		quietHoursSchema,
+		idempotencySchema,
+		interruptsSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
