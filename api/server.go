@@ -183,6 +183,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.tenantFeature(),
 		s.instantFeature(),
 		s.bodyEncodingFeature(),
+		s.credentialsFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody

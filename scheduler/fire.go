@@ -61,6 +61,8 @@ func failure(err error) (code string, permanent bool) {
 		return CodePayloadTooLarge, true
 	case errors.Is(err, errPushSendFailed):
 		return loop.CodePushSendFailed, false
+	case errors.Is(err, errCredentialMissing):
+		return CodeCredentialMissing, false
 	case errors.As(err, new(unreadableError)):
 		return "", true
 	}
@@ -194,6 +196,9 @@ func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Tas
 // records them in the outbox before anything is sent. round is the LLM
 // round to record, set even when the call failed.
 func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
+	if err := s.resolveCredentials(ctx, task.UserID, &p); err != nil {
+		return nil, nil, err
+	}
 	resp, err := s.content(ctx, p)
 	round = &loop.Round{Input: p.Messages, Prompt: deref(p.CompletePrompt), Response: resp.llm}
 	if err != nil {

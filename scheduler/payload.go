@@ -34,6 +34,9 @@ type Payload struct {
 	SplitPattern   json.RawMessage `json:"splitPattern"` // a string or an array of strings, or nil
 	LLMExtraBody   json.RawMessage `json:"llmExtraBody"` // an object, or nil
 	Metadata       json.RawMessage `json:"metadata"`     // an object
+	// CredRefs names stored LLM credentials by purpose ({chat: credId}),
+	// read when the task fires (resolveCredentials).
+	CredRefs map[string]string `json:"credRefs,omitempty"`
 }
 
 // DecodePayload reads a stored payload. Keys it does not know (lastError and
@@ -86,10 +89,10 @@ func (p Payload) HasPrompt() bool {
 	return deref(p.CompletePrompt) != "" || p.Messages != nil
 }
 
-// HasAIConfig reports whether the payload can call an LLM: a prompt, apiUrl,
-// apiKey and primaryModel.
+// HasAIConfig reports whether the payload can call an LLM: a prompt, and
+// apiUrl, apiKey and primaryModel or a credRefs.chat naming them.
 func (p Payload) HasAIConfig() bool {
-	return p.HasPrompt() && deref(p.APIURL) != "" && deref(p.APIKey) != "" && deref(p.PrimaryModel) != ""
+	return p.HasPrompt() && (p.ChatCredRef() != "" || deref(p.APIURL) != "" && deref(p.APIKey) != "" && deref(p.PrimaryModel) != "")
 }
 
 func deref[T any](p *T) T {

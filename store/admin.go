@@ -131,16 +131,17 @@ type UserDeletion struct {
 	Outbox      int `json:"outbox"`
 	Sessions    int `json:"sessions"`
 	Attempts    int `json:"deliveryLog"`
+	Credentials int `json:"llmCredentials"`
 }
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Credentials
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
-// their sessions) and delivery log rows.
+// their sessions), delivery log rows and LLM credentials.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -154,6 +155,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM message_outbox WHERE user_id = ?`, &d.Outbox},
 			{`DELETE FROM transcript_sessions WHERE owner = ?`, &d.Sessions},
 			{`DELETE FROM delivery_log WHERE user_id = ?`, &d.Attempts},
+			{`DELETE FROM llm_credentials WHERE user_id = ?`, &d.Credentials},
 		} {
 			res, err := tx.ExecContext(ctx, step.query, userID)
 			if err != nil {

@@ -168,3 +168,16 @@ CREATE TABLE instances (
 	heartbeat_at INTEGER NOT NULL
 ) STRICT;
 `
+
+// llmCredentialsSchema: a user's LLM credentials, which tasks name by
+// cred_id (credRefs) instead of carrying them; the value is the sealed JSON
+// {apiUrl, apiKey, primaryModel}.
+const llmCredentialsSchema = `
+CREATE TABLE llm_credentials (
+	user_id    TEXT NOT NULL,
+	cred_id    TEXT NOT NULL,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (user_id, cred_id)
+) STRICT;
+`
