@@ -179,10 +179,7 @@ func (s *Server) handleDeleteCredentials(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	writeData(w, http.StatusOK, struct {
-		Deleted int `json:"deleted"`
-	}{deleted})
-	return nil
+	return writeDeleted(w, deleted)
 }
 
 func (s *Server) deleteCredentials(ctx context.Context, userID string, d credentialDeletion) (int, error) {
