@@ -196,6 +196,20 @@ func TestCredRefsFireWithTheCurrentKey(t *testing.T) {
 		t.Errorf("inline credential update: %d %s", got.status, got.body)
 	}
 
+	// An update may name another credential, which must exist, and never
+	// with inline credentials.
+	got = e.update(t, testUserID, id, map[string]any{"credRefs": map[string]string{"chat": "global/other"}})
+	if code, details := errorOf(t, got.body); got.status != 409 || code != "CREDENTIAL_NOT_FOUND" || !strings.Contains(details, `"credId":"global/other"`) {
+		t.Errorf("update naming a missing credential: %d %s", got.status, got.body)
+	}
+	got = e.update(t, testUserID, id, map[string]any{"credRefs": map[string]string{"chat": "global/chat"}, "apiKey": "inline"})
+	if code, _ := errorOf(t, got.body); got.status != 400 || code != "INVALID_UPDATE_DATA" {
+		t.Errorf("update with credRefs and an inline key: %d %s", got.status, got.body)
+	}
+	if got = e.update(t, testUserID, id, map[string]any{"credRefs": map[string]string{"chat": "global/chat", "vision": "global/chat"}}); got.status != 200 {
+		t.Errorf("update naming an existing credential: %d %s", got.status, got.body)
+	}
+
 	putCred("rotated-key") // after scheduling: the task must use it
 	model.Enqueue(llmtest.Reply{Content: "hi"})
 	e.clk.Set(taskEpoch.Add(time.Minute))
