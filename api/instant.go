@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -59,6 +60,7 @@ func onlyPost(http.ResponseWriter, *http.Request) error {
 type instantCall struct {
 	req    *instantRequest
 	userID string         // "" when the request names no user
+	proven bool           // the body opened under userID's key
 	round  *courier.Round // the round's recipients, resolved once
 	owner  loop.Owner
 }
@@ -130,7 +132,7 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	if userID == "" {
 		owner = loop.SubscriptionOwner(q.subscription.Endpoint)
 	}
-	return &instantCall{req: q, userID: userID, round: round, owner: owner}, nil
+	return &instantCall{req: q, userID: userID, proven: encrypted, round: round, owner: owner}, nil
 }
 
 func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
@@ -142,7 +144,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if sessionID == "" {
 		sessionID = "sess_" + push.NewUUID()
 	}
-	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c), s.callerAddress(r))
 	if err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Start(ctx, loop.Start{
 		Owner: c.owner, SessionID: sessionID, Iteration: max(c.req.iteration, 0), Call: c.req.call(),
-		Presentation: c.req.presentation(), TokenBudget: c.req.tokenBudget,
+		Presentation: c.req.presentation(r), TokenBudget: c.req.tokenBudget, Approvals: c.req.approvals,
 	})
 	if err != nil {
 		return err
@@ -199,11 +201,11 @@ type roundResult struct {
 // round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
 // LLM_CALL_FAILED, after its error push.
 func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to *courier.Round) error {
-	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p) }))
+	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p, false) }))
 	var f *loop.Failure
 	if errors.As(err, &f) {
 		if f.Push != nil {
-			if derr := s.deliverPush(ctx, to, f.Push); derr != nil {
+			if derr := s.deliverPush(ctx, to, f.Push, false); derr != nil {
 				s.log.WarnContext(ctx, "could not deliver an error push", "sessionId", run.SessionID(), "code", f.Code, "err", derr)
 			}
 		}
@@ -220,23 +222,34 @@ func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *lo
 // standard's statuses.
 func roundError(f *loop.Failure) *Error {
 	if f.Code == loop.CodeLLMCallFailed {
-		return newError(http.StatusBadGateway, f.Code, f.Message)
+		e := newError(http.StatusBadGateway, f.Code, f.Message)
+		var le *llm.Error
+		if errors.As(f.Err, &le) {
+			e.Cause = Cause{LLMStatus: le.Status, ProviderCode: le.ProviderCode}
+		}
+		return e
 	}
 	if errors.Is(f.Err, push.ErrPayloadTooLarge) {
 		return newError(http.StatusInternalServerError, "PAYLOAD_TOO_LARGE", f.Message)
 	}
 	details := map[string]any{"messageIndex": f.MessageIndex}
+	e := newError(http.StatusBadGateway, f.Code, f.Message)
 	var de *deliveryError
 	if errors.As(f.Err, &de) && de.status != 0 {
 		details["statusCode"] = de.status
+		e.Cause.PushStatus = de.status
 	}
-	return newError(http.StatusBadGateway, f.Code, f.Message).withDetails(details)
+	return e.withDetails(details)
 }
 
 // respondSSE streams each push as an `event: payload` frame the moment the
 // round produces it and sends the same bytes by Web Push (the backup, same
 // messageId), in order, on a goroutine of its own so a slow push service
-// never holds up the stream. A client that goes away stops only the frames.
+// never holds up the stream. Under the visible push policy the backup of a
+// frame the stream delivered skips the streaming device (the request's
+// pushSubscription), whose worker would otherwise get a push the page
+// already showed; its other devices get it, and it gets those whose frame
+// the stream could not deliver. A client that goes away stops only the frames.
 // The stream ends with `event: done`, or `event: error` carrying the error
 // push when the round failed, which also goes by Web Push under the same
 // messageId, as the standard does: the user's other devices and a page whose
@@ -255,17 +268,14 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 		if err != nil {
 			return err
 		}
-		stream.event("payload", data)
-		backups.add(p)
+		backups.add(p, stream.event("payload", data))
 		return nil
 	}))
 	var f *loop.Failure
 	switch {
 	case errors.As(err, &f) && f.Push != nil:
-		if data, eerr := push.Encode(f.Push); eerr == nil {
-			stream.event("error", data)
-		}
-		backups.add(f.Push)
+		data, eerr := push.Encode(f.Push)
+		backups.add(f.Push, eerr == nil && stream.event("error", data))
 	case err != nil:
 		s.log.ErrorContext(ctx, "instant round failed", "sessionId", run.SessionID(), "err", err)
 	default:

@@ -128,3 +128,13 @@ func mergeCredRefs(p *scheduler.Payload, f *updateFields, refs map[string]string
 	}
 	return nil
 }
+
+// withCredRefs adds credRefs to the keys an update stored, in the order
+// they were sent.
+func withCredRefs(stored []string, f *updateFields) []string {
+	kept := map[string]bool{"credRefs": true}
+	for _, k := range stored {
+		kept[k] = true
+	}
+	return slices.DeleteFunc(slices.Clone(f.keys), func(k string) bool { return !kept[k] })
+}
