@@ -124,4 +124,7 @@ var errorTable = []errorText{
 	// The operator API.
 	{"USER_NOT_FOUND", "No such user", "用户不存在"},
 	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
+
+	// The user's language (issue 19).
+	{"INVALID_LANGUAGE", "language must be a BCP 47 language tag such as en-US or zh-CN, at most 35 characters", "language 必须是 BCP 47 语言标签（如 en-US、zh-CN），最多 35 个字符"},
 }

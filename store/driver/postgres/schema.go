@@ -186,3 +186,9 @@ CREATE TABLE instances (
 	heartbeat_at BIGINT NOT NULL
 );
 `
+
+// languageSchema: the language a device reported (BCP 47, "" for none),
+// which the notification texts amsg writes follow.
+const languageSchema = `
+ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
+`

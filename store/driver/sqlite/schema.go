@@ -168,3 +168,9 @@ CREATE TABLE instances (
 	heartbeat_at INTEGER NOT NULL
 ) STRICT;
 `
+
+// languageSchema: the language a device reported (BCP 47, "" for none),
+// which the notification texts amsg writes follow.
+const languageSchema = `
+ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
+`
