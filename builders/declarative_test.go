@@ -34,7 +34,7 @@ func TestDeclarativeContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := parse(t, p)
-	if m.Title != "来自 Rei" || m.Body != "Tea?" || m.Tag != "msg_a@1" || !m.Mutable || m.Silent ||
+	if m.Title != "From Rei" || m.Body != "Tea?" || m.Tag != "msg_a@1" || !m.Mutable || m.Silent ||
 		m.Navigate.String() != pageURL+"/#/chat/sess_task_7@1795000000000" {
 		t.Fatalf("%+v navigate %s", m, m.Navigate)
 	}
@@ -91,7 +91,7 @@ func TestQuietToolRequestAndError(t *testing.T) {
 		p           push.Push
 		title, body string
 	}{
-		{tr, "来自 Rei", "Rei needs this device to continue"},
+		{tr, "From Rei", "Rei needs this device to continue"},
 		{ep, "The reply was interrupted", "AI API error: HTTP 500"},
 	} {
 		m := parse(t, tc.p)
@@ -143,7 +143,7 @@ func TestDeclarativeRepairsWhatSafariRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := parse(t, p)
-	if icon, _ := p.Notification.Icon.Get(); m.Title != "来自 Rei" || icon != pageURL+"/avatar.png" {
+	if icon, _ := p.Notification.Icon.Get(); m.Title != "From Rei" || icon != pageURL+"/avatar.png" {
 		t.Errorf("title %q icon %q", m.Title, icon)
 	}
 }

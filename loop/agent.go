@@ -535,7 +535,7 @@ func (r *Run) title() string {
 	if r.pres.ContactName == "" {
 		return ""
 	}
-	return "来自 " + r.pres.ContactName
+	return builders.FromContactTitle(r.pres.ContactName)
 }
 
 // errorPush builds a diagnostic push. Its id is msg_<uuid>_<suffix> (no
