@@ -1084,6 +1084,7 @@ async function renewSubscription(oldSubscription, newSubscription) {
     return subscription;
   }
   const body = { subscription: subscription.toJSON ? subscription.toJSON() : subscription, updatedAt: Date.now() };
+  if (self.navigator.language) body.language = self.navigator.language; // the device's, as the page sends it
   const headers = {
     ...apiHeaders(config),
     'content-type': 'application/json',
