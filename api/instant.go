@@ -1,15 +1,14 @@
 package api
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -65,6 +64,7 @@ func onlyPost(http.ResponseWriter, *http.Request) error {
 type instantCall struct {
 	req    *instantRequest
 	userID string         // "" when the request names no user
+	proven bool           // the body opened under userID's key
 	round  *courier.Round // the round's recipients, resolved once
 	owner  loop.Owner
 }
@@ -136,30 +136,8 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	if userID == "" {
 		owner = loop.SubscriptionOwner(q.subscription.Endpoint)
 	}
-	return &instantCall{req: q, userID: userID, round: round, owner: owner}, nil
+	return &instantCall{req: q, userID: userID, proven: encrypted, round: round, owner: owner}, nil
 }
-
-// gunzipBody decompresses a request body. The gzip header is read on the
-// first Read, so under readBody's deadline; readBody's limit then bounds
-// the decompressed bytes, which is what stops a gzip bomb, and the same
-// limit on the compressed bytes stops a stream of empty gzip members.
-type gunzipBody struct {
-	src io.ReadCloser
-	zr  *gzip.Reader
-}
-
-func (g *gunzipBody) Read(p []byte) (int, error) {
-	if g.zr == nil {
-		zr, err := gzip.NewReader(g.src)
-		if err != nil {
-			return 0, err
-		}
-		g.zr = zr
-	}
-	return g.zr.Read(p)
-}
-
-func (g *gunzipBody) Close() error { return g.src.Close() }
 
 func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	c, err := s.readInstantCall(w, r, decodeInstant)
@@ -170,7 +148,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if sessionID == "" {
 		sessionID = "sess_" + push.NewUUID()
 	}
-	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c), s.callerAddress(r))
 	if err != nil {
 		return err
 	}
@@ -178,7 +156,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Start(ctx, loop.Start{
 		Owner: c.owner, SessionID: sessionID, Iteration: max(c.req.iteration, 0), Call: c.req.call(),
-		Presentation: c.req.presentation(), TokenBudget: c.req.tokenBudget,
+		Presentation: c.req.presentation(r), TokenBudget: c.req.tokenBudget, Approvals: c.req.approvals,
 	})
 	if err != nil {
 		return err
@@ -248,17 +226,24 @@ func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *lo
 // standard's statuses.
 func roundError(f *loop.Failure) *Error {
 	if f.Code == loop.CodeLLMCallFailed {
-		return newError(http.StatusBadGateway, f.Code, f.Message)
+		e := newError(http.StatusBadGateway, f.Code, f.Message)
+		var le *llm.Error
+		if errors.As(f.Err, &le) {
+			e.Cause = Cause{LLMStatus: le.Status, ProviderCode: le.ProviderCode}
+		}
+		return e
 	}
 	if errors.Is(f.Err, push.ErrPayloadTooLarge) {
 		return newError(http.StatusInternalServerError, "PAYLOAD_TOO_LARGE", f.Message)
 	}
 	details := map[string]any{"messageIndex": f.MessageIndex}
+	e := newError(http.StatusBadGateway, f.Code, f.Message)
 	var de *deliveryError
 	if errors.As(f.Err, &de) && de.status != 0 {
 		details["statusCode"] = de.status
+		e.Cause.PushStatus = de.status
 	}
-	return newError(http.StatusBadGateway, f.Code, f.Message).withDetails(details)
+	return e.withDetails(details)
 }
 
 // respondSSE streams each push as an `event: payload` frame the moment the

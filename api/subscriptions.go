@@ -12,6 +12,7 @@ import (
 	"amsg/push"
 	"amsg/push/courier"
 	"amsg/push/webpush"
+	"amsg/store"
 )
 
 // subscriptionFeature is the user-level push subscription of the standard,
@@ -73,6 +74,9 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	device, err := s.deps.Store.PutDevice(r.Context(), userID, body.Subscription, updatedAt, language)
+	if errors.Is(err, store.ErrEndpointTaken) {
+		return errEndpointTaken
+	}
 	if err != nil {
 		return err
 	}

@@ -173,12 +173,19 @@ type Recipients struct {
 	// (an /instant request's own); nil for none. It is also the round's
 	// streaming device: the one whose SSE stream carries the round.
 	Subscription *push.Subscription
+	// OutboxOnly withholds every push of the round from Web Push, as the
+	// policy withholds reasoning: they are recorded in the outbox only (the
+	// user's daily limit is spent).
+	OutboxOnly bool
+	// Except is a device of the user that the round leaves out (the one
+	// that answered an approval itself); 0 for none.
+	Except int64
 }
 
 // Result says what happened to one push at each recipient.
 type Result struct {
 	MessageID string
-	// Withheld is set when the policy kept the push off Web Push; it was
+	// Withheld is set when the policy or OutboxOnly kept the push off Web Push; it was
 	// recorded in the outbox and nothing was sent.
 	Withheld bool
 	// Streamed is set when the round's streaming device got no Web Push
@@ -271,6 +278,9 @@ type Outgoing struct {
 	// Streamed: the round's SSE stream delivered it to the streaming
 	// device, which under PolicyVisible gets no Web Push copy.
 	Streamed bool
+	// TTL and Urgency override the source's and the kind's when set.
+	TTL     time.Duration
+	Urgency webpush.Urgency
 }
 
 // Recorded returns the pushes recorded for the round's user whose message
@@ -327,7 +337,9 @@ func (r *Round) push(ctx context.Context, p push.Push, streamed bool) (Result, e
 	if err := r.Record(ctx, []push.OutboxMessage{m}); err != nil {
 		r.c.log.WarnContext(ctx, "courier: sending a push the outbox could not record", "messageId", m.MessageID, "err", err)
 	}
-	return r.Deliver(ctx, Outgoing{OutboxMessage: m, Kind: p.Kind(), Recorded: true, Streamed: streamed})
+	o := Outgoing{OutboxMessage: m, Kind: p.Kind(), Recorded: true, Streamed: streamed}
+	o.TTL, o.Urgency = approvalDelivery(p, r.c.cfg.Now())
+	return r.Deliver(ctx, o)
 }
 
 // Send delivers one recorded push to every recipient at once and records
@@ -387,7 +399,7 @@ func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
 // deliver sends o and returns its bookkeeping, unwritten.
 func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeeping, error) {
 	res := Result{MessageID: o.MessageID}
-	if !r.c.cfg.Policy.Sends(o.Kind) {
+	if !r.c.cfg.Policy.Sends(o.Kind) || r.to.OutboxOnly {
 		res.Withheld = true
 		if o.Recorded {
 			return res, push.Bookkeeping{}, nil
@@ -414,7 +426,7 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 		}
 		o.Recorded = true
 	}
-	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source}
+	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source, TTL: o.TTL, Urgency: o.Urgency}
 	msgs := r.c.localized(ctx, msg, languages)
 	msgFor := func(i int) webpush.Message {
 		if msgs == nil {
@@ -465,6 +477,9 @@ func (r *Round) subscriptions(res *Result, skip string) (subs []push.Subscriptio
 	}
 	if r.devices != nil {
 		for _, d := range r.devices.list() {
+			if d.ID == r.to.Except {
+				continue
+			}
 			if skip != "" && d.Subscription.Endpoint == skip {
 				res.Streamed = true
 				continue

@@ -10,5 +10,15 @@ func init() {
 		Thinking:         "%s is thinking…",
 		Companion:        "Your companion",
 		ReplyInterrupted: "The reply was interrupted",
+
+		ApprovalBody:      "%s asks for your approval: %s",
+		ApproveAction:     "Approve",
+		DenyAction:        "Deny",
+		Approved:          "Approved",
+		Declined:          "Declined",
+		ApprovedElsewhere: "Approved on another device",
+		DeclinedElsewhere: "Declined on another device",
+		NoLongerWaiting:   "No longer waiting",
+		AlreadyAnswered:   "Already answered",
 	}
 }

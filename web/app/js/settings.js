@@ -85,7 +85,7 @@ export function hasOperatorModel() {
   return operatorModel;
 }
 
-/** This device's registration: {endpoint, registeredAt} or null. */
+/** This device's registration: {endpoint, deviceId, registeredAt} or null. */
 export function device() {
   return read(KEY.device);
 }
