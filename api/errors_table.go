@@ -176,4 +176,7 @@ var errorTable = []errorText{
 	{"LLM_CREDENTIALS_LIMIT_EXCEEDED", "Too many LLM credentials for this user (details: existing, adding, limit)", "单用户凭据行数超过上限"},
 	{"CREDENTIAL_NOT_FOUND", "A credential credRefs names does not exist; PUT /llm-credentials first (details: credId)", "credRefs 引用的凭据不存在，请先 PUT /llm-credentials"},
 	{"TASK_USES_CRED_REFS", "This task names its credentials by credRefs; update them with PUT /llm-credentials", "该任务通过 credRefs 引用凭据，请用 PUT /llm-credentials 更新凭据"},
+
+	// The user's language (issue 19).
+	{"INVALID_LANGUAGE", "language must be a BCP 47 language tag such as en-US or zh-CN, at most 35 characters", "language 必须是 BCP 47 语言标签（如 en-US、zh-CN），最多 35 个字符"},
 }

@@ -291,7 +291,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		},
 	}
 	b := builders.Builder{Now: s.now, PageURL: s.cfg.PageURL}
-	title := "来自 " + p.ContactName
+	title := builders.FromContactTitle(p.ContactName)
 	var burst []outgoing
 	add := func(pu push.Push) error {
 		m, err := store.NewOutboxMessage(pu)

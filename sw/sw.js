@@ -95,10 +95,15 @@ const REI_SW_EVENT = Object.freeze({
   UNKNOWN_RECEIVED: 'rei-amsg-unknown-received',
 });
 
+// The notification texts amsg writes itself, by language and key: the Go
+// package push/notifytext's tables, stamped in by the Go handler ("%s" takes
+// the argument). notifyText picks the browser's language.
+const NOTIFY_TEXTS = "__AMSG_NOTIFY_TEXTS__";
+
 const DEFAULT_ICON = '/icon-192x192.png';
 const DEFAULT_BADGE = '/badge-72x72.png';
-const DEFAULT_TITLE = 'New notification';
-const DEFAULT_BODY = 'New message';
+const DEFAULT_TITLE = notifyText('defaultTitle');
+const DEFAULT_BODY = notifyText('defaultBody');
 
 const DEDUPE_TTL_MS = 10 * 60 * 1000;
 const DEDUPE_SWEEP_INTERVAL_MS = 60 * 1000;
@@ -156,6 +161,18 @@ function isObject(value) {
 
 function nonBlankString(value) {
   return typeof value === 'string' && value.trim() !== '';
+}
+
+/**
+ * The text of key in this browser's language (the primary subtag of
+ * navigator.language, as push/notifytext's Language reads a device's tag),
+ * else in English; arg fills its %s.
+ */
+function notifyText(key, arg) {
+  const tables = isObject(NOTIFY_TEXTS) ? NOTIFY_TEXTS : {};
+  const primary = String((self.navigator && self.navigator.language) || '').split(/[-_]/)[0].toLowerCase();
+  const text = (isObject(tables[primary]) && tables[primary][key]) || (isObject(tables.en) && tables.en[key]) || '';
+  return arg === undefined ? text : text.replace('%s', () => arg);
 }
 
 /** The postMessage event name for a payload, by messageKind. */
@@ -232,7 +249,7 @@ function buildNotification(payload, now = Date.now()) {
   const data = isObject(n.data) ? { ...n.data } : isObject(payload.data) ? { ...payload.data } : {};
   if (data.payload == null) data.payload = payload;
   return {
-    title: n.title || payload.title || (payload.contactName ? `来自 ${payload.contactName}` : '') || DEFAULT_TITLE,
+    title: n.title || payload.title || (payload.contactName ? notifyText('fromContact', payload.contactName) : '') || DEFAULT_TITLE,
     options: {
       body: bodyOrDefault(n.body || payload.body || payload.message || ''),
       icon: n.icon || payload.icon || payload.avatarUrl || DEFAULT_ICON,
@@ -288,15 +305,15 @@ function buildQuietNotification(payload, now = Date.now()) {
   const { title, options } = buildNotification(payload, now);
   const n = isObject(payload) && isObject(payload.notification) ? payload.notification : {};
   const kind = isObject(payload) ? payload.messageKind : undefined;
-  const who = isObject(payload) && nonBlankString(payload.contactName) ? payload.contactName : 'Your companion';
+  const who = isObject(payload) && nonBlankString(payload.contactName) ? payload.contactName : notifyText('companion');
   let body = options.body;
   let quietTitle = title;
   if (!n.body) {
-    if (kind === 'tool_request') body = `${who} needs this device to continue`;
-    else if (kind === 'reasoning') body = `${who} is thinking…`;
+    if (kind === 'tool_request') body = notifyText('toolRequestBody', who);
+    else if (kind === 'reasoning') body = notifyText('thinking', who);
     else if (kind === 'error') body = bodyOrDefault(payload.message || payload.code);
   }
-  if (!n.title && kind === 'error') quietTitle = 'The reply was interrupted';
+  if (!n.title && kind === 'error') quietTitle = notifyText('replyInterrupted');
   return {
     title: quietTitle,
     options: { ...options, body, silent: true, tag: n.tag || sessionTagOf(payload) || options.tag },
@@ -308,7 +325,7 @@ function buildReceivingNotification(chunk) {
   return {
     title: DEFAULT_TITLE,
     options: {
-      body: 'Receiving a message…',
+      body: notifyText('receiving'),
       icon: DEFAULT_ICON,
       badge: DEFAULT_BADGE,
       tag: nonBlankString(chunk.id) ? RECEIVING_TAG_PREFIX + chunk.id : undefined,
@@ -1170,6 +1187,7 @@ async function renewSubscription(oldSubscription, newSubscription) {
     return subscription;
   }
   const body = { subscription: subscription.toJSON ? subscription.toJSON() : subscription, updatedAt: Date.now() };
+  if (self.navigator.language) body.language = self.navigator.language; // the device's, as the page sends it
   const headers = {
     ...apiHeaders(config),
     'content-type': 'application/json',

@@ -30,6 +30,7 @@ var dialect = driver.Dialect{
 		idempotencySchema,
 		interruptsSchema,
 		llmCredentialsSchema,
+		languageSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -25,6 +25,7 @@ var dialect = driver.Dialect{
 		idempotencySchema,
 		interruptsSchema,
 		llmCredentialsSchema,
+		languageSchema,
 	},
 
 	ClaimableAt: claimableAt,

@@ -243,3 +243,9 @@ CREATE TABLE llm_credentials (
 	PRIMARY KEY (user_id, cred_id)
 ) STRICT;
 `
+
+// languageSchema: the language a device reported (BCP 47, "" for none),
+// which the notification texts amsg writes follow.
+const languageSchema = `
+ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
+`
