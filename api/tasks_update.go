@@ -49,7 +49,14 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err := s.checkAPIURL(r.Context(), apiURL); err != nil {
 		return err
 	}
-	task, stored, err := s.updateTask(r.Context(), userID, id, f, nextSendAt)
+	refs, err := updateCredRefs(f)
+	if err != nil {
+		return err
+	}
+	if err := s.requireCredentials(r.Context(), userID, refs); err != nil {
+		return err
+	}
+	task, stored, err := s.updateTask(r.Context(), userID, id, f, refs, nextSendAt)
 	switch {
 	case errors.Is(err, store.ErrTaskNotFound):
 		return errTaskNotFound
@@ -73,7 +80,7 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 // timing while it is delivered is errTaskInFlight, and before any other
 // edit is stored the occurrence is committed (Scheduler.CommitOccurrence),
 // outside the update's transaction, which then runs again.
-func (s *Server) updateTask(ctx context.Context, userID, id string, f *updateFields, nextSendAt time.Time) (store.Task, []string, error) {
+func (s *Server) updateTask(ctx context.Context, userID, id string, f *updateFields, refs map[string]string, nextSendAt time.Time) (store.Task, []string, error) {
 	var committed time.Time // the occurrence committed
 	var begun store.Task    // the task whose occurrence must be committed first
 	for range maxCommitRounds {
@@ -83,9 +90,15 @@ func (s *Server) updateTask(ctx context.Context, userID, id string, f *updateFie
 			if err != nil {
 				return store.TaskUpdate{}, err
 			}
+			if err := mergeCredRefs(&p, f, refs); err != nil {
+				return store.TaskUpdate{}, err
+			}
 			before := p
 			if stored, err = mergeUpdate(&p, f); err != nil {
 				return store.TaskUpdate{}, err
+			}
+			if refs != nil {
+				stored = withCredRefs(stored, f)
 			}
 			inFlight := t.LeaseUntil.After(s.now())
 			switch {
