@@ -356,10 +356,11 @@ func TestRetryFinishesTheBurstItStarted(t *testing.T) {
 	}
 }
 
-// A stored message's burst is recorded before its first push, and the
-// retry sends only the pushes an earlier attempt did not deliver, under the
-// same ids and with the same text, though the owner edited the message in
-// between: the occurrence was committed.
+// A stored message's burst is built again on a retry, and the retry sends
+// only the pushes an earlier attempt did not deliver, under the same ids:
+// the outbox, which records each push with its delivery, says which. The
+// owner edited the message in between, as the API does: the occurrence is
+// committed first, and the retry sends the text it began with.
 func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
 	h := newHarness(t, Config{})
 	sub := h.subscribe(alice)
@@ -370,6 +371,9 @@ func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
 		t.Fatalf("first attempt %s", mustJSON(t, sum))
 	}
 	retryAt := h.task(alice, task.UUID).RetryAfter
+	if err := h.sched.CommitOccurrence(t.Context(), h.task(alice, task.UUID)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.st.UpdatePendingTask(t.Context(), alice, task.UUID, func(t store.Task) (store.TaskUpdate, error) {
 		p, _ := TaskPayload(t)
 		p.UserMessage = str("改了。改了。改了。")
