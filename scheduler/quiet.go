@@ -27,7 +27,8 @@ import (
 //     user's local day, the round records its pushes in the outbox, where
 //     the page reads them, and sends nothing by Web Push.
 //
-// A task of priority "critical" passes both.
+// A task of priority "critical" passes both, and so does an instant task:
+// its user waits for it in the request that created it.
 
 // Priorities of a task or an operator send.
 const (
@@ -38,6 +39,10 @@ const (
 // Critical reports whether the occurrence passes quiet hours and the daily
 // limit.
 func (p Payload) Critical() bool { return p.Priority == PriorityCritical }
+
+// guarded reports whether the user's guards apply to the occurrence: a
+// proactive one that is not critical.
+func (p Payload) guarded() bool { return !p.Critical() && p.MessageType != push.TypeInstant }
 
 // Zone is the time zone of p, UTC when it names none (or one that no longer
 // loads).
@@ -119,16 +124,25 @@ func deferredUntil(err error) (time.Time, bool) {
 // guards (see above): a deferral error inside quiet hours, a round that
 // sends nothing by Web Push past the daily limit, and on the release of a
 // deferred occurrence p's notification set to the conversation's tag.
+//
+// A user without preferences costs one indexed read; only a user with quiet
+// hours costs the read of whether the occurrence is a release (one whose
+// user cleared quiet hours since it was held arrives under its own tag).
 func (s *Scheduler) openGuarded(ctx context.Context, task store.Task, p *Payload) (*courier.Round, error) {
 	to := courier.Recipients{UserID: task.UserID}
-	if !p.Critical() {
+	if p.guarded() {
 		prefs, err := s.deps.Store.Preferences(ctx, task.UserID)
 		if err != nil {
 			return nil, err
 		}
 		now := s.now()
-		if until, quiet := QuietUntil(prefs, now); quiet {
-			return nil, deferral{until}
+		if prefs.QuietHours != nil {
+			if until, quiet := QuietUntil(prefs, now); quiet {
+				return nil, deferral{until}
+			}
+			if err := s.tagRelease(ctx, task, p); err != nil {
+				return nil, err
+			}
 		}
 		if limit := prefs.DailyLimit; limit != nil {
 			within, err := s.deps.Store.TakeDailySlot(ctx, task.UserID, LocalDay(prefs, now), burstPrefix(task.ID, task.NextSendAt), *limit)
@@ -138,14 +152,17 @@ func (s *Scheduler) openGuarded(ctx context.Context, task store.Task, p *Payload
 			to.OutboxOnly = !within
 		}
 	}
+	return s.deps.Courier.Open(ctx, to, p.MessageType.Source())
+}
+
+// tagRelease gives the pushes of a deferred occurrence's release their
+// conversation's notification tag.
+func (s *Scheduler) tagRelease(ctx context.Context, task store.Task, p *Payload) error {
 	released, err := s.deps.Store.IsDeferred(ctx, task)
-	if err != nil {
-		return nil, err
-	}
 	if released {
 		p.notification = &push.Notification{Tag: push.Some(ConversationTag(p.ContactName))}
 	}
-	return s.deps.Courier.Open(ctx, to, p.MessageType.Source())
+	return err
 }
 
 // deferred records an occurrence quiet hours hold: it moves to until,

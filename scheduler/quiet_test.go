@@ -170,3 +170,24 @@ func TestDailyLimitKeepsTheRestOutOfWebPushButInTheOutbox(t *testing.T) {
 		t.Fatalf("the next local day's first push did not go by Web Push: %d pushes", len(got))
 	}
 }
+
+// An instant task, which its user waits for in the request, is never held.
+func TestQuietHoursNeverHoldAnInstantTask(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	if _, err := h.st.UpdatePreferences(t.Context(), alice, func(store.Preferences) store.Preferences {
+		return store.Preferences{QuietHours: &store.QuietHours{Start: 0, End: 23*60 + 59}, DailyLimit: new(0)}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := Payload{MessageType: push.TypeInstant, ContactName: "Rei", MessageSubtype: "chat", RecurrenceType: push.RecurrenceNone, UserMessage: str("现在")}
+	raw, _ := p.Encode()
+	task, _, err := h.st.InsertTask(t.Context(), store.NewTask{UserID: alice, UUID: "20000000-0000-4000-8000-000000000001",
+		MessageType: push.TypeInstant, NextSendAt: start, Payload: raw, LeaseUntil: h.sched.LeaseEnd()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h.sched.DeliverInstant(t.Context(), task); err != nil || res.MessagesSent != 1 || len(h.push.Pushes()) != 1 {
+		t.Fatalf("instant in quiet hours = %+v, %v, %d pushes; want it sent", res, err, len(h.push.Pushes()))
+	}
+}
