@@ -425,6 +425,8 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 		v.userMessage,
 		v.credentials,
 		v.metadata,
+		v.messageSubtype,
+		v.llmExtraBody,
 	)
 	return v.next, err
 }
@@ -528,6 +530,22 @@ func (v *updateValidator) userMessage() *Error {
 
 func (v *updateValidator) credentials() *Error {
 	return checkCredentials(v.f.fields, errInvalidUpdateData)
+}
+
+// messageSubtype: a string, or null for the default.
+func (v *updateValidator) messageSubtype() *Error {
+	if _, ok := v.f.optionalString("messageSubtype"); !ok {
+		return invalidUpdate(errInvalidUpdateData.Message, "messageSubtype")
+	}
+	return nil
+}
+
+// llmExtraBody: an object, or null for none.
+func (v *updateValidator) llmExtraBody() *Error {
+	if v.f.given("llmExtraBody") && push.JSONKind(v.f.fields["llmExtraBody"]) != '{' {
+		return invalidUpdate("llmExtraBody 必须是普通对象", "llmExtraBody")
+	}
+	return nil
 }
 
 // metadata is merged only when truthy, so only then is it checked.
