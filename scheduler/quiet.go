@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"amsg/push"
@@ -16,7 +18,8 @@ import (
 //
 //   - Quiet hours: an occurrence due inside them is not sent; it moves to
 //     the end of the window in the user's zone (store.DeferTask) and fires
-//     then. The gate runs before the LLM call of a prompted or auto task,
+//     then. A retry whose burst the person has partly received finishes
+//     it instead. The gate runs before the LLM call of a prompted or auto task,
 //     so quiet hours spend no tokens, and the answer is the one the model
 //     gives when the person is awake.
 //   - The release: a deferred occurrence's pushes carry the notification
@@ -138,7 +141,11 @@ func (s *Scheduler) openGuarded(ctx context.Context, task store.Task, p *Payload
 		now := s.now()
 		if prefs.QuietHours != nil {
 			if until, quiet := QuietUntil(prefs, now); quiet {
-				return nil, deferral{until}
+				if started, err := s.burstStarted(ctx, task); err != nil || !started {
+					return nil, cmp.Or(err, error(deferral{until}))
+				}
+				// A retry finishes the burst it started, whose first pushes
+				// the person has: held, it would come back as a new one.
 			}
 			if err := s.tagRelease(ctx, task, p); err != nil {
 				return nil, err
@@ -153,6 +160,16 @@ func (s *Scheduler) openGuarded(ctx context.Context, task store.Task, p *Payload
 		}
 	}
 	return s.deps.Courier.Open(ctx, to, p.MessageType.Source())
+}
+
+// burstStarted reports whether an earlier attempt of a retried occurrence
+// delivered some of its pushes. A first attempt has none: no read.
+func (s *Scheduler) burstStarted(ctx context.Context, task store.Task) (bool, error) {
+	if task.RetryCount == 0 {
+		return false, nil
+	}
+	recorded, err := s.deps.Store.BurstOutbox(ctx, task.UserID, burstPrefix(task.ID, task.NextSendAt))
+	return slices.ContainsFunc(recorded, func(e push.OutboxEntry) bool { return !e.DeliveredAt.IsZero() }), err
 }
 
 // tagRelease gives the pushes of a deferred occurrence's release their

@@ -2,12 +2,14 @@ package scheduler
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	"amsg/llm/llmtest"
 	"amsg/push"
+	"amsg/push/pushtest"
 	"amsg/store"
 )
 
@@ -189,5 +191,28 @@ func TestQuietHoursNeverHoldAnInstantTask(t *testing.T) {
 	}
 	if res, err := h.sched.DeliverInstant(t.Context(), task); err != nil || res.MessagesSent != 1 || len(h.push.Pushes()) != 1 {
 		t.Fatalf("instant in quiet hours = %+v, %v, %d pushes; want it sent", res, err, len(h.push.Pushes()))
+	}
+}
+
+// A retry in quiet hours of a burst whose first pushes were delivered
+// finishes it rather than holding the rest.
+func TestQuietHoursLetARetryFinishTheBurstItStarted(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	started := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("一。二。")}, start)
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusCreated})
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
+	if sum := h.tick(); sum.FailedCount != 1 {
+		t.Fatalf("first attempt %s", mustJSON(t, sum))
+	}
+	retryAt := h.task(alice, started.UUID).RetryAfter
+	if _, err := h.st.UpdatePreferences(t.Context(), alice, func(store.Preferences) store.Preferences {
+		return store.Preferences{QuietHours: &store.QuietHours{Start: 0, End: 23*60 + 59}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Set(retryAt)
+	if sum := h.tick(); sum.SuccessCount != 1 || !h.gone(alice, started.UUID) || len(h.pushes()) != 2 {
+		t.Fatalf("retry in quiet hours %s, %d pushes; want the burst finished", mustJSON(t, sum), len(h.pushes()))
 	}
 }
