@@ -183,6 +183,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.outboxFeature(),
 		s.tenantFeature(),
 		s.instantFeature(),
+		s.bodyEncodingFeature(),
+		s.preferencesFeature(),
 		s.interruptsFeature(),
 	} {
 		for _, c := range f.capabilities {
@@ -205,6 +207,7 @@ func (s *Server) mux() http.Handler {
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
+	r.Use(s.decodeRequestBody)
 	for _, rt := range s.routes {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}

@@ -12,7 +12,8 @@ import (
 // refer to them. Every table is here or in notCopiedTables (a test checks).
 var copiedTables = []string{
 	"subscriptions", "delivery_log", "client_state", "message_outbox", "tasks",
-	"transcript_sessions", "transcript_entries", "broadcasts", "client_token_proofs", "interrupts",
+	"transcript_sessions", "transcript_entries", "broadcasts", "client_token_proofs",
+	"user_preferences", "proactive_pushes", "idempotency_keys", "interrupts",
 }
 
 // notCopiedTables: the destination has its own schema version; Open stored

@@ -21,6 +21,7 @@ type Retention struct {
 // Pruned counts what one Prune deleted.
 type Pruned struct {
 	FinishedTasks, Outbox, DeliveryLog, Transcripts, Interrupts, Devices, Instances int
+	DailySlots, IdempotencyKeys                                                     int
 }
 
 // LogValue lists the counts under the names Prune's steps have.
@@ -28,7 +29,8 @@ func (p Pruned) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
 		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts), slog.Int("interrupts", p.Interrupts),
-		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances))
+		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances),
+		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
@@ -58,6 +60,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"interrupts", &p.Interrupts, olderThan(r.Transcripts, s.PruneInterrupts)},
 		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
 		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
+		{"daily slots", &p.DailySlots, olderThan(dailySlotRetention, s.PruneDailySlots)},
+		{"idempotency keys", &p.IdempotencyKeys, olderThan(IdempotencyKeyTTL, s.PruneIdempotencyKeys)},
 	}
 	var errs []error
 	for _, step := range steps {
