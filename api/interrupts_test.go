@@ -298,6 +298,9 @@ func TestDecisionTokens(t *testing.T) {
 	if got := do(t, f.s, http.MethodGet, "/api/v1/interrupts?status=done", map[string]string{"X-User-Id": testUserID}); got.status != 400 {
 		t.Errorf("status=done: %d %s", got.status, got.body)
 	}
+	if got := do(t, f.s, http.MethodGet, "/api/v1/capabilities", nil); !strings.Contains(got.body, `"interrupt-approvals"`) {
+		t.Errorf("capabilities = %s", got.body)
+	}
 }
 
 func TestExpiredApprovalResumesAsNotApproved(t *testing.T) {
