@@ -20,7 +20,7 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c), s.callerAddress(r))
 	if err != nil {
 		return err
 	}

@@ -162,4 +162,8 @@ var errorTable = []errorText{
 	{"INVALID_PAYLOAD_FORMAT", "token must be a non-empty string", "token 必须是非空字符串"},
 	{"INVALID_PAYLOAD_FORMAT", "reason must be a string of at most 1000 characters", "reason 必须是不超过 1000 字的字符串"},
 	{"INVALID_PAYLOAD_FORMAT", "endpoint must be a string", "endpoint 必须是字符串"},
+
+	// Hostile callers, round two (issue 22).
+	{"PUSH_SUBSCRIPTION_CONFLICT", "This push endpoint is registered by another user with other keys", "该推送端点已由另一用户以不同密钥登记"},
+	{"INVALID_PARAMETERS", "deviceId must be a positive integer", "deviceId 必须是正整数"},
 }

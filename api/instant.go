@@ -60,6 +60,7 @@ func onlyPost(http.ResponseWriter, *http.Request) error {
 type instantCall struct {
 	req    *instantRequest
 	userID string         // "" when the request names no user
+	proven bool           // the body opened under userID's key
 	round  *courier.Round // the round's recipients, resolved once
 	owner  loop.Owner
 }
@@ -131,7 +132,7 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	if userID == "" {
 		owner = loop.SubscriptionOwner(q.subscription.Endpoint)
 	}
-	return &instantCall{req: q, userID: userID, round: round, owner: owner}, nil
+	return &instantCall{req: q, userID: userID, proven: encrypted, round: round, owner: owner}, nil
 }
 
 func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
@@ -143,7 +144,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if sessionID == "" {
 		sessionID = "sess_" + push.NewUUID()
 	}
-	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c), s.callerAddress(r))
 	if err != nil {
 		return err
 	}

@@ -134,17 +134,18 @@ type UserDeletion struct {
 	// Preferences counts the preferences row, the daily slots and the
 	// idempotency keys.
 	Preferences int `json:"preferences"`
+	TokenProofs int `json:"tokenProofs"`
 }
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
-// their sessions), delivery log rows, preferences, daily slots and
-// idempotency keys.
+// their sessions), delivery log rows, preferences, daily slots,
+// idempotency keys and client token proof.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -162,6 +163,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM user_preferences WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM proactive_pushes WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},
+			{`DELETE FROM client_token_proofs WHERE user_id = ?`, &d.TokenProofs},
 		} {
 			res, err := tx.ExecContext(ctx, step.query, userID)
 			if err != nil {

@@ -126,7 +126,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	})
 	if err != nil {
 		closeFile(dataLock)
-		if errors.Is(err, store.ErrInvalidSecret) {
+		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) {
 			return nil, &configError{err}
 		}
 		return nil, err

@@ -118,6 +118,11 @@ export class Client {
     return this.call('GET', 'devices');
   }
 
+  /** DELETE /devices?deviceId=: amsg's own; removes one device by its id. */
+  deleteDevice(deviceId) {
+    return this.call('DELETE', 'devices', { query: { deviceId } });
+  }
+
   /** POST /device-seen: amsg's own; tells the server the device with this endpoint is alive. */
   deviceSeen(endpoint) {
     return this.call('POST', 'device-seen', { plainBody: { endpoint } });
