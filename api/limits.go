@@ -17,8 +17,11 @@ import (
 // field means its default (see withDefaults); docs/security.md lists each
 // with the threat it answers.
 type Limits struct {
-	// BodyReadTimeout bounds the arrival of a request body.
-	BodyReadTimeout time.Duration
+	// BodyReadTimeout bounds the arrival of a request body;
+	// BodyStartTimeout the arrival of its first bytes for a request that
+	// carried no credential.
+	BodyReadTimeout  time.Duration
+	BodyStartTimeout time.Duration
 	// WriteTimeout bounds a response from its first byte; an event stream
 	// renews it with every frame.
 	WriteTimeout time.Duration
@@ -94,6 +97,7 @@ const (
 
 func (l Limits) withDefaults() Limits {
 	setDefault(&l.BodyReadTimeout, DefaultBodyReadTimeout)
+	setDefault(&l.BodyStartTimeout, DefaultBodyStartTimeout)
 	setDefault(&l.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&l.MaxRounds, DefaultMaxRounds)
 	setDefault(&l.MaxRoundsPerUser, DefaultMaxRoundsPerUser)

@@ -231,6 +231,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		if s.requiresCredential(rt.auth) {
+			extendBodyDeadline(r)
+		}
 		if err := rt.handle(w, r); err != nil {
 			s.writeError(w, r, err)
 		}

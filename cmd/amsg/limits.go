@@ -22,6 +22,7 @@ type limitsConfig struct {
 	RateLimit         string // "on" or "off"
 	TrustedProxies    string
 	MaxDevicesPerUser int
+	Conns             api.ConnLimits // Total 0: from the descriptor limit
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -35,6 +36,12 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle kept-alive connection stays open")
 	fs.DurationVar(&l.BodyReadTimeout, "body-read-timeout", api.DefaultBodyReadTimeout,
 		"bound on receiving a request's body; a slower body gets 408 and the connection closes")
+	fs.DurationVar(&l.BodyStartTimeout, "body-start-timeout", api.DefaultBodyStartTimeout,
+		"bound on the first bytes of a request's body when the request carried no client or Bearer token")
+	fs.IntVar(&c.Conns.PerAddress, "max-conns-per-address", api.DefaultMaxConnsPerAddress,
+		"open connections per client address; more are closed when accepted")
+	fs.IntVar(&c.Conns.Total, "max-conns", 0,
+		"open connections in all; 0 means three quarters of the descriptor limit")
 	fs.DurationVar(&l.WriteTimeout, "write-timeout", api.DefaultWriteTimeout,
 		"bound on sending a response from its first byte; event streams renew it per frame")
 	fs.IntVar(&l.MaxRounds, "max-rounds", api.DefaultMaxRounds, "LLM rounds (/instant, /continue) running at once")
@@ -83,6 +90,8 @@ func (c limitsConfig) validate() error {
 	}{
 		{"read-header-timeout", c.ReadHeaderTimeout > 0}, {"idle-timeout", c.IdleTimeout > 0},
 		{"body-read-timeout", l.BodyReadTimeout > 0}, {"write-timeout", l.WriteTimeout > 0},
+		{"body-start-timeout", l.BodyStartTimeout > 0}, {"max-conns-per-address", c.Conns.PerAddress > 0},
+		{"max-conns", c.Conns.Total >= 0},
 		{"orphan-round-timeout", l.OrphanRoundTimeout > 0}, {"client-token-proof-max-age", l.TokenProofMaxAge > 0},
 		{"max-rounds", l.MaxRounds > 0}, {"max-rounds-per-user", l.MaxRoundsPerUser > 0},
 		{"max-rounds-per-address", l.MaxRoundsPerAddress > 0}, {"write-bytes-per-address", l.WriteBytesPerAddressPerHour > 0},
@@ -119,6 +128,17 @@ func (c limitsConfig) api() api.Limits {
 	l := c.API
 	l.RateLimitOff = c.RateLimit == "off"
 	l.TrustedProxies, _ = api.ParseTrustedProxies(c.TrustedProxies) // validated
+	return l
+}
+
+// conns is the listener's share: Total from the descriptor limit unless
+// given.
+func (c limitsConfig) conns() api.ConnLimits {
+	l := c.Conns
+	l.TrustedProxies, _ = api.ParseTrustedProxies(c.TrustedProxies) // validated
+	if l.Total == 0 {
+		l.Total = api.DefaultMaxConns(descriptorLimit())
+	}
 	return l
 }
 

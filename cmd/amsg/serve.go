@@ -241,6 +241,7 @@ func (s *server) build() error {
 	if err != nil {
 		return &configError{fmt.Errorf("--addr %s: %w", s.cfg.Addr, err)}
 	}
+	s.listener = api.LimitListener(s.listener, s.cfg.Limits.conns())
 	s.http = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: s.cfg.Limits.ReadHeaderTimeout,
