@@ -121,6 +121,9 @@ type Config struct {
 	Policy       Policy // "": PolicyVisible
 	Logger       *slog.Logger
 	Now          func() time.Time
+	// Sleep waits between tries of a failed bookkeeping write; nil is
+	// push.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Courier delivers rounds of pushes. It is safe for concurrent use; make one
@@ -144,6 +147,9 @@ func New(sender Sender, st Store, cfg Config) *Courier {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = push.Sleep
 	}
 	return &Courier{
 		sender: sender, store: st, cfg: cfg, log: cfg.Logger,
@@ -336,18 +342,18 @@ func (r *Round) DeliverLast(ctx context.Context, o Outgoing) (Result, push.Bookk
 	return res, held, err
 }
 
-// Keep writes a push's bookkeeping. The push went out, so a failed write is
-// logged and not returned: failing now would only make a producer send it
-// again.
+// Keep writes a push's bookkeeping, retrying a failed write for up to
+// KeepBound. The push went out, so a write that still fails is logged and
+// not returned: failing now would only make a producer send it again.
 func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
 	if b.Empty() {
 		return
 	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
-	if err := c.store.RecordDeliveries(bctx, b); err != nil {
+	err := RetryWrite(ctx, KeepBound, c.cfg.Sleep, c.log.With("messageId", b.MessageID()), "recording a push's delivery",
+		func(ctx context.Context) error { return c.store.RecordDeliveries(ctx, b) })
+	if err != nil {
 		c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "messageId", b.MessageID(),
-			"attempts", len(b.Attempts), "err", err)
+			"attempts", len(b.Attempts), "err", err.Error())
 	}
 }
 
