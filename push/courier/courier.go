@@ -423,7 +423,9 @@ func (r *Round) subscriptions(res *Result) []push.Subscription {
 }
 
 // send sends to one subscription within the user's and the origin's
-// bounds.
+// bounds. The origin's slot is held per request, not across the sender's
+// retry waits (issue 22: a send that held it through a backoff slowed every
+// user of a push service that answered 5xx or 429 45×).
 func (c *Courier) send(ctx context.Context, userID string, sub push.Subscription, msg webpush.Message) (webpush.Delivery, error) {
 	if userID != "" {
 		if err := c.users.acquire(ctx, userID); err != nil {
@@ -431,13 +433,18 @@ func (c *Courier) send(ctx context.Context, userID string, sub push.Subscription
 		}
 		defer c.users.release(userID)
 	}
-	origin := originOf(sub.Endpoint)
-	if err := c.origins.acquire(ctx, origin); err != nil {
-		return webpush.Delivery{Outcome: push.OutcomeFailed, Err: err}, nil
-	}
-	defer c.origins.release(origin)
+	msg.Gate = originGate{c.origins, originOf(sub.Endpoint)}
 	return c.sender.Send(ctx, sub, msg)
 }
+
+// originGate is one push service origin's slots as the sender's Gate.
+type originGate struct {
+	l      *limiter
+	origin string
+}
+
+func (g originGate) Enter(ctx context.Context) error { return g.l.acquire(ctx, g.origin) }
+func (g originGate) Leave()                          { g.l.release(g.origin) }
 
 // originOf is the push service an endpoint belongs to: scheme and host. An
 // endpoint that does not parse shares one key; the sender refuses it anyway.
