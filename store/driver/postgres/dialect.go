@@ -22,6 +22,7 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		broadcastRateSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -186,3 +186,8 @@ CREATE TABLE instances (
 	heartbeat_at BIGINT NOT NULL
 );
 `
+
+// broadcastRateSchema: a broadcast's pace, so a resumed one keeps it.
+const broadcastRateSchema = `
+ALTER TABLE broadcasts ADD COLUMN rate_per_second BIGINT NOT NULL DEFAULT 10;
+`

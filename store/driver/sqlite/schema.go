@@ -168,3 +168,8 @@ CREATE TABLE instances (
 	heartbeat_at INTEGER NOT NULL
 ) STRICT;
 `
+
+// broadcastRateSchema: a broadcast's pace, so a resumed one keeps it.
+const broadcastRateSchema = `
+ALTER TABLE broadcasts ADD COLUMN rate_per_second INTEGER NOT NULL DEFAULT 10;
+`
