@@ -65,6 +65,9 @@ type Limits struct {
 	// client state takes in the database (sealed values, chunks included).
 	MaxStateBytesPerUser      int64
 	MaxStateBytesPerNamespace int64
+	// ClientStateReadBudget bounds the memory the GET /client-state
+	// answers in flight take together (limits_memory.go).
+	ClientStateReadBudget int64
 	// MaxPushesPerRound caps the pushes one LLM round may send (each goes
 	// to every device of the user): a round that would send more fails.
 	MaxPushesPerRound int
@@ -114,6 +117,7 @@ func (l Limits) withDefaults() Limits {
 	setDefault(&l.MaxStateBytesPerUser, DefaultMaxStateBytesPerUser)
 	setDefault(&l.MaxStateBytesPerNamespace, DefaultMaxStateBytesPerNamespace)
 	setDefault(&l.MaxPushesPerRound, DefaultMaxPushesPerRound)
+	setDefault(&l.ClientStateReadBudget, DefaultClientStateReadBudget)
 	setDefault(&l.TokenProofMaxAge, DefaultTokenProofMaxAge)
 	return l
 }

@@ -70,6 +70,8 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"bytes one user's client state may take in the database")
 	fs.Int64Var(&l.MaxStateBytesPerNamespace, "max-state-bytes-per-namespace", api.DefaultMaxStateBytesPerNamespace,
 		"bytes one client-state namespace of a user may take in the database")
+	fs.Int64Var(&l.ClientStateReadBudget, "client-state-read-budget", api.DefaultClientStateReadBudget,
+		"bytes of memory all GET /client-state answers in flight may take together; a read beyond it gets 429")
 	fs.IntVar(&c.MaxDevicesPerUser, "max-devices-per-user", store.DefaultMaxDevicesPerUser,
 		"push subscriptions one user keeps; registering another evicts the least recently updated")
 	fs.IntVar(&l.MaxPushesPerRound, "max-pushes-per-round", api.DefaultMaxPushesPerRound,
@@ -95,7 +97,7 @@ func (c limitsConfig) validate() error {
 		{"orphan-round-timeout", l.OrphanRoundTimeout > 0}, {"client-token-proof-max-age", l.TokenProofMaxAge > 0},
 		{"max-rounds", l.MaxRounds > 0}, {"max-rounds-per-user", l.MaxRoundsPerUser > 0},
 		{"max-rounds-per-address", l.MaxRoundsPerAddress > 0}, {"write-bytes-per-address", l.WriteBytesPerAddressPerHour > 0},
-		{"new-users-per-address", l.NewUsersPerAddressPerHour > 0},
+		{"new-users-per-address", l.NewUsersPerAddressPerHour > 0}, {"client-state-read-budget", l.ClientStateReadBudget > 0},
 		{"max-orphan-rounds", l.MaxOrphanRounds > 0}, {"rate", l.RequestsPerSecond > 0}, {"rate-burst", l.Burst > 0},
 		{"user-rate", l.UserRequestsPerSecond > 0}, {"user-rate-burst", l.UserBurst > 0},
 		{"max-tasks-per-user", l.MaxTasksPerUser > 0}, {"max-state-bytes-per-user", l.MaxStateBytesPerUser > 0},
