@@ -43,6 +43,9 @@ const (
 	DefaultMaxDevicesPerUser  = 10
 	DefaultOutboxAckedMaxAge  = 7 * 24 * time.Hour
 	DefaultOutboxMaxAge       = 28 * 24 * time.Hour
+	// DefaultOutboxMaxRowsPerUser caps a user's outbox: at about 4.2 KiB a
+	// row (README, "Disk"), about 4.2 MiB a user.
+	DefaultOutboxMaxRowsPerUser = 1000
 )
 
 const (
@@ -105,6 +108,10 @@ type Config struct {
 	// any row created longer ago than the second (default 7 and 28 days).
 	OutboxAckedMaxAge time.Duration
 	OutboxMaxAge      time.Duration
+	// OutboxMaxRowsPerUser caps each user's outbox: CleanupOutbox deletes
+	// the rows over it, delivered or acknowledged ones first, oldest first
+	// (default DefaultOutboxMaxRowsPerUser).
+	OutboxMaxRowsPerUser int
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
@@ -143,6 +150,7 @@ type Store struct {
 	maxStateValueBytes int
 	outboxAckedMaxAge  time.Duration
 	outboxMaxAge       time.Duration
+	outboxMaxRows      int
 }
 
 // Open opens the PostgreSQL database at cfg.DatabaseURL, or else (creating
@@ -171,6 +179,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxStateValueBytes: cfg.MaxStateValueBytes,
 		outboxAckedMaxAge:  cfg.OutboxAckedMaxAge,
 		outboxMaxAge:       cfg.OutboxMaxAge,
+		outboxMaxRows:      cfg.OutboxMaxRowsPerUser,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -195,6 +204,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if s.outboxMaxAge <= 0 {
 		s.outboxMaxAge = DefaultOutboxMaxAge
+	}
+	if s.outboxMaxRows <= 0 {
+		s.outboxMaxRows = DefaultOutboxMaxRowsPerUser
 	}
 	if err := s.open(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)

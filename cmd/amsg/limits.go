@@ -23,6 +23,7 @@ type limitsConfig struct {
 	TrustedProxies    string
 	MaxDevicesPerUser int
 	Conns             api.ConnLimits // Total 0: from the descriptor limit
+	Outbox            outboxRetention
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -72,6 +73,11 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"bytes one client-state namespace of a user may take in the database")
 	fs.Int64Var(&l.ClientStateReadBudget, "client-state-read-budget", api.DefaultClientStateReadBudget,
 		"bytes of memory all GET /client-state answers in flight may take together; a read beyond it gets 429")
+	fs.DurationVar(&c.Outbox.MaxAge, "outbox-max-age", store.DefaultOutboxMaxAge, "how long an outbox row is kept at most")
+	fs.DurationVar(&c.Outbox.AckedMaxAge, "outbox-acked-max-age", store.DefaultOutboxAckedMaxAge,
+		"how long an outbox row is kept once a device acknowledged it")
+	fs.IntVar(&c.Outbox.MaxRowsPerUser, "outbox-max-rows-per-user", store.DefaultOutboxMaxRowsPerUser,
+		"outbox rows kept per user; the housekeeping deletes the rest, delivered ones and the oldest first")
 	fs.IntVar(&c.MaxDevicesPerUser, "max-devices-per-user", store.DefaultMaxDevicesPerUser,
 		"push subscriptions one user keeps; registering another evicts the least recently updated")
 	fs.IntVar(&l.MaxPushesPerRound, "max-pushes-per-round", api.DefaultMaxPushesPerRound,
@@ -97,7 +103,8 @@ func (c limitsConfig) validate() error {
 		{"orphan-round-timeout", l.OrphanRoundTimeout > 0}, {"client-token-proof-max-age", l.TokenProofMaxAge > 0},
 		{"max-rounds", l.MaxRounds > 0}, {"max-rounds-per-user", l.MaxRoundsPerUser > 0},
 		{"max-rounds-per-address", l.MaxRoundsPerAddress > 0}, {"write-bytes-per-address", l.WriteBytesPerAddressPerHour > 0},
-		{"new-users-per-address", l.NewUsersPerAddressPerHour > 0}, {"client-state-read-budget", l.ClientStateReadBudget > 0},
+		{"new-users-per-address", l.NewUsersPerAddressPerHour > 0}, {"outbox-max-age", c.Outbox.MaxAge > 0},
+		{"outbox-acked-max-age", c.Outbox.AckedMaxAge > 0}, {"outbox-max-rows-per-user", c.Outbox.MaxRowsPerUser > 0}, {"client-state-read-budget", l.ClientStateReadBudget > 0},
 		{"max-orphan-rounds", l.MaxOrphanRounds > 0}, {"rate", l.RequestsPerSecond > 0}, {"rate-burst", l.Burst > 0},
 		{"user-rate", l.UserRequestsPerSecond > 0}, {"user-rate-burst", l.UserBurst > 0},
 		{"max-tasks-per-user", l.MaxTasksPerUser > 0}, {"max-state-bytes-per-user", l.MaxStateBytesPerUser > 0},
@@ -131,6 +138,12 @@ func (c limitsConfig) api() api.Limits {
 	l.RateLimitOff = c.RateLimit == "off"
 	l.TrustedProxies, _ = api.ParseTrustedProxies(c.TrustedProxies) // validated
 	return l
+}
+
+// outboxRetention is how much of the outbox the housekeeping keeps.
+type outboxRetention struct {
+	MaxAge, AckedMaxAge time.Duration
+	MaxRowsPerUser      int
 }
 
 // conns is the listener's share: Total from the descriptor limit unless

@@ -114,15 +114,18 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	}
 	now := time.Now
 	st, err := store.Open(ctx, store.Config{
-		Path:              filepath.Join(cfg.DataDir, "amsg.db"),
-		DatabaseURL:       cfg.DatabaseURL,
-		MasterKey:         cfg.MasterKey,
-		VAPIDPublicKey:    cfg.VAPIDPublicKey,
-		VAPIDPrivateKey:   cfg.VAPIDPrivateKey,
-		GenerateVAPID:     webpush.GenerateVAPIDKeys,
-		MaxDevicesPerUser: cfg.Limits.MaxDevicesPerUser,
-		Logger:            log,
-		Now:               now,
+		Path:                 filepath.Join(cfg.DataDir, "amsg.db"),
+		DatabaseURL:          cfg.DatabaseURL,
+		MasterKey:            cfg.MasterKey,
+		VAPIDPublicKey:       cfg.VAPIDPublicKey,
+		VAPIDPrivateKey:      cfg.VAPIDPrivateKey,
+		GenerateVAPID:        webpush.GenerateVAPIDKeys,
+		MaxDevicesPerUser:    cfg.Limits.MaxDevicesPerUser,
+		OutboxMaxAge:         cfg.Limits.Outbox.MaxAge,
+		OutboxAckedMaxAge:    cfg.Limits.Outbox.AckedMaxAge,
+		OutboxMaxRowsPerUser: cfg.Limits.Outbox.MaxRowsPerUser,
+		Logger:               log,
+		Now:                  now,
 	})
 	if err != nil {
 		closeFile(dataLock)
