@@ -127,6 +127,7 @@ type Store struct {
 	// are SQLite's, nil and "" on PostgreSQL.
 	checkpointer *sql.DB
 	walPath      string
+	disk         storageHealth // whether the disk refuses writes (SQLite)
 	// stmts are the hot statements (preparedSQL), prepared on the writer;
 	// readStmts the hot reads (preparedRead), prepared on the read pool.
 	stmts     map[string]*sql.Stmt
@@ -367,7 +368,7 @@ func (s *Store) commitLoop() {
 			continue
 		case <-copied:
 			s.checkpoint()
-			if info, err := os.Stat(s.walPath); err == nil && info.Size() > maxWALBytes {
+			if info, err := os.Stat(s.walPath); err == nil && info.Size() > s.walCeiling() {
 				s.truncateWAL()
 			}
 			continue
@@ -375,6 +376,9 @@ func (s *Store) commitLoop() {
 			group = append(group, op)
 		}
 		group = s.gather(group, time.Since(lastCommit) < groupWait)
+		if s.disk.failing() != nil {
+			s.truncateWAL() // a checkpoint may free what the writes need
+		}
 		s.commitGroup(group)
 		lastCommit = time.Now()
 	}
@@ -477,6 +481,9 @@ func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
 	errs := make([]error, len(group))
 	if len(group) == 1 {
 		if errs[0] = group[0].fn(tx); errs[0] != nil {
+			if diskRefused(errs[0]) {
+				s.disk.note(errs[0])
+			}
 			group[0].done <- errors.Join(errs[0], ignoreDone(tx.Rollback()))
 			return nil
 		}
@@ -491,11 +498,26 @@ func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
 		}
 	}
 	commitErr := tx.Commit()
+	s.disk.note(commitOutcome(commitErr, errs...))
 	for i, op := range group {
 		if errs[i] == nil {
 			errs[i] = commitErr
 		}
 		op.done <- errs[i]
+	}
+	return nil
+}
+
+// commitOutcome is what the disk made of a commit: its error, else the
+// first write the disk refused, else nil.
+func commitOutcome(commitErr error, errs ...error) error {
+	if commitErr != nil {
+		return commitErr
+	}
+	for _, err := range errs {
+		if diskRefused(err) {
+			return err
+		}
 	}
 	return nil
 }
