@@ -20,13 +20,15 @@ import (
 // at most the per-address cap of descriptors, and /healthz from another
 // address answers throughout; the same requests without the token are
 // answered 401 at once and closed, long before the (ten-minute) body
-// timeout.
+// timeout. A flood from many addresses that fills the total cap leaves
+// /healthz answering on --health-addr.
 func TestSilentBodyFloodLeavesHealthAnswering(t *testing.T) {
 	const flood, nofile = 1100, 256
 	raiseFileLimit(t, 4*flood)
 	const token = "client-token-0123456789"
 	p := startAmsgWithFileLimit(t, nofile, filepath.Join(t.TempDir(), "data"),
-		"AMSG_CLIENT_TOKEN="+token, "AMSG_BODY_READ_TIMEOUT=10m", "AMSG_RATE_LIMIT=off")
+		"AMSG_CLIENT_TOKEN="+token, "AMSG_BODY_READ_TIMEOUT=10m", "AMSG_RATE_LIMIT=off", "AMSG_HEALTH_ADDR=127.0.0.1:0")
+	healthURL := "http://" + p.WaitLog(t, "health checks listening", 20*time.Second)["addr"].(string)
 	addr := strings.TrimPrefix(p.URL, "http://")
 	dial := func(from string) (net.Conn, error) {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 10 * time.Second}
@@ -44,9 +46,9 @@ func TestSilentBodyFloodLeavesHealthAnswering(t *testing.T) {
 			"Content-Type: application/json\r\nContent-Length: 100\r\n%s\r\n", headers)
 		return conn
 	}
-	health := func() error {
+	healthAt := func(base string) error {
 		c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-		resp, err := c.Get(p.URL + "/healthz")
+		resp, err := c.Get(base + "/healthz")
 		if err != nil {
 			return err
 		}
@@ -56,6 +58,7 @@ func TestSilentBodyFloodLeavesHealthAnswering(t *testing.T) {
 		}
 		return nil
 	}
+	health := func() error { return healthAt(p.URL) }
 
 	held := make([]net.Conn, 0, flood)
 	for i := range flood {
@@ -104,5 +107,16 @@ func TestSilentBodyFloodLeavesHealthAnswering(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	if _, err := r.ReadByte(); err != io.EOF {
 		t.Fatalf("the connection stayed open after 401: %v", err)
+	}
+
+	// Many addresses, 64 silent connections each, fill the total cap (192
+	// of 256 descriptors): the health listener still answers.
+	for i := range 4 {
+		for range 64 {
+			silent(fmt.Sprintf("127.0.0.%d", 10+i), "X-Client-Token: "+token+"\r\n")
+		}
+	}
+	if err := healthAt(healthURL); err != nil {
+		t.Fatalf("/healthz on --health-addr with the total cap full: %v", err)
 	}
 }

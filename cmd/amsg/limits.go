@@ -24,6 +24,7 @@ type limitsConfig struct {
 	MaxDevicesPerUser int
 	Conns             api.ConnLimits // Total 0: from the descriptor limit
 	Outbox            outboxRetention
+	HealthAddr        string // "" for none
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -43,6 +44,8 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"open connections per client address; more are closed when accepted")
 	fs.IntVar(&c.Conns.Total, "max-conns", 0,
 		"open connections in all; 0 means three quarters of the descriptor limit")
+	fs.StringVar(&c.HealthAddr, "health-addr", "",
+		"a second address serving only GET /healthz, outside the connection caps, so health checks answer under a flood")
 	fs.DurationVar(&l.WriteTimeout, "write-timeout", api.DefaultWriteTimeout,
 		"bound on sending a response from its first byte; event streams renew it per frame")
 	fs.IntVar(&l.MaxRounds, "max-rounds", api.DefaultMaxRounds, "LLM rounds (/instant, /continue) running at once")

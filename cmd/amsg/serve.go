@@ -88,6 +88,7 @@ type server struct {
 	store       *store.Store
 	http        *http.Server
 	listener    net.Listener
+	healthz     *healthListener // nil without --health-addr
 	scheduler   *scheduler.Scheduler
 	llm         *llm.Client
 	transcripts *loop.Transcripts
@@ -252,7 +253,7 @@ func (s *server) build() error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	return nil
+	return s.listenHealth(handler)
 }
 
 // run serves until ctx ends, then stops accepting requests, lets open ones
@@ -283,6 +284,8 @@ func (s *server) run(ctx context.Context) error {
 	s.scheduler.Start()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.http.Serve(s.listener) }()
+	s.serveHealth()
+	defer s.closeHealth()
 
 	var err error
 	select {
