@@ -26,6 +26,10 @@ const (
 	// AMSG_TOKEN_SIGNING_KEY is set, then X-Client-Token when
 	// AMSG_CLIENT_TOKEN is set, with amsg-instant's codes and messages.
 	authInstant
+	// authDecisionToken routes check a credential of their own, an
+	// interrupt's decision token, and nothing else: a service worker
+	// answering a notification has only that.
+	authDecisionToken
 )
 
 // tokenComparer compares secrets in constant time, lengths included: both

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"amsg/builders"
@@ -133,6 +134,9 @@ type Server struct {
 	handler    http.Handler
 
 	broadcasts broadcastRunner // the operator's broadcasts this process sends
+	resumes    *resumeRunner   // loops resumed after an approval; nil without the instant path
+
+	untrustedForward sync.Once // requestlog.go
 }
 
 // New builds the server.
@@ -186,6 +190,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.outboxFeature(),
 		s.tenantFeature(),
 		s.instantFeature(),
+		s.bodyEncodingFeature(),
+		s.preferencesFeature(),
+		s.interruptsFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody
@@ -203,10 +210,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) mux() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests)
+	r.Use(s.logRequests, compressAnswers)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
+	r.Use(s.decodeRequestBody)
 	for _, rt := range s.routes {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}

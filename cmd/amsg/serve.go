@@ -130,7 +130,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	})
 	if err != nil {
 		closeFile(dataLock)
-		if errors.Is(err, store.ErrInvalidSecret) {
+		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) {
 			return nil, &configError{err}
 		}
 		return nil, err
@@ -182,6 +182,7 @@ func (s *server) build() error {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
 	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log, Now: s.now})
+	reg.MustRegister(deliveries.Collectors()...)
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)
@@ -280,6 +281,9 @@ func (s *server) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.runInstance(background) })
 	wg.Go(func() { s.watchTasks(background) })
+	// Expired approvals are looked for on the scheduler's tick; every
+	// instance looks, and each expiry is settled by one (store fence).
+	wg.Go(func() { s.api.WatchInterrupts(background, s.cfg.Tick) })
 
 	s.scheduler.Start()
 	serveErr := make(chan error, 1)

@@ -158,6 +158,21 @@ export class Client {
     return this.call('GET', 'outbox', { query: { since, limit }, encryptedResponse: true });
   }
 
+  /** GET /interrupts?status=pending: the approvals the user's agent loops wait for. */
+  pendingInterrupts() {
+    return this.call('GET', 'interrupts', { query: { status: 'pending' }, encryptedResponse: true });
+  }
+
+  /**
+   * POST /interrupts/{id}/decision: approves or denies with the approval's
+   * token, its only credential.
+   */
+  decide(interruptId, { decision, token, reason, endpoint }) {
+    return this.call('POST', `interrupts/${encodeURIComponent(interruptId)}/decision`, {
+      user: false, plainBody: { decision, token, ...(reason ? { reason } : {}), ...(endpoint ? { endpoint } : {}) },
+    });
+  }
+
   /** GET /sessions/{sessionId}: the transcript of one of the user's agent sessions. */
   session(sessionId) {
     return this.call('GET', `sessions/${encodeURIComponent(sessionId)}`, { encryptedResponse: true });
