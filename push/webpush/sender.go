@@ -546,7 +546,10 @@ func (r *run) send(payload []byte, topic, label string) push.Outcome {
 				outcome, cause = push.OutcomeFailed, fmt.Sprintf("gave up: waiting %s more would exceed the retry budget: %s", wait, cause)
 			}
 		}
-		r.record(at, resp.status, outcome, latency, label+cause)
+		if cause != "" { // a delivered chunk has no error to label
+			cause = label + cause
+		}
+		r.record(at, resp.status, outcome, latency, cause)
 		r.d.Status = resp.status
 		if outcome != push.OutcomeRetry {
 			if outcome != push.OutcomeDelivered {

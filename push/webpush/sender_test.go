@@ -406,6 +406,13 @@ func TestTooLargeFallsBackToChunks(t *testing.T) {
 	if d.Outcome != push.OutcomeDelivered || d.Chunks != 2 || len(d.Attempts) != 3 || d.Attempts[0].Status != 413 {
 		t.Fatalf("%+v", d)
 	}
+	// Issue 23, point 9: a delivered chunk's attempt has no error (it read
+	// "chunk 2/2: ").
+	for _, a := range d.Attempts[1:] {
+		if a.Outcome != push.OutcomeDelivered || a.Error != "" {
+			t.Errorf("delivered chunk attempt %+v, want no error", a)
+		}
+	}
 	pushes, err := f.ps.WaitPushes(waitCtx(t), 1)
 	if err != nil {
 		t.Fatal(err)
