@@ -20,7 +20,7 @@ type Retention struct {
 
 // Pruned counts what one Prune deleted.
 type Pruned struct {
-	FinishedTasks, Outbox, DeliveryLog, Transcripts, Devices, Instances int
+	FinishedTasks, Outbox, DeliveryLog, Transcripts, Devices, UnknownSubscriptions, Instances int
 }
 
 // LogValue lists the counts under the names Prune's steps have.
@@ -28,12 +28,14 @@ func (p Pruned) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
 		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts),
-		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances))
+		slog.Int("devices", p.Devices), slog.Int("unknownSubscriptions", p.UnknownSubscriptions),
+		slog.Int("instances", p.Instances))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
 // their age: finished tasks, the outbox, the delivery log, transcripts,
-// silent devices and dead instances, each against now and its retention.
+// silent devices, devices their push service does not know and dead
+// instances, each against now and its retention.
 // A failing step does not stop the others; the error joins theirs.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
 	var p Pruned
@@ -55,6 +57,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"delivery log", &p.DeliveryLog, func() (int, error) { return s.PruneDeliveryLog(ctx) }},
 		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
 		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
+		{"unknown subscriptions", &p.UnknownSubscriptions, func() (int, error) { return s.PruneUnknownSubscriptions(ctx, now) }},
 		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
 	}
 	var errs []error

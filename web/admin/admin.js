@@ -2,8 +2,8 @@
 // keeps in sessionStorage (this tab only). Plain module, no build step.
 
 const TOKEN_KEY = 'amsg-admin-token';
-const OUTCOMES = ['delivered', 'retry', 'gone', 'too_large', 'config_error', 'failed'];
-const OUTCOME_LABELS = { delivered: 'Delivered', retry: 'Retried', gone: 'Gone (device removed)', too_large: 'Too large', config_error: 'Configuration error', failed: 'Failed' };
+const OUTCOMES = ['delivered', 'retry', 'gone', 'unknown_subscription', 'too_large', 'config_error', 'failed'];
+const OUTCOME_LABELS = { delivered: 'Delivered', retry: 'Retried', gone: 'Gone (device removed)', unknown_subscription: 'Unknown subscription', too_large: 'Too large', config_error: 'Configuration error', failed: 'Failed' };
 const SVG = 'http://www.w3.org/2000/svg';
 
 const $ = (id) => document.getElementById(id);
