@@ -72,4 +72,3 @@ func TestBackupOfAMissingDatabase(t *testing.T) {
 		t.Fatalf("a failed backup left its file: %v", statErr)
 	}
 }
-
