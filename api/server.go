@@ -127,11 +127,13 @@ type Server struct {
 	features  []string
 	metrics   *httpMetrics
 	rounds    *roundGuard
+	limits    *callerLimits // nil when the rate limits are off
 	proofs    *tokenProofs
 	health    healthCheck
 	handler   http.Handler
 
 	broadcasts broadcastRunner // the operator's broadcasts this process sends
+	resumes    *resumeRunner   // loops resumed after an approval; nil without the instant path
 
 	untrustedForward sync.Once // requestlog.go
 }
@@ -174,6 +176,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: register metrics: %w", err)
 	}
 	s.rounds = rounds
+	s.limits = newCallerLimits(s.cfg.Limits, s.now)
 	s.proofs = newTokenProofs(deps.Store, s.cfg.Limits.TokenProofMaxAge, s.now, s.log)
 	for _, f := range []feature{
 		s.metaFeature(),
@@ -185,6 +188,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.outboxFeature(),
 		s.tenantFeature(),
 		s.instantFeature(),
+		s.bodyEncodingFeature(),
+		s.preferencesFeature(),
+		s.interruptsFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody
@@ -206,6 +212,7 @@ func (s *Server) mux() http.Handler {
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
+	r.Use(s.decodeRequestBody)
 	for _, rt := range s.routes {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}

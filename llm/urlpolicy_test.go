@@ -28,6 +28,7 @@ func TestURLPolicyRefusesNonPublicHosts(t *testing.T) {
 		"http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://api.localhost/v1", "http://[::1]/v1",
 		"http://10.0.0.5/v1", "http://192.168.1.1/v1", "http://169.254.169.254/latest/meta-data",
 		"http://[fe80::1]/v1", "http://0.0.0.0:22/", "http://100.64.0.1/v1", "http://[::ffff:127.0.0.1]/v1",
+		"http://[::ffff:0:127.0.0.1]/v1", "http://[2001:2::1]/v1", "http://[3fff::1]/v1", "http://[2001::1]/v1",
 	} {
 		err := public.Check(context.Background(), u)
 		if !errors.Is(err, ErrInvalidAPIURL) || !strings.Contains(err.Error(), "only public hosts") {
@@ -114,7 +115,7 @@ func TestErrorsMaskTheQuery(t *testing.T) {
 // only: not the status line, not the body (finding 3's read-back).
 func TestStrictPolicyTellsTheStatusClassOnly(t *testing.T) {
 	llm := llmtest.NewServer(t)
-	llm.Enqueue(llmtest.Reply{Status: 401, Body: `{"error":{"message":"internal secret 42"}}`},
+	llm.Enqueue(llmtest.Reply{Status: 401, Body: `{"error":{"message":"internal secret 42","code":"secret_code"}}`},
 		llmtest.Reply{Body: `<html>admin panel</html>`})
 	// A plain HTTP client stands in for a public host the dial guard lets through.
 	c := NewClient(Config{HTTPClient: &http.Client{}})
@@ -124,8 +125,8 @@ func TestStrictPolicyTellsTheStatusClassOnly(t *testing.T) {
 		t.Fatalf("status error = %v", err)
 	}
 	var e *Error
-	if errors.As(err, &e) && (e.ProviderMessage != "" || e.Status != 401) {
-		t.Errorf("provider detail %q, status %d", e.ProviderMessage, e.Status)
+	if errors.As(err, &e) && (e.ProviderMessage != "" || e.ProviderCode != "" || e.Status != 401 || !e.Permanent()) {
+		t.Errorf("provider detail %q %q, status %d", e.ProviderMessage, e.ProviderCode, e.Status)
 	}
 	_, err = c.Complete(context.Background(), req)
 	if !errors.Is(err, ErrBadResponse) || strings.Contains(err.Error(), "200") || !strings.Contains(err.Error(), "2xx") {

@@ -65,6 +65,9 @@ type AgentConfig struct {
 	// PageURL is the companion page's origin; with it content pushes are
 	// Declarative Web Push messages (builders.Builder.PageURL).
 	PageURL string
+	// InterruptTimeout is how long an approval waits for a decision when
+	// the request does not say; 0 means DefaultInterruptTimeout.
+	InterruptTimeout time.Duration
 }
 
 // Liveness tells whether an instance still runs.
@@ -94,13 +97,16 @@ type Agent struct {
 	builder       builders.Builder
 	now           func() time.Time
 	log           *slog.Logger
+
+	interruptTimeout time.Duration
+	decisionKey      decisionKey
 }
 
 // NewAgent returns an Agent for cfg.
 func NewAgent(cfg AgentConfig) *Agent {
 	a := &Agent{client: cfg.Client, transcripts: cfg.Transcripts, maxIterations: cfg.MaxIterations,
 		tokenBudget: cfg.TokenBudget, claimTimeout: cfg.ClaimTimeout, instance: cfg.Instance, liveness: cfg.Liveness,
-		now: cfg.Now, log: cfg.Logger}
+		now: cfg.Now, log: cfg.Logger, interruptTimeout: cmp.Or(max(cfg.InterruptTimeout, 0), DefaultInterruptTimeout)}
 	if a.maxIterations <= 0 {
 		a.maxIterations = DefaultMaxIterations
 	}
@@ -112,6 +118,7 @@ func NewAgent(cfg AgentConfig) *Agent {
 	}
 	if a.transcripts != nil {
 		a.started = a.transcripts.now()
+		a.decisionKey = newDecisionKey(a.transcripts.store.Secrets().MasterKey)
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -120,6 +127,9 @@ func NewAgent(cfg AgentConfig) *Agent {
 	a.builder = builders.Builder{Now: a.now, PageURL: cfg.PageURL}
 	return a
 }
+
+// Now is the agent's clock.
+func (a *Agent) Now() time.Time { return a.now() }
 
 // MaxIterations is the loop bound: iterations run from 0 to MaxIterations-1.
 func (a *Agent) MaxIterations() int { return a.maxIterations }
@@ -135,6 +145,9 @@ type Presentation struct {
 	AvatarURL      json.RawMessage
 	MessageSubtype string          // "" means push.DefaultSubtype
 	Metadata       json.RawMessage // the caller's object; nil or null means {}
+	// Language is a BCP 47 tag (Accept-Language) for the texts amsg writes
+	// itself (notifytext); "" is English.
+	Language string
 }
 
 // Start is a request that starts a loop (/instant).
@@ -148,6 +161,9 @@ type Start struct {
 	// TokenBudget is the session's budget the request asks for; 0 takes the
 	// agent's.
 	TokenBudget int64
+	// Approvals name the tools whose calls wait for the person's decision;
+	// they need an Owner that is a user. The session keeps them.
+	Approvals Approvals
 }
 
 // Resume is a request that continues a loop paused on a tool request
@@ -190,6 +206,7 @@ type Run struct {
 	pres      Presentation
 	budget    int64
 	used      store.TokenUsage
+	approvals Approvals
 }
 
 // SessionID is the session the round belongs to.
@@ -205,7 +222,7 @@ func (a *Agent) Start(ctx context.Context, s Start) (*Run, error) {
 	if a.tokenBudget > 0 && (budget <= 0 || budget > a.tokenBudget) {
 		budget = a.tokenBudget
 	}
-	settings := Settings{Tools: s.Call.Tools, ToolChoice: s.Call.ToolChoice, TokenBudget: budget}
+	settings := Settings{Tools: s.Call.Tools, ToolChoice: s.Call.ToolChoice, TokenBudget: budget, Approvals: s.Approvals}
 	input := s.Call.Messages
 	if push.JSONKind(input) != '[' {
 		input = llm.PromptMessages(s.Call.Prompt)
@@ -216,7 +233,7 @@ func (a *Agent) Start(ctx context.Context, s Start) (*Run, error) {
 		return nil, err
 	}
 	return &Run{a: a, owner: s.Owner, sessionID: s.SessionID, iteration: s.Iteration, call: s.Call,
-		pres: s.Presentation, budget: budget, used: head.Usage}, nil
+		pres: s.Presentation, budget: budget, used: head.Usage, approvals: s.Approvals}, nil
 }
 
 // Resume claims the iteration the session waits for and returns the round
@@ -262,6 +279,11 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 			Reason: fmt.Sprintf("the session waits for the results of iteration %d, not %d", next, r.Iteration)}
 	}
 	results := msgs[split:]
+	if resultsOnly && !tr.Settings.Approvals.IsZero() {
+		if results, err = a.withDecisions(ctx, r.Owner, r.SessionID, next-1, results); err != nil {
+			return nil, err
+		}
+	}
 	if resultsOnly {
 		if err := checkResults(results, calls); err != nil {
 			return nil, &ContinueError{Expected: next, Reason: err.Error()}
@@ -270,10 +292,10 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 			return nil, err
 		}
 	}
-	run.iteration, run.budget, run.used = next, tr.Settings.TokenBudget, tr.Usage
+	run.iteration, run.budget, run.used, run.approvals = next, tr.Settings.TokenBudget, tr.Usage, tr.Settings.Approvals
 	var settings *Settings
 	if push.JSONKind(r.Call.Tools) == '[' {
-		settings = &Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget}
+		settings = &Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget, Approvals: run.approvals}
 	} else {
 		run.call.Tools, run.call.ToolChoice = tr.Settings.Tools, tr.Settings.ToolChoice
 	}
@@ -425,7 +447,7 @@ func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
 		}
 	}
 	p.round.Text = push.JSTrim(p.visible.String())
-	if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, p.round.messages()...); rerr != nil {
+	if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, p.round.messages()[p.recorded:]...); rerr != nil {
 		r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
 	}
 	out.SessionID, out.MessagesSent, out.SentAt = r.sessionID, p.sent, r.a.now()
@@ -468,6 +490,11 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	case r.budget > 0 && r.used.Total() >= r.budget:
 		return r.stop(p, CodeBudgetExhausted, r.iteration), nil
 	}
+	if len(r.approvals.Tools) > 0 {
+		if out, ok, err := r.requestApprovals(ctx, p, resp); ok {
+			return out, err
+		}
+	}
 	tr, err := r.a.builder.BuildToolRequestPush(builders.ToolRequestArgs{
 		Common: r.common("tool_request"), ToolCalls: resp.ToolCalls, Title: r.title(), ContactName: r.pres.ContactName,
 	})
@@ -482,10 +509,16 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	return Outcome{Status: StatusToolRequested, Iteration: r.iteration}, nil
 }
 
-// llmFailure is a failed LLM call, with the error push that reports it.
+// llmFailure is a failed LLM call, with the error push that reports it and
+// what the LLM answered (its status, and the code of its error body, which
+// the client leaves out for a caller-chosen endpoint).
 func (r *Run) llmFailure(message string, err error) *Failure {
-	return &Failure{Code: CodeLLMCallFailed, Message: message, Err: err,
-		Push: r.errorPush(CodeLLMCallFailed, message, "error", push.Optional[int]{})}
+	a := builders.ErrorArgs{Code: CodeLLMCallFailed, Message: message}
+	var le *llm.Error
+	if errors.As(err, &le) {
+		a.LLMStatus, a.ProviderCode = le.Status, le.ProviderCode
+	}
+	return &Failure{Code: CodeLLMCallFailed, Message: message, Err: err, Push: r.errorPush(a, "error")}
 }
 
 // stop ends the loop with an error push instead of a call or a tool
@@ -499,7 +532,7 @@ func (r *Run) stop(p *roundPusher, code string, iteration int) Outcome {
 		msg = fmt.Sprintf("Session token budget of %d tokens exhausted (%d used)", r.budget, r.used.Total())
 		suffix, status = "budget_exhausted", StatusBudgetExhausted
 	}
-	ep := r.errorPush(code, msg, suffix, push.Some(iteration))
+	ep := r.errorPush(builders.ErrorArgs{Code: code, Message: msg, Iteration: push.Some(iteration)}, suffix)
 	p.pushReasoning()
 	if err := p.emit(ep); err != nil {
 		r.a.log.Warn("could not deliver an error push", "sessionId", r.sessionID, "code", code, "err", err)
@@ -538,14 +571,13 @@ func (r *Run) title() string {
 	return "来自 " + r.pres.ContactName
 }
 
-// errorPush builds a diagnostic push. Its id is msg_<uuid>_<suffix> (no
-// round tag), as upstream's diagnostics are.
-func (r *Run) errorPush(code, message, suffix string, iteration push.Optional[int]) *push.ErrorPush {
-	ep, err := r.a.builder.BuildErrorPush(builders.ErrorArgs{
-		Common: builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
-			MessageID: "msg_" + push.NewUUID() + "_" + suffix, SessionID: r.sessionID, MessageSubtype: r.pres.MessageSubtype},
-		Code: code, Message: message, Iteration: iteration,
-	})
+// errorPush builds a diagnostic push from a's code, message and details.
+// Its id is msg_<uuid>_<suffix> (no round tag), as upstream's diagnostics
+// are.
+func (r *Run) errorPush(a builders.ErrorArgs, suffix string) *push.ErrorPush {
+	a.Common = builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
+		MessageID: "msg_" + push.NewUUID() + "_" + suffix, SessionID: r.sessionID, MessageSubtype: r.pres.MessageSubtype}
+	ep, err := r.a.builder.BuildErrorPush(a)
 	if err != nil {
 		panic(err) // unreachable: every argument is the agent's own
 	}
@@ -573,10 +605,12 @@ type roundPusher struct {
 
 	seg    *llm.Segmenter
 	fed    int
-	capped bool // past MaxSplitInput: the rest is not segmented or pushed
-	starts sentenceStarts
+	capped bool     // past MaxSplitInput: the rest is not segmented or pushed
 	held   []string // complete sentences not known to be the last yet
 	sent   int      // content and tool_request pushes delivered
+	// recorded counts the round's messages recorded before it ended
+	// (recordEarly).
+	recorded int
 }
 
 // delta is the stream callback.
@@ -658,7 +692,6 @@ func (p *roundPusher) feed(text string, end bool) error {
 	}
 	if !p.capped {
 		p.fed += len(text)
-		p.starts.add(text)
 		segs, err := p.seg.Write(text)
 		if err != nil {
 			return fmt.Errorf("segment the reply: %w", err)
@@ -680,19 +713,23 @@ func (p *roundPusher) feed(text string, end bool) error {
 }
 
 // release pushes held sentences. Until the answer is complete, a sentence
-// goes out once the next one has begun, with totalMessages counting the
-// sentences begun so far: a lower bound, so messageIndex < totalMessages
-// says more follow. The sentences left at the end go out with the exact
+// goes out once the next one has begun (held, or Segmenter.Begun), with
+// totalMessages counting the sentences begun so far: a lower bound, so
+// messageIndex < totalMessages says more follow. The sentences left at the end go out with the exact
 // total, so the last push has messageIndex == totalMessages.
 func (p *roundPusher) release(final bool) error {
 	total := p.sent + len(p.held)
 	for len(p.held) > 0 {
 		index := p.sent + 1
 		if !final {
-			if p.starts.n <= index {
+			begun := p.sent + len(p.held)
+			if p.seg.Begun() {
+				begun++
+			}
+			if begun <= index {
 				return nil
 			}
-			total = p.starts.n
+			total = begun
 		}
 		if err := p.pushContent(p.held[0], index, total); err != nil {
 			return err
@@ -729,27 +766,4 @@ func (p *roundPusher) emitBurst(pp push.Push) error {
 	}
 	p.sent++
 	return nil
-}
-
-// sentenceStarts counts the sentences of the default split that have begun
-// in the text fed so far: runs of characters other than DefaultSplitPattern's
-// delimiters that hold something other than whitespace. Each such run is
-// one segment of Split, so the count is a lower bound of the segments of the
-// whole answer, exact once it is complete (unless it has none, when Split
-// returns the text whole).
-type sentenceStarts struct {
-	n     int
-	inRun bool // the current run has counted
-}
-
-func (s *sentenceStarts) add(text string) {
-	for _, c := range text {
-		switch {
-		case strings.ContainsRune(llm.DefaultDelimiters, c):
-			s.inRun = false
-		case !s.inRun && !push.IsJSSpace(c):
-			s.n++
-			s.inRun = true
-		}
-	}
 }

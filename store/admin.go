@@ -131,19 +131,25 @@ type UserDeletion struct {
 	Outbox      int `json:"outbox"`
 	Sessions    int `json:"sessions"`
 	Attempts    int `json:"deliveryLog"`
+	// Preferences counts the preferences row, the daily slots and the
+	// idempotency keys.
+	Preferences int `json:"preferences"`
+	TokenProofs int `json:"tokenProofs"`
 }
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
-// their sessions) and delivery log rows.
+// their sessions), delivery log rows, preferences, daily slots,
+// idempotency keys and client token proof.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		d = UserDeletion{} // a write may run more than once
 		for _, step := range []struct {
 			query string
 			n     *int
@@ -154,6 +160,10 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM message_outbox WHERE user_id = ?`, &d.Outbox},
 			{`DELETE FROM transcript_sessions WHERE owner = ?`, &d.Sessions},
 			{`DELETE FROM delivery_log WHERE user_id = ?`, &d.Attempts},
+			{`DELETE FROM user_preferences WHERE user_id = ?`, &d.Preferences},
+			{`DELETE FROM proactive_pushes WHERE user_id = ?`, &d.Preferences},
+			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},
+			{`DELETE FROM client_token_proofs WHERE user_id = ?`, &d.TokenProofs},
 		} {
 			res, err := tx.ExecContext(ctx, step.query, userID)
 			if err != nil {
@@ -163,7 +173,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			if err != nil {
 				return err
 			}
-			*step.n = int(n)
+			*step.n += int(n)
 		}
 		return nil
 	})

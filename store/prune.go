@@ -16,26 +16,30 @@ type Retention struct {
 	Transcripts   time.Duration // session transcripts, from when they were recorded
 	DeviceSilence time.Duration // devices, from their last sign of life
 	Instances     time.Duration // instances, from their last heartbeat
+	TokenProofs   time.Duration // client token proofs, from their last renewal
 }
 
 // Pruned counts what one Prune deleted.
 type Pruned struct {
-	FinishedTasks, Outbox, DeliveryLog, Transcripts, Devices, UnknownSubscriptions, Instances int
+	FinishedTasks, Outbox, DeliveryLog, Transcripts, Interrupts, Devices, Instances int
+	DailySlots, IdempotencyKeys, TokenProofs, UnknownSubscriptions                  int
 }
 
 // LogValue lists the counts under the names Prune's steps have.
 func (p Pruned) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
-		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts),
-		slog.Int("devices", p.Devices), slog.Int("unknownSubscriptions", p.UnknownSubscriptions),
-		slog.Int("instances", p.Instances))
+		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts), slog.Int("interrupts", p.Interrupts),
+		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances), slog.Int("tokenProofs", p.TokenProofs),
+		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys),
+		slog.Int("unknownSubscriptions", p.UnknownSubscriptions))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
 // their age: finished tasks, the outbox, the delivery log, transcripts,
-// silent devices, devices their push service does not know and dead
-// instances, each against now and its retention.
+// silent devices, devices their push service does not know, dead
+// instances and stale client token proofs, each against now and its
+// retention.
 // A failing step does not stop the others; the error joins theirs.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
 	var p Pruned
@@ -56,9 +60,14 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"outbox", &p.Outbox, func() (int, error) { return s.CleanupOutbox(ctx) }},
 		{"delivery log", &p.DeliveryLog, func() (int, error) { return s.PruneDeliveryLog(ctx) }},
 		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
+		// An answered approval lives as long as the transcript that records it.
+		{"interrupts", &p.Interrupts, olderThan(r.Transcripts, s.PruneInterrupts)},
 		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
 		{"unknown subscriptions", &p.UnknownSubscriptions, func() (int, error) { return s.PruneUnknownSubscriptions(ctx, now) }},
 		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
+		{"daily slots", &p.DailySlots, olderThan(dailySlotRetention, s.PruneDailySlots)},
+		{"idempotency keys", &p.IdempotencyKeys, olderThan(IdempotencyKeyTTL, s.PruneIdempotencyKeys)},
+		{"token proofs", &p.TokenProofs, olderThan(r.TokenProofs, s.PruneTokenProofs)},
 	}
 	var errs []error
 	for _, step := range steps {

@@ -24,7 +24,8 @@
  *   amsg-app (v1)               store `config` (out-of-line keys), key 'client', WRITTEN BY THE PAGE:
  *                                {apiBase: '/api/v1' or an absolute URL, userId: UUID v4,
  *                                 userKeyHex: 64 hex (GET /get-user-key), clientToken?: string,
- *                                 vapidPublicKey: base64url (GET /vapid-public-key)}
+ *                                 vapidPublicKey: base64url (GET /vapid-public-key),
+ *                                 endpoint?: this device's push endpoint, named in approval decisions}
  *                                pushsubscriptionchange reads it to re-subscribe and PUT the new
  *                                subscription encrypted, as amsg-client does; every Web Push reads
  *                                it to report the device seen (POST /device-seen) and to complete a
@@ -38,13 +39,21 @@
  *   tool_request and error (also while a window is visible), reasoning, unknown kinds, duplicates
  *   and the chunks of an unfinished _multipart message as quiet ones (silent; a session's under
  *   'amsg-session-<sessionId>', a message still arriving under 'amsg-receiving-<multipart id>'),
- *   which the session's content, or the completed message, closes. Payloads delivered by the page
+ *   which the session's content, or the completed message, closes. While a window is visible
+ *   Chrome and Firefox waive the rule and only tool_request and error show; on an Apple
+ *   subscription (its endpoint's host is *.push.apple.com, read from getSubscription() at each
+ *   push) every push shows whatever the windows, since iOS waives nothing and revokes after one
+ *   silent push once a grace period of a few days is over (upstream @80f471d): what would show
+ *   nothing there shows quietly under the session's tag, replaced by the next. Payloads delivered by the page
  *   (REI_AMSG_DELIVER) follow amsg-sw's rules alone. Declarative Web Push members (web_push,
  *   notification.navigate, mutable) are read like the standard's directive they share.
  *
  * Notification click
+ *   The actions 'approve' and 'deny' of an approval (payload.interrupt.kind 'approval') post
+ *   the decision (POST /interrupts/<id>/decision with its token) and open nothing.
  *   The target is notification.data.url, else the declarative notification.navigate of
- *   data.payload, resolved against this origin (same-origin only); else
+ *   data.payload, resolved against this origin (same-origin only); else '/#/interrupt/<id>' for
+ *   an approval; else
  *   '/#/chat/<sessionId>' when data.payload carries a sessionId; else '/'. A window of this origin
  *   whose URL equals the target apart from the fragment is focused (exact match, then the focused
  *   one, then the first) and told NOTIFICATION_CLICKED so it can route; otherwise a window opens.
@@ -218,11 +227,14 @@ function sessionTagOf(payload) {
  * request or an error without a display policy of its own whatever the
  * page's state, and for anything else while no window is visible, since iOS
  * revokes subscriptions whose pushes show nothing; null only while a window
- * is visible, where browsers waive the rule.
+ * is visible, where Chrome and Firefox waive the rule. apple says this
+ * worker's subscription is Apple's (see subscribedToApple): iOS waives
+ * nothing, so every push there shows, quietly when the rules above would
+ * show nothing.
  */
-function webPushDisplay(payload, windowClients) {
+function webPushDisplay(payload, windowClients, apple = false) {
   if (shouldRender(payload, windowClients)) return 'full';
-  if (!windowClients.some((c) => c.visibilityState === 'visible')) return 'quiet';
+  if (apple || !windowClients.some((c) => c.visibilityState === 'visible')) return 'quiet';
   // A visible window: a tool request or an error still shows, quietly,
   // unless its producer named a display policy.
   const kind = isObject(payload) ? payload.messageKind : undefined;
@@ -386,6 +398,8 @@ function clickTargetURL(data, origin) {
       // An unparsable url falls through to the next rule.
     }
   }
+  const approval = approvalOf(payload);
+  if (approval) return new URL(`/#/interrupt/${encodeURIComponent(approval.id)}`, origin).href;
   if (isObject(payload) && nonBlankString(payload.sessionId)) {
     return new URL(`/#/chat/${encodeURIComponent(payload.sessionId.trim())}`, origin).href;
   }
@@ -741,9 +755,10 @@ function broadcast(windows, message) {
 
 /**
  * Runs one payload through multipart, dedupe and dispatch. source is
- * 'webpush' or the page's delivery source. Resolves {duplicate, key}.
+ * 'webpush' or the page's delivery source; apple says a Web Push came to an
+ * Apple subscription (webPushDisplay). Resolves {duplicate, key}.
  */
-async function processPayload(payload, source) {
+async function processPayload(payload, source, apple = false) {
   const now = Date.now();
   await maybeSweepMultipart(now);
 
@@ -753,7 +768,7 @@ async function processPayload(payload, source) {
     const { restored, expired } = await acceptChunk(chunk, now);
     await broadcastExpired(expired);
     if (restored === undefined) return { duplicate: false, key: undefined, shown: false, payload };
-    const result = await processPayload(restored, source);
+    const result = await processPayload(restored, source, apple);
     await closeTagged(RECEIVING_TAG_PREFIX + chunk.id);
     return result;
   }
@@ -788,13 +803,13 @@ async function processPayload(payload, source) {
   }
 
   const windows = await windowClients();
-  const display = source === 'webpush' ? webPushDisplay(payload, windows) : shouldRender(payload, windows) ? 'full' : null;
+  const display = source === 'webpush' ? webPushDisplay(payload, windows, apple) : shouldRender(payload, windows) ? 'full' : null;
   broadcast(windows, { type: 'REI_AMSG_PUSH', event: eventNameFor(payload), payload });
   let shown = false;
   if (display) {
     const { title, options } = display === 'full' ? buildNotification(payload, now) : buildFallbackNotification(payload, now);
     try {
-      await showNotification(title, options);
+      await showNotification(title, withApprovalActions(payload, options));
       shown = true;
     } catch (err) {
       console.error(LOG, 'showNotification failed', err);
@@ -838,11 +853,43 @@ function buildFallbackNotification(payload, now = Date.now()) {
   return { title, options: { ...options, silent: true } };
 }
 
-async function ensureShown(payload) {
+/**
+ * Shows the notification of last resort for a Web Push that showed none.
+ * While a window is visible only an Apple subscription needs one: upstream's
+ * field notes (changeset amsg-notification-ios-grace-period, @80f471d) found
+ * that iOS, unlike Chrome, does not waive the rule for a visible window and,
+ * after a grace period of a few days, revokes a subscription for one push
+ * that showed nothing (agegr/pi-web #728 saw the same in production). The
+ * page shows the message itself then, so the notification goes under the
+ * session's tag, where the session's next one replaces it.
+ */
+async function ensureShown(payload, apple) {
   const windows = await windowClients();
-  if (windows.some((c) => c.visibilityState === 'visible')) return;
+  const visible = windows.some((c) => c.visibilityState === 'visible');
+  if (visible && !apple) return;
   const { title, options } = buildFallbackNotification(payload);
+  if (visible) options.tag = sessionTagOf(payload) || options.tag;
   await showNotification(title, options);
+}
+
+/** Whether host is Apple's push service (web.push.apple.com and its siblings). */
+function isApplePushHost(host) {
+  const h = String(host).toLowerCase().replace(/\.$/, '');
+  return h === 'push.apple.com' || h.endsWith('.push.apple.com');
+}
+
+/**
+ * Whether this worker's own push subscription is Apple's, read from the
+ * registration at each push (a pushsubscriptionchange may move it).
+ */
+async function subscribedToApple() {
+  try {
+    const subscription = await self.registration.pushManager.getSubscription();
+    return Boolean(subscription) && isApplePushHost(new URL(subscription.endpoint).hostname);
+  } catch (err) {
+    console.warn(LOG, 'could not read the push subscription', err);
+    return false;
+  }
 }
 
 /**
@@ -851,14 +898,15 @@ async function ensureShown(payload) {
  * the completion of a truncated message, which both need the client config.
  */
 async function handleWebPush(payload) {
+  const apple = await subscribedToApple();
   let result;
   try {
-    result = await processPayload(payload, 'webpush');
+    result = await processPayload(payload, 'webpush', apple);
   } catch (err) {
     console.error(LOG, 'push handling failed', err);
     result = { duplicate: false, shown: false, payload };
   }
-  if (!result.shown) await ensureShown(result.payload).catch((err) => console.error(LOG, 'showNotification failed', err));
+  if (!result.shown) await ensureShown(result.payload, apple).catch((err) => console.error(LOG, 'showNotification failed', err));
   let config = null;
   try {
     config = await readClientConfig();
@@ -1180,6 +1228,87 @@ async function cacheFirst(request) {
 }
 
 // ---------------------------------------------------------------------------
+// Approvals (issue 21): a push whose interrupt is of kind 'approval' shows
+// its Approve and Deny actions; a click on one posts the decision with the
+// push's token, without opening a window, and shows the outcome quietly
+// under the same tag (the server's notice, e.g. 'Approved' or 'Already
+// answered'). A failed request shows the approval again, so it can be
+// retried.
+
+// Approval clicks this worker instance finished: the signal tests wait on.
+let approvalsSettled = 0;
+
+/** The approval interrupt a payload carries ({id, kind, toolCallId, expiresAt, decisionToken}), or undefined. */
+function approvalOf(payload) {
+  const interrupt = isObject(payload) ? payload.interrupt : undefined;
+  return isObject(interrupt) && interrupt.kind === 'approval' && nonBlankString(interrupt.id) ? interrupt : undefined;
+}
+
+/** showNotification options with the approval's two actions, for a payload that asks for one. */
+function withApprovalActions(payload, options) {
+  const n = isObject(payload) && isObject(payload.notification) ? payload.notification : {};
+  if (!approvalOf(payload) || !nonBlankString(approvalOf(payload).decisionToken) || !Array.isArray(n.actions)) return options;
+  const actions = n.actions
+    .filter((a) => isObject(a) && (a.action === 'approve' || a.action === 'deny') && nonBlankString(a.title))
+    .map((a) => ({ action: a.action, title: a.title }));
+  return { ...options, actions };
+}
+
+/** Handles a click on an approval's action; false for any other click. */
+function handleApprovalAction(event) {
+  const data = event.notification.data;
+  const payload = isObject(data) ? data.payload : undefined;
+  if ((event.action !== 'approve' && event.action !== 'deny') || !approvalOf(payload)) return false;
+  const work = decideFromNotification(event.notification, payload, event.action)
+    .catch((err) => console.error(LOG, 'approval decision failed', err))
+    .finally(() => { approvalsSettled += 1; });
+  try {
+    event.waitUntil(work);
+  } catch {
+    // An event DevTools or a test dispatched cannot be extended; the work still runs.
+  }
+  return true;
+}
+
+/** Posts the decision and replaces the approval's notification by its outcome. */
+async function decideFromNotification(notification, payload, decision) {
+  const approval = approvalOf(payload);
+  const config = await readClientConfig().catch(() => null);
+  const api = isObject(config) && nonBlankString(config.apiBase) ? config : { apiBase: '/api/v1' };
+  const subscription = await self.registration.pushManager.getSubscription().catch(() => null);
+  const endpoint = (subscription && subscription.endpoint) || (isObject(config) ? config.endpoint : undefined);
+  const headers = { 'content-type': 'application/json' };
+  if (nonBlankString(api.clientToken)) headers['x-client-token'] = api.clientToken;
+  let answer = null;
+  try {
+    const response = await fetch(apiURL(api, `interrupts/${encodeURIComponent(approval.id)}/decision`), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ decision, token: approval.decisionToken, ...(nonBlankString(endpoint) ? { endpoint } : {}) }),
+    });
+    answer = await response.json().catch(() => null);
+  } catch (err) {
+    console.warn(LOG, 'could not post an approval decision', err);
+  }
+  const notice = isObject(answer) && isObject(answer.data) ? answer.data.notice
+    : isObject(answer) && isObject(answer.error) && isObject(answer.error.details) ? answer.error.details.notice : undefined;
+  if (!nonBlankString(notice)) {
+    // Offline or a server error: the question stays open, with its buttons.
+    const { title, options } = buildNotification(payload);
+    await showNotification(title, withApprovalActions(payload, options));
+    return;
+  }
+  await showNotification(notification.title, {
+    body: notice,
+    tag: notification.tag,
+    icon: notification.icon || DEFAULT_ICON,
+    badge: notification.badge || DEFAULT_BADGE,
+    data: notification.data,
+    silent: true,
+  });
+}
+
+// ---------------------------------------------------------------------------
 // Event wiring.
 
 self.addEventListener('install', (event) => {
@@ -1215,7 +1344,7 @@ let pushesSettled = 0;
 self.addEventListener('push', (event) => {
   if (!event.data) {
     // Nothing to deliver, but iOS still counts a push that shows nothing.
-    event.waitUntil(ensureShown({}).catch((err) => console.error(LOG, 'showNotification failed', err)));
+    event.waitUntil(subscribedToApple().then((apple) => ensureShown({}, apple)).catch((err) => console.error(LOG, 'showNotification failed', err)));
     return;
   }
   let payload;
@@ -1300,7 +1429,7 @@ self.addEventListener('sync', (event) => {
 
 self.addEventListener('notificationclick', (event) => {
   event.notification.close();
-  if (event.action === 'dismiss') return;
+  if (event.action === 'dismiss' || handleApprovalAction(event)) return;
   event.waitUntil(openFromNotification(event.notification.data)
     .catch((err) => console.error(LOG, 'notification click failed', err)));
 });
@@ -1318,6 +1447,7 @@ self.__amsgTest = Object.freeze({
   shouldRender,
   buildNotification,
   webPushDisplay,
+  isApplePushHost,
   buildQuietNotification,
   buildFallbackNotification,
   dedupeKeyOf,
@@ -1330,6 +1460,9 @@ self.__amsgTest = Object.freeze({
     return { url, clientURL: client ? client.url : null };
   },
   renewSubscription,
+  approvalOf,
+  withApprovalActions,
+  approvalsSettled: () => approvalsSettled,
   pushesSettled: () => pushesSettled,
   notificationsShown: () => notificationsShown,
   deliveryRecord: (key) => transact(DEDUPE_DB, [DEDUPE_STORE], 'readonly', (tx) => req(tx.objectStore(DEDUPE_STORE).get(key))),

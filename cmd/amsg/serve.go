@@ -180,6 +180,7 @@ func (s *server) build() error {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
 	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log, Now: s.now})
+	reg.MustRegister(deliveries.Collectors()...)
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)
@@ -277,6 +278,9 @@ func (s *server) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.runInstance(background) })
 	wg.Go(func() { s.watchTasks(background) })
+	// Expired approvals are looked for on the scheduler's tick; every
+	// instance looks, and each expiry is settled by one (store fence).
+	wg.Go(func() { s.api.WatchInterrupts(background, s.cfg.Tick) })
 
 	s.scheduler.Start()
 	serveErr := make(chan error, 1)

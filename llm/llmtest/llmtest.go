@@ -69,6 +69,9 @@ type Reply struct {
 	// Release, when set, holds the answer until it is closed or the client
 	// goes away (so a test can see a slow model, or a timeout).
 	Release <-chan struct{}
+	// Aborted, when set with Release, is closed when the client goes away
+	// while the answer is held: the test sees the caller cancel its call.
+	Aborted chan<- struct{}
 }
 
 // Request is one recorded request.
@@ -84,6 +87,23 @@ type Request struct {
 
 // Stream reports whether the request asked for a streamed answer.
 func (r Request) Stream() bool { return bytes.Equal(r.Body["stream"], []byte("true")) }
+
+// ToolResult is the content of the last role "tool" message answering
+// callID in the request's messages, and whether there is one.
+func (r Request) ToolResult(callID string) (string, bool) {
+	var msgs []struct {
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		Content    string `json:"content"`
+	}
+	_ = json.Unmarshal(r.Body["messages"], &msgs) // not an array: no result
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "tool" && msgs[i].ToolCallID == callID {
+			return msgs[i].Content, true
+		}
+	}
+	return "", false
+}
 
 // Server is the fake endpoint.
 type Server struct {
@@ -195,6 +215,9 @@ func (rp *Reply) serve(w http.ResponseWriter, r *http.Request, stream bool) {
 		select {
 		case <-rp.Release:
 		case <-r.Context().Done():
+			if rp.Aborted != nil {
+				close(rp.Aborted)
+			}
 			return
 		}
 	}

@@ -21,6 +21,9 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		quietHoursSchema,
+		idempotencySchema,
+		interruptsSchema,
 	},
 
 	ClaimableAt: claimableAt,

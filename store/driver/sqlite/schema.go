@@ -168,3 +168,65 @@ CREATE TABLE instances (
 	heartbeat_at INTEGER NOT NULL
 ) STRICT;
 `
+
+// quietHoursSchema: a user's preferences (quiet hours, daily limit), the
+// time a task waits for the end of quiet hours, and the proactive pushes
+// that took a slot of a user's local day.
+const quietHoursSchema = `
+CREATE TABLE user_preferences (
+	user_id     TEXT PRIMARY KEY,
+	time_zone   TEXT,
+	quiet_start INTEGER, -- minutes after local midnight
+	quiet_end   INTEGER,
+	daily_limit INTEGER,
+	updated_at  INTEGER NOT NULL
+) STRICT;
+ALTER TABLE tasks ADD COLUMN deferred_until INTEGER;
+CREATE TABLE proactive_pushes (
+	user_id    TEXT NOT NULL,
+	day        TEXT NOT NULL, -- the user's local date, YYYY-MM-DD
+	push_key   TEXT NOT NULL, -- the occurrence or send that took the slot
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (user_id, day, push_key)
+) STRICT;
+CREATE INDEX proactive_pushes_created ON proactive_pushes (created_at);
+`
+
+// idempotencySchema: the first answer of each request sent with an
+// Idempotency-Key, per scope (a user, or the operator) and key.
+const idempotencySchema = `
+CREATE TABLE idempotency_keys (
+	scope        TEXT NOT NULL,
+	key          TEXT NOT NULL,
+	request_hash TEXT NOT NULL, -- SHA-256 of the route and the request's plaintext, hex
+	status       INTEGER,       -- NULL while the first request runs
+	body         TEXT,
+	created_at   INTEGER NOT NULL,
+	PRIMARY KEY (scope, key)
+) STRICT;
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+`
+
+// interruptsSchema: one row per approval an agent loop waits for (issue
+// 21). body (the tool call and what resuming needs, the LLM credentials
+// among it) and reason are sealed with the user's key; state moves once,
+// from pending, in a fenced UPDATE.
+const interruptsSchema = `
+CREATE TABLE interrupts (
+	id           TEXT PRIMARY KEY,
+	user_id      TEXT NOT NULL,
+	session_id   TEXT NOT NULL,
+	iteration    INTEGER NOT NULL,
+	tool_call_id TEXT NOT NULL,
+	body         TEXT NOT NULL,
+	state        TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired')),
+	reason       TEXT,
+	decided_by   INTEGER,
+	created_at   INTEGER NOT NULL,
+	expires_at   INTEGER NOT NULL,
+	decided_at   INTEGER
+) STRICT;
+CREATE INDEX interrupts_due ON interrupts (expires_at) WHERE state = 'pending';
+CREATE INDEX interrupts_user ON interrupts (user_id, session_id, iteration);
+CREATE INDEX interrupts_decided ON interrupts (decided_at) WHERE state <> 'pending';
+`

@@ -49,6 +49,22 @@ export function enabled() {
 }
 
 /**
+ * This device's push subscription ({endpoint, keys}) while notifications are
+ * on here, else null. /instant and /continue name it as pushSubscription:
+ * the server then knows the device whose stream carries the reply and sends
+ * it no Web Push copy of what the stream delivered, a push iOS would count
+ * against the subscription if the worker showed nothing for it.
+ */
+export async function streamingSubscription() {
+  if (!enabled() || support() !== 'ok') return null;
+  const registration = await navigator.serviceWorker.getRegistration('/');
+  const subscription = registration ? await registration.pushManager.getSubscription() : null;
+  if (!subscription) return null;
+  const { endpoint, keys } = subscription.toJSON();
+  return { endpoint, keys };
+}
+
+/**
  * Subscribes, retrying the placeholder endpoint Chromium hands out right
  * after an unsubscribe: unsubscribe, wait 800 ms × attempt, try again, three
  * attempts in all.
@@ -115,7 +131,7 @@ async function registerNow(client, { onStep = () => {} } = {}) {
   if (!subscription) subscription = await subscribe(registration, vapidPublicKey);
   const json = subscription.toJSON();
   onStep('register');
-  await client.putSubscription(json);
+  const { data: { deviceId } } = await client.putSubscription(json);
   // The page opening is a sign of life; the server expires silent devices.
   await client.deviceSeen(json.endpoint).catch((err) => console.warn('[amsg] could not report this device as seen:', err.message));
   await worker.writeClientConfig({
@@ -124,8 +140,10 @@ async function registerNow(client, { onStep = () => {} } = {}) {
     userKeyHex: client.userKey,
     clientToken: client.token || undefined,
     vapidPublicKey,
+    // The worker names this device when it answers an approval.
+    endpoint: json.endpoint,
   });
-  settings.setDevice({ endpoint: json.endpoint, registeredAt: Date.now() });
+  settings.setDevice({ endpoint: json.endpoint, deviceId, registeredAt: Date.now() });
   onStep('done');
   return json;
 }
