@@ -1,0 +1,208 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"amsg/push"
+)
+
+// schemaChecker validates JSON values against the subset of JSON Schema
+// the document uses: $ref (local), type, const, enum, required,
+// properties, additionalProperties, items, pattern-free strings.
+type schemaChecker struct{ doc map[string]any }
+
+func (c schemaChecker) resolve(schema map[string]any) map[string]any {
+	for {
+		ref, ok := schema["$ref"].(string)
+		if !ok {
+			return schema
+		}
+		var node any = c.doc
+		for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+			node = node.(map[string]any)[part]
+		}
+		schema = node.(map[string]any)
+	}
+}
+
+// check returns the first place value breaks schema, or "".
+func (c schemaChecker) check(schema map[string]any, value any, at string) string {
+	schema = c.resolve(schema)
+	if want, ok := schema["const"]; ok && fmt.Sprint(want) != fmt.Sprint(value) {
+		return fmt.Sprintf("%s: %v, want the constant %v", at, value, want)
+	}
+	if enum, ok := schema["enum"].([]any); ok && !slices.ContainsFunc(enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(value) }) {
+		return fmt.Sprintf("%s: %v is not one of %v", at, value, enum)
+	}
+	if types := schemaTypes(schema["type"]); len(types) > 0 && !slices.Contains(types, jsonType(value)) &&
+		!(jsonType(value) == "integer" && slices.Contains(types, "number")) {
+		return fmt.Sprintf("%s: a %s, want %v", at, jsonType(value), types)
+	}
+	switch v := value.(type) {
+	case map[string]any:
+		props, _ := schema["properties"].(map[string]any)
+		for _, name := range schemaTypes(schema["required"]) {
+			if _, ok := v[name]; !ok {
+				return fmt.Sprintf("%s: lacks required %q", at, name)
+			}
+		}
+		for name, member := range v {
+			if sub, ok := props[name].(map[string]any); ok {
+				if msg := c.check(sub, member, at+"."+name); msg != "" {
+					return msg
+				}
+				continue
+			}
+			switch extra := schema["additionalProperties"].(type) {
+			case bool:
+				if !extra {
+					return fmt.Sprintf("%s: %q is not in the schema", at, name)
+				}
+			case map[string]any:
+				if msg := c.check(extra, member, at+"."+name); msg != "" {
+					return msg
+				}
+			}
+		}
+	case []any:
+		if items, ok := schema["items"].(map[string]any); ok {
+			for i, item := range v {
+				if msg := c.check(items, item, fmt.Sprintf("%s[%d]", at, i)); msg != "" {
+					return msg
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func schemaTypes(v any) []string {
+	switch t := v.(type) {
+	case string:
+		return []string{t}
+	case []any:
+		out := make([]string, len(t))
+		for i, x := range t {
+			out[i] = x.(string)
+		}
+		return out
+	}
+	return nil
+}
+
+func jsonType(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64:
+		if x == float64(int64(x)) {
+			return "integer"
+		}
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	}
+	return "object"
+}
+
+// servedDocument is the OpenAPI document s serves.
+func servedDocument(t *testing.T, s *Server) schemaChecker {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(do(t, s, http.MethodGet, "/api/v1/openapi.json", nil).body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return schemaChecker{doc}
+}
+
+// The served document's ErrorCode lists exactly the codes of the table.
+func TestOpenAPIErrorCodesAreTheTable(t *testing.T) {
+	c := servedDocument(t, fullServer(t))
+	schema := c.resolve(map[string]any{"$ref": "#/components/schemas/ErrorCode"})
+	var served []string
+	for _, code := range schema["enum"].([]any) {
+		served = append(served, code.(string))
+	}
+	if !slices.Equal(served, errorCodes()) || len(served) < 30 {
+		t.Errorf("ErrorCode enum %v, the table %v", served, errorCodes())
+	}
+}
+
+// Real answers of the typed routes, success and error, match the
+// document's schema for their status.
+func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
+	s := fullServer(t)
+	c := servedDocument(t, s)
+	ctx := t.Context()
+	if _, err := s.deps.Store.PutSubscription(ctx, testUserID, json.RawMessage(`{"endpoint":"https://fcm.googleapis.com/fcm/send/x","keys":{"p256dh":"BNc","auth":"tBH"}}`), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.deps.Store.RecordDeliveries(ctx, push.Bookkeeping{Attempts: []push.Attempt{{At: time.Now(), MessageID: "m1", UserID: testUserID,
+		DeviceID: 1, PushHost: "fcm.googleapis.com", Try: 1, Status: 400, Outcome: push.OutcomeUnknownSubscription, Error: "400"}}}); err != nil {
+		t.Fatal(err)
+	}
+	user := map[string]string{"X-User-Id": testUserID}
+	admin := map[string]string{"Authorization": "Bearer t"}
+	for _, r := range []struct {
+		method, path, template string
+		header                 map[string]string
+		status                 int
+	}{
+		{http.MethodGet, "/api/v1/vapid-public-key", "", nil, 200},
+		{http.MethodGet, "/api/v1/capabilities", "", nil, 200},
+		{http.MethodGet, "/api/v1/get-user-key", "", user, 200},
+		{http.MethodGet, "/api/v1/get-user-key", "", map[string]string{"X-User-Id": "not-a-uuid"}, 400},
+		{http.MethodGet, "/api/v1/messages", "", user, 200},
+		{http.MethodGet, "/api/v1/messages", "", nil, 400},
+		{http.MethodGet, "/api/v1/outbox", "", user, 200},
+		{http.MethodGet, "/api/v1/client-state?namespace=app", "", user, 200},
+		{http.MethodGet, "/api/v1/admin/users", "", admin, 200},
+		{http.MethodGet, "/api/v1/admin/users/" + testUserID + "/devices", "/api/v1/admin/users/{userId}/devices", admin, 200},
+		{http.MethodGet, "/api/v1/admin/deliveries/failed", "", admin, 200},
+		{http.MethodGet, "/api/v1/admin/deliveries/per-minute", "", admin, 200},
+		{http.MethodGet, "/api/v1/admin/users", "", map[string]string{"Authorization": "Bearer wrong"}, 401},
+	} {
+		name := r.method + " " + r.path
+		resp := do(t, s, r.method, r.path, r.header)
+		if resp.status != r.status {
+			t.Errorf("%s = %d, want %d: %s", name, resp.status, r.status, resp.body)
+			continue
+		}
+		template := r.template
+		if template == "" {
+			template = strings.SplitN(r.path, "?", 2)[0]
+		}
+		op, ok := c.doc["paths"].(map[string]any)[template].(map[string]any)[strings.ToLower(r.method)].(map[string]any)
+		if !ok {
+			t.Errorf("%s: not in the document", name)
+			continue
+		}
+		answer, ok := op["responses"].(map[string]any)[fmt.Sprint(r.status)].(map[string]any)
+		if !ok {
+			t.Errorf("%s: the document has no %d answer", name, r.status)
+			continue
+		}
+		schema, ok := c.resolve(answer)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+		if !ok {
+			t.Errorf("%s: the %d answer has no JSON schema", name, r.status)
+			continue
+		}
+		var body any
+		if err := json.Unmarshal([]byte(resp.body), &body); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if msg := c.check(schema, body, "body"); msg != "" {
+			t.Errorf("%s %d: %s\n%s", name, r.status, msg, resp.body)
+		}
+	}
+}
