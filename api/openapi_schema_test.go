@@ -141,7 +141,7 @@ func TestOpenAPIErrorCodesAreTheTable(t *testing.T) {
 // Real answers of the typed routes, success and error, match the
 // document's schema for their status.
 func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
-	s := fullServer(t)
+	s := fullServerWith(t, Config{AdminToken: "t", AllowPrivateEndpoints: true})
 	c := servedDocument(t, s)
 	ctx := t.Context()
 	if _, err := s.deps.Store.PutSubscription(ctx, testUserID, json.RawMessage(`{"endpoint":"https://fcm.googleapis.com/fcm/send/x","keys":{"p256dh":"BNc","auth":"tBH"}}`), time.Now()); err != nil {
@@ -153,27 +153,34 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 	}
 	user := map[string]string{"X-User-Id": testUserID}
 	admin := map[string]string{"Authorization": "Bearer t"}
+	subscription := `{"subscription":{"endpoint":"http://127.0.0.1:9/push/y","keys":{"p256dh":"BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM","auth":"tBHItJI5svbpez7KI4CCXg"}}}`
+	sealed, _ := json.Marshal(s.deps.Store.Keyring().UserKey(testUserID).Seal([]byte(subscription)))
+	encrypted := map[string]string{"X-User-Id": testUserID, "X-Payload-Encrypted": "true", "X-Encryption-Version": "1", "Content-Type": "application/json"}
 	for _, r := range []struct {
 		method, path, template string
 		header                 map[string]string
 		status                 int
+		body, plaintext        string
 	}{
-		{http.MethodGet, "/api/v1/vapid-public-key", "", nil, 200},
-		{http.MethodGet, "/api/v1/capabilities", "", nil, 200},
-		{http.MethodGet, "/api/v1/get-user-key", "", user, 200},
-		{http.MethodGet, "/api/v1/get-user-key", "", map[string]string{"X-User-Id": "not-a-uuid"}, 400},
-		{http.MethodGet, "/api/v1/messages", "", user, 200},
-		{http.MethodGet, "/api/v1/messages", "", nil, 400},
-		{http.MethodGet, "/api/v1/outbox", "", user, 200},
-		{http.MethodGet, "/api/v1/client-state?namespace=app", "", user, 200},
-		{http.MethodGet, "/api/v1/admin/users", "", admin, 200},
-		{http.MethodGet, "/api/v1/admin/users/" + testUserID + "/devices", "/api/v1/admin/users/{userId}/devices", admin, 200},
-		{http.MethodGet, "/api/v1/admin/deliveries/failed", "", admin, 200},
-		{http.MethodGet, "/api/v1/admin/deliveries/per-minute", "", admin, 200},
-		{http.MethodGet, "/api/v1/admin/users", "", map[string]string{"Authorization": "Bearer wrong"}, 401},
+		{http.MethodPut, "/api/v1/push-subscription", "", encrypted, 200, string(sealed), subscription},
+		{http.MethodGet, "/api/v1/vapid-public-key", "", nil, 200, "", ""},
+		{http.MethodGet, "/api/v1/capabilities", "", nil, 200, "", ""},
+		{http.MethodGet, "/api/v1/get-user-key", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/push-subscription", "", user, 200, "", ""},
+		{http.MethodDelete, "/api/v1/push-subscription?endpoint=https://fcm.googleapis.com/fcm/send/none", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/get-user-key", "", map[string]string{"X-User-Id": "not-a-uuid"}, 400, "", ""},
+		{http.MethodGet, "/api/v1/messages", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/messages", "", nil, 400, "", ""},
+		{http.MethodGet, "/api/v1/outbox", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/client-state?namespace=app", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/admin/users", "", admin, 200, "", ""},
+		{http.MethodGet, "/api/v1/admin/users/" + testUserID + "/devices", "/api/v1/admin/users/{userId}/devices", admin, 200, "", ""},
+		{http.MethodGet, "/api/v1/admin/deliveries/failed", "", admin, 200, "", ""},
+		{http.MethodGet, "/api/v1/admin/deliveries/per-minute", "", admin, 200, "", ""},
+		{http.MethodGet, "/api/v1/admin/users", "", map[string]string{"Authorization": "Bearer wrong"}, 401, "", ""},
 	} {
 		name := r.method + " " + r.path
-		resp := do(t, s, r.method, r.path, r.header)
+		resp := serve(s, newRequest(r.method, r.path, r.body, r.header))
 		if resp.status != r.status {
 			t.Errorf("%s = %d, want %d: %s", name, resp.status, r.status, resp.body)
 			continue
@@ -186,6 +193,14 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		if !ok {
 			t.Errorf("%s: not in the document", name)
 			continue
+		}
+		if r.plaintext != "" {
+			var plaintext any
+			_ = json.Unmarshal([]byte(r.plaintext), &plaintext)
+			schema := c.resolve(op["requestBody"].(map[string]any))["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+			if msg := c.check(schema["x-amsg-plaintext"].(map[string]any), plaintext, "plaintext"); msg != "" {
+				t.Errorf("%s: the request the server took: %s", name, msg)
+			}
 		}
 		answer, ok := op["responses"].(map[string]any)[fmt.Sprint(r.status)].(map[string]any)
 		if !ok {
