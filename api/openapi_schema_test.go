@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/store"
+	"amsg/store/usercrypt"
 )
 
 // schemaChecker validates JSON values against the subset of JSON Schema
@@ -151,6 +153,10 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		DeviceID: 1, PushHost: "fcm.googleapis.com", Try: 1, Status: 400, Outcome: push.OutcomeUnknownSubscription, Error: "400"}}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := s.deps.Store.InsertTask(ctx, store.NewTask{UserID: testUserID, UUID: "00000000-0000-4000-8000-000000000001",
+		MessageType: push.TypeFixed, NextSendAt: time.Now().Add(time.Hour), Payload: json.RawMessage(`{"contactName":"Rei","userMessage":"walk"}`)}); err != nil {
+		t.Fatal(err)
+	}
 	user := map[string]string{"X-User-Id": testUserID}
 	admin := map[string]string{"Authorization": "Bearer t"}
 	subscription := `{"subscription":{"endpoint":"http://127.0.0.1:9/push/y","keys":{"p256dh":"BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM","auth":"tBHItJI5svbpez7KI4CCXg"}}}`
@@ -218,6 +224,23 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		}
 		if msg := c.check(schema, body, "body"); msg != "" {
 			t.Errorf("%s %d: %s\n%s", name, r.status, msg, resp.body)
+		}
+		// An encrypted answer's plaintext against the operation's
+		// x-amsg-plaintext.
+		if plain, ok := schema["x-amsg-plaintext"].(map[string]any); ok {
+			var env struct{ Data usercrypt.Envelope }
+			_ = json.Unmarshal([]byte(resp.body), &env)
+			opened, err := s.deps.Store.Keyring().UserKey(testUserID).Open(env.Data)
+			var data any
+			if err == nil {
+				err = json.Unmarshal(opened, &data)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if msg := c.check(plain, data, "plaintext"); msg != "" {
+				t.Errorf("%s %d: %s\n%s", name, r.status, msg, opened)
+			}
 		}
 	}
 }
