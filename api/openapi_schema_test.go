@@ -182,6 +182,10 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		{http.MethodGet, "/api/v1/admin/users", "", admin, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/users/" + testUserID + "/devices", "/api/v1/admin/users/{userId}/devices", admin, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/deliveries/failed", "", admin, 200, "", ""},
+		{http.MethodGet, "/api/v1/admin/tasks", "", admin, 200, "", ""},
+		{http.MethodGet, "/api/v1/admin/broadcasts", "", admin, 200, "", ""},
+		{http.MethodPost, "/api/v1/admin/send", "", admin, 200, `{"userId":"` + testUserID + `","message":"hi"}`, ""},
+		{http.MethodPost, "/api/v1/admin/broadcasts", "", admin, 202, `{"userIds":["` + testUserID + `"],"message":"hi"}`, ""},
 		{http.MethodGet, "/api/v1/admin/deliveries/per-minute", "", admin, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/users", "", map[string]string{"Authorization": "Bearer wrong"}, 401, "", ""},
 	} {
