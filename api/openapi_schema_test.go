@@ -180,6 +180,8 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		{http.MethodDelete, "/api/v1/push-subscription?endpoint=https://fcm.googleapis.com/fcm/send/none", "", user, 200, "", ""},
 		{http.MethodGet, "/api/v1/get-user-key", "", map[string]string{"X-User-Id": "not-a-uuid"}, 400, "", ""},
 		{http.MethodGet, "/api/v1/messages", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/message?id=00000000-0000-4000-8000-000000000001", "/api/v1/message", user, 200, "", ""},
+		{http.MethodPost, "/api/v1/init-tenant", "", nil, 200, "", ""},
 		{http.MethodGet, "/api/v1/messages", "", nil, 400, "", ""},
 		{http.MethodGet, "/api/v1/outbox", "", user, 200, "", ""},
 		{http.MethodGet, "/api/v1/client-state?namespace=app", "", user, 200, "", ""},
