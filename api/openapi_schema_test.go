@@ -162,6 +162,10 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 	subscription := `{"subscription":{"endpoint":"http://127.0.0.1:9/push/y","keys":{"p256dh":"BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM","auth":"tBHItJI5svbpez7KI4CCXg"}}}`
 	sealed, _ := json.Marshal(s.deps.Store.Keyring().UserKey(testUserID).Seal([]byte(subscription)))
 	encrypted := map[string]string{"X-User-Id": testUserID, "X-Payload-Encrypted": "true", "X-Encryption-Version": "1", "Content-Type": "application/json"}
+	fixed := `{"contactName":"Rei","messageType":"fixed","userMessage":"walk","firstSendTime":"` + push.FormatTimestamp(time.Now().Add(time.Hour)) + `","recurrenceType":"none"}`
+	sealedFixed, _ := json.Marshal(s.deps.Store.Keyring().UserKey(testUserID).Seal([]byte(fixed)))
+	ack := `{"messageIds":["m-none"]}`
+	sealedAck, _ := json.Marshal(s.deps.Store.Keyring().UserKey(testUserID).Seal([]byte(ack)))
 	for _, r := range []struct {
 		method, path, template string
 		header                 map[string]string
@@ -169,6 +173,8 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		body, plaintext        string
 	}{
 		{http.MethodPut, "/api/v1/push-subscription", "", encrypted, 200, string(sealed), subscription},
+		{http.MethodPost, "/api/v1/schedule-message", "", encrypted, 201, string(sealedFixed), fixed},
+		{http.MethodPost, "/api/v1/outbox/ack", "", encrypted, 200, string(sealedAck), ack},
 		{http.MethodGet, "/api/v1/vapid-public-key", "", nil, 200, "", ""},
 		{http.MethodGet, "/api/v1/capabilities", "", nil, 200, "", ""},
 		{http.MethodGet, "/api/v1/get-user-key", "", user, 200, "", ""},
