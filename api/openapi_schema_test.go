@@ -160,21 +160,24 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 	user := map[string]string{"X-User-Id": testUserID}
 	admin := map[string]string{"Authorization": "Bearer t"}
 	subscription := `{"subscription":{"endpoint":"http://127.0.0.1:9/push/y","keys":{"p256dh":"BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM","auth":"tBHItJI5svbpez7KI4CCXg"}}}`
-	sealed, _ := json.Marshal(s.deps.Store.Keyring().UserKey(testUserID).Seal([]byte(subscription)))
+	seal := func(plaintext string) string {
+		env, _ := json.Marshal(s.deps.Store.Keyring().UserKey(testUserID).Seal([]byte(plaintext)))
+		return string(env)
+	}
 	encrypted := map[string]string{"X-User-Id": testUserID, "X-Payload-Encrypted": "true", "X-Encryption-Version": "1", "Content-Type": "application/json"}
 	fixed := `{"contactName":"Rei","messageType":"fixed","userMessage":"walk","firstSendTime":"` + push.FormatTimestamp(time.Now().Add(time.Hour)) + `","recurrenceType":"none"}`
-	sealedFixed, _ := json.Marshal(s.deps.Store.Keyring().UserKey(testUserID).Seal([]byte(fixed)))
+	state := `{"entries":[{"namespace":"app","key":"k","value":"v","updatedAt":1}]}`
 	ack := `{"messageIds":["m-none"]}`
-	sealedAck, _ := json.Marshal(s.deps.Store.Keyring().UserKey(testUserID).Seal([]byte(ack)))
 	for _, r := range []struct {
 		method, path, template string
 		header                 map[string]string
 		status                 int
 		body, plaintext        string
 	}{
-		{http.MethodPut, "/api/v1/push-subscription", "", encrypted, 200, string(sealed), subscription},
-		{http.MethodPost, "/api/v1/schedule-message", "", encrypted, 201, string(sealedFixed), fixed},
-		{http.MethodPost, "/api/v1/outbox/ack", "", encrypted, 200, string(sealedAck), ack},
+		{http.MethodPut, "/api/v1/push-subscription", "", encrypted, 200, seal(subscription), subscription},
+		{http.MethodPost, "/api/v1/schedule-message", "", encrypted, 201, seal(fixed), fixed},
+		{http.MethodPost, "/api/v1/outbox/ack", "", encrypted, 200, seal(ack), ack},
+		{http.MethodPut, "/api/v1/client-state", "", encrypted, 200, seal(state), state},
 		{http.MethodGet, "/api/v1/vapid-public-key", "", nil, 200, "", ""},
 		{http.MethodGet, "/api/v1/capabilities", "", nil, 200, "", ""},
 		{http.MethodGet, "/api/v1/get-user-key", "", user, 200, "", ""},
@@ -190,6 +193,7 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		{http.MethodPost, "/api/v1/init-tenant", "", nil, 200, "", ""},
 		{http.MethodGet, "/api/v1/messages", "", nil, 400, "", ""},
 		{http.MethodGet, "/api/v1/outbox", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/client-state/namespaces", "", user, 200, "", ""},
 		{http.MethodGet, "/api/v1/client-state?namespace=app", "", user, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/users", "", admin, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/users/" + testUserID + "/devices", "/api/v1/admin/users/{userId}/devices", admin, 200, "", ""},
