@@ -15,8 +15,8 @@ import (
 )
 
 // schemaChecker validates JSON values against the subset of JSON Schema
-// the document uses: $ref (local), type, const, enum, required,
-// properties, additionalProperties, items, pattern-free strings.
+// the document uses: $ref (local), type, const, enum, oneOf (as anyOf),
+// required, properties, additionalProperties and items.
 type schemaChecker struct{ doc map[string]any }
 
 func (c schemaChecker) resolve(schema map[string]any) map[string]any {
@@ -41,6 +41,11 @@ func (c schemaChecker) check(schema map[string]any, value any, at string) string
 	}
 	if enum, ok := schema["enum"].([]any); ok && !slices.ContainsFunc(enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(value) }) {
 		return fmt.Sprintf("%s: %v is not one of %v", at, value, enum)
+	}
+	if alternatives, ok := schema["oneOf"].([]any); ok && !slices.ContainsFunc(alternatives, func(alt any) bool {
+		return c.check(alt.(map[string]any), value, at) == ""
+	}) {
+		return fmt.Sprintf("%s: %v matches none of oneOf", at, value)
 	}
 	if types := schemaTypes(schema["type"]); len(types) > 0 && !slices.Contains(types, jsonType(value)) &&
 		!(jsonType(value) == "integer" && slices.Contains(types, "number")) {
@@ -197,6 +202,8 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		{http.MethodGet, "/api/v1/messages", "", nil, 400, "", ""},
 		{http.MethodGet, "/api/v1/outbox", "", user, 200, "", ""},
 		{http.MethodGet, "/api/v1/client-state/namespaces", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/preferences", "", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/interrupts", "", user, 200, "", ""},
 		{http.MethodGet, "/api/v1/client-state?namespace=app", "", user, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/users", "", admin, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/users/" + testUserID + "/devices", "/api/v1/admin/users/{userId}/devices", admin, 200, "", ""},
