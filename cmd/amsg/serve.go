@@ -24,6 +24,7 @@ import (
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
+	"amsg/store/driver/postgres"
 	"amsg/sw"
 	"amsg/web"
 
@@ -118,6 +119,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	st, err := store.Open(ctx, store.Config{
 		Path:                 filepath.Join(cfg.DataDir, "amsg.db"),
 		DatabaseURL:          cfg.DatabaseURL,
+		DatabaseDirectURL:    cfg.DatabaseDirectURL,
 		MasterKey:            cfg.MasterKey,
 		VAPIDPublicKey:       cfg.VAPIDPublicKey,
 		VAPIDPrivateKey:      cfg.VAPIDPrivateKey,
@@ -131,7 +133,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	})
 	if err != nil {
 		closeFile(dataLock)
-		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) {
+		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) || errors.Is(err, postgres.ErrTransactionPooler) {
 			return nil, &configError{err}
 		}
 		return nil, err
