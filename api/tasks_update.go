@@ -74,8 +74,9 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-// updateTask merges the patch f into userID's pending task id and returns
-// the task and the keys stored. An occurrence that has begun (being
+// updateTask merges the patch f (and the credential references refs, nil
+// when the patch names none) into userID's pending task id and returns the
+// task and the keys stored. An occurrence that has begun (being
 // delivered, or waiting to retry) keeps what it sends: a change of its
 // timing while it is delivered is errTaskInFlight, and before any other
 // edit is stored the occurrence is committed (Scheduler.CommitOccurrence),
@@ -150,9 +151,9 @@ func equalPtr[T comparable](a, b *T) bool { return a == b || (a != nil && b != n
 
 // mergeUpdate applies a validated patch to a stored payload with the
 // standard's semantics and returns the keys it stored, in the order sent:
-// contactName, tzId, maxTokens, temperature, splitPattern, messageSubtype
-// and llmExtraBody are set when present (null included: the default for
-// the last two); userMessage, recurrenceType, avatarUrl, metadata and the
+// contactName, tzId, maxTokens, temperature, splitPattern, messageSubtype,
+// llmExtraBody and amsg's priority are set when present (null included:
+// the default for the last three); userMessage, recurrenceType, avatarUrl, metadata and the
 // credentials only when truthy; a new prompt replaces the other kind;
 // nextSendAt (written by the caller) when truthy. messageType and
 // firstSendTime do not change, and keys the standard does not know are
@@ -199,6 +200,9 @@ func mergeUpdate(p *scheduler.Payload, f *updateFields) ([]string, error) {
 	}
 	if present("llmExtraBody") {
 		p.LLMExtraBody = f.raw("llmExtraBody")
+	}
+	if present("priority") {
+		p.Priority, _ = decodePriority(f.fields["priority"])
 	}
 	for k, dst := range map[string]**string{"userMessage": &p.UserMessage, "avatarUrl": &p.AvatarURL,
 		"apiUrl": &p.APIURL, "apiKey": &p.APIKey, "primaryModel": &p.PrimaryModel} {

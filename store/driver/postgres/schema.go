@@ -267,3 +267,8 @@ CREATE TABLE llm_credentials (
 const languageSchema = `
 ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
 `
+
+// broadcastRateSchema: a broadcast's pace, so a resumed one keeps it.
+const broadcastRateSchema = `
+ALTER TABLE broadcasts ADD COLUMN rate_per_second BIGINT NOT NULL DEFAULT 10;
+`

@@ -249,3 +249,8 @@ CREATE TABLE llm_credentials (
 const languageSchema = `
 ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
 `
+
+// broadcastRateSchema: a broadcast's pace, so a resumed one keeps it.
+const broadcastRateSchema = `
+ALTER TABLE broadcasts ADD COLUMN rate_per_second INTEGER NOT NULL DEFAULT 10;
+`
