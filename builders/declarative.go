@@ -163,7 +163,7 @@ func (b Builder) quiet(c *push.Common, title, body string) {
 		n.Show = push.Some(push.ShowAlways)
 	}
 	if n.Silent.IsAbsent() {
-		n.Silent = push.Some(true)
+		n.Silent = push.Some(push.SilentOn)
 	}
 	if n.Title.IsAbsent() {
 		n.Title = push.Some(title)

@@ -756,7 +756,7 @@ func TestMultipartReassembly(t *testing.T) {
 	for _, e := range envelopes(t, p) {
 		switch e.Event {
 		case "rei-amsg-multipart-expired":
-			want := map[string]any{"id": "mp_stale", "received": 0.0, "total": 1.0, "originalMessageKind": "content"}
+			want := map[string]any{"id": "mp_stale", "received": 0.0, "total": 1.0, "originalMessageKind": "content", "reason": "ttl-expired"}
 			if !reflect.DeepEqual(e.Payload, want) {
 				t.Errorf("expiry notice %v, want %v", e.Payload, want)
 			}

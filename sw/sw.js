@@ -10,9 +10,16 @@
  *   SW → page   {type:'REI_AMSG_PUSH', event, payload}   event is one of REI_SW_EVENT
  *   page → SW   {type:'REI_AMSG_DELIVER', payload, source?, requestId?}
  *               ack on ports[0] (else event.source), no `type` field:
- *               {ok:true, duplicate, key, requestId} | {ok:false, error, key?, requestId}
+ *               {ok:true, duplicate, key, requestId, dedupeError?} | {ok:false, error, key?, requestId}
+ *               (dedupeError: the dedupe store failed, so the payload was delivered without it)
  *   page → SW   {type:'REI_ENQUEUE_REQUEST', request:{url, method?, headers?, body?}}
- *               reply {type:'REI_QUEUE_RESULT', ok:true, queueId} | {type:'REI_QUEUE_RESULT', ok:false, error}
+ *               reply {type:'REI_QUEUE_RESULT', ok:true, queueId, delivered, dropped?, status?, error?}
+ *               (delivered: the immediate flush sent it; dropped: the server refused it with a 4xx)
+ *               | {type:'REI_QUEUE_RESULT', ok:false, error}
+ *   SW → pages  {type:'REI_QUEUE_RESULT', ok:false, queueId, dropped:true, status, error,
+ *                request:{url, method}} to every window when a flush drops a queued request
+ *   SW → pages  MULTIPART_EXPIRED notices carry a reason: ttl-expired, invalid-chunk,
+ *               chunk-conflict, size-limit-exceeded, restore-failed or storage-failed
  *   page → SW   {type:'REI_FLUSH_QUEUE'}
  *   SW → page   {type:'NOTIFICATION_CLICKED', url, data} to the window a click focused
  *
@@ -83,6 +90,7 @@ const REI_SW_EVENT = Object.freeze({
   REASONING_RECEIVED: 'rei-amsg-reasoning-received',
   TOOL_REQUEST_RECEIVED: 'rei-amsg-tool-request-received',
   ERROR_RECEIVED: 'rei-amsg-error-received',
+  RESULT_RECEIVED: 'rei-amsg-result-received',
   MULTIPART_EXPIRED: 'rei-amsg-multipart-expired',
   UNKNOWN_RECEIVED: 'rei-amsg-unknown-received',
 });
@@ -138,6 +146,8 @@ const LOG = '[amsg-sw]';
 let notificationsShown = 0;
 
 async function showNotification(title, options) {
+  // A path that did not resolve silent:'when-visible' reads the windows now.
+  if (options.silent === SILENT_WHEN_VISIBLE) options = resolveSilent(options, await windowClients());
   await self.registration.showNotification(title, options);
   notificationsShown += 1;
 }
@@ -185,6 +195,7 @@ function eventNameFor(payload) {
     case 'reasoning': return REI_SW_EVENT.REASONING_RECEIVED;
     case 'tool_request': return REI_SW_EVENT.TOOL_REQUEST_RECEIVED;
     case 'error': return REI_SW_EVENT.ERROR_RECEIVED;
+    case 'result': return REI_SW_EVENT.RESULT_RECEIVED;
     default: return REI_SW_EVENT.UNKNOWN_RECEIVED;
   }
 }
@@ -200,7 +211,31 @@ function shouldRender(payload, windowClients) {
   if (show === 'always') return true;
   if (show === 'when-hidden') return !windowClients.some((c) => c.visibilityState === 'visible');
   if (show === false) return false;
-  return payload.messageKind == null || payload.messageKind === 'content';
+  return payload.messageKind == null || isContentLike(payload.messageKind);
+}
+
+/** Kinds shown like content: content, and upstream's result (emitResult). */
+function isContentLike(kind) {
+  return kind === 'content' || kind === 'result';
+}
+
+const SILENT_WHEN_VISIBLE = 'when-visible';
+
+/**
+ * notification.silent as the producer gave it: 'when-visible' is kept for
+ * resolveSilent, anything else becomes a boolean.
+ */
+function silentOption(value) {
+  return value === SILENT_WHEN_VISIBLE ? value : Boolean(value ?? false);
+}
+
+/**
+ * Resolves silent:'when-visible' against one reading of the windows, the one
+ * show was judged by: silent while a window is visible, ringing otherwise.
+ */
+function resolveSilent(options, windowClients) {
+  if (options.silent !== SILENT_WHEN_VISIBLE) return options;
+  return { ...options, silent: windowClients.some((c) => c.visibilityState === 'visible') };
 }
 
 /**
@@ -238,7 +273,7 @@ function buildNotification(payload, now = Date.now()) {
       data,
       renotify: Boolean(n.renotify ?? payload.renotify ?? false),
       requireInteraction: Boolean(n.requireInteraction ?? payload.requireInteraction ?? false),
-      silent: Boolean(n.silent ?? payload.silent ?? false),
+      silent: silentOption(n.silent ?? payload.silent),
     },
   };
 }
@@ -633,8 +668,8 @@ const MP_CHUNK = 'multipart-chunk';
 const MP_DONE = 'multipart-done';
 let lastMultipartSweep = 0;
 
-function expiredNotice(id, received, total, originalMessageKind) {
-  return { id, received, total, originalMessageKind };
+function expiredNotice(id, received, total, originalMessageKind, reason) {
+  return { id, received, total, originalMessageKind, reason };
 }
 
 async function deleteChunks(chunkStore, id, total) {
@@ -659,7 +694,7 @@ function acceptChunk(chunk, now) {
     };
 
     if (chunk.expiresAt <= now) {
-      expired.push(expiredNotice(id, 0, chunk.total, chunk.originalMessageKind));
+      expired.push(expiredNotice(id, 0, chunk.total, chunk.originalMessageKind, 'ttl-expired'));
       return { expired };
     }
     const done = await req(doneStore.get(id));
@@ -670,11 +705,12 @@ function acceptChunk(chunk, now) {
     }
     let pending = await req(pendingStore.get(id));
     if (pending && pending.expiresAt <= now) {
-      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind));
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind, 'ttl-expired'));
       await dropSet(pending.total);
       pending = undefined;
     }
     if (pending && (pending.total !== chunk.total || pending.encoding !== chunk.encoding)) {
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind, 'chunk-conflict'));
       await dropSet(pending.total);
       return { expired };
     }
@@ -695,6 +731,7 @@ function acceptChunk(chunk, now) {
     pending.receivedCount += 1;
     pending.receivedBytes += chunk.byteLength;
     if (pending.receivedBytes > MULTIPART_MAX_TOTAL_BYTES) {
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind, 'size-limit-exceeded'));
       await dropSet(pending.total);
       return { expired };
     }
@@ -712,7 +749,10 @@ function acceptChunk(chunk, now) {
     }
     await deleteChunks(chunkStore, id, pending.total);
     const restored = restoreMultipart(parts);
-    if (restored === undefined) return { expired };
+    if (restored === undefined) {
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind, 'restore-failed'));
+      return { expired };
+    }
     const ttl = pending.ttlMs;
     await req(doneStore.put({ id, expiresAt: now + Math.max(2 * ttl, ttl + 1) }));
     return { expired, restored };
@@ -745,7 +785,7 @@ async function maybeSweepMultipart(now) {
       const notices = [];
       const chunkStore = tx.objectStore(MP_CHUNK);
       await deleteExpired(tx.objectStore(MP_PENDING), now, async (pending) => {
-        notices.push(expiredNotice(pending.id, pending.receivedCount, pending.total, pending.originalMessageKind));
+        notices.push(expiredNotice(pending.id, pending.receivedCount, pending.total, pending.originalMessageKind, 'ttl-expired'));
         await deleteChunks(chunkStore, pending.id, pending.total);
       });
       await deleteExpired(tx.objectStore(MP_DONE), now);
@@ -754,6 +794,24 @@ async function maybeSweepMultipart(now) {
     await broadcastExpired(expired);
   } catch (err) {
     console.warn(LOG, 'multipart cleanup failed', err);
+  }
+}
+
+/** The notice for a chunk normalizeMultipartChunk refused, when it names its message. */
+function invalidChunkNotices(payload) {
+  const m = payload.multipart;
+  if (!nonBlankString(m.id)) return [];
+  const kind = typeof m.originalMessageKind === 'string' ? m.originalMessageKind : null;
+  return [expiredNotice(m.id, 0, Number.isInteger(m.total) ? m.total : null, kind, 'invalid-chunk')];
+}
+
+/** acceptChunk, reporting a chunk the store failed to keep as storage-failed. */
+async function acceptChunkReporting(chunk, now) {
+  try {
+    return await acceptChunk(chunk, now);
+  } catch (err) {
+    console.warn(LOG, 'multipart storage failed', err);
+    return { expired: [expiredNotice(chunk.id, 0, chunk.total, chunk.originalMessageKind, 'storage-failed')] };
   }
 }
 
@@ -795,8 +853,11 @@ async function processPayload(payload, source, apple = false) {
 
   if (isMultipartChunk(payload)) {
     const chunk = normalizeMultipartChunk(payload, now);
-    if (!chunk) return { duplicate: false, key: undefined, shown: false, payload };
-    const { restored, expired } = await acceptChunk(chunk, now);
+    if (!chunk) {
+      await broadcastExpired(invalidChunkNotices(payload));
+      return { duplicate: false, key: undefined, shown: false, payload };
+    }
+    const { restored, expired } = await acceptChunkReporting(chunk, now);
     await broadcastExpired(expired);
     if (restored === undefined) return { duplicate: false, key: undefined, shown: false, payload };
     const result = await processPayload(restored, source, apple);
@@ -806,6 +867,7 @@ async function processPayload(payload, source, apple = false) {
 
   const key = dedupeKeyOf(payload);
   let firstSeenAt;
+  let dedupeError;
   if (key !== undefined) {
     await maybeSweepDedupe(now);
     const record = {
@@ -824,6 +886,7 @@ async function processPayload(payload, source, apple = false) {
     } catch (err) {
       // Without the dedupe store a duplicate is better than a lost message.
       console.warn(LOG, 'dedupe unavailable, delivering without it', err);
+      dedupeError = errorMessage(err);
       claim = { duplicate: false, unrecorded: true };
     }
     if (claim.duplicate) {
@@ -840,7 +903,7 @@ async function processPayload(payload, source, apple = false) {
   if (display) {
     const { title, options } = display === 'full' ? buildNotification(payload, now) : buildFallbackNotification(payload, now);
     try {
-      await showNotification(title, withApprovalActions(payload, options));
+      await showNotification(title, withApprovalActions(payload, resolveSilent(options, windows)));
       shown = true;
     } catch (err) {
       console.error(LOG, 'showNotification failed', err);
@@ -858,7 +921,7 @@ async function processPayload(payload, source, apple = false) {
     await updateDelivery(key, { notificationShown: shown, notificationStatePending: false }, firstSeenAt)
       .catch((err) => console.warn(LOG, 'dedupe state update failed', err));
   }
-  return { duplicate: false, key, shown, payload };
+  return { duplicate: false, key, shown, payload, dedupeError };
 }
 
 /** Closes the notifications shown under tag. */
@@ -879,7 +942,7 @@ async function closeTagged(tag) {
  */
 function buildFallbackNotification(payload, now = Date.now()) {
   if (isMultipartChunk(payload)) return buildReceivingNotification(payload.multipart);
-  if (isObject(payload) && payload.messageKind != null && payload.messageKind !== 'content') return buildQuietNotification(payload, now);
+  if (isObject(payload) && payload.messageKind != null && !isContentLike(payload.messageKind)) return buildQuietNotification(payload, now);
   const { title, options } = buildNotification(payload, now);
   return { title, options: { ...options, silent: true } };
 }
@@ -1019,10 +1082,44 @@ async function flushQueueOnce() {
         return;
       }
       await transact(REI_DB, [OUTBOX], 'readwrite', (tx) => req(tx.objectStore(OUTBOX).delete(entry.id)));
+      await settleQueued(entry, status);
     }
   } catch (err) {
     console.warn(LOG, 'request queue flush failed', err);
   }
+}
+
+// What became of flushed entries, by queue id, until the enqueue waiting for
+// one reads it (whichever flush sent it); bounded, since entries a sync
+// event flushes have nobody waiting.
+const queueOutcomes = new Map();
+const QUEUE_OUTCOMES_MAX = 100;
+
+/**
+ * Records a settled entry's outcome; a 4xx drop is also told to every
+ * window (without the request's headers or body) and logged.
+ */
+async function settleQueued(entry, status) {
+  const outcome = status >= 400
+    ? { delivered: false, dropped: true, status, error: `HTTP ${status}` }
+    : { delivered: true, status };
+  queueOutcomes.set(entry.id, outcome);
+  if (queueOutcomes.size > QUEUE_OUTCOMES_MAX) queueOutcomes.delete(queueOutcomes.keys().next().value);
+  if (!outcome.dropped) return;
+  console.error(LOG, 'queued request dropped', entry.method, entry.url, status);
+  broadcast(await windowClients(), {
+    type: 'REI_QUEUE_RESULT', ok: false, queueId: entry.id, dropped: true, status, error: outcome.error,
+    request: { url: entry.url, method: entry.method },
+  });
+}
+
+/** The enqueue ack: ok (queued), whether the flush delivered it, and a drop. */
+function queueAck(queueId) {
+  const outcome = queueOutcomes.get(queueId);
+  queueOutcomes.delete(queueId);
+  const ack = { type: 'REI_QUEUE_RESULT', ok: true, queueId, delivered: Boolean(outcome && outcome.delivered) };
+  if (outcome && outcome.dropped) Object.assign(ack, { dropped: true, status: outcome.status, error: outcome.error });
+  return ack;
 }
 
 async function registerQueueSync() {
@@ -1434,8 +1531,8 @@ async function handleDeliver(event) {
   }
   const source = nonBlankString(message.source) ? message.source : 'message';
   try {
-    const { duplicate, key } = await processPayload(message.payload, source);
-    reply({ ok: true, duplicate, key, requestId });
+    const { duplicate, key, dedupeError } = await processPayload(message.payload, source);
+    reply({ ok: true, duplicate, key, requestId, ...(dedupeError ? { dedupeError } : {}) });
   } catch (err) {
     reply({ ok: false, error: errorMessage(err), key: dedupeKeyOf(message.payload), requestId });
   }
@@ -1452,7 +1549,7 @@ async function handleEnqueue(event) {
   }
   await registerQueueSync();
   await flushQueue();
-  reply({ type: 'REI_QUEUE_RESULT', ok: true, queueId });
+  reply(queueAck(queueId));
 }
 
 self.addEventListener('sync', (event) => {
@@ -1479,6 +1576,7 @@ self.__amsgTest = Object.freeze({
   shouldRender,
   buildNotification,
   webPushDisplay,
+  resolveSilent,
   isApplePushHost,
   buildQuietNotification,
   buildFallbackNotification,
