@@ -66,6 +66,10 @@ type ClientStateEntry struct {
 	// when its guard is at least the stored one (ties overwrite); reads
 	// report the stored guard.
 	UpdatedAt int64
+	// Owner is what the write says of the value's owner; nil keeps the
+	// owner it has. Either way the owner's generation is checked in the
+	// write (ErrOwnerRetired fails the whole call, see claimOwnership).
+	Owner *OwnerClaim
 }
 
 // StateKey names one client-state value.
@@ -136,6 +140,9 @@ func (s *Store) PutClientState(ctx context.Context, userID string, entries []Cli
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		put = ClientStatePut{}
 		for i, e := range entries {
+			if err := s.claimOwnership(ctx, tx, key, userID, "state", stateRef(e.Namespace, e.Key), e.Owner); err != nil {
+				return err
+			}
 			var stored int64
 			err := tx.QueryRow(`SELECT updated_at FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
 				userID, e.Namespace, e.Key).Scan(&stored)

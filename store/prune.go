@@ -21,6 +21,9 @@ type Retention struct {
 // Pruned counts what one Prune deleted.
 type Pruned struct {
 	FinishedTasks, Outbox, DeliveryLog, Transcripts, Devices, Instances int
+	// CloudRecords counts expired inventory snapshots, plans and finished
+	// cleanup operations.
+	CloudRecords int
 }
 
 // LogValue lists the counts under the names Prune's steps have.
@@ -28,12 +31,13 @@ func (p Pruned) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
 		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts),
-		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances))
+		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances), slog.Int("cloudRecords", p.CloudRecords))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
 // their age: finished tasks, the outbox, the delivery log, transcripts,
-// silent devices and dead instances, each against now and its retention.
+// silent devices and dead instances, each against now and its retention,
+// and expired cloud-data records (after continuing due cleanups).
 // A failing step does not stop the others; the error joins theirs.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
 	var p Pruned
@@ -56,6 +60,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
 		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
 		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
+		{"cloud data", &p.CloudRecords, func() (int, error) { return s.housekeepCloudData(ctx) }},
 	}
 	var errs []error
 	for _, step := range steps {

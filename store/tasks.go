@@ -102,6 +102,9 @@ type NewTask struct {
 	// LeaseUntil, when set, inserts the task already claimed, for delivery
 	// in the request that created it.
 	LeaseUntil time.Time
+	// Owner, when set, is checked and recorded in the insert's transaction
+	// (ErrOwnerRetired, see claimOwnership).
+	Owner *OwnerClaim
 }
 
 const taskColumns = `id, user_id, uuid, payload, message_type, next_send_at, lease_until, retry_after,
@@ -134,6 +137,11 @@ func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, bool, error) {
 		}
 		if exists > 0 {
 			return ErrTaskUUIDConflict
+		}
+		if n.Owner != nil {
+			if err := s.claimOwnership(ctx, tx, s.userKey(n.UserID), n.UserID, "task", n.UUID, n.Owner); err != nil {
+				return err
+			}
 		}
 		row := tx.QueryRowContext(ctx, `INSERT INTO tasks (user_id, uuid, payload, message_type, next_send_at, lease_until, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+taskColumns,

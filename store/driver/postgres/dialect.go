@@ -22,6 +22,7 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		cloudDataSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -21,6 +21,7 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		cloudDataSchema,
 	},
 
 	ClaimableAt: claimableAt,
