@@ -35,8 +35,16 @@ type taskEnv struct {
 
 func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 	t.Helper()
+	return newTaskEnvOn(t, cfg, store.Config{})
+}
+
+// newTaskEnvOn is newTaskEnv on the database stCfg names (storetest.Open's
+// default when it names none).
+func newTaskEnvOn(t testing.TB, cfg Config, stCfg store.Config) *taskEnv {
+	t.Helper()
 	e := &taskEnv{clk: clocktest.New(taskEpoch)}
-	e.st = storetest.Open(t, store.Config{Now: e.clk.Now, Logger: testLogger(t)})
+	stCfg.Now, stCfg.Logger = e.clk.Now, testLogger(t)
+	e.st = storetest.Open(t, stCfg)
 	deliveries, fake := newTestCourier(t, e.st, courier.PolicyUpstream)
 	e.fake = fake
 	var err error
