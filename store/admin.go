@@ -131,19 +131,22 @@ type UserDeletion struct {
 	Outbox      int `json:"outbox"`
 	Sessions    int `json:"sessions"`
 	Attempts    int `json:"deliveryLog"`
+	// CloudData counts the owners, ownership records and cleanup records.
+	CloudData int `json:"cloudData"`
 }
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.CloudData
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
-// their sessions) and delivery log rows.
+// their sessions), delivery log rows and cloud-data records.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		d = UserDeletion{}
 		for _, step := range []struct {
 			query string
 			n     *int
@@ -154,6 +157,9 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM message_outbox WHERE user_id = ?`, &d.Outbox},
 			{`DELETE FROM transcript_sessions WHERE owner = ?`, &d.Sessions},
 			{`DELETE FROM delivery_log WHERE user_id = ?`, &d.Attempts},
+			{`DELETE FROM cloud_owned WHERE user_id = ?`, &d.CloudData},
+			{`DELETE FROM cloud_owners WHERE user_id = ?`, &d.CloudData},
+			{`DELETE FROM cloud_records WHERE user_id = ?`, &d.CloudData},
 		} {
 			res, err := tx.ExecContext(ctx, step.query, userID)
 			if err != nil {
@@ -163,7 +169,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			if err != nil {
 				return err
 			}
-			*step.n = int(n)
+			*step.n += int(n)
 		}
 		return nil
 	})

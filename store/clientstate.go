@@ -140,16 +140,18 @@ func (s *Store) PutClientState(ctx context.Context, userID string, entries []Cli
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		put = ClientStatePut{}
 		for i, e := range entries {
-			if err := s.claimOwnership(ctx, tx, key, userID, "state", stateRef(e.Namespace, e.Key), e.Owner); err != nil {
-				return err
-			}
 			var stored int64
 			err := tx.QueryRow(`SELECT updated_at FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
 				userID, e.Namespace, e.Key).Scan(&stored)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-			case err != nil:
+			exists := err == nil
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
+			}
+			if err := s.claimOwnership(ctx, tx, key, userID, "state", stateRef(e.Namespace, e.Key), e.Owner, exists); err != nil {
+				return err
+			}
+			switch {
+			case !exists:
 			case stored > e.UpdatedAt:
 				put.Skipped = append(put.Skipped, StateKey{e.Namespace, e.Key})
 				continue

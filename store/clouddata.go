@@ -109,18 +109,24 @@ func ownerKey(key usercrypt.Key, o Owner) string {
 
 // claimOwnership applies claim to the resource (typ, ref) of userID inside
 // the write tx that writes the resource, so that no retirement can come in
-// between: the resource keeps the owner it has (ErrOwnerImmutable for
-// another), and a write for an owner is refused unless claim's generation
-// is the owner's current one and the owner is active (ErrOwnerRetired).
-func (s *Store) claimOwnership(ctx context.Context, tx *sql.Tx, key usercrypt.Key, userID, typ, ref string, claim *OwnerClaim) error {
+// between: an existing resource keeps the owner it has (ErrOwnerImmutable
+// for another), and a write for an owner is refused unless claim's
+// generation is the owner's current one and the owner is active
+// (ErrOwnerRetired). The ownership record of a resource that no longer
+// exists (deleted by an ordinary route) is ignored and replaced.
+func (s *Store) claimOwnership(ctx context.Context, tx *sql.Tx, key usercrypt.Key, userID, typ, ref string, claim *OwnerClaim, exists bool) error {
 	var c OwnerClaim
 	if claim != nil {
 		c = *claim
 	}
+	if !exists && claim == nil {
+		_, err := tx.ExecContext(ctx, `DELETE FROM cloud_owned WHERE user_id = ? AND type = ? AND ref = ?`, userID, typ, ref)
+		return err
+	}
 	var sealed string
 	err := tx.QueryRowContext(ctx, `SELECT meta FROM cloud_owned WHERE user_id = ? AND type = ? AND ref = ?`, userID, typ, ref).Scan(&sealed)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case !exists || errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return err
 	default:

@@ -656,12 +656,14 @@ func (s *Store) ContinueCleanups(ctx context.Context) (int, error) {
 	return len(dues), errors.Join(errs...)
 }
 
-// housekeepCloudData continues due cleanups, then prunes expired records,
-// and returns how many it pruned.
+// housekeepCloudData continues due cleanups, then prunes expired records
+// and the ownership of deleted resources, and returns how many rows it
+// pruned.
 func (s *Store) housekeepCloudData(ctx context.Context) (int, error) {
 	_, continueErr := s.ContinueCleanups(ctx)
-	n, err := s.PruneCloudRecords(ctx)
-	return n, errors.Join(continueErr, err)
+	records, pruneErr := s.PruneCloudRecords(ctx)
+	owned, sweepErr := s.sweepOwnership(ctx)
+	return records + owned, errors.Join(continueErr, pruneErr, sweepErr)
 }
 
 // PruneCloudRecords deletes the snapshots and plans past recordTTL and the

@@ -101,16 +101,40 @@ type resourceType struct {
 	// remove deletes the resource ref of userID (rows already gone are no
 	// error).
 	remove func(ctx context.Context, tx *sql.Tx, userID, ref string) error
+	// owned, for a type whose writes may name an owner, selects a row when
+	// the resource of the cloud_owned row at hand still exists, with
+	// ownedArgs; housekeeping deletes the ownership of resources the
+	// ordinary routes deleted.
+	owned     string
+	ownedArgs []any
 }
 
 // resourceTypes are upstream's five types in its order, then amsg's own.
 var resourceTypes = []resourceType{
-	{"task", listTasks, removeTask},
-	{"state", listState, removeState},
-	{"outbox", listOutbox, removeOutbox},
-	{"subscription", listSubscriptions, removeSubscription},
-	{"transcript", listTranscripts, removeTranscript},
-	{"delivery-log", listDeliveryLog, removeDeliveryLog},
+	{name: "task", list: listTasks, remove: removeTask,
+		owned: `SELECT 1 FROM tasks t WHERE t.user_id = cloud_owned.user_id AND t.uuid = cloud_owned.ref`},
+	{name: "state", list: listState, remove: removeState,
+		owned: `SELECT 1 FROM client_state c WHERE c.user_id = cloud_owned.user_id AND c.namespace || ? || c.key = cloud_owned.ref`, ownedArgs: []any{stateSep}},
+	{name: "outbox", list: listOutbox, remove: removeOutbox},
+	{name: "subscription", list: listSubscriptions, remove: removeSubscription},
+	{name: "transcript", list: listTranscripts, remove: removeTranscript},
+	{name: "delivery-log", list: listDeliveryLog, remove: removeDeliveryLog},
+}
+
+// sweepOwnership deletes the ownership records whose resource is gone.
+func (s *Store) sweepOwnership(ctx context.Context) (int, error) {
+	deleted := 0
+	for _, t := range resourceTypes {
+		if t.owned == "" {
+			continue
+		}
+		n, err := s.execCount(ctx, "sweep ownership", `DELETE FROM cloud_owned WHERE type = ? AND NOT EXISTS (`+t.owned+`)`, append([]any{t.name}, t.ownedArgs...)...)
+		if err != nil {
+			return deleted, err
+		}
+		deleted += n
+	}
+	return deleted, nil
 }
 
 // ResourceTypes names the inventory's resource types in order.

@@ -337,3 +337,40 @@ func populateCloudData(t *testing.T, st *store.Store, clk *clock) {
 		t.Fatal(err)
 	}
 }
+
+// Ownership ends with its resource: a value deleted by an ordinary route
+// and written again without an owner has none, housekeeping drops the
+// records of deleted resources, and deleting the user drops the rest.
+func TestOwnershipEndsWithItsResource(t *testing.T) {
+	f := newCloudFixture(t)
+	ctx := t.Context()
+	if _, err := f.st.DeleteClientState(ctx, cloudUser); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.PutClientState(ctx, cloudUser, []store.ClientStateEntry{{Namespace: "character:rei", Key: "memory", Value: "new", UpdatedAt: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.DeleteTask(ctx, cloudUser, "task-rei"); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := f.st.CloudInventory(ctx, cloudUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range inv.Resources {
+		if r.Owner != nil && r.Type != "outbox" {
+			t.Errorf("%s %s kept the owner of a deleted resource: %+v", r.Type, r.Label, r.Owner)
+		}
+	}
+	pruned, err := f.st.Prune(ctx, f.clk.Now(), store.Retention{})
+	if err != nil || pruned.CloudRecords != 1 {
+		t.Fatalf("housekeeping pruned %d cloud rows (%v), want the deleted task's ownership", pruned.CloudRecords, err)
+	}
+	if _, err := runCleanup(t, f.st, store.PlanRequest{Mode: store.ModeRetireOwner, Owner: &rei}, "retire"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.st.DeleteUser(ctx, cloudUser)
+	if err != nil || d.CloudData != 2 {
+		t.Fatalf("DeleteUser removed %d cloud rows (%v), want the owner and the operation", d.CloudData, err)
+	}
+}

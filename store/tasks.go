@@ -139,7 +139,7 @@ func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, bool, error) {
 			return ErrTaskUUIDConflict
 		}
 		if n.Owner != nil {
-			if err := s.claimOwnership(ctx, tx, s.userKey(n.UserID), n.UserID, "task", n.UUID, n.Owner); err != nil {
+			if err := s.claimOwnership(ctx, tx, s.userKey(n.UserID), n.UserID, "task", n.UUID, n.Owner, false); err != nil {
 				return err
 			}
 		}
