@@ -140,11 +140,11 @@ func TestCloudDataThroughTheEnvelope(t *testing.T) {
 			t.Fatalf("summary %+v, want a task, two values and a device", summary)
 		}
 		all := e.resources(t, "")
-		if got, want := labels(all), []string{"state:character:rei/memory", "state:global/theme", "subscription:Web Push subscription", "task:"+reiTask}; !slices.Equal(got, want) {
+		if got, want := labels(all), []string{"state:character:rei/memory", "state:global/theme", "subscription:Web Push subscription", "task:" + reiTask}; !slices.Equal(got, want) {
 			t.Fatalf("resources %v, want %v", got, want)
 		}
 		owned := e.resources(t, "&ownerType=character&ownerId=rei")
-		if got := labels(owned); !slices.Equal(got, []string{"state:character:rei/memory", "task:"+reiTask}) {
+		if got := labels(owned); !slices.Equal(got, []string{"state:character:rei/memory", "task:" + reiTask}) {
 			t.Fatalf("rei's resources %v", got)
 		}
 		for _, r := range owned {

@@ -76,10 +76,11 @@ func (o Owner) same(p Owner) bool { return o.Type == p.Type && o.ID == p.ID }
 // (nil: the one it has, if any), the app's kind of resource, and the owner
 // generation the writer knows (0 when it sent none, never "the current
 // one": a restore must not revive old writers).
+// A resource's ownership record is the claim that wrote it, sealed.
 type OwnerClaim struct {
-	Owner      *Owner
-	Kind       string
-	Generation int64
+	Owner      *Owner `json:"owner"`
+	Kind       string `json:"kind,omitempty"`
+	Generation int64  `json:"generation"`
 }
 
 // OwnerState is where an owner stands.
@@ -90,13 +91,6 @@ type OwnerState struct {
 	// UpdatedAt is the last retirement or restore; zero for an owner never
 	// retired.
 	UpdatedAt time.Time
-}
-
-// ownedMeta is a resource's sealed ownership record.
-type ownedMeta struct {
-	Owner      *Owner `json:"owner"`
-	Kind       string `json:"kind,omitempty"`
-	Generation int64  `json:"generation"`
 }
 
 // ownerKey is the owner's identity in the tables: a hash keyed by the
@@ -130,7 +124,7 @@ func (s *Store) claimOwnership(ctx context.Context, tx *sql.Tx, key usercrypt.Ke
 	case err != nil:
 		return err
 	default:
-		var prev ownedMeta
+		var prev OwnerClaim
 		if plaintext, err := key.OpenAtRest(sealed); err == nil && json.Unmarshal(plaintext, &prev) == nil {
 			if prev.Owner != nil && c.Owner != nil && !prev.Owner.same(*c.Owner) {
 				return ErrOwnerImmutable
@@ -157,7 +151,7 @@ func (s *Store) claimOwnership(ctx context.Context, tx *sql.Tx, key usercrypt.Ke
 			return ErrOwnerRetired
 		}
 	}
-	meta, err := json.Marshal(ownedMeta{Owner: c.Owner, Kind: c.Kind, Generation: c.Generation})
+	meta, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}

@@ -178,7 +178,7 @@ func (s *Store) CloudInventory(ctx context.Context, userID string) (Inventory, e
 // inventory reads userID's resources within tx, their owners from
 // cloud_owned (an outbox row inherits its task's).
 func (s *Store) inventory(ctx context.Context, tx *sql.Tx, key usercrypt.Key, userID string) (Inventory, error) {
-	owned, unreadable, err := s.ownedMetas(ctx, tx, key, userID)
+	owned, unreadable, err := s.ownershipRecords(ctx, tx, key, userID)
 	if err != nil {
 		return Inventory{}, err
 	}
@@ -223,21 +223,21 @@ func (s *Store) inventory(ctx context.Context, tx *sql.Tx, key usercrypt.Key, us
 	return inv, nil
 }
 
-// ownedMetas reads userID's ownership records by type and ref.
-func (s *Store) ownedMetas(ctx context.Context, tx *sql.Tx, key usercrypt.Key, userID string) (map[string]ownedMeta, int, error) {
+// ownershipRecords reads userID's ownership records by type and ref.
+func (s *Store) ownershipRecords(ctx context.Context, tx *sql.Tx, key usercrypt.Key, userID string) (map[string]OwnerClaim, int, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT type, ref, meta FROM cloud_owned WHERE user_id = ?`, userID)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
-	metas := map[string]ownedMeta{}
+	metas := map[string]OwnerClaim{}
 	unreadable := 0
 	for rows.Next() {
 		var typ, ref, sealed string
 		if err := rows.Scan(&typ, &ref, &sealed); err != nil {
 			return nil, 0, err
 		}
-		var m ownedMeta
+		var m OwnerClaim
 		plaintext, err := key.OpenAtRest(sealed)
 		if err != nil || json.Unmarshal(plaintext, &m) != nil {
 			unreadable++
