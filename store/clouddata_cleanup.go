@@ -277,14 +277,8 @@ func (s *Store) CreateCleanupPlan(ctx context.Context, userID string, req PlanRe
 		}
 	}
 	plan.Count = len(plan.Resources)
-	for _, t := range resourceTypes {
-		c := PlanCount{Type: t.name}
-		for _, r := range plan.Resources {
-			if r.Type == t.name {
-				c.Count++
-			}
-		}
-		plan.Counts = append(plan.Counts, c)
+	for i, n := range countByType(plan.Entries) {
+		plan.Counts = append(plan.Counts, PlanCount{resourceTypes[i].name, n})
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		return s.putRecord(ctx, tx, key, userID, "plan", plan.ID, "", plan, nil, millis(now.Add(recordTTL)))
@@ -407,14 +401,8 @@ func (s *Store) newOperation(ctx context.Context, key usercrypt.Key, userID, pla
 	op := operationRecord{CleanupOperation: CleanupOperation{ID: newUUID(), PlanID: plan.ID, IdempotencyKey: idempotencyKey,
 		Mode: plan.Mode, Owner: plan.Owner, OwnerGeneration: plan.OwnerGeneration, Status: OperationPending,
 		Errors: []OperationError{}, CreatedAt: now, UpdatedAt: now}, Entries: plan.Entries}
-	for _, t := range resourceTypes {
-		c := OperationCount{Type: t.name}
-		for _, e := range plan.Entries {
-			if e.Type == t.name {
-				c.Remaining++
-			}
-		}
-		op.Counts = append(op.Counts, c)
+	for i, n := range countByType(plan.Entries) {
+		op.Counts = append(op.Counts, OperationCount{Type: resourceTypes[i].name, Remaining: n})
 	}
 	var existing operationRecord
 	err = s.write(ctx, func(tx *sql.Tx) error {
@@ -505,14 +493,9 @@ func (s *Store) advanceOperation(ctx context.Context, key usercrypt.Key, userID,
 		if op.Mode == ModeRetireOwner {
 			deleted = targets
 		}
-		for i := range op.Counts {
-			op.Counts[i].Remaining = 0
-			op.Counts[i].Deleted = 0
-			for _, e := range deleted {
-				if e.Type == op.Counts[i].Type {
-					op.Counts[i].Deleted++
-				}
-			}
+		op.Counts = op.Counts[:0]
+		for i, n := range countByType(deleted) {
+			op.Counts = append(op.Counts, OperationCount{Type: resourceTypes[i].name, Deleted: n})
 		}
 		now := millis(s.now())
 		op.Status, op.Errors, op.Entries, op.Attempts, op.UpdatedAt = OperationCompleted, []OperationError{}, nil, 0, now

@@ -146,6 +146,17 @@ func ResourceTypes() []string {
 	return names
 }
 
+// countByType counts entries of each type, in resourceTypes' order.
+func countByType(entries []inventoryEntry) []int {
+	counts := make([]int, len(resourceTypes))
+	for _, e := range entries {
+		if i := slices.IndexFunc(resourceTypes, func(t resourceType) bool { return t.name == e.Type }); i >= 0 {
+			counts[i]++
+		}
+	}
+	return counts
+}
+
 func findResourceType(name string) (resourceType, bool) {
 	i := slices.IndexFunc(resourceTypes, func(t resourceType) bool { return t.name == name })
 	if i < 0 {
