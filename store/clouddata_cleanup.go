@@ -369,6 +369,13 @@ func (s *Store) StartCleanup(ctx context.Context, userID, planID, idempotencyKey
 func (s *Store) newOperation(ctx context.Context, key usercrypt.Key, userID, planID, idempotencyKey string) (operationRecord, error) {
 	var plan planRecord
 	found, err := s.readRecord(ctx, s.reader, key, userID, "plan", planID, &plan)
+	if err == nil && !found {
+		// A request with the same key may have consumed the plan since.
+		var op operationRecord
+		if op, found, err = s.operationByIdempotency(ctx, s.reader, key, userID, idempotencyKey); found {
+			return op, nil
+		}
+	}
 	switch {
 	case err != nil:
 		return operationRecord{}, fmt.Errorf("store: start cleanup: %w", err)

@@ -374,3 +374,34 @@ func TestOwnershipEndsWithItsResource(t *testing.T) {
 		t.Fatalf("DeleteUser removed %d cloud rows (%v), want the owner and the operation", d.CloudData, err)
 	}
 }
+
+// Two requests starting one plan with one idempotency key at once get one
+// operation between them.
+func TestConcurrentStartsShareTheOperation(t *testing.T) {
+	f := newCloudFixture(t)
+	plan, err := f.st.CreateCleanupPlan(t.Context(), cloudUser, store.PlanRequest{Mode: store.ModePurge, Owner: &rei})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make(chan string, 2)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			op, err := f.st.StartCleanup(t.Context(), cloudUser, plan.ID, "same-key")
+			ids <- op.ID
+			errs <- err
+		}()
+	}
+	a, b := <-ids, <-ids
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a != b || a == "" {
+		t.Fatalf("operations %q and %q, want one", a, b)
+	}
+	if ops, _, err := f.st.CleanupOperations(t.Context(), cloudUser); err != nil || len(ops) != 1 || ops[0].Status != store.OperationCompleted {
+		t.Fatalf("operations %+v, %v", ops, err)
+	}
+}
