@@ -15,6 +15,7 @@ import (
 	"amsg/builders"
 	"amsg/push"
 	"amsg/push/courier"
+	"amsg/scheduler"
 	"amsg/store"
 
 	"github.com/go-chi/chi/v5"
@@ -36,8 +37,8 @@ type adminRoute struct {
 
 func (s *Server) adminRoutes() []adminRoute {
 	return []adminRoute{
-		{http.MethodPost, "/api/v1/admin/send", s.handleAdminSend},
-		{http.MethodPost, "/api/v1/admin/broadcasts", s.handleAdminBroadcast},
+		{http.MethodPost, "/api/v1/admin/send", s.idempotent(adminScope, s.handleAdminSend)},
+		{http.MethodPost, "/api/v1/admin/broadcasts", s.idempotent(adminScope, s.handleAdminBroadcast)},
 		{http.MethodGet, "/api/v1/admin/broadcasts", s.handleAdminBroadcasts},
 		{http.MethodGet, "/api/v1/admin/broadcasts/{broadcastId}", s.handleAdminBroadcastGet},
 		{http.MethodPost, "/api/v1/admin/broadcasts/{broadcastId}/resume", s.handleAdminBroadcastResume},
@@ -90,6 +91,8 @@ type adminMessage struct {
 	ContactName    string          `json:"contactName,omitempty"`
 	MessageSubtype string          `json:"messageSubtype,omitempty"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	// Priority "critical" passes the user's quiet hours and daily limit.
+	Priority string `json:"priority,omitempty"`
 }
 
 // Bounds of operator input.
@@ -116,6 +119,8 @@ func (m adminMessage) check() error {
 		return invalidParameters("messageSubtype is longer than 64 bytes", "messageSubtype")
 	case m.Metadata != nil && !isJSONObjectOrNull(m.Metadata):
 		return invalidParameters("metadata must be a JSON object", "metadata")
+	case m.Priority != "" && m.Priority != scheduler.PriorityNormal && m.Priority != scheduler.PriorityCritical:
+		return errInvalidPriority
 	}
 	return nil
 }
@@ -164,6 +169,12 @@ type adminSendResult struct {
 	MessageID string          `json:"messageId"`
 	Delivered bool            `json:"delivered"`
 	Devices   []deviceOutcome `json:"devices"`
+	// Set when the user's guards held the message (preferences_admin.go):
+	// deferred to the end of quiet hours as the task TaskUUID, or recorded
+	// in the outbox only past the daily limit.
+	DeferredUntil string `json:"deferredUntil,omitempty"`
+	TaskUUID      string `json:"taskUuid,omitempty"`
+	OutboxOnly    bool   `json:"outboxOnly,omitempty"`
 }
 
 func (s *Server) handleAdminSend(w http.ResponseWriter, r *http.Request) error {
@@ -200,6 +211,9 @@ func (s *Server) adminSend(ctx context.Context, userID string, m adminMessage) (
 	}
 	if len(devices) == 0 {
 		return res, errSubscriptionMissing
+	}
+	if guarded, handled, err := s.guardAdminMessage(ctx, userID, m, p); handled || err != nil {
+		return guarded, err
 	}
 	derr := s.adminDeliver(ctx, userID, p)
 	res.Delivered = derr == nil

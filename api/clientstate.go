@@ -7,22 +7,31 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 
 	"amsg/store"
 )
 
 // clientStateFeature is the browser's cloud mirror of its own state:
-// PUT /client-state writes a batch last-write-wins, GET reads one namespace,
-// DELETE wipes the user's state. Values over 204800 bytes are chunked by the
+// PUT /client-state writes (or, with value null, deletes) a batch
+// last-write-wins, GET reads one namespace, DELETE wipes one namespace
+// (?namespace=) or the user's whole state, and GET
+// /client-state/namespaces lists what each namespace holds, so an app can
+// find and delete those it no longer has. Values over 204800 bytes are chunked by the
 // store, invalid entries are rejected one by one, and a version (or
 // builtAt) orders writes by content instead of arrival.
 func (s *Server) clientStateFeature() feature {
 	return feature{
-		capabilities: []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard"},
+		capabilities: []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard",
+			"client-state-delete-namespace", "client-state-delete", "client-state-namespaces"},
 		routes: []route{
 			{http.MethodPut, "client-state", authClient, s.handlePutClientState},
 			{http.MethodGet, "client-state", authClient, s.handleGetClientState},
 			{http.MethodDelete, "client-state", authClient, s.handleDeleteClientState},
+			{http.MethodGet, "client-state/namespaces", authClient, s.handleGetClientStateNamespaces},
 		},
 	}
 }
@@ -31,6 +40,8 @@ var (
 	errInvalidStateEntries    = newError(http.StatusBadRequest, "INVALID_STATE_ENTRIES", "entries 必须是非空数组")
 	errNamespaceRequired      = newError(http.StatusBadRequest, "NAMESPACE_REQUIRED", "必须提供 namespace 查询参数")
 	errStateNamespaceReserved = newError(http.StatusBadRequest, "INVALID_STATE_NAMESPACE", `namespace 不能包含控制字符（\u0000-\u001f 为库内部保留）`)
+	errInvalidNamespaceLimit  = newError(http.StatusBadRequest, "INVALID_NAMESPACE_LIMIT", fmt.Sprintf("limit 必须是 1-%d 的整数", store.MaxStateNamespaces))
+	errStateNamespaceTooLong  = newError(http.StatusBadRequest, "INVALID_STATE_NAMESPACE", fmt.Sprintf("namespace 必须是 1-%d 字符的字符串", store.MaxStateNamespaceLen))
 )
 
 // maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER: the largest
@@ -70,11 +81,17 @@ func (s *Server) handlePutClientState(w http.ResponseWriter, r *http.Request) er
 		Key       string `json:"key"`
 	}
 	resp := struct {
-		Upserted       int              `json:"upserted"`
-		Skipped        int              `json:"skipped"`
+		Upserted int `json:"upserted"`
+		Skipped  int `json:"skipped"`
+		// Deleted is there when the batch held deletes, so a batch of
+		// writes answers as before deletes existed.
+		Deleted        *int             `json:"deleted,omitempty"`
 		SkippedEntries []stateKey       `json:"skippedEntries,omitempty"`
 		Rejected       []stateRejection `json:"rejected,omitempty"`
 	}{Upserted: put.Upserted, Skipped: len(put.Skipped), Rejected: rejected}
+	if slices.ContainsFunc(entries, func(e store.ClientStateEntry) bool { return e.Delete }) {
+		resp.Deleted = &put.Deleted
+	}
 	for _, k := range put.Skipped {
 		resp.SkippedEntries = append(resp.SkippedEntries, stateKey(k))
 	}
@@ -123,8 +140,9 @@ func decodeObject(payload json.RawMessage) map[string]any {
 }
 
 // decodeStateEntry checks one entry in the standard's order: an object, its
-// namespace, key, value (a string, at most maxValueBytes UTF-8 bytes),
-// updatedAt, then version ?? builtAt, which when given is the guard.
+// namespace, key, value (a string, at most maxValueBytes UTF-8 bytes, or
+// null to delete the key), updatedAt, then version ?? builtAt, which when
+// given is the guard.
 func decodeStateEntry(i int, item any, maxValueBytes int) (store.ClientStateEntry, *stateRejection) {
 	rejection := &stateRejection{Index: i}
 	reject := func(code, problem string) (store.ClientStateEntry, *stateRejection) {
@@ -161,8 +179,10 @@ func decodeStateEntry(i int, item any, maxValueBytes int) (store.ClientStateEntr
 			return reject(name.code, "."+name.field+` 不能包含控制字符（\u0000-\u001f 为库内部保留）`)
 		}
 	}
-	value, ok := fields["value"].(string)
-	if !ok {
+	rawValue, present := fields["value"]
+	value, ok := rawValue.(string)
+	deletes := present && rawValue == nil
+	if !ok && !deletes {
 		return reject("INVALID_STATE_VALUE", ".value 必须是字符串（宿主自行序列化）")
 	}
 	if n := len(value); n > maxValueBytes {
@@ -186,7 +206,7 @@ func decodeStateEntry(i int, item any, maxValueBytes int) (store.ClientStateEntr
 	if refused := (*Error)(nil); errors.As(err, &refused) {
 		return reject(refused.Code, " "+refused.Message)
 	}
-	return store.ClientStateEntry{Namespace: namespace, Key: key, Value: value, UpdatedAt: guard, Owner: owner}, nil
+	return store.ClientStateEntry{Namespace: namespace, Key: key, Value: value, UpdatedAt: guard, Delete: deletes, Owner: owner}, nil
 }
 
 // positiveInteger reads v when it is a JSON number holding an integer in 1
@@ -211,12 +231,7 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 	}
 	namespace := r.URL.Query().Get("namespace")
 	entries, err := s.deps.Store.ClientState(r.Context(), userID, namespace)
-	switch {
-	case errors.Is(err, store.ErrStateNameBlank):
-		return errNamespaceRequired
-	case errors.Is(err, store.ErrStateNameReserved):
-		return errStateNamespaceReserved
-	case err != nil:
+	if err := stateNamespaceError(err); err != nil {
 		return err
 	}
 	type entryJSON struct {
@@ -227,7 +242,7 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 	}
 	out := make([]entryJSON, len(entries))
 	for i, e := range entries {
-		out[i] = entryJSON{e.Namespace, e.Key, e.Value, e.UpdatedAt}
+		out[i] = entryJSON{Namespace: e.Namespace, Key: e.Key, Value: e.Value, UpdatedAt: e.UpdatedAt}
 	}
 	return s.writeEncrypted(w, userID, struct {
 		Namespace string      `json:"namespace"`
@@ -235,17 +250,95 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 	}{namespace, out})
 }
 
+// handleDeleteClientState deletes the namespace ?namespace= names (with its
+// slice rows), or without the parameter all of the user's state. A
+// parameter that is present but blank or invalid is refused rather than
+// read as "all".
 func (s *Server) handleDeleteClientState(w http.ResponseWriter, r *http.Request) error {
 	userID, err := requireUserID(r)
 	if err != nil {
 		return err
 	}
-	deleted, err := s.deps.Store.DeleteClientState(r.Context(), userID)
-	if err != nil {
+	query := r.URL.Query()
+	if !query.Has("namespace") {
+		deleted, err := s.deps.Store.DeleteClientState(r.Context(), userID)
+		if err != nil {
+			return err
+		}
+		writeData(w, http.StatusOK, struct {
+			Deleted int `json:"deleted"`
+		}{deleted})
+		return nil
+	}
+	namespace := query.Get("namespace")
+	deleted, err := s.deps.Store.DeleteClientStateNamespace(r.Context(), userID, namespace)
+	if err := stateNamespaceError(err); err != nil {
 		return err
 	}
 	writeData(w, http.StatusOK, struct {
-		Deleted int `json:"deleted"`
-	}{deleted})
+		Deleted   int    `json:"deleted"`
+		Namespace string `json:"namespace"`
+	}{deleted, namespace})
 	return nil
+}
+
+// handleGetClientStateNamespaces lists the user's namespaces, encrypted
+// like GET /client-state: their names are the app's data.
+func (s *Server) handleGetClientStateNamespaces(w http.ResponseWriter, r *http.Request) error {
+	userID, err := requireUserID(r)
+	if err != nil {
+		return err
+	}
+	limit, err := namespaceListLimit(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	namespaces, truncated, err := s.deps.Store.ClientStateNamespaces(r.Context(), userID, limit)
+	if err != nil {
+		return err
+	}
+	type namespaceJSON struct {
+		Namespace  string `json:"namespace"`
+		EntryCount int    `json:"entryCount"`
+		ByteSize   int64  `json:"byteSize"`
+		UpdatedAt  int64  `json:"updatedAt"`
+	}
+	out := make([]namespaceJSON, len(namespaces))
+	for i, ns := range namespaces {
+		out[i] = namespaceJSON(ns)
+	}
+	return s.writeEncrypted(w, userID, struct {
+		Namespaces []namespaceJSON `json:"namespaces"`
+		Truncated  bool            `json:"truncated"`
+		Limit      int             `json:"limit"`
+	}{out, truncated, limit})
+}
+
+// namespaceListLimit reads ?limit= as upstream does: absent or empty is the
+// maximum, an integer above it is cut to it, anything else (0, negative,
+// a fraction, text) is INVALID_NAMESPACE_LIMIT.
+func namespaceListLimit(query url.Values) (int, error) {
+	raw := query.Get("limit")
+	if raw == "" {
+		return store.MaxStateNamespaces, nil
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+	if err != nil || n != math.Trunc(n) || n <= 0 || math.IsInf(n, 0) {
+		return 0, errInvalidNamespaceLimit
+	}
+	return int(min(n, store.MaxStateNamespaces)), nil
+}
+
+// stateNamespaceError maps the store's refusal of a namespace named in a
+// query to the standard's codes.
+func stateNamespaceError(err error) error {
+	switch {
+	case errors.Is(err, store.ErrStateNameBlank):
+		return errNamespaceRequired
+	case errors.Is(err, store.ErrStateNameReserved):
+		return errStateNamespaceReserved
+	case errors.Is(err, store.ErrStateNameTooLong):
+		return errStateNamespaceTooLong
+	}
+	return err
 }

@@ -100,7 +100,7 @@ func TestPutClientStateRejectsBadEntriesAlone(t *testing.T) {
 		{`{"namespace":"ns","key":"","value":"v","updatedAt":1}`, `"code":"INVALID_STATE_KEY","message":"entries[%d].key 必须是 1-256 字符的字符串","namespace":"ns","key":""`},
 		{`{"namespace":"ns","key":{},"value":"v","updatedAt":1}`, `"code":"INVALID_STATE_KEY","message":"entries[%d].key 必须是 1-256 字符的字符串","namespace":"ns"`},
 		{`{"namespace":"ns","key":"k\u0000","value":"v","updatedAt":1}`, `"code":"INVALID_STATE_KEY","message":"entries[%d].key 不能包含控制字符（\\u0000-\\u001f 为库内部保留）","namespace":"ns","key":"k\u0000"`},
-		{`{"namespace":"ns","key":"k","value":null,"updatedAt":1}`, `"code":"INVALID_STATE_VALUE","message":"entries[%d].value 必须是字符串（宿主自行序列化）","namespace":"ns","key":"k"`},
+		{`{"namespace":"ns","key":"k","updatedAt":1}`, `"code":"INVALID_STATE_VALUE","message":"entries[%d].value 必须是字符串（宿主自行序列化）","namespace":"ns","key":"k"`},
 		{`{"namespace":"ns","key":"k","value":42,"updatedAt":1}`, `"code":"INVALID_STATE_VALUE","message":"entries[%d].value 必须是字符串（宿主自行序列化）","namespace":"ns","key":"k"`},
 		{`{"namespace":"ns","key":"k","value":"记记记记记记","updatedAt":1}`, `"code":"STATE_VALUE_TOO_LARGE","message":"entries[%d].value 超过单条总上限","bytes":18,"maxBytes":16,"namespace":"ns","key":"k"`},
 		{`{"namespace":"ns","key":"k","value":"v"}`, `"code":"INVALID_STATE_UPDATED_AT","message":"entries[%d].updatedAt 必须是正整数（epoch 毫秒）","namespace":"ns","key":"k"`},
@@ -274,6 +274,51 @@ func TestDeleteClientStateCountsRows(t *testing.T) {
 	}
 }
 
+// TestDeleteClientStateNamespaceKeepsTheOthers is the data loss upstream's
+// newest client met: DELETE /client-state?namespace=drop used to delete
+// every namespace of the user. Only "drop" and its slice rows go now.
+func TestDeleteClientStateNamespaceKeepsTheOthers(t *testing.T) {
+	onBothBackends(t, store.Config{}, func(t *testing.T, st *store.Store) {
+		s := newTestServer(t, Config{}, Deps{Store: st})
+		const other = "123e4567-e89b-42d3-a456-426614174000"
+		putState(t, s, testUserID, entries(
+			stateEntry{Namespace: "keep", Key: "k", Value: "kept", UpdatedAt: 1},
+			stateEntry{Namespace: "drop", Key: "k", Value: "v", UpdatedAt: 1},
+			stateEntry{Namespace: "drop", Key: "big", Value: strings.Repeat("a", store.StateSliceBytes+1), UpdatedAt: 1}, // a root and 2 slices
+			stateEntry{Namespace: "dro", Key: "k", Value: "prefix of drop", UpdatedAt: 1},
+		))
+		putState(t, s, other, entries(stateEntry{Namespace: "drop", Key: "k", Value: "another user's", UpdatedAt: 1}))
+		header := map[string]string{"X-User-Id": testUserID}
+		wantBody(t, "delete drop", send(s, http.MethodDelete, "/api/v1/client-state?namespace=drop", "", header), 200,
+			`{"success":true,"data":{"deleted":4,"namespace":"drop"}}`)
+		for _, c := range []struct{ user, namespace, want string }{
+			{testUserID, "drop", `{"namespace":"drop","entries":[]}`},
+			{testUserID, "keep", `{"namespace":"keep","entries":[{"namespace":"keep","key":"k","value":"kept","updatedAt":1}]}`},
+			{testUserID, "dro", `{"namespace":"dro","entries":[{"namespace":"dro","key":"k","value":"prefix of drop","updatedAt":1}]}`},
+			{other, "drop", `{"namespace":"drop","entries":[{"namespace":"drop","key":"k","value":"another user's","updatedAt":1}]}`},
+		} {
+			if got := getState(t, s, c.user, c.namespace); got != c.want {
+				t.Errorf("%s after the delete = %s, want %s", c.namespace, got, c.want)
+			}
+		}
+		wantBody(t, "delete drop again", send(s, http.MethodDelete, "/api/v1/client-state?namespace=drop", "", header), 200,
+			`{"success":true,"data":{"deleted":0,"namespace":"drop"}}`)
+		// A namespace parameter that is there but unusable deletes nothing: it is never read as "all".
+		for _, c := range []struct{ name, query, want string }{
+			{"empty", "?namespace=", `{"success":false,"error":{"code":"NAMESPACE_REQUIRED","message":"必须提供 namespace 查询参数"}}`},
+			{"blank", "?namespace=%20%E3%80%80", `{"success":false,"error":{"code":"NAMESPACE_REQUIRED","message":"必须提供 namespace 查询参数"}}`},
+			{"control character", "?namespace=keep%00", `{"success":false,"error":{"code":"INVALID_STATE_NAMESPACE","message":"namespace 不能包含控制字符（\\u0000-\\u001f 为库内部保留）"}}`},
+			{"the internal slice namespace", "?namespace=%1Famsg-chunks%1Fkeep", `{"success":false,"error":{"code":"INVALID_STATE_NAMESPACE","message":"namespace 不能包含控制字符（\\u0000-\\u001f 为库内部保留）"}}`},
+			{"too long", "?namespace=" + strings.Repeat("n", 129), `{"success":false,"error":{"code":"INVALID_STATE_NAMESPACE","message":"namespace 必须是 1-128 字符的字符串"}}`},
+		} {
+			wantBody(t, c.name, send(s, http.MethodDelete, "/api/v1/client-state"+c.query, "", header), 400, c.want)
+		}
+		if got := getState(t, s, testUserID, "keep"); !strings.Contains(got, `"value":"kept"`) {
+			t.Errorf("a refused delete deleted keep: %s", got)
+		}
+	})
+}
+
 func TestClientStateBodyLimitIsItsOwn(t *testing.T) {
 	s := newTestServer(t, Config{MaxBodyBytes: 1024, MaxClientStateBodyBytes: 64 << 10}, Deps{})
 	value := strings.Repeat("v", 20<<10)
@@ -293,7 +338,7 @@ func TestClientStateBodyLimitIsItsOwn(t *testing.T) {
 func TestCapabilitiesAdvertiseClientStateAndOutbox(t *testing.T) {
 	s := newTestServer(t, Config{}, Deps{})
 	got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil)
-	for _, f := range []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard", "message-outbox"} {
+	for _, f := range []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard", "client-state-delete-namespace", "message-outbox"} {
 		if !strings.Contains(got.body, `"`+f+`"`) {
 			t.Errorf("capabilities lack %s: %s", f, got.body)
 		}
@@ -310,6 +355,7 @@ func FuzzPutClientState(f *testing.F) {
 		`{"entries":[{"namespace":"\u001f","key":"k\u0000","value":"\ud800","updatedAt":1e3}]}`,
 		`{"entries":[{"namespace":"ns","key":"k","value":"v","updatedAt":9007199254740993}]}`,
 		`{"entries":[null,1,"s",[],{}]}`,
+		`{"entries":[{"namespace":"ns","key":"k","value":null,"updatedAt":1},{"namespace":"ns","key":"k","updatedAt":2}]}`,
 		`{"entries":[{"namespace":" ","key":"k","value":"v","updatedAt":-0}]}`,
 		`{"entries":{}}`,
 		`{"entries":[{"namespace":"ns","key":"k","value":"` + strings.Repeat("x", 300) + `","updatedAt":1}]}`,
@@ -318,7 +364,8 @@ func FuzzPutClientState(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	s := newTestServer(f, Config{}, Deps{Store: storetest.Open(f, store.Config{MaxStateValueBytes: 256})})
+	// The fuzzer's rate would trip the per-user request limit.
+	s := newTestServer(f, Config{Limits: Limits{RateLimitOff: true}}, Deps{Store: storetest.Open(f, store.Config{MaxStateValueBytes: 256})})
 	allowed := map[string]bool{"INVALID_STATE_ENTRIES": true, "TOO_MANY_STATE_ENTRIES": true, "INVALID_PAYLOAD_FORMAT": true}
 	entryCodes := map[string]bool{"INVALID_STATE_ENTRY": true, "INVALID_STATE_NAMESPACE": true, "INVALID_STATE_KEY": true, "INVALID_STATE_VALUE": true,
 		"STATE_VALUE_TOO_LARGE": true, "INVALID_STATE_UPDATED_AT": true, "INVALID_STATE_VERSION": true}

@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,12 +18,8 @@ const reiTask = "1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed"
 // onEachBackend runs a cloud-data test on SQLite and on PostgreSQL (skipped
 // without AMSG_TEST_DATABASE_URL), through the whole server.
 func onEachBackend(t *testing.T, run func(t *testing.T, e *taskEnv)) {
-	t.Run("sqlite", func(t *testing.T) {
-		run(t, newTaskEnvOn(t, Config{}, store.Config{Path: filepath.Join(t.TempDir(), "amsg.db")}))
-	})
-	t.Run("postgres", func(t *testing.T) {
-		run(t, newTaskEnvOn(t, Config{}, store.Config{DatabaseURL: storetest.DatabaseURL(t)}))
-	})
+	t.Run("sqlite", func(t *testing.T) { run(t, newTaskEnvOn(t, Config{}, "")) })
+	t.Run("postgres", func(t *testing.T) { run(t, newTaskEnvOn(t, Config{}, storetest.DatabaseURL(t))) })
 }
 
 func (e *taskEnv) cloudGet(path string) response {

@@ -10,7 +10,8 @@ import (
 // clients send, so one preflight answer serves the server endpoints and
 // /instant alike.
 const corsAllowHeaders = "Content-Type, Authorization, X-User-Id, X-Payload-Encrypted, " +
-	"X-Encryption-Version, X-Response-Encrypted, X-Client-Token, X-Amsg-Request-Encoding"
+	"X-Encryption-Version, X-Response-Encrypted, X-Client-Token, X-Amsg-Request-Encoding, Content-Encoding, " +
+	"Idempotency-Key"
 
 // corsPolicy decides the CORS headers. It is off when no origin is
 // configured; then no Access-Control-* header is ever sent and OPTIONS is an

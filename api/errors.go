@@ -16,6 +16,19 @@ type Error struct {
 	Code    string
 	Message string
 	Details any
+	// Cause is what a push service or an LLM answered when the request
+	// failed because of it.
+	Cause Cause
+}
+
+// Cause is upstream-next's account of a failure's origin, written beside
+// code and message: pushStatus (a push service's status), llmStatus and
+// providerCode (an LLM's status and the code of its error body, which the
+// LLM client leaves out for a caller-chosen endpoint).
+type Cause struct {
+	PushStatus   int    `json:"pushStatus,omitempty"`
+	LLMStatus    int    `json:"llmStatus,omitempty"`
+	ProviderCode string `json:"providerCode,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -52,6 +65,7 @@ type errorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Details any    `json:"details,omitempty"`
+	Cause
 }
 
 // writeError writes err as the error envelope. Anything that is not an
@@ -73,7 +87,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, apiErr.Status, struct {
 		Success bool      `json:"success"`
 		Error   errorBody `json:"error"`
-	}{false, errorBody{apiErr.Code, message, apiErr.Details}})
+	}{false, errorBody{apiErr.Code, message, apiErr.Details, apiErr.Cause}})
 }
 
 // errorTexts indexes errorTable by code and Chinese text; defaultTexts

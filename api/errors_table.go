@@ -125,6 +125,30 @@ var errorTable = []errorText{
 	{"USER_NOT_FOUND", "No such user", "用户不存在"},
 	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
 
+	// Upstream's newest line: client state, outbox, credentials, gzip (issue 20).
+	{"INVALID_STATE_NAMESPACE", "namespace must be a string of 1-128 characters", "namespace 必须是 1-128 字符的字符串"},
+	{"INVALID_NAMESPACE_LIMIT", "limit must be an integer from 1 to 200", "limit 必须是 1-200 的整数"},
+	{"INVALID_PARAMETERS", "Give either {all: true} or a non-empty messageIds array", "要么 { all: true }，要么 messageIds 非空数组"},
+	{"INVALID_PARAMETERS", "all and messageIds cannot be given together", "all 与 messageIds 不能同时出现"},
+	{"UNSUPPORTED_CONTENT_ENCODING", "Unsupported Content-Encoding (only gzip is accepted)", "不支持的 Content-Encoding（只支持 gzip）"},
+	{"INVALID_CONTENT_ENCODING", "The request body is not valid gzip data", "请求体不是有效的 gzip 数据"},
+	{"TASK_PAYLOAD_TOO_LARGE", "The task is larger than the limit (details: bytes, maxBytes)", "任务内容超过字节上限"},
+
+	// Control of what fires (issue 18).
+	{"TASK_IN_FLIGHT", "The task is being delivered; change its time once this occurrence is done", "任务正在投递中，暂时不能修改发送时间，请稍后重试"},
+
+	// Quiet hours, daily limits, priorities and idempotency keys (issue 18).
+	{"UNKNOWN_PREFERENCE", "Unknown preference (only timeZone, quietHours and dailyLimit)", "未知的偏好设置字段（只接受 timeZone、quietHours、dailyLimit）"},
+	{"INVALID_TIME_ZONE", "timeZone must be an IANA time zone id (such as Asia/Tokyo), or null", "timeZone 必须是可用的 IANA 时区 id（如 Asia/Tokyo），或 null"},
+	{"INVALID_QUIET_HOURS", `quietHours must be {"start":"HH:MM","end":"HH:MM"} (00:00 to 23:59), or null`, `quietHours 必须是 {"start":"HH:MM","end":"HH:MM"}（00:00 至 23:59），或 null`},
+	{"QUIET_HOURS_EMPTY", "quietHours start and end must differ", "quietHours 的 start 与 end 不能相同"},
+	{"INVALID_DAILY_LIMIT", "dailyLimit must be an integer from 0 to 100000, or null", "dailyLimit 必须是 0 到 100000 的整数，或 null"},
+	{"INVALID_PRIORITY", `priority must be "normal" or "critical"`, `priority 必须是 "normal" 或 "critical"`},
+	{"INVALID_IDEMPOTENCY_KEY", "Idempotency-Key must be 1 to 255 printable ASCII characters", "Idempotency-Key 必须是 1 到 255 个可打印 ASCII 字符"},
+	{"IDEMPOTENCY_KEY_TOO_LONG", "Idempotency-Key must not be longer than 255 characters", "Idempotency-Key 不能超过 255 个字符"},
+	{"IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was used for another request", "该 Idempotency-Key 已用于另一个请求"},
+	{"IDEMPOTENCY_KEY_IN_USE", "A request with this Idempotency-Key is still being processed; retry later", "使用该 Idempotency-Key 的请求仍在处理中，请稍后重试"},
+
 	// The user's data inventory and cleanup (issue 20).
 	{"INVALID_CLOUD_FILTER", "Invalid resource filter: ownerType and ownerId go together, type must be a resource type", "资源筛选无效"},
 	{"INVALID_CLOUD_LIMIT", "limit must be an integer from 1 to 200", "每页数量必须为 1–200"},

@@ -1,15 +1,14 @@
 package api
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"amsg/builders"
+	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
@@ -135,28 +134,6 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	return &instantCall{req: q, userID: userID, round: round, owner: owner}, nil
 }
 
-// gunzipBody decompresses a request body. The gzip header is read on the
-// first Read, so under readBody's deadline; readBody's limit then bounds
-// the decompressed bytes, which is what stops a gzip bomb, and the same
-// limit on the compressed bytes stops a stream of empty gzip members.
-type gunzipBody struct {
-	src io.ReadCloser
-	zr  *gzip.Reader
-}
-
-func (g *gunzipBody) Read(p []byte) (int, error) {
-	if g.zr == nil {
-		zr, err := gzip.NewReader(g.src)
-		if err != nil {
-			return 0, err
-		}
-		g.zr = zr
-	}
-	return g.zr.Read(p)
-}
-
-func (g *gunzipBody) Close() error { return g.src.Close() }
-
 func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	c, err := s.readInstantCall(w, r, decodeInstant)
 	if err != nil {
@@ -223,11 +200,11 @@ type roundResult struct {
 // round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
 // LLM_CALL_FAILED, after its error push.
 func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to *courier.Round) error {
-	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p) }))
+	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p, false) }))
 	var f *loop.Failure
 	if errors.As(err, &f) {
 		if f.Push != nil {
-			if derr := s.deliverPush(ctx, to, f.Push); derr != nil {
+			if derr := s.deliverPush(ctx, to, f.Push, false); derr != nil {
 				s.log.WarnContext(ctx, "could not deliver an error push", "sessionId", run.SessionID(), "code", f.Code, "err", derr)
 			}
 		}
@@ -244,23 +221,34 @@ func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *lo
 // standard's statuses.
 func roundError(f *loop.Failure) *Error {
 	if f.Code == loop.CodeLLMCallFailed {
-		return newError(http.StatusBadGateway, f.Code, f.Message)
+		e := newError(http.StatusBadGateway, f.Code, f.Message)
+		var le *llm.Error
+		if errors.As(f.Err, &le) {
+			e.Cause = Cause{LLMStatus: le.Status, ProviderCode: le.ProviderCode}
+		}
+		return e
 	}
 	if errors.Is(f.Err, push.ErrPayloadTooLarge) {
 		return newError(http.StatusInternalServerError, "PAYLOAD_TOO_LARGE", f.Message)
 	}
 	details := map[string]any{"messageIndex": f.MessageIndex}
+	e := newError(http.StatusBadGateway, f.Code, f.Message)
 	var de *deliveryError
 	if errors.As(f.Err, &de) && de.status != 0 {
 		details["statusCode"] = de.status
+		e.Cause.PushStatus = de.status
 	}
-	return newError(http.StatusBadGateway, f.Code, f.Message).withDetails(details)
+	return e.withDetails(details)
 }
 
 // respondSSE streams each push as an `event: payload` frame the moment the
 // round produces it and sends the same bytes by Web Push (the backup, same
 // messageId), in order, on a goroutine of its own so a slow push service
-// never holds up the stream. A client that goes away stops only the frames.
+// never holds up the stream. Under the visible push policy the backup of a
+// frame the stream delivered skips the streaming device (the request's
+// pushSubscription), whose worker would otherwise get a push the page
+// already showed; its other devices get it, and it gets those whose frame
+// the stream could not deliver. A client that goes away stops only the frames.
 // The stream ends with `event: done`, or `event: error` carrying the error
 // push when the round failed, which also goes by Web Push under the same
 // messageId, as the standard does: the user's other devices and a page whose
@@ -279,17 +267,14 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 		if err != nil {
 			return err
 		}
-		stream.event("payload", data)
-		backups.add(p)
+		backups.add(p, stream.event("payload", data))
 		return nil
 	}))
 	var f *loop.Failure
 	switch {
 	case errors.As(err, &f) && f.Push != nil:
-		if data, eerr := push.Encode(f.Push); eerr == nil {
-			stream.event("error", data)
-		}
-		backups.add(f.Push)
+		data, eerr := push.Encode(f.Push)
+		backups.add(f.Push, eerr == nil && stream.event("error", data))
 	case err != nil:
 		s.log.ErrorContext(ctx, "instant round failed", "sessionId", run.SessionID(), "err", err)
 	default:

@@ -26,13 +26,19 @@ func (e *deliveryError) Unwrap() error { return e.err }
 // TTL 60 s, urgency high), and fails only when no recipient took it. The
 // courier records the push in the user's outbox before it goes and marks it
 // delivered after, so a page that missed one catches up. A push the push
-// policy keeps off Web Push counts as delivered: it is in the outbox.
-func (s *Server) deliverPush(ctx context.Context, round *courier.Round, p push.Push) error {
-	res, err := round.Push(ctx, p)
+// policy keeps off Web Push counts as delivered: it is in the outbox. So does
+// a push the round's stream delivered (streamed), which under the visible
+// policy skips the streaming device.
+func (s *Server) deliverPush(ctx context.Context, round *courier.Round, p push.Push, streamed bool) error {
+	send := round.Push
+	if streamed {
+		send = round.PushStreamed
+	}
+	res, err := send(ctx, p)
 	if err != nil {
 		return &deliveryError{err: err}
 	}
-	if res.Withheld || res.Delivered() > 0 {
+	if res.Withheld || res.Streamed || res.Delivered() > 0 {
 		return nil
 	}
 	return deliveryFailure(res)
@@ -58,7 +64,7 @@ func deliveryFailure(res courier.Result) error {
 // has gone.
 type pushQueue struct {
 	mu     sync.Mutex
-	items  []push.Push
+	items  []backup
 	closed bool
 	wake   chan struct{}
 	done   chan struct{}
@@ -66,15 +72,21 @@ type pushQueue struct {
 
 func (s *Server) newPushQueue(ctx context.Context, to *courier.Round) *pushQueue {
 	q := &pushQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go q.run(func(p push.Push) {
-		if err := s.deliverPush(ctx, to, p); err != nil {
-			s.log.WarnContext(ctx, "backup push failed", "messageId", p.CommonFields().MessageID, "err", err)
+	go q.run(func(b backup) {
+		if err := s.deliverPush(ctx, to, b.push, b.streamed); err != nil {
+			s.log.WarnContext(ctx, "backup push failed", "messageId", b.push.CommonFields().MessageID, "err", err)
 		}
 	})
 	return q
 }
 
-func (q *pushQueue) run(send func(push.Push)) {
+// backup is a push of the queue and whether the stream delivered it.
+type backup struct {
+	push     push.Push
+	streamed bool
+}
+
+func (q *pushQueue) run(send func(backup)) {
 	defer close(q.done)
 	for {
 		q.mu.Lock()
@@ -101,10 +113,11 @@ func (q *pushQueue) signal() {
 	}
 }
 
-// add queues p behind the pushes already queued.
-func (q *pushQueue) add(p push.Push) {
+// add queues p behind the pushes already queued; streamed says the stream
+// delivered it.
+func (q *pushQueue) add(p push.Push, streamed bool) {
 	q.mu.Lock()
-	q.items = append(q.items, p)
+	q.items = append(q.items, backup{p, streamed})
 	q.mu.Unlock()
 	q.signal()
 }

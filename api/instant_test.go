@@ -353,8 +353,17 @@ func (s *sseReader) next() (sseFrame, error) {
 // amsg-client's stream does, and returns a frame reader.
 func (f *instantFixture) stream(t *testing.T, ctx context.Context, path, body string) (*http.Response, *sseReader) {
 	t.Helper()
+	return f.streamWith(t, ctx, path, body, nil)
+}
+
+// streamWith is stream with more request headers.
+func (f *instantFixture) streamWith(t *testing.T, ctx context.Context, path, body string, headers map[string]string) (*http.Response, *sseReader) {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.http.URL+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -505,12 +514,20 @@ func TestSSEClientDisconnectStillDelivers(t *testing.T) {
 }
 
 // Under the visible push policy the reasoning of an SSE round is streamed
-// and kept in the outbox but never sent by Web Push; the reply is.
+// and kept in the outbox but never sent by Web Push; the reply is, to the
+// user's other device, and not to the streaming one (the request's
+// pushSubscription), whose stream delivered it (issue 19).
 func TestInstantVisiblePolicyStreamsReasoningWithoutPushingIt(t *testing.T) {
 	f := newPolicyInstantFixture(t, Config{}, loop.AgentConfig{}, courier.PolicyVisible)
-	sub := f.push.Subscribe()
+	sub, other := f.push.Subscribe(), f.push.Subscribe()
+	for _, d := range []any{sub, other} {
+		if _, err := f.store.PutSubscription(t.Context(), testUserID, json.RawMessage(jsonBody(t, d)), time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.llm.Enqueue(answerReply)
-	resp, frames := f.stream(t, t.Context(), "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": sub})))
+	resp, frames := f.streamWith(t, t.Context(), "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": sub})),
+		map[string]string{"X-User-Id": testUserID})
 	got := payloads(t, frames)
 	var streamed []pushSummary
 	for _, fr := range got[:len(got)-1] {
@@ -524,6 +541,9 @@ func TestInstantVisiblePolicyStreamsReasoningWithoutPushingIt(t *testing.T) {
 	}
 	var pushed []string
 	for _, p := range f.push.Pushes() {
+		if p.Endpoint != other.Endpoint {
+			t.Errorf("the streaming device got %s", p.JSON)
+		}
 		pushed = append(pushed, summarize(t, p.JSON).Kind)
 	}
 	if !reflect.DeepEqual(pushed, []string{"content", "content"}) {
@@ -536,12 +556,13 @@ func TestInstantLLMFailure(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			f := newInstantFixture(t, Config{}, loop.AgentConfig{})
 			sub := f.push.Subscribe()
-			f.llm.Enqueue(llmtest.Reply{Status: 500})
+			f.llm.Enqueue(llmtest.Reply{Status: 500, Body: `{"error":{"message":"boom","code":"server_error"}}`})
 			body := jsonBody(t, f.body(map[string]any{"pushSubscription": sub, "sessionId": "sess_fail"}))
 			var streamed string
 			if transport == "json" {
 				got := post(f.s, "/api/v1/instant", body, jsonHeaders)
-				want := `{"success":false,"error":{"code":"LLM_CALL_FAILED","message":"AI API error: 500 Internal Server Error. Request URL: ` + f.llm.URL + `/v1/chat/completions"}}` + "\n"
+				want := `{"success":false,"error":{"code":"LLM_CALL_FAILED","message":"AI API error: 500 Internal Server Error. Request URL: ` + f.llm.URL +
+					`/v1/chat/completions","llmStatus":500,"providerCode":"server_error"}}` + "\n"
 				if got.status != http.StatusBadGateway || got.body != want {
 					t.Fatalf("= %d %s\nwant %s", got.status, got.body, want)
 				}
@@ -554,7 +575,8 @@ func TestInstantLLMFailure(t *testing.T) {
 				streamed = got[0].data
 				p := summarize(t, []byte(streamed))
 				if p.Text != "LLM_CALL_FAILED: AI API error: 500 Internal Server Error. Request URL: "+f.llm.URL+"/v1/chat/completions" ||
-					p.Session != "sess_fail" || !strings.HasSuffix(p.ID, "_error") {
+					p.Session != "sess_fail" || !strings.HasSuffix(p.ID, "_error") ||
+					!strings.Contains(streamed, `"llmStatus":500,"providerCode":"server_error"`) {
 					t.Errorf("error frame %s", streamed)
 				}
 			}
@@ -739,7 +761,7 @@ func TestInstantPushFailure(t *testing.T) {
 	f.push.Unsubscribe(sub) // 410 Gone from now on
 	f.llm.Enqueue(llmtest.Reply{Content: "一。二。"})
 	got := post(f.s, "/api/v1/instant", jsonBody(t, f.body(map[string]any{"pushSubscription": sub})), jsonHeaders)
-	want := `{"success":false,"error":{"code":"PUSH_SEND_FAILED","message":"Web Push delivery failed: 410 Gone","details":{"messageIndex":1,"statusCode":410}}}` + "\n"
+	want := `{"success":false,"error":{"code":"PUSH_SEND_FAILED","message":"Web Push delivery failed: 410 Gone","details":{"messageIndex":1,"statusCode":410},"pushStatus":410}}` + "\n"
 	if got.status != http.StatusBadGateway || got.body != want {
 		t.Errorf("= %d %s\nwant %s", got.status, got.body, want)
 	}
@@ -776,9 +798,9 @@ func TestInstantGzipBodies(t *testing.T) {
 		message    string
 	}{
 		{"bomb", bomb[:min(len(bomb), 60<<10)], 413, "请求体超过 65536 字节上限"},
-		{"not gzip", body, 400, "无法读取请求体"},
-		{"truncated", gzipped(t, body)[:100], 400, "无法读取请求体"},
-		{"trailing garbage", gzipped(t, body) + "garbage", 400, "无法读取请求体"},
+		{"not gzip", body, 400, "请求体不是有效的 gzip 数据"},
+		{"truncated", gzipped(t, body)[:100], 400, "请求体不是有效的 gzip 数据"},
+		{"trailing garbage", gzipped(t, body) + "garbage", 400, "请求体不是有效的 gzip 数据"},
 		{"endless empty members", strings.Repeat(gzipped(t, ""), 4000), 413, "请求体超过 65536 字节上限"},
 	} {
 		got := post(f.s, "/api/v1/instant", c.body, gz)

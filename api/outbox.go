@@ -15,14 +15,15 @@ import (
 
 // outboxFeature lets a client catch up on pushes it missed: GET /outbox pages
 // through the user's unacknowledged pushes with an id cursor, POST
-// /outbox/ack acknowledges them. Senders record every push before sending
-// (store.AppendOutbox).
+// /outbox/ack acknowledges them, DELETE /outbox removes some or all of them.
+// Senders record every push before sending (store.AppendOutbox).
 func (s *Server) outboxFeature() feature {
 	return feature{
-		capabilities: []string{"message-outbox"},
+		capabilities: []string{"message-outbox", "outbox-delete"},
 		routes: []route{
 			{http.MethodGet, "outbox", authClient, s.handleOutbox},
 			{http.MethodPost, "outbox/ack", authClient, s.handleOutboxAck},
+			{http.MethodDelete, "outbox", authClient, s.handleDeleteOutbox},
 		},
 	}
 }
@@ -143,4 +144,70 @@ func (s *Server) handleOutboxAck(w http.ResponseWriter, r *http.Request) error {
 		Acked int `json:"acked"`
 	}{acked})
 	return nil
+}
+
+var (
+	errOutboxDeleteTarget = newError(http.StatusBadRequest, "INVALID_PARAMETERS", "要么 { all: true }，要么 messageIds 非空数组").
+				withDetails(map[string]any{"invalidFields": []string{"messageIds"}})
+	errOutboxDeleteBoth = newError(http.StatusBadRequest, "INVALID_PARAMETERS", "all 与 messageIds 不能同时出现").
+				withDetails(map[string]any{"invalidFields": []string{"all", "messageIds"}})
+)
+
+// handleDeleteOutbox deletes the outbox rows the encrypted body names,
+// {messageIds: [...]} (at most store.MaxOutboxIDs) or {all: true}, exactly
+// one of the two, acknowledged or not.
+func (s *Server) handleDeleteOutbox(w http.ResponseWriter, r *http.Request) error {
+	userID, payload, err := s.decryptRequest(w, r)
+	if err != nil {
+		return err
+	}
+	all, ids, err := decodeOutboxDelete(payload)
+	if err != nil {
+		return err
+	}
+	var deleted int
+	if all {
+		deleted, err = s.deps.Store.DeleteAllOutbox(r.Context(), userID)
+	} else {
+		deleted, err = s.deps.Store.DeleteOutbox(r.Context(), userID, ids)
+	}
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, struct {
+		Deleted int `json:"deleted"`
+	}{deleted})
+	return nil
+}
+
+// decodeOutboxDelete reads DELETE /outbox's body: all when it is
+// {all: true} without messageIds, else the non-blank ids of messageIds.
+func decodeOutboxDelete(payload json.RawMessage) (all bool, ids []string, err error) {
+	body := decodeObject(payload)
+	if body == nil {
+		return false, nil, errPlaintextNotObject
+	}
+	rawIDs, hasIDs := body["messageIds"]
+	if body["all"] == true {
+		if hasIDs {
+			return false, nil, errOutboxDeleteBoth
+		}
+		return true, nil, nil
+	}
+	items, ok := rawIDs.([]any)
+	if !ok || len(items) == 0 {
+		return false, nil, errOutboxDeleteTarget
+	}
+	if len(items) > store.MaxOutboxIDs {
+		return false, nil, newError(http.StatusBadRequest, "INVALID_PARAMETERS", fmt.Sprintf("messageIds 一次最多 %d 条", store.MaxOutboxIDs)).
+			withDetails(map[string]any{"invalidFields": []string{"messageIds"}, "count": len(items)})
+	}
+	ids = make([]string, len(items))
+	for i, item := range items {
+		if ids[i], ok = item.(string); !ok || push.IsJSBlank(ids[i]) {
+			return false, nil, newError(http.StatusBadRequest, "INVALID_PARAMETERS", fmt.Sprintf("messageIds[%d] 必须是非空字符串", i)).
+				withDetails(map[string]any{"invalidFields": []string{fmt.Sprintf("messageIds[%d]", i)}})
+		}
+	}
+	return false, ids, nil
 }

@@ -44,6 +44,9 @@ func (s *Server) admitClientState(ctx context.Context, userID string, entries []
 	byNamespace := map[string]*write{}
 	var order []string
 	for _, e := range entries {
+		if e.Delete {
+			continue // a delete only frees space
+		}
 		w := byNamespace[e.Namespace]
 		if w == nil {
 			w = &write{}

@@ -41,15 +41,19 @@ func writeData(w http.ResponseWriter, status int, data any) {
 	}{true, data})
 }
 
-// readBody reads at most limit bytes of the request body. A larger body is
-// refused with 413 before it is buffered; a body that cannot be read at all
+// readBody reads at most limit bytes of the request body (inflated, when it
+// came gzipped). A larger body is refused with 413 before it is buffered; a
+// body that is not valid gzip is 400 INVALID_CONTENT_ENCODING; a body that cannot be read at all
 // (a dropped connection) is the standard's INVALID_PAYLOAD_FORMAT; one that
 // did not arrive within the read deadline (see deadlines) is 408 and the
 // connection closes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooLarge *http.MaxBytesError
+	var badEncoding *contentEncodingError
 	switch {
+	case errors.As(err, &badEncoding):
+		return nil, errInvalidContentEncoding
 	case errors.As(err, &tooLarge):
 		return nil, newError(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
 			fmt.Sprintf("请求体超过 %d 字节上限", limit)).withDetails(map[string]any{"maxBytes": limit})

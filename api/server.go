@@ -183,6 +183,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.outboxFeature(),
 		s.tenantFeature(),
 		s.instantFeature(),
+		s.bodyEncodingFeature(),
+		s.preferencesFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody
@@ -204,6 +206,7 @@ func (s *Server) mux() http.Handler {
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
+	r.Use(s.decodeRequestBody)
 	for _, rt := range s.routes {
 		r.Method(rt.method, "/api/v1/"+rt.name, s.serve(rt))
 	}

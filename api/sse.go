@@ -22,8 +22,9 @@ const sseWriteTimeout = 10 * time.Second
 // write failed), frames are dropped; the caller keeps working and relies on
 // Web Push. It is safe for concurrent use.
 type sseStream struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	ctx context.Context // the request's: once it ends the client is gone
 
 	mu     sync.Mutex
 	gone   bool
@@ -42,7 +43,7 @@ func startSSE(w http.ResponseWriter, r *http.Request, interval time.Duration) *s
 		h.Set("Connection", "keep-alive") // connection-specific: HTTP/2 forbids it
 	}
 	w.WriteHeader(http.StatusOK)
-	s := &sseStream{w: w, rc: http.NewResponseController(w), closed: make(chan struct{})}
+	s := &sseStream{w: w, rc: http.NewResponseController(w), ctx: r.Context(), closed: make(chan struct{})}
 	s.write(": keepalive\n\n")
 	s.wg.Go(func() { s.keepAlive(r.Context(), interval) })
 	return s
@@ -80,7 +81,11 @@ func (s *sseStream) write(frame string) bool {
 		return false
 	default:
 	}
-	if s.gone {
+	if s.gone || s.ctx.Err() != nil {
+		// A write to a connection the client closed may still succeed
+		// into the socket's buffer: never count such a frame delivered, as
+		// its Web Push backup then skips the streaming device.
+		s.gone = true
 		return false
 	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))

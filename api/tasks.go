@@ -25,9 +25,10 @@ func (s *Server) taskFeature() feature {
 		capabilities: []string{"task-timezone", "task-cron", "schedule-immediate", "schedule-supersede",
 			"get-message-detail", "task-last-error", "tick-stale-guard", "recurring-skip-occurrence",
 			"occurrence-scoped-push-ids", "push-task-identity", "tick-lease-heartbeat",
-			"update-message-contact-name", "update-message-credentials", "llm-extra-body", "send-notifications"},
+			"update-message-contact-name", "update-message-credentials", "llm-extra-body", "send-notifications",
+			"cancel-stops-delivery", "task-in-flight", "llm-permanent-errors", "idempotency-key"},
 		routes: []route{
-			{http.MethodPost, "schedule-message", authClient, s.handleScheduleMessage},
+			{http.MethodPost, "schedule-message", authClient, s.idempotent(userScope, s.handleScheduleMessage)},
 			{http.MethodPut, "update-message", authClient, s.handleUpdateMessage},
 			{http.MethodDelete, "cancel-message", authClient, s.handleCancelMessage},
 			{http.MethodGet, "messages", authClient, s.handleListMessages},
@@ -58,7 +59,7 @@ type scheduleRequest struct {
 // handleScheduleMessage creates a task, or for messageType instant creates
 // and delivers it within the request.
 func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) error {
-	userID, body, err := s.decryptRequest(w, r)
+	userID, body, err := s.decryptRequestWithin(w, r, s.taskBodyLimit())
 	if err != nil {
 		return err
 	}
@@ -97,13 +98,16 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
+	if err := checkTaskSize(raw, 0); err != nil {
+		return err
+	}
 	instant := req.payload.MessageType == push.TypeInstant
 	n := store.NewTask{UserID: userID, UUID: req.uuid, MessageType: req.payload.MessageType, NextSendAt: req.sendAt,
 		Payload: raw, SupersedesUUID: req.supersedesUUID, Owner: owner}
 	if instant {
 		n.LeaseUntil = s.deps.Scheduler.LeaseEnd()
 	}
-	task, superseded, err := s.deps.Store.InsertTask(ctx, n)
+	task, replaced, err := s.deps.Store.InsertTask(ctx, n)
 	if errors.Is(err, store.ErrTaskUUIDConflict) {
 		return errTaskUUIDConflict
 	}
@@ -111,11 +115,11 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 		return ownerWriteError(err)
 	}
 	var supersededField *bool
-	if req.supersedesUUID != "" {
+	if superseded := replaced.ID != 0; req.supersedesUUID != "" {
 		supersededField = &superseded
 	}
-	if superseded {
-		s.discardOutbox(ctx, userID, req.supersedesUUID)
+	if replaced.ID != 0 {
+		s.stopDelivery(ctx, userID, req.supersedesUUID, replaced)
 	}
 	if !instant {
 		s.deps.Scheduler.Wake()
@@ -177,7 +181,9 @@ func requireTaskID(r *http.Request) (string, error) {
 	return id, nil
 }
 
-// handleCancelMessage deletes a task in any status.
+// handleCancelMessage deletes a task in any status. An occurrence being
+// delivered stops (Scheduler.Cancel, and on PostgreSQL every instance,
+// told by the delete), and data.status says what the cancel found.
 func (s *Server) handleCancelMessage(w http.ResponseWriter, r *http.Request) error {
 	id, err := requireTaskID(r)
 	if err != nil {
@@ -188,25 +194,37 @@ func (s *Server) handleCancelMessage(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	deleted, err := s.deps.Store.DeleteTask(r.Context(), userID, id)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrTaskNotFound):
+		return errTaskNotFound
+	case err != nil:
 		return err
 	}
-	if !deleted {
-		return errTaskNotFound
+	s.stopDelivery(r.Context(), userID, id, deleted)
+	status := scheduler.StatusCancelled
+	switch {
+	case deleted.Delivering:
+		status = scheduler.StatusCancelledMidDelivery
+	case deleted.Status != store.TaskPending:
+		status = scheduler.StatusCancelledAfterDelivery
 	}
-	s.discardOutbox(r.Context(), userID, id)
 	writeData(w, http.StatusOK, struct {
 		UUID      string `json:"uuid"`
 		Message   string `json:"message"`
+		Status    string `json:"status"`
 		DeletedAt string `json:"deletedAt"`
-	}{id, "任务已成功取消", push.FormatTimestamp(s.now())})
+	}{id, "任务已成功取消", status, push.FormatTimestamp(s.now())})
 	return nil
 }
 
-// discardOutbox drops the pushes of a cancelled or superseded task that
-// never went out, so a client catching up later does not get the rest of a
-// burst the user cancelled.
-func (s *Server) discardOutbox(ctx context.Context, userID, taskUUID string) {
+// stopDelivery finishes the cancel or supersede of a task: its delivery
+// under way here stops, then the pushes of the task that never went out are
+// dropped, so a client catching up later does not get the rest of a burst
+// the user cancelled.
+func (s *Server) stopDelivery(ctx context.Context, userID, taskUUID string, deleted store.DeletedTask) {
+	if deleted.Delivering {
+		s.deps.Scheduler.Cancel(deleted.ID)
+	}
 	if _, err := s.deps.Store.DiscardUndeliveredOutbox(ctx, userID, taskUUID); err != nil {
 		s.log.WarnContext(ctx, "discarding a cancelled task's undelivered outbox rows failed", "err", err)
 	}

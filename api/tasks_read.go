@@ -39,6 +39,9 @@ type taskView struct {
 	ClientTaskID   json.RawMessage `json:"clientTaskId"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	LastError      json.RawMessage `json:"lastError"`
+	// DeferredUntil is amsg's: when a task that waits for the end of the
+	// user's quiet hours fires.
+	DeferredUntil string `json:"deferredUntil,omitempty"`
 }
 
 // projectTask builds the projection. A payload that does not decrypt (the
@@ -116,6 +119,9 @@ func (s *Server) handleListMessages(w http.ResponseWriter, r *http.Request) erro
 	for i, t := range tasks {
 		views[i] = s.projectTask(t, false)
 	}
+	if err := s.markDeferred(r.Context(), userID, views); err != nil {
+		return err
+	}
 	type pagination struct {
 		Total   int  `json:"total"`
 		Limit   int  `json:"limit"`
@@ -151,7 +157,11 @@ func (s *Server) handleGetMessage(w http.ResponseWriter, r *http.Request) error 
 		return newError(http.StatusConflict, "TASK_ALREADY_COMPLETED", "任务已完成或已失败").
 			withDetails(map[string]any{"status": t.Status, "lastError": lastErrorJSON(t.LastError)})
 	}
+	views := []taskView{s.projectTask(t, true)}
+	if err := s.markDeferred(r.Context(), userID, views); err != nil {
+		return err
+	}
 	return s.writeEncrypted(w, userID, struct {
 		Task taskView `json:"task"`
-	}{s.projectTask(t, true)})
+	}{views[0]})
 }

@@ -112,6 +112,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		v.splitPattern,
 		v.llmExtraBody,
 		v.metadata,
+		v.priority,
 	)
 	if err != nil {
 		return req, err
@@ -366,6 +367,14 @@ func (v *scheduleValidator) llmExtraBody() *Error {
 
 func (v *scheduleValidator) metadata() *Error { return checkMetadata(v.f, errInvalidParameters) }
 
+// priority is amsg's: "critical" passes the user's quiet hours and daily
+// limit (scheduler/quiet.go); absent, null or "normal" does not.
+func (v *scheduleValidator) priority() *Error {
+	p, err := decodePriority(v.f["priority"])
+	v.req.payload.Priority = p
+	return err
+}
+
 // fill copies the checked members the checks did not set into the payload.
 func (v *scheduleValidator) fill() {
 	p, f := &v.req.payload, v.f
@@ -416,6 +425,8 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 		v.userMessage,
 		v.credentials,
 		v.metadata,
+		v.messageSubtype,
+		v.llmExtraBody,
 	)
 	return v.next, err
 }
@@ -519,6 +530,22 @@ func (v *updateValidator) userMessage() *Error {
 
 func (v *updateValidator) credentials() *Error {
 	return checkCredentials(v.f.fields, errInvalidUpdateData)
+}
+
+// messageSubtype: a string, or null for the default.
+func (v *updateValidator) messageSubtype() *Error {
+	if _, ok := v.f.optionalString("messageSubtype"); !ok {
+		return invalidUpdate(errInvalidUpdateData.Message, "messageSubtype")
+	}
+	return nil
+}
+
+// llmExtraBody: an object, or null for none.
+func (v *updateValidator) llmExtraBody() *Error {
+	if v.f.given("llmExtraBody") && push.JSONKind(v.f.fields["llmExtraBody"]) != '{' {
+		return invalidUpdate("llmExtraBody 必须是普通对象", "llmExtraBody")
+	}
+	return nil
 }
 
 // metadata is merged only when truthy, so only then is it checked.

@@ -35,16 +35,15 @@ type taskEnv struct {
 
 func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 	t.Helper()
-	return newTaskEnvOn(t, cfg, store.Config{})
+	return newTaskEnvOn(t, cfg, "")
 }
 
-// newTaskEnvOn is newTaskEnv on the database stCfg names (storetest.Open's
-// default when it names none).
-func newTaskEnvOn(t testing.TB, cfg Config, stCfg store.Config) *taskEnv {
+// newTaskEnvOn is newTaskEnv on the PostgreSQL database databaseURL, or
+// SQLite when it is "".
+func newTaskEnvOn(t testing.TB, cfg Config, databaseURL string) *taskEnv {
 	t.Helper()
 	e := &taskEnv{clk: clocktest.New(taskEpoch)}
-	stCfg.Now, stCfg.Logger = e.clk.Now, testLogger(t)
-	e.st = storetest.Open(t, stCfg)
+	e.st = storetest.Open(t, store.Config{Now: e.clk.Now, Logger: testLogger(t), DatabaseURL: databaseURL})
 	deliveries, fake := newTestCourier(t, e.st, courier.PolicyUpstream)
 	e.fake = fake
 	var err error
@@ -329,7 +328,7 @@ func TestScheduleInstant(t *testing.T) {
 	got = e.schedule(t, testUserID, fixedTask(map[string]any{"messageType": "instant", "uuid": "7c9e6679-7425-40de-944b-e07fc1f90ae7"}))
 	code, details := errorOf(t, got.body)
 	if got.status != http.StatusInternalServerError || code != "MESSAGE_SEND_FAILED" ||
-		!strings.HasPrefix(details, `{"code":"PROCESSING_ERROR","message":"Web Push delivery failed on 1 device(s)`) || !strings.HasSuffix(details, `"retriesAttempted":2}`) {
+		!strings.HasPrefix(details, `{"code":"PROCESSING_ERROR","message":"Web Push delivery failed on 1 device(s)`) || !strings.HasSuffix(details, `"retriesAttempted":2,"pushStatus":413}`) {
 		t.Errorf("failed instant: %d %s", got.status, got.body)
 	}
 	got = do(t, e.s, http.MethodGet, "/api/v1/message?id=7c9e6679-7425-40de-944b-e07fc1f90ae7", map[string]string{"X-User-Id": testUserID})
@@ -399,6 +398,8 @@ func checkUpdateRefusals(t *testing.T, e *taskEnv, id string) {
 		{"bad splitPattern", map[string]any{"splitPattern": []any{1}}, 400, "INVALID_UPDATE_DATA", `{"invalidFields":["splitPattern"]}`},
 		{"pushSubscription", map[string]any{"pushSubscription": nil}, 400, "PUSH_SUBSCRIPTION_NOT_ACCEPTED", `{"invalidFields":["pushSubscription"]}`},
 		{"cron without expression", map[string]any{"recurrenceType": "cron"}, 400, "INVALID_UPDATE_DATA", `{"invalidFields":["cronExpr"]}`},
+		{"bad messageSubtype", map[string]any{"messageSubtype": 5}, 400, "INVALID_UPDATE_DATA", `{"invalidFields":["messageSubtype"]}`},
+		{"bad llmExtraBody", map[string]any{"llmExtraBody": []int{1}}, 400, "INVALID_UPDATE_DATA", `{"invalidFields":["llmExtraBody"]}`},
 	} {
 		got := e.update(t, testUserID, id, c.body)
 		code, details := errorOf(t, got.body)
@@ -419,8 +420,10 @@ func checkUpdateMerge(t *testing.T, e *taskEnv, id string) {
 	patch := json.RawMessage(`{"nextSendAt":"2026-06-02T00:00:00Z","contactName":"Ayu","userMessage":null,"avatarUrl":"data:x",` +
 		`"apiKey":null,"tzId":"Asia/Tokyo","recurrenceType":"cron","cronExpr":"0 9 * * *","metadata":{"charId":"c2"},"unknown":1}`)
 	got := e.update(t, testUserID, id, patch)
-	want := `{"success":true,"data":{"uuid":"` + id + `","updatedFields":["nextSendAt","contactName","userMessage","apiKey","tzId",` +
-		`"recurrenceType","cronExpr","metadata","unknown"],"updatedAt":"2026-06-01T09:00:01.000Z"}}` + "\n"
+	// updatedFields lists what was stored: not the null userMessage and
+	// apiKey (kept), the invalid avatarUrl (kept) or the unknown key.
+	want := `{"success":true,"data":{"uuid":"` + id + `","updatedFields":["nextSendAt","contactName","tzId",` +
+		`"recurrenceType","cronExpr","metadata"],"updatedAt":"2026-06-01T09:00:01.000Z"}}` + "\n"
 	if got.status != http.StatusOK || got.body != want {
 		t.Fatalf("update = %d %s\nwant %s", got.status, got.body, want)
 	}
@@ -440,6 +443,24 @@ func checkUpdateMerge(t *testing.T, e *taskEnv, id string) {
 		t.Errorf("after switching to daily: %s", task.Payload)
 	}
 
+	// messageSubtype and llmExtraBody are stored, and null restores their
+	// defaults.
+	for _, c := range []struct {
+		patch, fields, subtype, extra string
+	}{
+		{`{"messageSubtype":"greeting","llmExtraBody":{"top_p":0.5},"notAField":1,"avatarUrl":null}`, `["messageSubtype","llmExtraBody"]`, "greeting", `{"top_p":0.5}`},
+		{`{"llmExtraBody":null,"messageSubtype":null}`, `["llmExtraBody","messageSubtype"]`, "chat", ""},
+	} {
+		got := e.update(t, testUserID, id, json.RawMessage(c.patch))
+		if !strings.Contains(got.body, `"updatedFields":`+c.fields) {
+			t.Errorf("update %s: %s, want updatedFields %s", c.patch, got.body, c.fields)
+		}
+		task, _ = e.st.Task(t.Context(), testUserID, id)
+		if p, _ := scheduler.DecodePayload(task.Payload); p.MessageSubtype != c.subtype || string(p.LLMExtraBody) != c.extra {
+			t.Errorf("after %s: %s", c.patch, task.Payload)
+		}
+	}
+
 	// A failed task cannot be updated.
 	if _, err := e.st.DeleteSubscriptions(t.Context(), testUserID); err != nil {
 		t.Fatal(err)
@@ -453,6 +474,50 @@ func checkUpdateMerge(t *testing.T, e *taskEnv, id string) {
 	task, _ = e.st.Task(t.Context(), testUserID, id)
 	if task.Status != store.TaskPending || !strings.Contains(string(task.LastError), "PUSH_SUBSCRIPTION_MISSING") {
 		t.Errorf("recurring task without a device: %+v %s", task, task.LastError)
+	}
+}
+
+// While an occurrence is being delivered (its lease live), an update that
+// would move it is refused with 409 TASK_IN_FLIGHT and changes nothing;
+// other edits are stored and leave the occurrence alone.
+func TestUpdateOfATaskInFlight(t *testing.T) {
+	e := newTaskEnv(t, Config{})
+	e.subscribe(t, testUserID)
+	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id, "immediate": true}))
+	claimed, err := e.st.ClaimDueTasks(t.Context(), e.clk.Now(), time.Minute, 1)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	for _, patch := range []map[string]any{
+		{"nextSendAt": "2026-06-02T00:00:00Z"},
+		{"recurrenceType": "daily"},
+		{"tzId": "Asia/Tokyo"},
+		{"contactName": "Ayu", "nextSendAt": "2026-06-02T00:00:00Z"},
+	} {
+		got := e.update(t, testUserID, id, patch)
+		if code, _ := errorOf(t, got.body); got.status != http.StatusConflict || code != "TASK_IN_FLIGHT" {
+			t.Errorf("update %v in flight: %d %s", patch, got.status, got.body)
+		}
+	}
+	task, _ := e.st.Task(t.Context(), testUserID, id)
+	if p, _ := scheduler.DecodePayload(task.Payload); !task.NextSendAt.Equal(claimed[0].NextSendAt) || p.ContactName != "Rei" || p.TzID != nil {
+		t.Errorf("a refused update changed the task: %s at %s", task.Payload, task.NextSendAt)
+	}
+	// The same time is no move, and a content edit is stored without
+	// touching the lease or the occurrence.
+	same := push.FormatTimestamp(claimed[0].NextSendAt)
+	if got := e.update(t, testUserID, id, map[string]any{"contactName": "Ayu", "nextSendAt": same}); got.status != http.StatusOK {
+		t.Fatalf("edit in flight: %d %s", got.status, got.body)
+	}
+	task, _ = e.st.Task(t.Context(), testUserID, id)
+	if task.Lease() != claimed[0].Lease() {
+		t.Errorf("the edit moved the lease: %+v, was %+v", task.Lease(), claimed[0].Lease())
+	}
+	// Once the lease is over the task may move again.
+	e.clk.Add(time.Minute + time.Millisecond)
+	if got := e.update(t, testUserID, id, map[string]any{"nextSendAt": "2026-06-02T00:00:00Z"}); got.status != http.StatusOK {
+		t.Errorf("update after the lease: %d %s", got.status, got.body)
 	}
 }
 
@@ -544,11 +609,30 @@ func TestGetAndCancelMessage(t *testing.T) {
 		t.Errorf("cancel without id: %s", got.body)
 	}
 	got := cancel("?id=" + id)
-	if want := `{"success":true,"data":{"uuid":"` + id + `","message":"任务已成功取消","deletedAt":"2026-06-01T09:00:00.000Z"}}` + "\n"; got.body != want {
+	if want := `{"success":true,"data":{"uuid":"` + id + `","message":"任务已成功取消","status":"cancelled","deletedAt":"2026-06-01T09:00:00.000Z"}}` + "\n"; got.body != want {
 		t.Errorf("cancel = %s", got.body)
 	}
 	if got := cancel("?id=" + id); got.status != http.StatusNotFound {
 		t.Errorf("second cancel: %d %s", got.status, got.body)
+	}
+
+	// data.status says what the cancel found: a task being delivered (its
+	// lease live), or one that had finished.
+	const delivering, failed = "7c9e6679-7425-40de-944b-e07fc1f90ae7", "16fd2706-8baf-433b-82eb-8c7fada847da"
+	e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": delivering, "immediate": true}))
+	claimed, err := e.st.ClaimDueTasks(t.Context(), e.clk.Now(), time.Minute, 1)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": failed, "immediate": true}))
+	claimed, err = e.st.ClaimDueTasks(t.Context(), e.clk.Now(), time.Minute, 1)
+	if err != nil || len(claimed) != 1 || e.st.FailTask(t.Context(), claimed[0].Lease(), 0, nil) != nil {
+		t.Fatalf("claim and fail: %v %v", claimed, err)
+	}
+	for uuid, want := range map[string]string{delivering: "cancelled_mid_delivery", failed: "cancelled_after_delivery"} {
+		if got := cancel("?id=" + uuid); !strings.Contains(got.body, `"status":"`+want+`"`) {
+			t.Errorf("cancel %s: %s, want status %s", uuid, got.body, want)
+		}
 	}
 }
 

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"time"
 
 	"amsg/push"
 	"amsg/scheduler"
@@ -27,7 +30,7 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	body, err := s.openBody(w, r, userID, s.cfg.MaxBodyBytes)
+	body, err := s.openBody(w, r, userID, s.taskBodyLimit())
 	switch {
 	case errors.Is(err, errPlaintextNotObject):
 		return errInvalidUpdateData
@@ -45,15 +48,23 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err := s.checkAPIURL(r.Context(), apiURL); err != nil {
 		return err
 	}
+	var stored []string
 	task, err := s.deps.Store.UpdatePendingTask(r.Context(), userID, id, func(t store.Task) (store.TaskUpdate, error) {
 		p, err := scheduler.TaskPayload(t)
 		if err != nil {
 			return store.TaskUpdate{}, err
 		}
-		if err := mergeUpdate(&p, f); err != nil {
+		before := p
+		if stored, err = mergeUpdate(&p, f); err != nil {
 			return store.TaskUpdate{}, err
 		}
+		if t.LeaseUntil.After(s.now()) && movesOccurrence(before, p, t.NextSendAt, nextSendAt) {
+			return store.TaskUpdate{}, errTaskInFlight
+		}
 		raw, err := p.Encode()
+		if err == nil {
+			err = checkTaskSize(raw, len(t.Payload))
+		}
 		return store.TaskUpdate{Payload: raw, NextSendAt: nextSendAt}, err
 	})
 	switch {
@@ -69,64 +80,100 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 		UUID          string   `json:"uuid"`
 		UpdatedFields []string `json:"updatedFields"`
 		UpdatedAt     string   `json:"updatedAt"`
-	}{task.UUID, f.keys, push.FormatTimestamp(task.UpdatedAt)})
+	}{task.UUID, stored, push.FormatTimestamp(task.UpdatedAt)})
 	return nil
 }
 
+// errTaskInFlight refuses to move a task whose occurrence is being
+// delivered: the occurrence is committed, and moving the task under it
+// would deliver a one-shot task twice (upstream's 409).
+var errTaskInFlight = newError(http.StatusConflict, "TASK_IN_FLIGHT", "任务正在投递中，暂时不能修改发送时间，请稍后重试")
+
+// movesOccurrence reports whether an update changes when the task fires:
+// its next time, recurrence, cron expression or time zone.
+func movesOccurrence(before, after scheduler.Payload, next, newNext time.Time) bool {
+	return (!newNext.IsZero() && !newNext.Equal(next)) || before.RecurrenceType != after.RecurrenceType ||
+		before.CronExpr != after.CronExpr || !equalPtr(before.TzID, after.TzID)
+}
+
+func equalPtr[T comparable](a, b *T) bool { return a == b || (a != nil && b != nil && *a == *b) }
+
 // mergeUpdate applies a validated patch to a stored payload with the
-// standard's semantics: contactName, tzId, maxTokens, temperature and
-// splitPattern are set when present (null included); userMessage,
-// recurrenceType, avatarUrl, metadata and the credentials only when truthy;
-// a new prompt replaces the other kind. messageType, messageSubtype,
-// llmExtraBody and firstSendTime do not change.
-func mergeUpdate(p *scheduler.Payload, f *updateFields) error {
+// standard's semantics and returns the keys it stored, in the order sent:
+// contactName, tzId, maxTokens, temperature, splitPattern, messageSubtype
+// and llmExtraBody are set when present (null included: the default for
+// the last two); userMessage, recurrenceType, avatarUrl, metadata and the
+// credentials only when truthy; a new prompt replaces the other kind;
+// nextSendAt (written by the caller) when truthy. messageType and
+// firstSendTime do not change, and keys the standard does not know are
+// not stored.
+func mergeUpdate(p *scheduler.Payload, f *updateFields) ([]string, error) {
+	stored := map[string]bool{"nextSendAt": f.truthy("nextSendAt")}
 	switch {
 	case f.truthy("completePrompt"):
 		p.CompletePrompt, p.Messages = f.stringPtr("completePrompt"), nil
+		stored["completePrompt"] = true
 	case f.given("messages"):
 		p.Messages, p.CompletePrompt = f.fields["messages"], nil
+		stored["messages"] = true
 	}
-	if f.has("contactName") {
+	present := func(k string) bool {
+		stored[k] = stored[k] || f.has(k)
+		return f.has(k)
+	}
+	truthy := func(k string) bool {
+		stored[k] = stored[k] || f.truthy(k)
+		return f.truthy(k)
+	}
+	if present("contactName") {
 		p.ContactName, _ = f.str("contactName")
 	}
-	if f.has("tzId") {
+	if present("tzId") {
 		p.TzID = f.stringPtr("tzId")
 	}
-	if f.has("maxTokens") {
+	if present("maxTokens") {
 		p.MaxTokens = nil
 		if n, ok := f.positiveInt("maxTokens"); ok {
 			p.MaxTokens = &n
 		}
 	}
-	if f.has("temperature") {
+	if present("temperature") {
 		p.Temperature, _ = f.optionalNumber("temperature")
 	}
-	if f.has("splitPattern") {
+	if present("splitPattern") {
 		p.SplitPattern = f.raw("splitPattern")
+	}
+	if present("messageSubtype") {
+		sub, _ := f.optionalString("messageSubtype")
+		p.MessageSubtype = cmp.Or(sub, push.DefaultSubtype)
+	}
+	if present("llmExtraBody") {
+		p.LLMExtraBody = f.raw("llmExtraBody")
 	}
 	for k, dst := range map[string]**string{"userMessage": &p.UserMessage, "avatarUrl": &p.AvatarURL,
 		"apiUrl": &p.APIURL, "apiKey": &p.APIKey, "primaryModel": &p.PrimaryModel} {
-		if f.truthy(k) {
+		if truthy(k) {
 			*dst = f.stringPtr(k)
 		}
 	}
-	if f.truthy("recurrenceType") {
+	if truthy("recurrenceType") {
 		rec, _ := f.str("recurrenceType")
 		p.RecurrenceType = push.Recurrence(rec)
 	}
-	if f.truthy("metadata") {
+	if truthy("metadata") {
 		p.Metadata = f.fields["metadata"]
 	}
-	if f.has("cronExpr") {
+	if present("cronExpr") {
 		p.CronExpr, _ = f.str("cronExpr")
 	}
 	switch {
 	case p.RecurrenceType != push.RecurrenceCron:
 		p.CronExpr = ""
 	case p.CronExpr == "":
-		return withMessage(errInvalidUpdateData, msgCronRequired, "cronExpr")
+		return nil, withMessage(errInvalidUpdateData, msgCronRequired, "cronExpr")
 	}
-	return nil
+	keys := slices.DeleteFunc(slices.Clone(f.keys), func(k string) bool { return !stored[k] })
+	return keys, nil
 }
 
 // updateFields is an update patch: its members and their keys in the order

@@ -53,6 +53,10 @@ type ErrorArgs struct {
 	// Iteration is the agent-loop iteration (0-based), absent when the error
 	// belongs to no iteration.
 	Iteration push.Optional[int]
+	// LLMStatus and ProviderCode say what a failed LLM call answered; 0
+	// and "" leave them out.
+	LLMStatus    int
+	ProviderCode string
 }
 
 // BuildContentPush validates a and returns the content push. An avatarUrl
@@ -136,6 +140,12 @@ func (b Builder) BuildErrorPush(a ErrorArgs) (*push.ErrorPush, error) {
 		Code:      a.Code,
 		Message:   a.Message,
 		Iteration: a.Iteration,
+	}
+	if a.LLMStatus != 0 {
+		p.LLMStatus = push.Some(a.LLMStatus)
+	}
+	if a.ProviderCode != "" {
+		p.ProviderCode = push.Some(a.ProviderCode)
 	}
 	v.check(a.Code != "", "code", RuleRequired, "is required")
 	if !a.Iteration.IsAbsent() {

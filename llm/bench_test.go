@@ -27,7 +27,7 @@ func BenchmarkSplitLong(b *testing.B) {
 }
 
 func BenchmarkSplitLongCascade(b *testing.B) {
-	benchSplit(b, mustSplitter("(\n\n+)", DefaultSplitPattern), longReply)
+	benchSplit(b, mustSplitter("(\n\n+)", StandardSplitPattern), longReply)
 }
 
 func benchSplit(b *testing.B, sp *Splitter, text string) {

@@ -34,6 +34,19 @@ type Error struct {
 
 func (e *Error) Error() string { return e.msg }
 
+// Permanent reports whether the endpoint refused the request itself (400,
+// 401, 402, 403, 404, 405, 413, 422): the same request will be refused
+// again, and may be billed each time, so it must not be retried. Timeouts,
+// conflicts, rate limits (408, 409, 425, 429), 5xx, network failures and a
+// 2xx that is not an answer may pass on a retry.
+func (e *Error) Permanent() bool {
+	switch e.Status {
+	case 400, 401, 402, 403, 404, 405, 413, 422:
+		return true
+	}
+	return false
+}
+
 // MissingContent is the standard's failure for an answer without content;
 // the agent reaches the same verdict on a streamed answer.
 func MissingContent(status int) *Error {

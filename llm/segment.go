@@ -5,6 +5,7 @@ import (
 
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -103,6 +104,30 @@ func (g *Segmenter) Flush() ([]string, error) {
 	chunks, err := g.levels[0].feed(text, true)
 	g.size, g.spent = 0, 0
 	return g.finish(chunks, err)
+}
+
+// Begun reports whether the text after the segments returned so far holds
+// a character that is neither whitespace nor one that ends or closes a
+// sentence in DefaultSplitPattern (。！？.!?… and closing quotes and
+// brackets). With the default pattern such a character always ends up in a
+// segment of its own, so a next segment has begun: the agent loop pushes a
+// sentence as "more follow" only then.
+func (g *Segmenter) Begun() bool {
+	l := g.levels[0]
+	for _, e := range l.elems {
+		if startsSegment(e) {
+			return true
+		}
+	}
+	return startsSegment(string(l.text[l.p:])) || startsSegment(string(g.partial))
+}
+
+// startsSegment reports whether text holds a character that is neither
+// whitespace nor a sentence end or closer.
+func startsSegment(text string) bool {
+	return strings.ContainsFunc(text, func(c rune) bool {
+		return !push.IsJSSpace(c) && !strings.ContainsRune(sentenceEnds+sentenceCloserChars, c)
+	})
 }
 
 // finish runs the first pattern's completed chunks through the rest of the

@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ func TestSplitDefault(t *testing.T) {
 		want []string
 	}{
 		{"你好。今天好天气！", []string{"你好。", "今天好天气！"}},
-		{"Hello there. How are you? Fine!  Ok...", []string{"Hello there. How are you?", "Fine!", "Ok..."}},
+		{"Hello there. How are you? Fine!  Ok...", []string{"Hello there.", "How are you?", "Fine!", "Ok..."}},
 		{"one。two", []string{"one。", "two"}},
 		{"!!!", []string{"!!!"}},
 		{"第一句。第二句。第三句。第四句。", []string{"第一句。", "第二句。", "第三句。", "第四句。"}},
@@ -36,6 +37,96 @@ func TestSplitDefault(t *testing.T) {
 			t.Errorf("Split(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+}
+
+// TestSplitDefaultLatin covers amsg's default beyond the standard's: Latin
+// sentence ends, and what must not split.
+func TestSplitDefaultLatin(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"periods", "It works. Try it.", []string{"It works.", "Try it."}},
+		{"line end", "First line.\nSecond line", []string{"First line.", "Second line"}},
+		{"abbreviations", "Ask Dr. Lee, e.g. today. Mr. Smith vs. Ms. Jones et al. agree.",
+			[]string{"Ask Dr. Lee, e.g. today.", "Mr. Smith vs. Ms. Jones et al. agree."}},
+		{"dotted abbreviation mid and end", "The U.S. team won at 5 p.m. Then we left.",
+			[]string{"The U.S. team won at 5 p.m. Then we left."}},
+		{"initials", "J. R. R. Tolkien wrote it. I did. So did I.", []string{"J. R. R. Tolkien wrote it.", "I did.", "So did I."}},
+		{"decimals", "Pi is 3.14 and e is 2.718. Next.", []string{"Pi is 3.14 and e is 2.718.", "Next."}},
+		{"a number ends a sentence", "It was 1990. Then 2000.", []string{"It was 1990.", "Then 2000."}},
+		{"numbered list", "Steps:\n1. Install Go.\n2. Run it.", []string{"Steps:\n1. Install Go.", "2. Run it."}},
+		{"URLs", "See https://example.com/a?b=1&c=2.html or example.org. Done!",
+			[]string{"See https://example.com/a?b=1&c=2.html or example.org.", "Done!"}},
+		{"dotted words", "Use Node.js and file.txt today. Ok", []string{"Use Node.js and file.txt today.", "Ok"}},
+		{"ellipses", "Well… I think so... Maybe…", []string{"Well…", "I think so...", "Maybe…"}},
+		{"ellipsis inside a word run", "wait...what", []string{"wait...what"}},
+		{"runs and closers", "Really?! \"Yes.\" (Sure.) Fine", []string{"Really?!", "\"Yes.\"", "(Sure.)", "Fine"}},
+		{"question in a URL query", "GET /search?q=go now? yes", []string{"GET /search?q=go now?", "yes"}},
+		{"mixed CJK and Latin", "我用 Go.然后呢？OK. 好的。Bye!", []string{"我用 Go.", "然后呢？", "OK.", "好的。", "Bye!"}},
+		{"CJK runs split anywhere", "好。ok！no", []string{"好。", "ok！", "no"}},
+		{"mixed run after CJK", "真的吗?!好", []string{"真的吗?!", "好"}},
+		{"no split before a Latin letter", "Hi!How are you", []string{"Hi!How are you"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DefaultSplitter().Split(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Split(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStandardSplitPattern keeps the standard's pattern, which requests may
+// still give, splitting as upstream does.
+func TestStandardSplitPattern(t *testing.T) {
+	got, err := mustSplitter(StandardSplitPattern).Split("Hello there. How are you? Fine!  Ok...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"Hello there. How are you?", "Fine!", "Ok..."}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Split = %q, want %q", got, want)
+	}
+}
+
+// TestBegunMeansAnotherSegment checks Begun against Split: whenever Begun
+// says a segment has begun after those Write returned, the whole text has
+// more segments than that, for any cut of the text.
+func TestBegunMeansAnotherSegment(t *testing.T) {
+	alphabet := []string{"a", "好", " ", "\n", "\u3000", "。", "！", "？", "!", "?", ".", "…", "\"", ")", "Dr", "3", "x"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 5000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		text := b.String()
+		cut := rng.IntN(len(text) + 1)
+		g := DefaultSplitter().NewSegmenter()
+		first, _ := g.Write(text[:cut])
+		second, _ := g.Write(text[cut:])
+		returned := len(first) + len(second)
+		whole, err := DefaultSplitter().Split(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Begun() && len(whole) <= returned {
+			t.Fatalf("%q: Begun after %d segments, Split gives %q", text, returned, whole)
+		}
+	}
+}
+
+func mustSplitter(patterns ...string) *Splitter {
+	s, err := NewSplitter(patterns...)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 func TestSplitPatterns(t *testing.T) {
@@ -243,6 +334,7 @@ func FuzzSegmenter(f *testing.F) {
 	f.Add("你好。今天好天气！", []byte{1, 2, 3})
 	f.Add("Hello there. How are you? Fine!  Ok...", []byte{0, 7, 7, 1})
 	f.Add("!!!", []byte{0})
+	f.Add("Dr. Lee, e.g. at 3.14 p.m. said: \"Go!\" 1. Ok… 好。Fine", []byte{0, 3, 1, 5, 2})
 	f.Add("段一句一。段一句二。\n\n段二句一。", []byte{5, 4, 3, 2, 1})
 	f.Add("a\nb\nc", []byte{0, 0})
 	f.Add("  \n\n 。！ x", []byte{1, 1, 1, 1})

@@ -13,12 +13,45 @@ import (
 	"github.com/dlclark/regexp2"
 )
 
-// DefaultSplitPattern is the standard's sentence split: runs of 。！？!? end a
-// sentence. The ASCII period is deliberately not in it.
-const DefaultSplitPattern = "([" + DefaultDelimiters + "]+)"
+// StandardSplitPattern is the standard's sentence split: runs of 。！？!? end
+// a sentence, the ASCII period never does. amsg's default is
+// DefaultSplitPattern.
+const StandardSplitPattern = "([。！？!?]+)"
 
-// DefaultDelimiters are the characters of DefaultSplitPattern's class.
-const DefaultDelimiters = "。！？!?"
+// DefaultSplitPattern is amsg's sentence split when a request gives no
+// splitPattern, a deviation from the standard's StandardSplitPattern so that
+// Latin-script replies stream sentence by sentence too:
+//   - a run starting with 。！？ ends a sentence wherever it is, as the
+//     standard's pattern does for CJK text;
+//   - a run starting with . ! ? … ends one only when whitespace, the end of
+//     the text or a CJK character follows (closing quotes and brackets
+//     stay with it), so decimals (3.14), URLs (example.com/a?b=1) and
+//     dotted words (Node.js) never split;
+//   - a period not after an abbreviation: a dotted one (e.g., U.S.), a title or
+//     word from a short list (Dr., Mr., vs., et al.), a lone capital
+//     initial (J. Smith, but not "I."), or a list number at a line's start
+//     ("1. ", "12. ").
+//
+// Its matches are final once one character follows them, as Segmenter
+// needs: the lookahead reads one character past the run and its closers.
+const DefaultSplitPattern = `((?:[。！？]|` + latinSentenceEnd + `)[` + sentenceEnds + `]*[` + sentenceClosers + `]*)`
+
+const (
+	sentenceEnds    = `。！？.!?…`
+	sentenceClosers = `"'”’)\]」』）`
+	// sentenceCloserChars are sentenceClosers' characters, unescaped.
+	sentenceCloserChars = `"'”’)]」』）`
+	cjkChars            = `\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff01-\uff5e`
+	abbreviations       = `Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|Mt|vs|al|cf|approx|Inc|Ltd|Corp|Fig|Vol|Gen|Col|Capt|Lt|Sgt|Rev|Hon|` +
+		`Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec`
+	// latinSentenceEnd is the first character of a Latin run that ends a
+	// sentence: ! ? … or a period after no abbreviation.
+	latinSentenceEnd = `(?:[!?…]|` +
+		`(?<![A-Za-z]\.[A-Za-z])` + // e.g. i.e. U.S. p.m.
+		`(?<!(?:^|[^A-Za-z])(?:` + abbreviations + `|[A-HJ-Z]))` +
+		`(?<!(?:^|\n)[ \t]*\d{1,3})` + // a numbered list item
+		`\.)(?=[` + sentenceEnds + `]*[` + sentenceClosers + `]*(?:\s|$|[` + cjkChars + `]))`
+)
 
 // splitPattern limits from the standard (a cascade of at most 10 patterns of
 // at most 200 UTF-16 code units each).
@@ -64,15 +97,15 @@ type splitPass struct {
 	groups []string
 }
 
-var defaultSplitter = mustSplitter(DefaultSplitPattern)
-
-func mustSplitter(patterns ...string) *Splitter {
-	s, err := NewSplitter(patterns...)
+// defaultSplitter is compiled without the length limit of a request's
+// patterns, which the default exceeds.
+var defaultSplitter = func() *Splitter {
+	pass, err := compileSplitPass(DefaultSplitPattern)
 	if err != nil {
 		panic(err)
 	}
-	return s
-}
+	return &Splitter{passes: []*splitPass{pass}}
+}()
 
 // DefaultSplitter returns the Splitter of DefaultSplitPattern.
 func DefaultSplitter() *Splitter { return defaultSplitter }
@@ -81,7 +114,7 @@ func DefaultSplitter() *Splitter { return defaultSplitter }
 // The limits of ValidateSplitPattern apply.
 func NewSplitter(patterns ...string) (*Splitter, error) {
 	if len(patterns) == 0 {
-		patterns = []string{DefaultSplitPattern}
+		return DefaultSplitter(), nil
 	}
 	if len(patterns) > MaxSplitPatterns {
 		return nil, splitPatternError(fmt.Sprintf("splitPattern 数组最多 %d 项", MaxSplitPatterns))

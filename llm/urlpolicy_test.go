@@ -114,7 +114,7 @@ func TestErrorsMaskTheQuery(t *testing.T) {
 // only: not the status line, not the body (finding 3's read-back).
 func TestStrictPolicyTellsTheStatusClassOnly(t *testing.T) {
 	llm := llmtest.NewServer(t)
-	llm.Enqueue(llmtest.Reply{Status: 401, Body: `{"error":{"message":"internal secret 42"}}`},
+	llm.Enqueue(llmtest.Reply{Status: 401, Body: `{"error":{"message":"internal secret 42","code":"secret_code"}}`},
 		llmtest.Reply{Body: `<html>admin panel</html>`})
 	// A plain HTTP client stands in for a public host the dial guard lets through.
 	c := NewClient(Config{HTTPClient: &http.Client{}})
@@ -124,8 +124,8 @@ func TestStrictPolicyTellsTheStatusClassOnly(t *testing.T) {
 		t.Fatalf("status error = %v", err)
 	}
 	var e *Error
-	if errors.As(err, &e) && (e.ProviderMessage != "" || e.Status != 401) {
-		t.Errorf("provider detail %q, status %d", e.ProviderMessage, e.Status)
+	if errors.As(err, &e) && (e.ProviderMessage != "" || e.ProviderCode != "" || e.Status != 401 || !e.Permanent()) {
+		t.Errorf("provider detail %q %q, status %d", e.ProviderMessage, e.ProviderCode, e.Status)
 	}
 	_, err = c.Complete(context.Background(), req)
 	if !errors.Is(err, ErrBadResponse) || strings.Contains(err.Error(), "200") || !strings.Contains(err.Error(), "2xx") {

@@ -482,10 +482,16 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	return Outcome{Status: StatusToolRequested, Iteration: r.iteration}, nil
 }
 
-// llmFailure is a failed LLM call, with the error push that reports it.
+// llmFailure is a failed LLM call, with the error push that reports it and
+// what the LLM answered (its status, and the code of its error body, which
+// the client leaves out for a caller-chosen endpoint).
 func (r *Run) llmFailure(message string, err error) *Failure {
-	return &Failure{Code: CodeLLMCallFailed, Message: message, Err: err,
-		Push: r.errorPush(CodeLLMCallFailed, message, "error", push.Optional[int]{})}
+	a := builders.ErrorArgs{Code: CodeLLMCallFailed, Message: message}
+	var le *llm.Error
+	if errors.As(err, &le) {
+		a.LLMStatus, a.ProviderCode = le.Status, le.ProviderCode
+	}
+	return &Failure{Code: CodeLLMCallFailed, Message: message, Err: err, Push: r.errorPush(a, "error")}
 }
 
 // stop ends the loop with an error push instead of a call or a tool
@@ -499,7 +505,7 @@ func (r *Run) stop(p *roundPusher, code string, iteration int) Outcome {
 		msg = fmt.Sprintf("Session token budget of %d tokens exhausted (%d used)", r.budget, r.used.Total())
 		suffix, status = "budget_exhausted", StatusBudgetExhausted
 	}
-	ep := r.errorPush(code, msg, suffix, push.Some(iteration))
+	ep := r.errorPush(builders.ErrorArgs{Code: code, Message: msg, Iteration: push.Some(iteration)}, suffix)
 	p.pushReasoning()
 	if err := p.emit(ep); err != nil {
 		r.a.log.Warn("could not deliver an error push", "sessionId", r.sessionID, "code", code, "err", err)
@@ -538,14 +544,13 @@ func (r *Run) title() string {
 	return "来自 " + r.pres.ContactName
 }
 
-// errorPush builds a diagnostic push. Its id is msg_<uuid>_<suffix> (no
-// round tag), as upstream's diagnostics are.
-func (r *Run) errorPush(code, message, suffix string, iteration push.Optional[int]) *push.ErrorPush {
-	ep, err := r.a.builder.BuildErrorPush(builders.ErrorArgs{
-		Common: builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
-			MessageID: "msg_" + push.NewUUID() + "_" + suffix, SessionID: r.sessionID, MessageSubtype: r.pres.MessageSubtype},
-		Code: code, Message: message, Iteration: iteration,
-	})
+// errorPush builds a diagnostic push from a's code, message and details.
+// Its id is msg_<uuid>_<suffix> (no round tag), as upstream's diagnostics
+// are.
+func (r *Run) errorPush(a builders.ErrorArgs, suffix string) *push.ErrorPush {
+	a.Common = builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
+		MessageID: "msg_" + push.NewUUID() + "_" + suffix, SessionID: r.sessionID, MessageSubtype: r.pres.MessageSubtype}
+	ep, err := r.a.builder.BuildErrorPush(a)
 	if err != nil {
 		panic(err) // unreachable: every argument is the agent's own
 	}
@@ -573,8 +578,7 @@ type roundPusher struct {
 
 	seg    *llm.Segmenter
 	fed    int
-	capped bool // past MaxSplitInput: the rest is not segmented or pushed
-	starts sentenceStarts
+	capped bool     // past MaxSplitInput: the rest is not segmented or pushed
 	held   []string // complete sentences not known to be the last yet
 	sent   int      // content and tool_request pushes delivered
 }
@@ -658,7 +662,6 @@ func (p *roundPusher) feed(text string, end bool) error {
 	}
 	if !p.capped {
 		p.fed += len(text)
-		p.starts.add(text)
 		segs, err := p.seg.Write(text)
 		if err != nil {
 			return fmt.Errorf("segment the reply: %w", err)
@@ -680,19 +683,23 @@ func (p *roundPusher) feed(text string, end bool) error {
 }
 
 // release pushes held sentences. Until the answer is complete, a sentence
-// goes out once the next one has begun, with totalMessages counting the
-// sentences begun so far: a lower bound, so messageIndex < totalMessages
-// says more follow. The sentences left at the end go out with the exact
+// goes out once the next one has begun (held, or Segmenter.Begun), with
+// totalMessages counting the sentences begun so far: a lower bound, so
+// messageIndex < totalMessages says more follow. The sentences left at the end go out with the exact
 // total, so the last push has messageIndex == totalMessages.
 func (p *roundPusher) release(final bool) error {
 	total := p.sent + len(p.held)
 	for len(p.held) > 0 {
 		index := p.sent + 1
 		if !final {
-			if p.starts.n <= index {
+			begun := p.sent + len(p.held)
+			if p.seg.Begun() {
+				begun++
+			}
+			if begun <= index {
 				return nil
 			}
-			total = p.starts.n
+			total = begun
 		}
 		if err := p.pushContent(p.held[0], index, total); err != nil {
 			return err
@@ -729,27 +736,4 @@ func (p *roundPusher) emitBurst(pp push.Push) error {
 	}
 	p.sent++
 	return nil
-}
-
-// sentenceStarts counts the sentences of the default split that have begun
-// in the text fed so far: runs of characters other than DefaultSplitPattern's
-// delimiters that hold something other than whitespace. Each such run is
-// one segment of Split, so the count is a lower bound of the segments of the
-// whole answer, exact once it is complete (unless it has none, when Split
-// returns the text whole).
-type sentenceStarts struct {
-	n     int
-	inRun bool // the current run has counted
-}
-
-func (s *sentenceStarts) add(text string) {
-	for _, c := range text {
-		switch {
-		case strings.ContainsRune(llm.DefaultDelimiters, c):
-			s.inRun = false
-		case !s.inRun && !push.IsJSSpace(c):
-			s.n++
-			s.inRun = true
-		}
-	}
 }

@@ -112,6 +112,11 @@ type ErrorPush struct {
 	Message string
 	// Iteration is the agent-loop iteration the error happened in.
 	Iteration Optional[int]
+	// LLMStatus and ProviderCode are what the LLM answered when its call
+	// failed: the HTTP status, and the code of its error body (upstream
+	// -next's error details).
+	LLMStatus    Optional[int]
+	ProviderCode Optional[string]
 }
 
 // Kind returns KindContent.
@@ -194,6 +199,8 @@ func (p *ErrorPush) bindings() []binding {
 		binding{"code", &p.Code},
 		binding{"message", (*requiredString)(&p.Message)},
 		binding{"iteration", &p.Iteration},
+		binding{"llmStatus", &p.LLMStatus},
+		binding{"providerCode", &p.ProviderCode},
 		binding{"messageSubtype", &p.MessageSubtype},
 	)
 	return append(b, p.tail()...)

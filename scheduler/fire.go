@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,54 +17,6 @@ import (
 	"amsg/push/courier"
 	"amsg/store"
 )
-
-// Error codes of failed deliveries, as the standard names them; a push no
-// device took is loop.CodePushSendFailed, as on the instant path.
-const (
-	CodeSubscriptionMissing = "PUSH_SUBSCRIPTION_MISSING"
-	CodePayloadTooLarge     = "PUSH_PAYLOAD_TOO_LARGE"
-)
-
-// subscriptionMissingText is the standard's reason for a user without a
-// push subscription.
-const subscriptionMissingText = "PUSH_SUBSCRIPTION_MISSING: 该用户还没有登记推送订阅（PUT /push-subscription）"
-
-// The failures a delivery tells apart (see failure); any other error is an
-// ordinary failure, retried with backoff.
-var (
-	errSubscriptionMissing error = textError(subscriptionMissingText)
-	errPayloadTooLarge     error = textError(CodePayloadTooLarge)
-	errPushSendFailed      error = textError("Web Push delivery failed")
-)
-
-// textError is an error whose text is the standard's wording, capitals
-// included.
-type textError string
-
-func (e textError) Error() string { return string(e) }
-
-// unreadableError is a task payload that does not decrypt or parse: a
-// permanent failure without a code of its own, whose text is its cause's.
-type unreadableError struct{ error }
-
-func (e unreadableError) Unwrap() error { return e.error }
-
-// failure says what a failed delivery means: the standard's code ("" for
-// an ordinary failure), and whether it is permanent, so not retried (a
-// one-off task fails, a recurring one skips the occurrence).
-func failure(err error) (code string, permanent bool) {
-	switch {
-	case errors.Is(err, errSubscriptionMissing):
-		return CodeSubscriptionMissing, true
-	case errors.Is(err, errPayloadTooLarge):
-		return CodePayloadTooLarge, true
-	case errors.Is(err, errPushSendFailed):
-		return loop.CodePushSendFailed, false
-	case errors.As(err, new(unreadableError)):
-		return "", true
-	}
-	return "", false
-}
 
 // Ids of one occurrence: deterministic, so every retry of the occurrence
 // sends the same messageIds and the service worker shows each push once,
@@ -93,21 +44,21 @@ type outgoing = courier.Outgoing
 // bookkeeping of its last push, which the task's completion writes
 // (store.CompleteTask).
 //
-// A burst of LLM answers is recorded in the outbox before its first push
-// leaves, and an attempt that finds the occurrence's burst recorded resends
-// it rather than building it again: after a crash mid-burst, the sentences
-// already shown stay the first answer's, under the same messageIds, and the
-// LLM is not asked again. An attempt that push services failed before any
-// of its burst was delivered discards it, so the retry starts afresh (with a
-// new LLM answer). A stored message is built again on every attempt, the
-// same pushes under the same ids, so its pushes are recorded with their
-// delivery instead (courier.Round.Deliver); only a burst of several reads
-// which of them an earlier attempt delivered.
+// A burst of several pushes (an LLM answer, or a stored message of several
+// segments) is recorded in the outbox before its first push leaves, and an
+// attempt that finds the occurrence's burst recorded resends it rather than
+// building it again: after a crash mid-burst, the sentences still to come
+// are the first attempt's, under the same messageIds, whatever the owner
+// edited meanwhile, and the LLM is not asked again. An attempt that push
+// services failed before any of its burst was delivered discards it, so the
+// retry starts afresh (with a new LLM answer). A lone push of a stored
+// message is built again on every attempt, under the same id, so it is
+// recorded with its delivery instead (courier.Round.Deliver).
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, last push.Bookkeeping, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
 	defer func() { s.recordRound(task, round, err) }()
 
-	cr, err := s.deps.Courier.Open(ctx, courier.Recipients{UserID: task.UserID}, p.MessageType.Source())
+	cr, err := s.openGuarded(ctx, task, &p) // quiet hours and the daily limit (quiet.go)
 	switch {
 	case err != nil:
 		return 0, last, err
@@ -142,6 +93,11 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 				return 0, push.Bookkeeping{}, err
 			}
 		}
+		// A cancel stops the burst here: at most the push in flight when it
+		// came goes out.
+		if err := ctx.Err(); err != nil {
+			return 0, push.Bookkeeping{}, err
+		}
 		withheld, held, err := s.send(ctx, cr, o, i == len(burst)-1)
 		if err != nil {
 			return 0, push.Bookkeeping{}, err
@@ -172,22 +128,30 @@ func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Tas
 			// id, which the service worker drops: no read needed.
 			return burst, false, nil, err
 		}
-		recorded, started, err := cr.Recorded(ctx, prefix)
-		if err != nil {
-			return nil, false, nil, err
-		}
-		for _, r := range recorded {
-			if i := slices.IndexFunc(burst, func(o outgoing) bool { return o.MessageID == r.MessageID }); i >= 0 && r.Delivered {
-				burst[i].Delivered = true
-			}
-		}
-		return burst, started, nil, nil
 	}
-	if burst, started, err = cr.Recorded(ctx, prefix); err != nil || burst != nil {
-		return burst, started, nil, err
+	// (A stored message's burst recorded only in part was recorded push by
+	// push, by an older amsg: it is recorded whole now, and the pushes it
+	// delivered go again under their ids.)
+	if recorded, started, err := cr.Recorded(ctx, prefix); err != nil || (recorded != nil && len(recorded) >= len(burst)) {
+		return recorded, started, nil, err
+	}
+	if !usesLLM(p) {
+		return burst, false, nil, record(ctx, cr, burst)
 	}
 	burst, round, err = s.newBurst(ctx, cr, task, p, rec)
 	return burst, false, round, err
+}
+
+// record writes a burst to the outbox before its first push leaves: the
+// occurrence is then committed, and a retry resends these pushes whatever
+// the task's owner has edited since.
+func record(ctx context.Context, cr *courier.Round, burst []outgoing) error {
+	messages := make([]push.OutboxMessage, len(burst))
+	for i, o := range burst {
+		messages[i] = o.OutboxMessage
+		burst[i].Recorded = true
+	}
+	return cr.Record(ctx, messages)
 }
 
 // newBurst asks the LLM for an occurrence's answer, makes its pushes and
@@ -203,12 +167,7 @@ func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.
 		return nil, round, err
 	}
 	round.Reasoning, round.Text = resp.reasoning, resp.text
-	messages := make([]push.OutboxMessage, len(burst))
-	for i, o := range burst {
-		messages[i] = o.OutboxMessage
-		burst[i].Recorded = true
-	}
-	if err := cr.Record(ctx, messages); err != nil {
+	if err := record(ctx, cr, burst); err != nil {
 		return nil, round, err
 	}
 	return burst, round, nil
@@ -234,11 +193,11 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 		return
 	}
 	if err != nil {
-		code, _ := failure(err)
+		code := failure(err).code
 		if round.Response == nil {
 			code = loop.CodeLLMCallFailed
 		}
-		round.Error = &loop.RoundError{Code: cmp.Or(code, loop.CodePushSendFailed), Message: err.Error()}
+		round.Error = &loop.RoundError{Code: code, Message: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
@@ -320,6 +279,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		SessionID:      sessionID(task.ID, occurrence),
 		MessageSubtype: p.MessageSubtype,
 		Metadata:       p.Metadata,
+		Notification:   p.notification,
 		TaskIdentity: push.TaskIdentity{
 			TaskID:         push.Some(push.NumericTaskID(task.ID)),
 			TaskUUID:       push.Some(task.UUID),
@@ -387,7 +347,7 @@ func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing, las
 	if res.Withheld || res.Delivered() > 0 {
 		return res.Withheld, held, nil
 	}
-	gone := 0
+	gone, status := 0, 0
 	var reasons []string
 	for _, d := range res.Devices {
 		if d.Outcome == push.OutcomeGone {
@@ -396,11 +356,12 @@ func (s *Scheduler) send(ctx context.Context, cr *courier.Round, o outgoing, las
 		if d.Err != nil {
 			reasons = append(reasons, d.Err.Error())
 		}
+		status = cmp.Or(status, d.Status)
 	}
 	if gone == len(res.Devices) {
 		// The push service dropped every subscription; the devices are
 		// deleted, so retrying cannot help until the page registers again.
-		return false, held, errSubscriptionMissing
+		return false, held, pushStatusError{status, errSubscriptionMissing}
 	}
-	return false, held, fmt.Errorf("%w on %d device(s): %s", errPushSendFailed, len(res.Devices), strings.Join(reasons, "; "))
+	return false, held, pushStatusError{status, fmt.Errorf("%w on %d device(s): %s", errPushSendFailed, len(res.Devices), strings.Join(reasons, "; "))}
 }

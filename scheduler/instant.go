@@ -22,7 +22,11 @@ type InstantError struct {
 	Message          string `json:"message"`
 	RetriesAttempted *int   `json:"retriesAttempted,omitempty"`
 	Permanent        bool   `json:"permanent,omitempty"`
-	Details          any    `json:"details,omitempty"`
+	// PushStatus and LLMStatus are what the push service or the LLM
+	// answered, when one did.
+	PushStatus int `json:"pushStatus,omitempty"`
+	LLMStatus  int `json:"llmStatus,omitempty"`
+	Details    any `json:"details,omitempty"`
 }
 
 func (e *InstantError) Error() string { return e.Code + ": " + e.Message }
@@ -37,9 +41,10 @@ func (s *Scheduler) LeaseEnd() time.Time { return s.now().Add(s.cfg.LeaseTTL) }
 // last error. The pushes carry source "instant" and the push service's
 // short instant TTL. A failure is an *InstantError.
 func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	held := s.hold(t.Lease(), cancel)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer s.track(t.ID, cancel)()
+	held := s.hold(t.Lease(), func() { cancel(nil) })
 	p, err := TaskPayload(t)
 	var rec Recurrence
 	if err == nil {
@@ -50,7 +55,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	if err == nil {
 		for attempts = 1; ; attempts++ {
 			sent, last, err = s.fire(ctx, t, p, rec)
-			if _, permanent := failure(err); err == nil || permanent || attempts == s.cfg.InstantAttempts ||
+			if err == nil || failure(err).permanent || attempts == s.cfg.InstantAttempts ||
 				s.sleep(ctx, time.Duration(attempts)*s.cfg.InstantBackoff) != nil {
 				break
 			}
@@ -58,19 +63,20 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	}
 	retries := max(attempts-1, 0)
 	lease, lost := held.end()
-	if lost {
+	if lost || (err != nil && cancelled(ctx)) {
 		s.deps.Courier.Keep(ctx, last)
 		return InstantResult{}, &InstantError{Code: "TASK_NOT_FOUND", Message: "任务不存在或已处理"}
 	}
 	if err != nil {
 		le := newLastError(s.now(), t.NextSendAt, err.Error())
-		le.Code, le.Permanent = failure(err)
+		le.judge(failure(err))
 		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 		defer bcancel()
 		if ferr := s.deps.Store.FailTask(bctx, lease, retries, le.json()); ferr != nil {
 			s.log.Error("scheduler: recording a failed instant task failed", "taskId", t.ID, "err", ferr)
 		}
-		return InstantResult{}, &InstantError{Code: "PROCESSING_ERROR", Message: err.Error(), RetriesAttempted: &retries, Permanent: le.Permanent}
+		return InstantResult{}, &InstantError{Code: CodeProcessingError, Message: err.Error(), RetriesAttempted: &retries,
+			Permanent: le.Permanent, PushStatus: le.PushStatus, LLMStatus: le.LLMStatus}
 	}
 	if err := s.complete(lease, time.Time{}, last); err != nil {
 		return InstantResult{}, &InstantError{Code: "POST_SEND_CLEANUP_FAILED", Message: "消息已发送，但任务清理失败",

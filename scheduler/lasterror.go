@@ -38,15 +38,26 @@ func Sanitize(reason string) string {
 	return s
 }
 
-// lastError is the JSON of the last_error column.
+// lastError is the JSON of the last_error column. Code is amsg's name,
+// ErrorCode upstream-next's, with the same value; PushStatus and LLMStatus
+// are what the push service or the LLM answered, when one did.
 type lastError struct {
 	At           string `json:"at"`
 	Occurrence   string `json:"occurrence"`
 	Reason       string `json:"reason"`
 	Code         string `json:"code,omitempty"`
-	Permanent    bool   `json:"permanent,omitempty"`
+	ErrorCode    string `json:"errorCode,omitempty"`
+	Permanent    bool   `json:"permanent"`
+	PushStatus   int    `json:"pushStatus,omitempty"`
+	LLMStatus    int    `json:"llmStatus,omitempty"`
 	SkippedCount int    `json:"skippedCount,omitempty"`
 	NextSendAt   string `json:"nextSendAt,omitempty"`
+}
+
+// judge records a failure's verdict.
+func (e *lastError) judge(v verdict) {
+	e.Code, e.ErrorCode, e.Permanent = v.code, v.code, v.permanent
+	e.PushStatus, e.LLMStatus = v.pushStatus, v.llmStatus
 }
 
 func (e lastError) json() json.RawMessage {

@@ -34,6 +34,13 @@ type Payload struct {
 	SplitPattern   json.RawMessage `json:"splitPattern"` // a string or an array of strings, or nil
 	LLMExtraBody   json.RawMessage `json:"llmExtraBody"` // an object, or nil
 	Metadata       json.RawMessage `json:"metadata"`     // an object
+	// Priority is amsg's: PriorityCritical passes quiet hours and the daily
+	// limit (quiet.go); written only when given.
+	Priority string `json:"priority,omitempty"`
+
+	// notification is the display directive of the occurrence's pushes,
+	// set by the guards on the release of a deferred occurrence.
+	notification *push.Notification
 }
 
 // DecodePayload reads a stored payload. Keys it does not know (lastError and

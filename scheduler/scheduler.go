@@ -44,7 +44,7 @@ const (
 	DefaultPushInterval      = 1500 * time.Millisecond
 	DefaultStaleAfter        = 60 * time.Minute
 	DefaultRetryBackoff      = 2 * time.Minute
-	DefaultMaxRetries        = 3
+	DefaultMaxRetries        = 3 // of delivery and of generation each
 	DefaultFinishedRetention = 7 * 24 * time.Hour
 	DefaultCleanupInterval   = time.Minute
 	// Instant deliveries inside the schedule request: 3 attempts, waiting
@@ -81,9 +81,14 @@ type Config struct {
 	// skipped (recurring) or failed (one-off).
 	StaleAfter time.Duration
 	// RetryBackoff is the unit of the retry wait, (retry_count+1) ×
-	// RetryBackoff; MaxRetries how many retries an occurrence gets.
-	RetryBackoff time.Duration
-	MaxRetries   int
+	// RetryBackoff. An occurrence whose push failed is retried while it has
+	// had fewer than MaxDeliveryRetries retries, one whose LLM call failed
+	// fewer than MaxGenerationRetries (an answer already recorded is
+	// resent, never asked for again). 0 takes DefaultMaxRetries; a negative
+	// value means no retry.
+	RetryBackoff         time.Duration
+	MaxDeliveryRetries   int
+	MaxGenerationRetries int
 	// Retention is how long each kind of row is kept (its FinishedTasks
 	// defaults to DefaultFinishedRetention); CleanupInterval is how often
 	// the housekeeping prunes them, which POST /send-notifications also
@@ -162,6 +167,8 @@ type Scheduler struct {
 
 	cleanupMu   sync.Mutex
 	lastCleanup time.Time
+
+	deliveries deliveries // the occurrences under way, for Cancel
 }
 
 // New checks deps and applies the defaults.
@@ -179,7 +186,8 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
-	cfg.MaxRetries = cmp.Or(cfg.MaxRetries, DefaultMaxRetries)
+	cfg.MaxDeliveryRetries = retries(cfg.MaxDeliveryRetries)
+	cfg.MaxGenerationRetries = retries(cfg.MaxGenerationRetries)
 	cfg.Retention.FinishedTasks = cmp.Or(cfg.Retention.FinishedTasks, DefaultFinishedRetention)
 	cfg.CleanupInterval = cmp.Or(cfg.CleanupInterval, DefaultCleanupInterval)
 	cfg.InstantAttempts = cmp.Or(cfg.InstantAttempts, DefaultInstantAttempts)
@@ -188,17 +196,18 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
 	s := &Scheduler{
-		cfg:       cfg,
-		deps:      deps,
-		log:       cmp.Or(cfg.Logger, slog.Default()),
-		now:       cfg.Now,
-		slots:     make(chan struct{}, cfg.Concurrency),
-		llmSlots:  make(chan struct{}, cfg.LLMConcurrency),
-		userTasks: map[string]int{},
-		freed:     make(chan struct{}, 1),
-		wake:      make(chan struct{}, 1),
-		stopping:  make(chan struct{}),
-		loopDone:  make(chan struct{}),
+		cfg:        cfg,
+		deps:       deps,
+		log:        cmp.Or(cfg.Logger, slog.Default()),
+		now:        cfg.Now,
+		slots:      make(chan struct{}, cfg.Concurrency),
+		llmSlots:   make(chan struct{}, cfg.LLMConcurrency),
+		userTasks:  map[string]int{},
+		freed:      make(chan struct{}, 1),
+		wake:       make(chan struct{}, 1),
+		stopping:   make(chan struct{}),
+		loopDone:   make(chan struct{}),
+		deliveries: deliveries{running: map[int64]context.CancelCauseFunc{}, early: map[int64]time.Time{}},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -211,6 +220,14 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 }
 
 func (s *Scheduler) sleep(ctx context.Context, d time.Duration) error { return s.cfg.Sleep(ctx, d) }
+
+// retries reads a retry bound of Config: 0 is the default, negative none.
+func retries(n int) int {
+	if n < 0 {
+		return 0
+	}
+	return cmp.Or(n, DefaultMaxRetries)
+}
 
 // Start runs the background loop: it claims due tasks at once (tasks that
 // fell due while the server was down fire now, unless stale), then whenever
@@ -563,9 +580,10 @@ func (h *heldLease) end() (store.Lease, bool) {
 
 // process delivers one claimed occurrence and records its outcome.
 func (s *Scheduler) process(t store.Task) result {
-	ctx, cancel := context.WithCancel(s.runCtx)
-	defer cancel()
-	held := s.hold(t.Lease(), cancel)
+	ctx, cancel := context.WithCancelCause(s.runCtx)
+	defer cancel(nil)
+	defer s.track(t.ID, cancel)()
+	held := s.hold(t.Lease(), func() { cancel(nil) })
 	started := s.now()
 
 	p, perr := TaskPayload(t)
@@ -590,7 +608,10 @@ func (s *Scheduler) process(t store.Task) result {
 		sent, last, err = s.fire(ctx, t, p, rec)
 	}
 	lease, lost := held.end()
-	if lost {
+	switch {
+	case err != nil && cancelled(ctx):
+		return s.withdraw(t)
+	case lost:
 		s.deps.Courier.Keep(ctx, last)
 		return result{taskID: t.ID, kind: resultLeaseLost}
 	}
@@ -633,18 +654,27 @@ func (s *Scheduler) expire(t store.Task, l store.Lease, rec Recurrence, now time
 }
 
 // failed records a failed attempt: back off, or when the failure is
-// permanent or the retries are spent, skip the occurrence (recurring) or
-// fail the task (one-off).
+// permanent or the retries of its kind are spent (MaxGenerationRetries for
+// an LLM failure, MaxDeliveryRetries otherwise), skip the occurrence
+// (recurring) or fail the task (one-off).
 func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err error) result {
+	if until, ok := deferredUntil(err); ok {
+		return s.deferred(t, l, until)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	now := s.now()
+	v := failure(err)
 	le := newLastError(now, t.NextSendAt, err.Error())
-	le.Code, le.Permanent = failure(err)
-	r := result{taskID: t.ID, reason: err.Error(), permanent: le.Permanent, retryCount: t.RetryCount}
+	le.judge(v)
+	r := result{taskID: t.ID, reason: err.Error(), permanent: v.permanent, retryCount: t.RetryCount}
+	retries := s.cfg.MaxDeliveryRetries
+	if v.generation {
+		retries = s.cfg.MaxGenerationRetries
+	}
 	var werr error
 	switch {
-	case le.Permanent || t.RetryCount >= s.cfg.MaxRetries:
+	case v.permanent || t.RetryCount >= retries:
 		if rec.Recurring() {
 			r.kind = resultSkipped
 			r.next, _ = rec.NextAfter(t.NextSendAt, now)

@@ -356,9 +356,10 @@ func TestRetryFinishesTheBurstItStarted(t *testing.T) {
 	}
 }
 
-// A stored message's burst is built again on a retry, and the retry sends
-// only the pushes an earlier attempt did not deliver, under the same ids:
-// the outbox, which records each push with its delivery, says which.
+// A stored message's burst is recorded before its first push, and the
+// retry sends only the pushes an earlier attempt did not deliver, under the
+// same ids and with the same text, though the owner edited the message in
+// between: the occurrence was committed.
 func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
 	h := newHarness(t, Config{})
 	sub := h.subscribe(alice)
@@ -368,13 +369,27 @@ func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
 	if sum := h.tick(); sum.FailedCount != 1 {
 		t.Fatalf("first attempt %s", mustJSON(t, sum))
 	}
-	h.clk.Set(h.task(alice, task.UUID).RetryAfter)
+	retryAt := h.task(alice, task.UUID).RetryAfter
+	if _, err := h.st.UpdatePendingTask(t.Context(), alice, task.UUID, func(t store.Task) (store.TaskUpdate, error) {
+		p, _ := TaskPayload(t)
+		p.UserMessage = str("改了。改了。改了。")
+		raw, err := p.Encode()
+		return store.TaskUpdate{Payload: raw}, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Set(retryAt)
 	if sum := h.tick(); sum.SuccessCount != 1 || !h.gone(alice, task.UUID) {
 		t.Fatalf("retry %s", mustJSON(t, sum))
 	}
 	base := fmt.Sprintf("msg_task_%d@%d_", task.ID, start.UnixMilli())
 	if got, want := strings.Join(ids(h.pushes()), " "), base+"0 "+base+"1 "+base+"2"; got != want {
 		t.Errorf("delivered %s, want each push once: %s", got, want)
+	}
+	for i, p := range h.pushes() {
+		if want := []string{"一。", "二。", "三。"}[i]; p["message"] != want {
+			t.Errorf("push %d says %v, want the committed %s", i, p["message"], want)
+		}
 	}
 	page, err := h.st.UnackedOutbox(t.Context(), alice, 0, 10)
 	if err != nil || len(page.Entries) != 3 {

@@ -21,6 +21,8 @@ const (
 	resultCleanupFailed                       // delivered, but the completion could not be written
 	resultLeaseLost                           // another claimer or the owner took the task over
 	resultReleased                            // not delivered: the scheduler is stopping
+	resultCancelled                           // stopped mid-delivery: its task was cancelled
+	resultDeferred                            // not delivered: waits for the end of quiet hours
 )
 
 // result is one claimed occurrence's outcome.
@@ -58,6 +60,16 @@ type SummaryDetails struct {
 	UpdatedRecurringTasks int          `json:"updatedRecurringTasks"`
 	StaleTasks            []StaleTask  `json:"staleTasks"`
 	FailedTasks           []FailedTask `json:"failedTasks"`
+	// CancelledTasks are the occurrences a cancel or a supersede stopped
+	// while they were being delivered (upstream's cancelledTasks).
+	CancelledTasks []CancelledTask `json:"cancelledTasks"`
+}
+
+// CancelledTask is an occurrence stopped by its task's cancel.
+type CancelledTask struct {
+	TaskID int64  `json:"taskId"`
+	Reason string `json:"reason"`
+	Status string `json:"status"` // cancelled_mid_delivery
 }
 
 // StaleTask is an occurrence the stale guard dropped.
@@ -90,7 +102,7 @@ func summarize(start, end time.Time, results []result) Summary {
 		TotalTasks:    len(results),
 		ProcessedAt:   push.FormatTimestamp(end),
 		ExecutionTime: end.Sub(start).Milliseconds(),
-		Details:       SummaryDetails{StaleTasks: []StaleTask{}, FailedTasks: []FailedTask{}},
+		Details:       SummaryDetails{StaleTasks: []StaleTask{}, FailedTasks: []FailedTask{}, CancelledTasks: []CancelledTask{}},
 	}
 	d := &s.Details
 	for _, r := range results {
@@ -102,8 +114,11 @@ func summarize(start, end time.Time, results []result) Summary {
 		case resultAdvanced:
 			s.SuccessCount++
 			d.UpdatedRecurringTasks++
-		case resultLeaseLost, resultReleased:
-			// Someone else finishes these.
+		case resultLeaseLost, resultReleased, resultDeferred:
+			// Someone else finishes these, or a later tick.
+		case resultCancelled:
+			d.CancelledTasks = append(d.CancelledTasks, CancelledTask{TaskID: r.taskID, Reason: "cancelled",
+				Status: StatusCancelledMidDelivery})
 		case resultStale:
 			st := StaleTask{TaskID: r.taskID, Reason: "stale", Action: "expired", SkippedCount: r.skipped}
 			if !r.next.IsZero() {
@@ -158,5 +173,9 @@ func (s *Scheduler) logResult(r result) {
 		s.log.Info("scheduler: task taken over while delivering", attrs...)
 	case resultReleased:
 		s.log.Info("scheduler: lease released at shutdown", attrs...)
+	case resultCancelled:
+		s.log.Info("scheduler: task cancelled while being delivered", attrs...)
+	case resultDeferred:
+		s.log.Info("scheduler: occurrence waits for the end of quiet hours", append(attrs, "until", push.FormatTimestamp(r.next))...)
 	}
 }

@@ -131,22 +131,26 @@ type UserDeletion struct {
 	Outbox      int `json:"outbox"`
 	Sessions    int `json:"sessions"`
 	Attempts    int `json:"deliveryLog"`
+	// Preferences counts the preferences row, the daily slots and the
+	// idempotency keys.
+	Preferences int `json:"preferences"`
 	// CloudData counts the owners, ownership records and cleanup records.
 	CloudData int `json:"cloudData"`
 }
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.CloudData
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.CloudData
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
-// their sessions), delivery log rows and cloud-data records.
+// their sessions), delivery log rows, preferences, daily slots,
+// idempotency keys and cloud-data records.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		d = UserDeletion{}
+		d = UserDeletion{} // a write may run more than once
 		for _, step := range []struct {
 			query string
 			n     *int
@@ -157,6 +161,9 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM message_outbox WHERE user_id = ?`, &d.Outbox},
 			{`DELETE FROM transcript_sessions WHERE owner = ?`, &d.Sessions},
 			{`DELETE FROM delivery_log WHERE user_id = ?`, &d.Attempts},
+			{`DELETE FROM user_preferences WHERE user_id = ?`, &d.Preferences},
+			{`DELETE FROM proactive_pushes WHERE user_id = ?`, &d.Preferences},
+			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},
 			{`DELETE FROM cloud_owned WHERE user_id = ?`, &d.CloudData},
 			{`DELETE FROM cloud_owners WHERE user_id = ?`, &d.CloudData},
 			{`DELETE FROM cloud_records WHERE user_id = ?`, &d.CloudData},

@@ -64,8 +64,13 @@ type ClientStateEntry struct {
 	// UpdatedAt is the last-write-wins guard: the writer's version (or
 	// builtAt) when it gave one, else its epoch-ms updatedAt. A write lands
 	// when its guard is at least the stored one (ties overwrite); reads
-	// report the stored guard.
+	// report the stored guard. A guard ahead of the store's clock is stored
+	// as the clock's now, so one client with a clock in the future cannot
+	// lock a key against every other writer.
 	UpdatedAt int64
+	// Delete makes the entry delete its key (upstream's value: null), under
+	// the same guard; Value is then ignored.
+	Delete bool
 	// Owner is what the write says of the value's owner; nil keeps the
 	// owner it has. Either way the owner's generation is checked in the
 	// write (ErrOwnerRetired fails the whole call, see claimOwnership).
@@ -81,7 +86,11 @@ type StateKey struct {
 // ClientStatePut is what PutClientState did.
 type ClientStatePut struct {
 	Upserted int
-	// Skipped lists the entries a newer stored value kept out, in order.
+	// Deleted counts the deletes that were not stale, whether or not their
+	// key was stored.
+	Deleted int
+	// Skipped lists the entries (writes and deletes) a newer stored value
+	// kept out, in order.
 	Skipped []StateKey
 }
 
@@ -115,12 +124,13 @@ func isStateControl(r rune) bool { return r < 0x20 }
 func (s *Store) MaxStateValueBytes() int { return s.maxStateValueBytes }
 
 // PutClientState writes entries for userID in one transaction, in order. An
-// entry whose UpdatedAt is below the stored value's is skipped; otherwise it
-// replaces the value, and the slices of the value it replaces are deleted.
-// Entries are checked first: one that breaks a rule (CheckStateNamespace,
-// CheckStateKey, a value over MaxStateValueBytes or not UTF-8, UpdatedAt
-// not positive) fails the call with ErrInvalidClientState and nothing is
-// written.
+// entry whose UpdatedAt (clamped to now) is below the stored value's (also
+// clamped, so a future stamp stored before the clamp existed can be
+// overwritten) is skipped; otherwise it replaces the value, or deletes it,
+// and the slices of the value it replaces are deleted. Entries are checked
+// first: one that breaks a rule (CheckStateNamespace, CheckStateKey, a
+// value over MaxStateValueBytes or not UTF-8, UpdatedAt not positive)
+// fails the call with ErrInvalidClientState and nothing is written.
 func (s *Store) PutClientState(ctx context.Context, userID string, entries []ClientStateEntry) (ClientStatePut, error) {
 	if len(entries) > MaxStateEntries {
 		return ClientStatePut{}, fmt.Errorf("%w: %d entries, limit %d", ErrInvalidClientState, len(entries), MaxStateEntries)
@@ -134,12 +144,16 @@ func (s *Store) PutClientState(ctx context.Context, userID string, entries []Cli
 	key := s.userKey(userID)
 	rows := make([]stateRows, len(entries))
 	for i, e := range entries {
-		rows[i] = sealStateValue(e.Value, key.SealAtRest)
+		if !e.Delete {
+			rows[i] = sealStateValue(e.Value, key.SealAtRest)
+		}
 	}
+	now := s.now().UnixMilli()
 	var put ClientStatePut
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		put = ClientStatePut{}
 		for i, e := range entries {
+			guard := min(e.UpdatedAt, now)
 			var stored int64
 			err := tx.QueryRow(`SELECT updated_at FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
 				userID, e.Namespace, e.Key).Scan(&stored)
@@ -152,7 +166,7 @@ func (s *Store) PutClientState(ctx context.Context, userID string, entries []Cli
 			}
 			switch {
 			case !exists:
-			case stored > e.UpdatedAt:
+			case min(stored, now) > guard:
 				put.Skipped = append(put.Skipped, StateKey{e.Namespace, e.Key})
 				continue
 			}
@@ -161,11 +175,19 @@ func (s *Store) PutClientState(ctx context.Context, userID string, entries []Cli
 				userID, chunkNS, e.Key+stateSep, e.Key+stateSliceKeyStop); err != nil {
 				return err
 			}
-			if err := upsertStateRow(tx, userID, e.Namespace, e.Key, rows[i].root, e.UpdatedAt); err != nil {
+			if e.Delete {
+				if _, err := tx.Exec(`DELETE FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
+					userID, e.Namespace, e.Key); err != nil {
+					return err
+				}
+				put.Deleted++
+				continue
+			}
+			if err := upsertStateRow(tx, userID, e.Namespace, e.Key, rows[i].root, guard); err != nil {
 				return err
 			}
 			for j, slice := range rows[i].slices {
-				if err := upsertStateRow(tx, userID, chunkNS, e.Key+stateSep+strconv.Itoa(j), slice, e.UpdatedAt); err != nil {
+				if err := upsertStateRow(tx, userID, chunkNS, e.Key+stateSep+strconv.Itoa(j), slice, guard); err != nil {
 					return err
 				}
 			}
@@ -187,6 +209,8 @@ func (s *Store) checkStateEntry(e ClientStateEntry) error {
 		return fmt.Errorf("key: %w", err)
 	}
 	switch {
+	case e.Delete && e.Value != "":
+		return errors.New("a delete carries a value")
 	case len(e.Value) > s.maxStateValueBytes:
 		return fmt.Errorf("value is %d bytes, limit %d", len(e.Value), s.maxStateValueBytes)
 	case !utf8.ValidString(e.Value):
@@ -361,4 +385,68 @@ func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, key usercrypt.K
 // included, and returns the number of rows deleted, as the standard counts.
 func (s *Store) DeleteClientState(ctx context.Context, userID string) (int, error) {
 	return s.execCount(ctx, "delete client state", `DELETE FROM client_state WHERE user_id = ?`, userID)
+}
+
+// DeleteClientStateNamespace deletes userID's values in namespace and their
+// slice rows in one statement, so a reader never sees one without the
+// other, and returns the number of rows deleted. It refuses a namespace
+// CheckStateNamespace refuses, deleting nothing.
+func (s *Store) DeleteClientStateNamespace(ctx context.Context, userID, namespace string) (int, error) {
+	if err := CheckStateNamespace(namespace); err != nil {
+		return 0, fmt.Errorf("store: delete client state namespace: %w", err)
+	}
+	return s.execCount(ctx, "delete client state namespace", `DELETE FROM client_state WHERE user_id = ? AND namespace IN (?, ?)`,
+		userID, namespace, stateChunkNSPfx+namespace)
+}
+
+// MaxStateNamespaces bounds one ClientStateNamespaces listing, upstream's
+// MAX_CLIENT_STATE_NAMESPACES.
+const MaxStateNamespaces = 200
+
+// StateNamespace is what one namespace of a user's client state holds.
+// Slice rows count towards their namespace's ByteSize and UpdatedAt, not
+// its EntryCount: they are parts of one value, not values.
+type StateNamespace struct {
+	Namespace  string
+	EntryCount int
+	// ByteSize is what the rows take as stored (sealed hex), not the
+	// plaintext's length.
+	ByteSize  int64
+	UpdatedAt int64
+}
+
+// ClientStateNamespaces lists up to limit (1 to MaxStateNamespaces) of
+// userID's namespaces in byte order of their names; truncated reports that
+// there are more.
+func (s *Store) ClientStateNamespaces(ctx context.Context, userID string, limit int) (namespaces []StateNamespace, truncated bool, err error) {
+	if limit < 1 || limit > MaxStateNamespaces {
+		return nil, false, fmt.Errorf("store: client state namespaces: limit %d is not in 1 to %d", limit, MaxStateNamespaces)
+	}
+	// A slice row's namespace is its value's namespace behind a prefix;
+	// folding it there in SQL keeps the LIMIT exact.
+	n := len(stateChunkNSPfx)
+	rows, err := s.reader.QueryContext(ctx, fmt.Sprintf(`SELECT ns, sum(1 - slice), sum(length(value)), max(updated_at) FROM (
+			SELECT CASE WHEN substr(namespace, 1, %[1]d) = ? THEN substr(namespace, %[2]d) ELSE namespace END AS ns,
+				CASE WHEN substr(namespace, 1, %[1]d) = ? THEN 1 ELSE 0 END AS slice, value, updated_at
+			FROM client_state WHERE user_id = ?) AS rows
+		GROUP BY ns ORDER BY ns%[3]s LIMIT ?`, n, n+1, s.dialect.ByteOrder),
+		stateChunkNSPfx, stateChunkNSPfx, userID, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: client state namespaces: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ns StateNamespace
+		if err := rows.Scan(&ns.Namespace, &ns.EntryCount, &ns.ByteSize, &ns.UpdatedAt); err != nil {
+			return nil, false, fmt.Errorf("store: client state namespaces: %w", err)
+		}
+		namespaces = append(namespaces, ns)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("store: client state namespaces: %w", err)
+	}
+	if len(namespaces) > limit {
+		return namespaces[:limit], true, nil
+	}
+	return namespaces, false, nil
 }

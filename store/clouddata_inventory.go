@@ -119,6 +119,8 @@ var resourceTypes = []resourceType{
 	{name: "subscription", list: listSubscriptions, remove: removeSubscription},
 	{name: "transcript", list: listTranscripts, remove: removeTranscript},
 	{name: "delivery-log", list: listDeliveryLog, remove: removeDeliveryLog},
+	{name: "preference", list: listPreferences, remove: removePreferences},
+	{name: "idempotency-key", list: listIdempotencyKeys, remove: removeIdempotencyKey},
 }
 
 // sweepOwnership deletes the ownership records whose resource is gone.
@@ -437,5 +439,61 @@ func listDeliveryLog(ctx context.Context, tx *sql.Tx, userID string, _ int) ([]s
 
 func removeDeliveryLog(ctx context.Context, tx *sql.Tx, userID, _ string) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM delivery_log WHERE user_id = ?`, userID)
+	return err
+}
+
+// listPreferences shows the user's preferences and the daily-limit slots
+// its proactive pushes took as one resource: the slots mean nothing
+// without the limit.
+func listPreferences(ctx context.Context, tx *sql.Tx, userID string, _ int) ([]storedResource, error) {
+	var hasRow, slots, size int64
+	var updated, lastSlot sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM user_preferences WHERE user_id = ?),
+		(SELECT max(updated_at) FROM user_preferences WHERE user_id = ?),
+		(SELECT CAST(coalesce(sum(length(coalesce(time_zone, ''))), 0) AS BIGINT) FROM user_preferences WHERE user_id = ?),
+		(SELECT count(*) FROM proactive_pushes WHERE user_id = ?),
+		(SELECT max(created_at) FROM proactive_pushes WHERE user_id = ?)`,
+		userID, userID, userID, userID, userID).Scan(&hasRow, &updated, &size, &slots, &lastSlot)
+	if err != nil || hasRow+slots == 0 {
+		return nil, err
+	}
+	var slotBytes int64
+	if err := tx.QueryRowContext(ctx, `SELECT CAST(coalesce(sum(length(day) + length(push_key)), 0) AS BIGINT) FROM proactive_pushes WHERE user_id = ?`,
+		userID).Scan(&slotBytes); err != nil {
+		return nil, err
+	}
+	last := max(updated.Int64, lastSlot.Int64)
+	return []storedResource{{ref: "all", label: fmt.Sprintf("preferences (%d daily-limit slots)", slots), byteSize: size + slotBytes,
+		updatedAt: last, version: fmt.Sprintf("%d/%d/%d", hasRow, slots, last)}}, nil
+}
+
+func removePreferences(ctx context.Context, tx *sql.Tx, userID, _ string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM user_preferences WHERE user_id = ?`, userID); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM proactive_pushes WHERE user_id = ?`, userID)
+	return err
+}
+
+// listIdempotencyKeys lists the answers kept for the user's requests sent
+// with an Idempotency-Key.
+func listIdempotencyKeys(ctx context.Context, tx *sql.Tx, userID string, limit int) ([]storedResource, error) {
+	return scanResources(ctx, tx, func(rows *sql.Rows) (storedResource, error) {
+		var r storedResource
+		var status sql.NullInt64
+		err := rows.Scan(&r.ref, &r.byteSize, &r.updatedAt, &status)
+		r.label, r.status = r.ref, "answered"
+		if !status.Valid {
+			r.status = "in-flight"
+		}
+		r.version = fmt.Sprintf("%d/%s/%d", r.updatedAt, r.status, r.byteSize)
+		return r, err
+	}, `SELECT key, CAST(length(request_hash) + length(coalesce(body, '')) AS BIGINT), created_at, status FROM idempotency_keys
+		WHERE scope = ? ORDER BY created_at, key LIMIT ?`, userID, limit)
+}
+
+func removeIdempotencyKey(ctx context.Context, tx *sql.Tx, userID, ref string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND key = ?`, userID, ref)
 	return err
 }

@@ -23,7 +23,8 @@ var (
 
 // cloudFixture is a store holding one of everything for cloudUser: a
 // device, a task and a state value owned by rei, its task's outbox row, a
-// global state value, a transcript and delivery-log rows.
+// global state value, a transcript, delivery-log rows, preferences and an
+// idempotency key.
 type cloudFixture struct {
 	st  *store.Store
 	clk *clocktest.Clock
@@ -61,6 +62,15 @@ func newCloudFixture(t *testing.T) cloudFixture {
 		MessageID: "msg_task_1@1_0", UserID: cloudUser, DeviceID: device.ID, PushHost: "push.example.org", Try: 1, Status: 201, Outcome: push.OutcomeDelivered}}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.st.UpdatePreferences(ctx, cloudUser, func(p store.Preferences) store.Preferences {
+		p.TimeZone = "Asia/Tokyo"
+		return p
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.st.ClaimIdempotencyKey(ctx, cloudUser, "idem-1", "hash"); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
@@ -79,7 +89,7 @@ func TestCloudInventoryShowsEveryTypeWithoutContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"task": 1, "state": 2, "outbox": 1, "subscription": 1, "transcript": 1, "delivery-log": 1}
+	want := map[string]int{"task": 1, "state": 2, "outbox": 1, "subscription": 1, "transcript": 1, "delivery-log": 1, "preference": 1, "idempotency-key": 1}
 	if got := byType(inv); !inv.Complete || len(got) != len(want) || func() bool {
 		for k, v := range want {
 			if got[k] != v {
@@ -196,8 +206,8 @@ func TestPurgeDeletesNothingWhenAResourceChanged(t *testing.T) {
 	if _, err := f.st.StartCleanup(ctx, cloudUser, plan.ID, "purge-1"); !errors.Is(err, store.ErrCloudPlanChanged) {
 		t.Fatalf("a plan of changed data: %v, want ErrCloudPlanChanged", err)
 	}
-	if inv, err := f.st.CloudInventory(ctx, cloudUser); err != nil || len(inv.Resources) != 7 {
-		t.Fatalf("after a refused purge %d resources (%v), want all 7", len(inv.Resources), err)
+	if inv, err := f.st.CloudInventory(ctx, cloudUser); err != nil || len(inv.Resources) != 9 {
+		t.Fatalf("after a refused purge %d resources (%v), want all 9", len(inv.Resources), err)
 	}
 	op, err := runCleanup(t, f.st, store.PlanRequest{Mode: store.ModePurge, Owner: &rei, Types: []string{"state"}}, "purge-2")
 	if err != nil || op.Status != store.OperationCompleted || op.Counts[1] != (store.OperationCount{Type: "state", Deleted: 1}) {
@@ -286,8 +296,8 @@ func TestResourcePagesFollowTheirSnapshot(t *testing.T) {
 		for _, r := range page.Resources {
 			seen = append(seen, r.ID)
 		}
-		if page.Summary == nil || page.Summary.Total != 7 {
-			t.Fatalf("page summary %+v, want the snapshot's 7 resources", page.Summary)
+		if page.Summary == nil || page.Summary.Total != 9 {
+			t.Fatalf("page summary %+v, want the snapshot's 9 resources", page.Summary)
 		}
 		if page.NextCursor == nil {
 			break
@@ -298,8 +308,8 @@ func TestResourcePagesFollowTheirSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(seen) != 7 {
-		t.Fatalf("pages held %d resources, want 7", len(seen))
+	if len(seen) != 9 {
+		t.Fatalf("pages held %d resources, want 9", len(seen))
 	}
 	if _, err := f.st.CloudResourcePage(ctx, cloudUser, store.ResourceFilter{Type: "task"}, cursor, 3); !errors.Is(err, store.ErrCloudCursorExpired) {
 		t.Fatalf("a cursor with another filter: %v", err)

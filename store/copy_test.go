@@ -97,6 +97,17 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 	if err := st.PutTokenProof(ctx, alice, store.TokenProof{TokenMAC: "mac", SeenAt: clk.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := st.UpdatePreferences(ctx, alice, func(store.Preferences) store.Preferences {
+		return store.Preferences{TimeZone: "Asia/Tokyo", QuietHours: &store.QuietHours{Start: 1320, End: 420}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.TakeDailySlot(ctx, alice, "2026-03-01", "m1", 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.ClaimIdempotencyKey(ctx, alice, "k1", "h1"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func rawPostgres(t *testing.T, url string) *sql.DB {

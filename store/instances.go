@@ -68,12 +68,14 @@ type Leader interface {
 func (s *Store) Leader(name string) Leader { return s.db.Leader(name) }
 
 // WatchTasks calls wake whenever another process on the database may have
-// made a task claimable sooner than this one expects, until ctx ends. It
-// reconnects after a failure, waiting retry. A missed notification costs at
-// most the scheduler's own timer.
-func (s *Store) WatchTasks(ctx context.Context, retry time.Duration, wake func()) {
+// made a task claimable sooner than this one expects, and cancelled when
+// another process deleted a task whose occurrence was being delivered
+// (DeleteTask), until ctx ends. It reconnects after a failure, waiting
+// retry. A missed wake-up costs at most the scheduler's own timer, a missed
+// cancel at most a lease heartbeat.
+func (s *Store) WatchTasks(ctx context.Context, retry time.Duration, wake func(), cancelled func(taskID int64)) {
 	for {
-		err := s.db.ListenTasks(ctx, wake)
+		err := s.db.ListenTasks(ctx, wake, cancelled)
 		if ctx.Err() != nil {
 			return
 		}

@@ -64,26 +64,42 @@ func TestInstanceHeartbeats(t *testing.T) {
 	}
 }
 
-// A task inserted through one instance wakes the other's watcher.
+// A task inserted through one instance wakes the other's watcher, and the
+// cancel of a task being delivered reaches it with the task's id.
 func TestWatchTasksHearsAnotherInstance(t *testing.T) {
 	a, b, url := openTwice(t, store.Config{})
 	if url == "" {
 		t.Skip("SQLite has one process: it wakes its scheduler itself")
 	}
 	wakes := make(chan struct{}, 16)
+	cancels := make(chan int64, 16)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.WatchTasks(ctx, time.Second, func() { wakes <- struct{}{} })
+		b.WatchTasks(ctx, time.Second, func() { wakes <- struct{}{} }, func(id int64) { cancels <- id })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	<-wakes // connected
-	insertTask(t, a, alice, 1, time.Now().Add(time.Hour))
+	now := time.Now()
+	insertTask(t, a, alice, 1, now)
 	select {
 	case <-wakes:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no wake-up within 10s of an insert on the other instance")
+	}
+	l := claimOne(t, a, now)
+	deleted, err := a.DeleteTask(t.Context(), alice, taskUUID(1))
+	if err != nil || !deleted.Delivering || deleted.ID != l.TaskID {
+		t.Fatalf("DeleteTask of a leased task = %+v, %v", deleted, err)
+	}
+	select {
+	case id := <-cancels:
+		if id != l.TaskID {
+			t.Errorf("cancel of task %d heard as %d", l.TaskID, id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no cancel within 10s of deleting a task being delivered on the other instance")
 	}
 }
 

@@ -157,6 +157,30 @@ func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []strin
 	return n, nil
 }
 
+// DeleteOutbox deletes userID's outbox rows with these message ids,
+// acknowledged or not, and returns how many it deleted. Every id must be
+// non-blank (ErrInvalidOutbox), at most MaxOutboxIDs of them.
+func (s *Store) DeleteOutbox(ctx context.Context, userID string, messageIDs []string) (int, error) {
+	for _, id := range messageIDs {
+		if push.IsJSBlank(id) {
+			return 0, fmt.Errorf("store: delete outbox: %w: a message id is blank", ErrInvalidOutbox)
+		}
+	}
+	if len(messageIDs) > MaxOutboxIDs {
+		return 0, fmt.Errorf("store: delete outbox: %w: %d message ids, limit %d", ErrInvalidOutbox, len(messageIDs), MaxOutboxIDs)
+	}
+	ids, err := json.Marshal(messageIDs)
+	if err != nil {
+		return 0, err
+	}
+	return s.execCount(ctx, "delete outbox", `DELETE FROM message_outbox WHERE user_id = ? AND message_id IN (`+s.dialect.InJSONArray+`)`, userID, string(ids))
+}
+
+// DeleteAllOutbox deletes every outbox row of userID and returns how many.
+func (s *Store) DeleteAllOutbox(ctx context.Context, userID string) (int, error) {
+	return s.execCount(ctx, "delete outbox", `DELETE FROM message_outbox WHERE user_id = ?`, userID)
+}
+
 // markOutboxDeliveredSQL marks one message delivered: now, userID, messageID.
 var markOutboxDeliveredSQL = preparedSQL(`UPDATE message_outbox SET delivered_at = ? WHERE user_id = ? AND message_id = ?`)
 

@@ -21,6 +21,7 @@ type Retention struct {
 // Pruned counts what one Prune deleted.
 type Pruned struct {
 	FinishedTasks, Outbox, DeliveryLog, Transcripts, Devices, Instances int
+	DailySlots, IdempotencyKeys                                         int
 	// CloudRecords counts expired inventory snapshots, plans and finished
 	// cleanup operations.
 	CloudRecords int
@@ -31,7 +32,9 @@ func (p Pruned) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
 		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts),
-		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances), slog.Int("cloudRecords", p.CloudRecords))
+		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances),
+		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys),
+		slog.Int("cloudRecords", p.CloudRecords))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
@@ -60,6 +63,8 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
 		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
 		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
+		{"daily slots", &p.DailySlots, olderThan(dailySlotRetention, s.PruneDailySlots)},
+		{"idempotency keys", &p.IdempotencyKeys, olderThan(IdempotencyKeyTTL, s.PruneIdempotencyKeys)},
 		{"cloud data", &p.CloudRecords, func() (int, error) { return s.housekeepCloudData(ctx) }},
 	}
 	var errs []error

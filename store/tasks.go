@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"amsg/push"
@@ -102,6 +103,9 @@ type NewTask struct {
 	// LeaseUntil, when set, inserts the task already claimed, for delivery
 	// in the request that created it.
 	LeaseUntil time.Time
+	// Deferred marks NextSendAt as the end of the user's quiet hours that
+	// the task waits for (DeferredTasks).
+	Deferred bool
 	// Owner, when set, is checked and recorded in the insert's transaction
 	// (ErrOwnerRetired, see claimOwnership).
 	Owner *OwnerClaim
@@ -110,25 +114,21 @@ type NewTask struct {
 const taskColumns = `id, user_id, uuid, payload, message_type, next_send_at, lease_until, retry_after,
 	status, retry_count, last_error, created_at, updated_at`
 
-// InsertTask inserts a pending task and reports whether it superseded one.
-// A uuid that exists already is ErrTaskUUIDConflict, and then nothing is
-// deleted either.
-func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, bool, error) {
+// InsertTask inserts a pending task and returns the task it superseded, if
+// any (DeletedTask.ID 0 when none). A uuid that exists already is
+// ErrTaskUUIDConflict, and then nothing is deleted either.
+func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, DeletedTask, error) {
 	sealed := s.userKey(n.UserID).SealAtRest(n.Payload)
 	now := millis(s.now())
 	var t Task
-	var superseded bool
+	var superseded DeletedTask
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		superseded = DeletedTask{}
 		if n.SupersedesUUID != "" {
-			res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE uuid = ? AND user_id = ?`, n.SupersedesUUID, n.UserID)
-			if err != nil {
+			var err error
+			if superseded, err = s.deleteTask(ctx, tx, n.UserID, n.SupersedesUUID); err != nil && !errors.Is(err, ErrTaskNotFound) {
 				return err
 			}
-			deleted, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			superseded = deleted > 0
 		}
 		var exists int
 		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE uuid = ?`, n.UUID).Scan(&exists)
@@ -143,17 +143,21 @@ func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, bool, error) {
 				return err
 			}
 		}
-		row := tx.QueryRowContext(ctx, `INSERT INTO tasks (user_id, uuid, payload, message_type, next_send_at, lease_until, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+taskColumns,
-			n.UserID, n.UUID, sealed, string(n.MessageType), millis(n.NextSendAt), nullMillis(n.LeaseUntil), now, now)
+		var deferred any
+		if n.Deferred {
+			deferred = millis(n.NextSendAt)
+		}
+		row := tx.QueryRowContext(ctx, `INSERT INTO tasks (user_id, uuid, payload, message_type, next_send_at, lease_until, deferred_until, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+taskColumns,
+			n.UserID, n.UUID, sealed, string(n.MessageType), millis(n.NextSendAt), nullMillis(n.LeaseUntil), deferred, now, now)
 		t, err = s.scanTask(row)
 		return err
 	})
 	if errors.Is(err, ErrTaskUUIDConflict) {
-		return Task{}, false, err
+		return Task{}, DeletedTask{}, err
 	}
 	if err != nil {
-		return Task{}, false, fmt.Errorf("store: insert task: %w", err)
+		return Task{}, DeletedTask{}, fmt.Errorf("store: insert task: %w", err)
 	}
 	return t, superseded, nil
 }
@@ -235,11 +239,58 @@ func (s *Store) UpdatePendingTask(ctx context.Context, userID, uuid string, upda
 	return t, err
 }
 
-// DeleteTask deletes userID's task with this uuid, in any status, and
-// reports whether there was one.
-func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (bool, error) {
-	n, err := s.execCount(ctx, "delete task", `DELETE FROM tasks WHERE uuid = ? AND user_id = ?`, uuid, userID)
-	return n > 0, err
+// DeletedTask is a task a cancel or a supersede deleted, and what it was
+// doing then.
+type DeletedTask struct {
+	ID     int64
+	Status TaskStatus
+	// Delivering: an occurrence was being delivered (a live lease), which
+	// the deleting transaction told every instance to stop (the
+	// dialect's NotifyCancel; the scheduler's Cancel on this one).
+	Delivering bool
+}
+
+// DeleteTask deletes userID's task with this uuid, in any status, and says
+// what it was doing; ErrTaskNotFound when there is none.
+func (s *Store) DeleteTask(ctx context.Context, userID, uuid string) (DeletedTask, error) {
+	var d DeletedTask
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		d, err = s.deleteTask(ctx, tx, userID, uuid)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrTaskNotFound):
+		return DeletedTask{}, err
+	case err != nil:
+		return DeletedTask{}, fmt.Errorf("store: delete task: %w", err)
+	}
+	return d, nil
+}
+
+// deleteTask deletes userID's task with this uuid in tx and, when an
+// occurrence of it was being delivered, notifies the other instances in the
+// same transaction, so the notification leaves only if the delete commits.
+func (s *Store) deleteTask(ctx context.Context, tx *sql.Tx, userID, uuid string) (DeletedTask, error) {
+	var d DeletedTask
+	var status string
+	var lease sql.NullInt64
+	err := tx.QueryRowContext(ctx, `DELETE FROM tasks WHERE uuid = ? AND user_id = ? RETURNING id, status, lease_until`,
+		uuid, userID).Scan(&d.ID, &status, &lease)
+	if errors.Is(err, sql.ErrNoRows) {
+		return DeletedTask{}, ErrTaskNotFound
+	}
+	if err != nil {
+		return DeletedTask{}, err
+	}
+	d.Status = TaskStatus(status)
+	d.Delivering = d.Status == TaskPending && lease.Valid && lease.Int64 > millis(s.now())
+	if d.Delivering && s.dialect.NotifyCancel != "" {
+		if _, err := tx.ExecContext(ctx, s.dialect.NotifyCancel, strconv.FormatInt(d.ID, 10)); err != nil {
+			return DeletedTask{}, err
+		}
+	}
+	return d, nil
 }
 
 // ClaimDueTasks leases up to limit pending tasks that are due at now and

@@ -111,7 +111,7 @@ func TestInsertTaskUUIDConflictAndSupersede(t *testing.T) {
 	}
 	task, superseded, err := st.InsertTask(ctx, store.NewTask{UserID: alice, UUID: taskUUID(3), SupersedesUUID: taskUUID(1),
 		MessageType: push.TypeAuto, NextSendAt: now, Payload: json.RawMessage(`{}`)})
-	if err != nil || !superseded || task.MessageType != push.TypeAuto {
+	if err != nil || superseded.ID == 0 || superseded.Status != store.TaskFailed || superseded.Delivering || task.MessageType != push.TypeAuto {
 		t.Fatalf("supersede a failed task: %+v %v %v", task, superseded, err)
 	}
 	if _, err := st.Task(ctx, alice, taskUUID(1)); !errors.Is(err, store.ErrTaskNotFound) {
@@ -119,8 +119,8 @@ func TestInsertTaskUUIDConflictAndSupersede(t *testing.T) {
 	}
 	_, superseded, err = st.InsertTask(ctx, store.NewTask{UserID: bob, UUID: taskUUID(4), SupersedesUUID: taskUUID(2),
 		MessageType: push.TypeFixed, NextSendAt: now, Payload: json.RawMessage(`{}`)})
-	if err != nil || superseded {
-		t.Errorf("bob superseded alice's task: %v %v", superseded, err)
+	if err != nil || superseded.ID != 0 {
+		t.Errorf("bob superseded alice's task: %+v %v", superseded, err)
 	}
 }
 
@@ -228,10 +228,21 @@ func TestDeleteTaskInAnyStatus(t *testing.T) {
 	}
 	for _, c := range []struct {
 		user string
-		want bool
-	}{{bob, false}, {alice, true}, {alice, false}} {
-		if got, err := st.DeleteTask(t.Context(), c.user, taskUUID(1)); err != nil || got != c.want {
-			t.Errorf("DeleteTask(%s) = %v, %v; want %v", c.user, got, err, c.want)
+		want store.TaskStatus // "" for not found
+	}{{bob, ""}, {alice, store.TaskFailed}, {alice, ""}} {
+		got, err := st.DeleteTask(t.Context(), c.user, taskUUID(1))
+		if c.want == "" && !errors.Is(err, store.ErrTaskNotFound) || c.want != "" && (err != nil || got.Status != c.want || got.Delivering) {
+			t.Errorf("DeleteTask(%s) = %+v, %v; want status %q", c.user, got, err, c.want)
+		}
+	}
+	// A task whose lease is live was being delivered; one nobody claimed
+	// was not.
+	insertTask(t, st, alice, 2, now)
+	insertTask(t, st, alice, 3, now.Add(time.Hour))
+	claimOne(t, st, now)
+	for uuid, want := range map[string]bool{taskUUID(2): true, taskUUID(3): false} {
+		if got, err := st.DeleteTask(t.Context(), alice, uuid); err != nil || got.Delivering != want {
+			t.Errorf("DeleteTask(%s) = %+v, %v; want Delivering %v", uuid, got, err, want)
 		}
 	}
 }

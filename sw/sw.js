@@ -38,7 +38,12 @@
  *   tool_request and error (also while a window is visible), reasoning, unknown kinds, duplicates
  *   and the chunks of an unfinished _multipart message as quiet ones (silent; a session's under
  *   'amsg-session-<sessionId>', a message still arriving under 'amsg-receiving-<multipart id>'),
- *   which the session's content, or the completed message, closes. Payloads delivered by the page
+ *   which the session's content, or the completed message, closes. While a window is visible
+ *   Chrome and Firefox waive the rule and only tool_request and error show; on an Apple
+ *   subscription (its endpoint's host is *.push.apple.com, read from getSubscription() at each
+ *   push) every push shows whatever the windows, since iOS waives nothing and revokes after one
+ *   silent push once a grace period of a few days is over (upstream @80f471d): what would show
+ *   nothing there shows quietly under the session's tag, replaced by the next. Payloads delivered by the page
  *   (REI_AMSG_DELIVER) follow amsg-sw's rules alone. Declarative Web Push members (web_push,
  *   notification.navigate, mutable) are read like the standard's directive they share.
  *
@@ -218,11 +223,14 @@ function sessionTagOf(payload) {
  * request or an error without a display policy of its own whatever the
  * page's state, and for anything else while no window is visible, since iOS
  * revokes subscriptions whose pushes show nothing; null only while a window
- * is visible, where browsers waive the rule.
+ * is visible, where Chrome and Firefox waive the rule. apple says this
+ * worker's subscription is Apple's (see subscribedToApple): iOS waives
+ * nothing, so every push there shows, quietly when the rules above would
+ * show nothing.
  */
-function webPushDisplay(payload, windowClients) {
+function webPushDisplay(payload, windowClients, apple = false) {
   if (shouldRender(payload, windowClients)) return 'full';
-  if (!windowClients.some((c) => c.visibilityState === 'visible')) return 'quiet';
+  if (apple || !windowClients.some((c) => c.visibilityState === 'visible')) return 'quiet';
   // A visible window: a tool request or an error still shows, quietly,
   // unless its producer named a display policy.
   const kind = isObject(payload) ? payload.messageKind : undefined;
@@ -741,9 +749,10 @@ function broadcast(windows, message) {
 
 /**
  * Runs one payload through multipart, dedupe and dispatch. source is
- * 'webpush' or the page's delivery source. Resolves {duplicate, key}.
+ * 'webpush' or the page's delivery source; apple says a Web Push came to an
+ * Apple subscription (webPushDisplay). Resolves {duplicate, key}.
  */
-async function processPayload(payload, source) {
+async function processPayload(payload, source, apple = false) {
   const now = Date.now();
   await maybeSweepMultipart(now);
 
@@ -753,7 +762,7 @@ async function processPayload(payload, source) {
     const { restored, expired } = await acceptChunk(chunk, now);
     await broadcastExpired(expired);
     if (restored === undefined) return { duplicate: false, key: undefined, shown: false, payload };
-    const result = await processPayload(restored, source);
+    const result = await processPayload(restored, source, apple);
     await closeTagged(RECEIVING_TAG_PREFIX + chunk.id);
     return result;
   }
@@ -788,7 +797,7 @@ async function processPayload(payload, source) {
   }
 
   const windows = await windowClients();
-  const display = source === 'webpush' ? webPushDisplay(payload, windows) : shouldRender(payload, windows) ? 'full' : null;
+  const display = source === 'webpush' ? webPushDisplay(payload, windows, apple) : shouldRender(payload, windows) ? 'full' : null;
   broadcast(windows, { type: 'REI_AMSG_PUSH', event: eventNameFor(payload), payload });
   let shown = false;
   if (display) {
@@ -838,11 +847,43 @@ function buildFallbackNotification(payload, now = Date.now()) {
   return { title, options: { ...options, silent: true } };
 }
 
-async function ensureShown(payload) {
+/**
+ * Shows the notification of last resort for a Web Push that showed none.
+ * While a window is visible only an Apple subscription needs one: upstream's
+ * field notes (changeset amsg-notification-ios-grace-period, @80f471d) found
+ * that iOS, unlike Chrome, does not waive the rule for a visible window and,
+ * after a grace period of a few days, revokes a subscription for one push
+ * that showed nothing (agegr/pi-web #728 saw the same in production). The
+ * page shows the message itself then, so the notification goes under the
+ * session's tag, where the session's next one replaces it.
+ */
+async function ensureShown(payload, apple) {
   const windows = await windowClients();
-  if (windows.some((c) => c.visibilityState === 'visible')) return;
+  const visible = windows.some((c) => c.visibilityState === 'visible');
+  if (visible && !apple) return;
   const { title, options } = buildFallbackNotification(payload);
+  if (visible) options.tag = sessionTagOf(payload) || options.tag;
   await showNotification(title, options);
+}
+
+/** Whether host is Apple's push service (web.push.apple.com and its siblings). */
+function isApplePushHost(host) {
+  const h = String(host).toLowerCase().replace(/\.$/, '');
+  return h === 'push.apple.com' || h.endsWith('.push.apple.com');
+}
+
+/**
+ * Whether this worker's own push subscription is Apple's, read from the
+ * registration at each push (a pushsubscriptionchange may move it).
+ */
+async function subscribedToApple() {
+  try {
+    const subscription = await self.registration.pushManager.getSubscription();
+    return Boolean(subscription) && isApplePushHost(new URL(subscription.endpoint).hostname);
+  } catch (err) {
+    console.warn(LOG, 'could not read the push subscription', err);
+    return false;
+  }
 }
 
 /**
@@ -851,14 +892,15 @@ async function ensureShown(payload) {
  * the completion of a truncated message, which both need the client config.
  */
 async function handleWebPush(payload) {
+  const apple = await subscribedToApple();
   let result;
   try {
-    result = await processPayload(payload, 'webpush');
+    result = await processPayload(payload, 'webpush', apple);
   } catch (err) {
     console.error(LOG, 'push handling failed', err);
     result = { duplicate: false, shown: false, payload };
   }
-  if (!result.shown) await ensureShown(result.payload).catch((err) => console.error(LOG, 'showNotification failed', err));
+  if (!result.shown) await ensureShown(result.payload, apple).catch((err) => console.error(LOG, 'showNotification failed', err));
   let config = null;
   try {
     config = await readClientConfig();
@@ -1215,7 +1257,7 @@ let pushesSettled = 0;
 self.addEventListener('push', (event) => {
   if (!event.data) {
     // Nothing to deliver, but iOS still counts a push that shows nothing.
-    event.waitUntil(ensureShown({}).catch((err) => console.error(LOG, 'showNotification failed', err)));
+    event.waitUntil(subscribedToApple().then((apple) => ensureShown({}, apple)).catch((err) => console.error(LOG, 'showNotification failed', err)));
     return;
   }
   let payload;
@@ -1318,6 +1360,7 @@ self.__amsgTest = Object.freeze({
   shouldRender,
   buildNotification,
   webPushDisplay,
+  isApplePushHost,
   buildQuietNotification,
   buildFallbackNotification,
   dedupeKeyOf,

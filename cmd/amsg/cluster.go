@@ -114,5 +114,5 @@ func (s *server) runInstance(ctx context.Context) {
 // watchTasks wakes the scheduler when another instance makes a task due
 // sooner, until ctx ends.
 func (s *server) watchTasks(ctx context.Context) {
-	s.store.WatchTasks(ctx, s.cfg.Cluster.Heartbeat, s.scheduler.Wake)
+	s.store.WatchTasks(ctx, s.cfg.Cluster.Heartbeat, s.scheduler.Wake, s.scheduler.Cancel)
 }

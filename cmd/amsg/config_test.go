@@ -19,7 +19,8 @@ func TestServeConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "localhost:8080" || c.DataDir != "./amsg-data" || c.Tick != time.Second ||
-		c.AllowPrivateEndpoints || c.CORSOrigin != "" || c.LogLevel != slog.LevelInfo {
+		c.AllowPrivateEndpoints || c.CORSOrigin != "" || c.LogLevel != slog.LevelInfo ||
+		c.Scheduler.DeliveryRetries != 3 || c.Scheduler.GenerationRetries != 3 {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -34,12 +35,15 @@ func TestServeConfigEnvTwins(t *testing.T) {
 		"AMSG_LOG_LEVEL":               "debug",
 		"AMSG_MASTER_KEY":              strings.Repeat("a", 64),
 		"AMSG_CLIENT_TOKEN":            "tok",
+		"AMSG_MAX_DELIVERY_RETRIES":    "0",
+		"AMSG_MAX_GENERATION_RETRIES":  "5",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Addr != ":9000" || c.DataDir != "/data" || c.Tick != 250*time.Millisecond || !c.AllowPrivateEndpoints ||
-		c.CORSOrigin != "*" || c.LogLevel != slog.LevelDebug || c.MasterKey != strings.Repeat("a", 64) || c.ClientToken != "tok" {
+		c.CORSOrigin != "*" || c.LogLevel != slog.LevelDebug || c.MasterKey != strings.Repeat("a", 64) || c.ClientToken != "tok" ||
+		c.Scheduler.DeliveryRetries != 0 || c.Scheduler.GenerationRetries != 5 {
 		t.Errorf("config = %+v", c)
 	}
 }
@@ -62,6 +66,7 @@ func TestServeConfigRejectsBadInput(t *testing.T) {
 		{"log format", []string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
 		{"database url", nil, map[string]string{"AMSG_DATABASE_URL": "mysql://db/amsg"}, "--database-url must start postgres:// or postgresql://"},
 		{"instance heartbeat", []string{"--instance-heartbeat", "1ms"}, nil, "--instance-heartbeat must be at least 100ms"},
+		{"negative retries", nil, map[string]string{"AMSG_MAX_GENERATION_RETRIES": "-1"}, "--max-generation-retries must be 0 or more"},
 	} {
 		_, err := parseServeConfig(c.args, env(c.env), io.Discard)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -17,6 +18,9 @@ type schedulerConfig struct {
 	Heartbeat    time.Duration
 	PushInterval time.Duration
 	Concurrency  int
+	// Retries of a failed occurrence, by kind of failure.
+	DeliveryRetries   int
+	GenerationRetries int
 }
 
 // register adds the scheduler's flags; each gets its AMSG_ twin like every
@@ -29,6 +33,10 @@ func (c *schedulerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PushInterval, "push-interval", scheduler.DefaultPushInterval,
 		"pause between the pushes of one burst")
 	fs.IntVar(&c.Concurrency, "task-concurrency", scheduler.DefaultConcurrency, "tasks delivered at once")
+	fs.IntVar(&c.DeliveryRetries, "max-delivery-retries", scheduler.DefaultMaxRetries,
+		"retries of an occurrence whose push failed (0: none); an LLM answer already recorded is resent, never asked for again")
+	fs.IntVar(&c.GenerationRetries, "max-generation-retries", scheduler.DefaultMaxRetries,
+		"retries of an occurrence whose LLM call failed (0: none); an LLM refusal (400, 401, 402, 403, 404, 405, 413, 422) is never retried")
 }
 
 func (c schedulerConfig) validate() error {
@@ -39,6 +47,8 @@ func (c schedulerConfig) validate() error {
 		return fmt.Errorf("%w: --push-interval must be at least 1ms", errUsage)
 	case c.Concurrency < 1:
 		return fmt.Errorf("%w: --task-concurrency must be at least 1", errUsage)
+	case c.DeliveryRetries < 0 || c.GenerationRetries < 0:
+		return fmt.Errorf("%w: --max-delivery-retries and --max-generation-retries must be 0 or more", errUsage)
 	}
 	return nil
 }
@@ -53,10 +63,13 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 		Heartbeat:    c.Heartbeat,
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
-		Logger:       s.log,
-		Now:          s.now,
-		OnClaim:      onClaim,
-		PageURL:      s.cfg.Notifications.PublicURL,
+		// The scheduler reads 0 as its default and a negative bound as none.
+		MaxDeliveryRetries:   cmp.Or(c.DeliveryRetries, -1),
+		MaxGenerationRetries: cmp.Or(c.GenerationRetries, -1),
+		Logger:               s.log,
+		Now:                  s.now,
+		OnClaim:              onClaim,
+		PageURL:              s.cfg.Notifications.PublicURL,
 		Retention: store.Retention{
 			Transcripts:   s.cfg.Instant.TranscriptMaxAge,
 			DeviceSilence: s.cfg.Notifications.DeviceMaxSilence,

@@ -68,6 +68,14 @@ func (r *taskRig) start(t *testing.T) *amsgProcess {
 // envelope's data (or error) as raw JSON.
 func (r *taskRig) call(t *testing.T, p *amsgProcess, method, path string, body any) (int, json.RawMessage) {
 	t.Helper()
+	status, data, _ := r.callWith(t, p, method, path, body, nil)
+	return status, data
+}
+
+// callWith is call with more request headers; it returns the response's
+// headers too.
+func (r *taskRig) callWith(t *testing.T, p *amsgProcess, method, path string, body any, header map[string]string) (int, json.RawMessage, http.Header) {
+	t.Helper()
 	var reader io.Reader
 	if body != nil {
 		plaintext, _ := json.Marshal(body)
@@ -79,6 +87,9 @@ func (r *taskRig) call(t *testing.T, p *amsgProcess, method, path string, body a
 		t.Fatal(err)
 	}
 	req.Header.Set("X-User-Id", taskUser)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Payload-Encrypted", "true")
@@ -100,7 +111,7 @@ func (r *taskRig) call(t *testing.T, p *amsgProcess, method, path string, body a
 		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
 	}
 	if !envelope.Success {
-		return resp.StatusCode, envelope.Error
+		return resp.StatusCode, envelope.Error, resp.Header
 	}
 	if envelope.Encrypted {
 		var sealed usercrypt.Envelope
@@ -109,9 +120,9 @@ func (r *taskRig) call(t *testing.T, p *amsgProcess, method, path string, body a
 		if err != nil {
 			t.Fatalf("%s %s: response does not open: %v", method, path, err)
 		}
-		return resp.StatusCode, plaintext
+		return resp.StatusCode, plaintext, resp.Header
 	}
-	return resp.StatusCode, envelope.Data
+	return resp.StatusCode, envelope.Data, resp.Header
 }
 
 // register puts the rig's subscription as the user's device.

@@ -178,6 +178,7 @@ func (s *server) build() error {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
 	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log, Now: s.now})
+	reg.MustRegister(deliveries.Collectors()...)
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)

@@ -69,6 +69,9 @@ type Reply struct {
 	// Release, when set, holds the answer until it is closed or the client
 	// goes away (so a test can see a slow model, or a timeout).
 	Release <-chan struct{}
+	// Aborted, when set with Release, is closed when the client goes away
+	// while the answer is held: the test sees the caller cancel its call.
+	Aborted chan<- struct{}
 }
 
 // Request is one recorded request.
@@ -195,6 +198,9 @@ func (rp *Reply) serve(w http.ResponseWriter, r *http.Request, stream bool) {
 		select {
 		case <-rp.Release:
 		case <-r.Context().Done():
+			if rp.Aborted != nil {
+				close(rp.Aborted)
+			}
 			return
 		}
 	}

@@ -1,7 +1,9 @@
 package llmtest_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -87,6 +89,33 @@ func TestReleaseHoldsTheAnswer(t *testing.T) {
 	close(release)
 	if body := <-got; body != `{"error":{"message":"busy"}}` {
 		t.Fatalf("body %s", body)
+	}
+}
+
+func TestAbortedSeesTheClientGoAway(t *testing.T) {
+	llm := llmtest.NewServer(t)
+	aborted := make(chan struct{})
+	llm.Enqueue(llmtest.Reply{Content: "never", Release: make(chan struct{}), Aborted: aborted})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, llm.APIURL(), strings.NewReader(`{}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	llm.WaitRequests(1)
+	select {
+	case <-aborted:
+		t.Fatal("aborted before the client went away")
+	default:
+	}
+	cancel()
+	<-aborted
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("client error %v", err)
 	}
 }
 

@@ -59,9 +59,13 @@ type Policy string
 const (
 	// PolicyVisible sends only pushes the service worker shows: a reasoning
 	// push is recorded in the outbox (and streamed by SSE) but never sent,
-	// since iOS revokes subscriptions that receive pushes showing nothing.
+	// and the device whose SSE stream delivered a push gets no Web Push copy
+	// of it (Outgoing.Streamed), since iOS revokes subscriptions that
+	// receive pushes showing nothing and a copy of what the page shows is
+	// one.
 	PolicyVisible Policy = "visible"
-	// PolicyUpstream sends every push, as the ReiStandard's server does.
+	// PolicyUpstream sends every push, as the ReiStandard's server does,
+	// the Web Push backup of every streamed frame included.
 	PolicyUpstream Policy = "upstream"
 )
 
@@ -127,6 +131,7 @@ type Config struct {
 // per process.
 type Courier struct {
 	sender  Sender
+	metrics metrics
 	store   Store
 	cfg     Config
 	log     *slog.Logger
@@ -146,7 +151,7 @@ func New(sender Sender, st Store, cfg Config) *Courier {
 		cfg.Now = time.Now
 	}
 	return &Courier{
-		sender: sender, store: st, cfg: cfg, log: cfg.Logger,
+		sender: sender, store: st, cfg: cfg, log: cfg.Logger, metrics: newMetrics(),
 		users:   newLimiter(cfg.PerUser),
 		origins: newLimiter(cfg.PerOrigin),
 		devices: newDeviceCache(st, cfg.DeviceMaxAge, cfg.Now),
@@ -159,16 +164,24 @@ type Recipients struct {
 	// outbox records them; "" for none.
 	UserID string
 	// Subscription is one more subscription that is not a stored device
-	// (an /instant request's own); nil for none.
+	// (an /instant request's own); nil for none. It is also the round's
+	// streaming device: the one whose SSE stream carries the round.
 	Subscription *push.Subscription
+	// OutboxOnly withholds every push of the round from Web Push, as the
+	// policy withholds reasoning: they are recorded in the outbox only (the
+	// user's daily limit is spent).
+	OutboxOnly bool
 }
 
 // Result says what happened to one push at each recipient.
 type Result struct {
 	MessageID string
-	// Withheld is set when the policy kept the push off Web Push; it was
+	// Withheld is set when the policy or OutboxOnly kept the push off Web Push; it was
 	// recorded in the outbox and nothing was sent.
 	Withheld bool
+	// Streamed is set when the round's streaming device got no Web Push
+	// copy because its stream delivered the push.
+	Streamed bool
 	Devices  []DeviceResult // the request's subscription first, then the user's devices
 }
 
@@ -193,10 +206,11 @@ func (r Result) Delivered() int {
 // reasoning and content, a scheduled occurrence's burst, a single test or
 // operator push. Its recipients are resolved once, when it opens.
 type Round struct {
-	c       *Courier
-	to      Recipients
-	source  push.Source
-	devices *userDevices // nil without a user
+	c         *Courier
+	to        Recipients
+	source    push.Source
+	devices   *userDevices // nil without a user
+	streaming string       // the endpoint of to.Subscription, even when it is one of the devices
 }
 
 // Open starts a round to to, whose pushes are of source (instant or
@@ -206,6 +220,9 @@ type Round struct {
 // sends fail with ErrNoRecipients.
 func (c *Courier) Open(ctx context.Context, to Recipients, source push.Source) (*Round, error) {
 	r := &Round{c: c, to: to, source: source}
+	if to.Subscription != nil {
+		r.streaming = to.Subscription.Endpoint
+	}
 	if to.UserID != "" {
 		d, err := c.devices.acquire(ctx, to.UserID)
 		if err != nil {
@@ -249,6 +266,9 @@ type Outgoing struct {
 	Recorded bool
 	// Delivered: a push service took it in an earlier round.
 	Delivered bool
+	// Streamed: the round's SSE stream delivered it to the streaming
+	// device, which under PolicyVisible gets no Web Push copy.
+	Streamed bool
 }
 
 // Recorded returns the pushes recorded for the round's user whose message
@@ -287,6 +307,17 @@ func (r *Round) Discard(ctx context.Context, idPrefix string) error {
 // per push. An outbox that cannot be written is logged, not fatal: the
 // push still goes.
 func (r *Round) Push(ctx context.Context, p push.Push) (Result, error) {
+	return r.push(ctx, p, false)
+}
+
+// PushStreamed is Push for a push the round's SSE stream delivered to its
+// streaming device (Recipients.Subscription): under PolicyVisible that
+// device gets no Web Push copy, the user's other devices do.
+func (r *Round) PushStreamed(ctx context.Context, p push.Push) (Result, error) {
+	return r.push(ctx, p, true)
+}
+
+func (r *Round) push(ctx context.Context, p push.Push, streamed bool) (Result, error) {
 	m, err := push.NewOutboxMessage(p)
 	if err != nil {
 		return Result{}, err
@@ -294,7 +325,7 @@ func (r *Round) Push(ctx context.Context, p push.Push) (Result, error) {
 	if err := r.Record(ctx, []push.OutboxMessage{m}); err != nil {
 		r.c.log.WarnContext(ctx, "courier: sending a push the outbox could not record", "messageId", m.MessageID, "err", err)
 	}
-	return r.Send(ctx, m, p.Kind())
+	return r.Deliver(ctx, Outgoing{OutboxMessage: m, Kind: p.Kind(), Recorded: true, Streamed: streamed})
 }
 
 // Send delivers one recorded push to every recipient at once and records
@@ -354,14 +385,24 @@ func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
 // deliver sends o and returns its bookkeeping, unwritten.
 func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeeping, error) {
 	res := Result{MessageID: o.MessageID}
-	if !r.c.cfg.Policy.Sends(o.Kind) {
+	if !r.c.cfg.Policy.Sends(o.Kind) || r.to.OutboxOnly {
 		res.Withheld = true
 		if o.Recorded {
 			return res, push.Bookkeeping{}, nil
 		}
 		return res, push.Bookkeeping{}, r.Record(ctx, []push.OutboxMessage{o.OutboxMessage})
 	}
-	subs := r.subscriptions(&res)
+	skip := ""
+	if o.Streamed && r.c.cfg.Policy == PolicyVisible {
+		skip = r.streaming
+	}
+	subs := r.subscriptions(&res, skip)
+	if res.Streamed {
+		r.c.metrics.streamSkips.Inc()
+		if len(subs) == 0 {
+			return res, push.Bookkeeping{}, nil
+		}
+	}
 	if len(subs) == 0 {
 		return res, push.Bookkeeping{}, ErrNoRecipients
 	}
@@ -400,15 +441,24 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 }
 
 // subscriptions lists the round's recipients, the request's subscription
-// first, and gives res a DeviceResult for each, in the same order.
-func (r *Round) subscriptions(res *Result) []push.Subscription {
+// first, and gives res a DeviceResult for each, in the same order. The
+// subscription whose endpoint is skip is left out, and res.Streamed set.
+func (r *Round) subscriptions(res *Result, skip string) []push.Subscription {
 	var subs []push.Subscription
 	if r.to.Subscription != nil {
-		subs = append(subs, *r.to.Subscription)
-		res.Devices = append(res.Devices, DeviceResult{})
+		if skip != "" && r.to.Subscription.Endpoint == skip {
+			res.Streamed = true
+		} else {
+			subs = append(subs, *r.to.Subscription)
+			res.Devices = append(res.Devices, DeviceResult{})
+		}
 	}
 	if r.devices != nil {
 		for _, d := range r.devices.list() {
+			if skip != "" && d.Subscription.Endpoint == skip {
+				res.Streamed = true
+				continue
+			}
 			subs = append(subs, d.Subscription)
 			res.Devices = append(res.Devices, DeviceResult{DeviceID: d.ID})
 		}

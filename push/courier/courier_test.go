@@ -237,6 +237,43 @@ func TestRequestSubscriptionThatIsADeviceGetsOnePush(t *testing.T) {
 	}
 }
 
+// A push the round's stream delivered skips the streaming device (the
+// request's subscription, here also a stored device) under the visible
+// policy, reaches the user's other device, and is still recorded; under
+// upstream every device gets it.
+func TestStreamedPushSkipsTheStreamingDevice(t *testing.T) {
+	for _, tt := range []struct {
+		policy  courier.Policy
+		devices int
+	}{{courier.PolicyVisible, 1}, {courier.PolicyUpstream, 2}} {
+		t.Run(string(tt.policy), func(t *testing.T) {
+			f := newFixture(t, tt.policy)
+			phone, tablet := f.push.Subscribe(), f.push.Subscribe()
+			f.subscribe(t, alice, phone)
+			f.subscribe(t, alice, tablet)
+			r, err := f.c.Open(t.Context(), courier.Recipients{UserID: alice, Subscription: &phone}, push.SourceInstant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.PushStreamed(t.Context(), content(t, "m_streamed", "a"))
+			if err != nil || len(res.Devices) != tt.devices || res.Streamed != (tt.policy == courier.PolicyVisible) {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			for _, p := range f.push.Pushes() {
+				if tt.policy == courier.PolicyVisible && p.Endpoint != tablet.Endpoint {
+					t.Errorf("the streaming device got a copy: %s", p.Endpoint)
+				}
+			}
+			if n := len(f.push.Pushes()); n != tt.devices {
+				t.Errorf("%d pushes, want %d", n, tt.devices)
+			}
+			if page, err := f.st.UnackedOutbox(t.Context(), alice, 0, 10); err != nil || len(page.Entries) != 1 {
+				t.Errorf("outbox %+v, %v", page, err)
+			}
+		})
+	}
+}
+
 // Under the visible policy a reasoning push is recorded in the outbox but
 // never reaches a push service; under upstream it goes like any other.
 func TestPushPolicy(t *testing.T) {

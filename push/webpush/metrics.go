@@ -16,6 +16,7 @@ type metrics struct {
 	deliveries *prometheus.CounterVec // one per message and device
 	latency    prometheus.Histogram
 	multipart  prometheus.Counter
+	apple      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,6 +38,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "amsg_push_multipart_messages_total",
 			Help: "Sends to one device that went as _multipart chunks (a message to three devices counts three) because the message exceeded the inline budget or a push service refused it as too large.",
 		}),
+		apple: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "amsg_push_apple_sends_total",
+			Help: "Sends of a message to one device on Apple's push service (*.push.apple.com), where every push must show a notification.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -46,6 +51,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		register(reg, &m.deliveries),
 		register(reg, &m.latency),
 		register(reg, &m.multipart),
+		register(reg, &m.apple),
 	)
 }
 

@@ -451,6 +451,9 @@ func (s *Sender) deliver(ctx context.Context, sub push.Subscription, o *outgoing
 		s.metrics.delivery(d.Outcome)
 		return d
 	}
+	if apple {
+		s.metrics.apple.Inc()
+	}
 	r := &run{s: s, ctx: ctx, endpoint: sub.Endpoint, origin: originOf(u), keys: keys, o: o, d: &d}
 	switch {
 	case o.inline:

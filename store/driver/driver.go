@@ -40,11 +40,13 @@ type Driver interface {
 	// processes on this database.
 	Leader(name string) Leader
 	// ListenTasks calls wake whenever another process may have made a task
-	// claimable sooner, until ctx ends (nil) or its connection fails. It is
-	// a hint that saves waiting for a timer, never the only way a task is
-	// found; SQLite's one process wakes itself, so its ListenTasks only
-	// waits for ctx.
-	ListenTasks(ctx context.Context, wake func()) error
+	// claimable sooner, and cancelled with a task's id when another process
+	// deleted a task whose occurrence was being delivered (NotifyCancel),
+	// until ctx ends (nil) or its connection fails. Wake-ups are a hint
+	// that saves waiting for a timer, never the only way a task is found; a
+	// missed cancel is noticed by the lease heartbeat. SQLite's one process
+	// wakes and cancels itself, so its ListenTasks only waits for ctx.
+	ListenTasks(ctx context.Context, wake func(), cancelled func(taskID int64)) error
 	// Close releases the database; the store has run Dialect.Closing.
 	Close() error
 }
@@ -84,6 +86,10 @@ type Dialect struct {
 	// than in a write: PostgreSQL's claim needs READ COMMITTED, where SKIP
 	// LOCKED keeps claimers apart, not the writes' SERIALIZABLE.
 	ClaimOutsideWrites bool
+	// NotifyCancel, run in the transaction that deletes a task being
+	// delivered with the task's id as its argument, tells the other
+	// processes' ListenTasks to stop the delivery; "" where there are none.
+	NotifyCancel string
 	// Greatest names the function of the largest of its arguments.
 	Greatest string
 	// InJSONArray is a subquery of the text values of the JSON array given

@@ -7,6 +7,10 @@ import "amsg/store/driver"
 // (and the tests, one schema each) do not wake each other.
 const tasksChannel = "amsg_tasks"
 
+// cancelPrefix starts the payload of a cancel on tasksChannel, followed by
+// the task's id; a wake-up's payload is empty.
+const cancelPrefix = "cancel:"
+
 var dialect = driver.Dialect{
 	Name: "postgres",
 	Migrations: []string{
@@ -22,6 +26,8 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		quietHoursSchema,
+		idempotencySchema,
 		cloudDataSchema,
 	},
 
@@ -36,6 +42,7 @@ var dialect = driver.Dialect{
 		UPDATE tasks SET lease_until = $1, updated_at = $2 FROM due WHERE id = due_id
 		RETURNING `,
 	ClaimOutsideWrites: true,
+	NotifyCancel:       `SELECT pg_notify(current_schema() || '.` + tasksChannel + `', '` + cancelPrefix + `' || ?::text)`,
 	Greatest:           `GREATEST`,
 	InJSONArray:        `SELECT value FROM json_array_elements_text(?::json)`,
 	ByteOrder:          ` COLLATE "C"`,

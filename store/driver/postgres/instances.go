@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	sqldriver "database/sql/driver"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,18 +81,19 @@ func discard(conn *sql.Conn) {
 }
 
 // ListenTasks holds a connection of its own in LISTEN on the schema's task
-// channel and calls wake for each notification, and once on connecting, for
-// what it may have missed before. It returns nil when ctx ends, and the
-// connection's error when it fails.
-func (db *DB) ListenTasks(ctx context.Context, wake func()) error {
-	err := db.listen(ctx, wake)
+// channel and calls wake for each wake-up, and once on connecting, for what
+// it may have missed before, and cancelled for each cancel (NotifyCancel's
+// payload). It returns nil when ctx ends, and the connection's error when
+// it fails.
+func (db *DB) ListenTasks(ctx context.Context, wake func(), cancelled func(int64)) error {
+	err := db.listen(ctx, wake, cancelled)
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
 
-func (db *DB) listen(ctx context.Context, wake func()) error {
+func (db *DB) listen(ctx context.Context, wake func(), cancelled func(int64)) error {
 	conn, err := pgx.ConnectConfig(ctx, db.config.Copy())
 	if err != nil {
 		return err
@@ -105,8 +108,15 @@ func (db *DB) listen(ctx context.Context, wake func()) error {
 	}
 	wake()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return err
+		}
+		if id, ok := strings.CutPrefix(n.Payload, cancelPrefix); ok {
+			if taskID, err := strconv.ParseInt(id, 10, 64); err == nil {
+				cancelled(taskID)
+			}
+			continue
 		}
 		wake()
 	}

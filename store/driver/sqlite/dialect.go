@@ -21,6 +21,8 @@ var dialect = driver.Dialect{
 		devicesSchema,
 		instancesSchema,
 		outboxBurstSchema,
+		quietHoursSchema,
+		idempotencySchema,
 		cloudDataSchema,
 	},
 

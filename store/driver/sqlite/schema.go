@@ -169,6 +169,44 @@ CREATE TABLE instances (
 ) STRICT;
 `
 
+// quietHoursSchema: a user's preferences (quiet hours, daily limit), the
+// time a task waits for the end of quiet hours, and the proactive pushes
+// that took a slot of a user's local day.
+const quietHoursSchema = `
+CREATE TABLE user_preferences (
+	user_id     TEXT PRIMARY KEY,
+	time_zone   TEXT,
+	quiet_start INTEGER, -- minutes after local midnight
+	quiet_end   INTEGER,
+	daily_limit INTEGER,
+	updated_at  INTEGER NOT NULL
+) STRICT;
+ALTER TABLE tasks ADD COLUMN deferred_until INTEGER;
+CREATE TABLE proactive_pushes (
+	user_id    TEXT NOT NULL,
+	day        TEXT NOT NULL, -- the user's local date, YYYY-MM-DD
+	push_key   TEXT NOT NULL, -- the occurrence or send that took the slot
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (user_id, day, push_key)
+) STRICT;
+CREATE INDEX proactive_pushes_created ON proactive_pushes (created_at);
+`
+
+// idempotencySchema: the first answer of each request sent with an
+// Idempotency-Key, per scope (a user, or the operator) and key.
+const idempotencySchema = `
+CREATE TABLE idempotency_keys (
+	scope        TEXT NOT NULL,
+	key          TEXT NOT NULL,
+	request_hash TEXT NOT NULL, -- SHA-256 of the route and the request's plaintext, hex
+	status       INTEGER,       -- NULL while the first request runs
+	body         TEXT,
+	created_at   INTEGER NOT NULL,
+	PRIMARY KEY (scope, key)
+) STRICT;
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+`
+
 // cloudDataSchema: the user's data inventory and cleanup (store/clouddata.go).
 // cloud_owners is one row per owner the user retired or restored;
 // cloud_owned one row per owned resource (its owner and kind, sealed);

@@ -196,8 +196,9 @@ type soleProcess struct{}
 func (soleProcess) Check(context.Context) (bool, error) { return true, nil }
 func (soleProcess) Release() error                      { return nil }
 
-// ListenTasks waits for ctx: the one process wakes its scheduler itself.
-func (db *DB) ListenTasks(ctx context.Context, _ func()) error {
+// ListenTasks waits for ctx: the one process wakes and cancels its
+// scheduler's deliveries itself.
+func (db *DB) ListenTasks(ctx context.Context, _ func(), _ func(int64)) error {
 	<-ctx.Done()
 	return nil
 }

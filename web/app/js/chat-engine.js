@@ -4,6 +4,7 @@
 // /continue until the model answers without tools.
 
 import * as conversations from './conversations.js';
+import * as device from './device.js';
 import * as settings from './settings.js';
 import * as tools from './tools.js';
 import * as worker from './worker.js';
@@ -74,6 +75,8 @@ async function follow(app, conversation, sessionId, llm, controller) {
   };
   try {
     await app.ready();
+    const pushSubscription = await device.streamingSubscription().catch(() => null);
+    if (pushSubscription) base.pushSubscription = pushSubscription;
     // /instant starts the loop with the whole history and the tools; each
     // /continue brings only the tool results of the iteration it resumes,
     // and the server restores the rest from the session's transcript.

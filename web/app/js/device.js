@@ -49,6 +49,22 @@ export function enabled() {
 }
 
 /**
+ * This device's push subscription ({endpoint, keys}) while notifications are
+ * on here, else null. /instant and /continue name it as pushSubscription:
+ * the server then knows the device whose stream carries the reply and sends
+ * it no Web Push copy of what the stream delivered, a push iOS would count
+ * against the subscription if the worker showed nothing for it.
+ */
+export async function streamingSubscription() {
+  if (!enabled() || support() !== 'ok') return null;
+  const registration = await navigator.serviceWorker.getRegistration('/');
+  const subscription = registration ? await registration.pushManager.getSubscription() : null;
+  if (!subscription) return null;
+  const { endpoint, keys } = subscription.toJSON();
+  return { endpoint, keys };
+}
+
+/**
  * Subscribes, retrying the placeholder endpoint Chromium hands out right
  * after an unsubscribe: unsubscribe, wait 800 ms × attempt, try again, three
  * attempts in all.

@@ -1,0 +1,64 @@
+package api
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"amsg/store"
+)
+
+// An operator send inside the user's quiet hours waits as a task listed
+// with deferredUntil, and arrives at the window's end; a critical one goes
+// at once; past the daily limit a send is in the outbox and not sent.
+func TestAdminSendRespectsQuietHoursAndTheDailyLimit(t *testing.T) {
+	e := newTaskEnv(t, Config{AdminToken: testAdminToken})
+	e.subscribe(t, testUserID)
+	ctx := t.Context()
+	// 09:00 UTC is 18:00 in Tokyo: quiet from 17:30 to 19:00.
+	if _, err := e.st.UpdatePreferences(ctx, testUserID, func(store.Preferences) store.Preferences {
+		return store.Preferences{TimeZone: "Asia/Tokyo", QuietHours: &store.QuietHours{Start: 17*60 + 30, End: 19 * 60}, DailyLimit: new(1)}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := adminDo(e.s, http.MethodPost, "/api/v1/admin/send", `{"userId":"`+testUserID+`","message":"later","contactName":"Ops"}`)
+	var held adminSendResult
+	decodeData(t, r.body, &held)
+	end := taskEpoch.Add(time.Hour)
+	if r.status != http.StatusOK || held.DeferredUntil != "2026-06-01T10:00:00.000Z" || held.TaskUUID == "" || len(e.fake.Pushes()) != 0 {
+		t.Fatalf("send in quiet hours: %d %s, %d pushes; want it deferred to %s", r.status, r.body, len(e.fake.Pushes()), end)
+	}
+	var list struct {
+		Tasks []taskView `json:"tasks"`
+	}
+	decrypted(t, testUserID, do(t, e.s, http.MethodGet, "/api/v1/messages", map[string]string{"X-User-Id": testUserID}), &list)
+	if len(list.Tasks) != 1 || list.Tasks[0].UUID != held.TaskUUID || list.Tasks[0].DeferredUntil != held.DeferredUntil {
+		t.Fatalf("GET /messages = %+v; want the deferred send with deferredUntil", list.Tasks)
+	}
+	critical := adminDo(e.s, http.MethodPost, "/api/v1/admin/send", `{"userId":"`+testUserID+`","message":"now","priority":"critical"}`)
+	if critical.status != http.StatusOK || len(e.fake.Pushes()) != 1 {
+		t.Fatalf("critical send: %d %s, %d pushes", critical.status, critical.body, len(e.fake.Pushes()))
+	}
+	if bad := adminDo(e.s, http.MethodPost, "/api/v1/admin/send", `{"userId":"`+testUserID+`","message":"x","priority":"urgent"}`); bad.status != http.StatusBadRequest || errorCode(bad.body) != "INVALID_PRIORITY" {
+		t.Fatalf("priority urgent: %d %s", bad.status, bad.body)
+	}
+
+	e.clk.Set(end)
+	if _, err := e.s.deps.Scheduler.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.fake.Pushes()); n != 2 {
+		t.Fatalf("%d pushes after the window; want the deferred send released", n)
+	}
+	// The release took the day's one slot: the next send is outbox only.
+	over := adminDo(e.s, http.MethodPost, "/api/v1/admin/send", `{"userId":"`+testUserID+`","message":"over the limit"}`)
+	var res adminSendResult
+	decodeData(t, over.body, &res)
+	if over.status != http.StatusOK || !res.OutboxOnly || res.Delivered || len(e.fake.Pushes()) != 2 {
+		t.Fatalf("send past the daily limit: %d %s, %d pushes", over.status, over.body, len(e.fake.Pushes()))
+	}
+	page, err := e.st.UnackedOutbox(ctx, testUserID, 0, 10)
+	if err != nil || len(page.Entries) != 3 || page.Entries[2].MessageID != res.MessageID {
+		t.Fatalf("outbox %+v, %v; want the three sends, the last outbox only", page.Entries, err)
+	}
+}

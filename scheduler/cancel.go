@@ -1,0 +1,98 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"amsg/store"
+)
+
+// The statuses of a cancel, upstream's words: what the cancel found the
+// task doing (the API's data.status, the tick's cancelledTasks).
+const (
+	// StatusCancelled: no occurrence was being delivered.
+	StatusCancelled = "cancelled"
+	// StatusCancelledMidDelivery: an occurrence was being delivered and
+	// was stopped; at most the push in flight went out after the cancel.
+	StatusCancelledMidDelivery = "cancelled_mid_delivery"
+	// StatusCancelledAfterDelivery: the task had finished (sent or
+	// failed); there was nothing left to stop.
+	StatusCancelledAfterDelivery = "cancelled_after_delivery"
+)
+
+// ErrCancelled is the cause of a delivery's context when its task was
+// cancelled or superseded while an occurrence was being delivered: the LLM
+// call under way is aborted, the courier round stops before its next push,
+// and the occurrence's undelivered outbox rows are withdrawn.
+var ErrCancelled = errors.New("the task was cancelled while it was being delivered")
+
+// deliveries are the occurrences this process is delivering, by task id,
+// each with the cancel that stops it. A cancel that arrives before its
+// delivery is tracked (the claim committed, the delivery has not started)
+// waits in early until the delivery starts, or for a lease's length, after
+// which no delivery of that claim can start any more.
+type deliveries struct {
+	mu      sync.Mutex
+	running map[int64]context.CancelCauseFunc
+	early   map[int64]time.Time
+}
+
+// track registers the delivery of taskID, cancelled by cancel; the
+// returned func unregisters it. A cancel that came early stops it at once.
+func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) (untrack func()) {
+	d := &s.deliveries
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.early[taskID]; ok {
+		delete(d.early, taskID)
+		cancel(ErrCancelled)
+	}
+	d.running[taskID] = cancel
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		delete(d.running, taskID)
+	}
+}
+
+// Cancel stops the delivery of taskID's occurrence under way in this
+// process, if any; the API calls it after deleting a task that was being
+// delivered (store.DeletedTask.Delivering), and so does the store's
+// watcher when another instance deleted one. At most the push already in
+// flight goes out after it returns.
+func (s *Scheduler) Cancel(taskID int64) {
+	d := &s.deliveries
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cancel, ok := d.running[taskID]; ok {
+		cancel(ErrCancelled)
+		return
+	}
+	now := s.now()
+	for id, at := range d.early {
+		if now.Sub(at) > s.cfg.LeaseTTL {
+			delete(d.early, id)
+		}
+	}
+	d.early[taskID] = now
+}
+
+// cancelled reports whether a delivery stopped because its task was
+// cancelled.
+func cancelled(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrCancelled) }
+
+// withdraw ends an occurrence its task's cancel stopped: the row is gone
+// already, and the occurrence's pushes no push service took are withdrawn
+// from the outbox (the API withdrew the rows it saw; this catches those a
+// burst recorded meanwhile), so a page catching up does not get the rest
+// of a message the user cancelled.
+func (s *Scheduler) withdraw(t store.Task) result {
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	if _, err := s.deps.Store.DiscardUndeliveredBurst(ctx, t.UserID, burstPrefix(t.ID, t.NextSendAt)); err != nil {
+		s.log.Warn("scheduler: withdrawing a cancelled occurrence's pushes failed", "taskId", t.ID, "err", err)
+	}
+	return result{taskID: t.ID, kind: resultCancelled}
+}

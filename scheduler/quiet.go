@@ -1,0 +1,161 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"amsg/push"
+	"amsg/push/courier"
+	"amsg/store"
+)
+
+// The guards that protect a person from a proactive bot, read from the
+// user's preferences (store.Preferences) when an occurrence fires:
+//
+//   - Quiet hours: an occurrence due inside them is not sent; it moves to
+//     the end of the window in the user's zone (store.DeferTask) and fires
+//     then. The gate runs before the LLM call of a prompted or auto task,
+//     so quiet hours spend no tokens, and the answer is the one the model
+//     gives when the person is awake.
+//   - The release: a deferred occurrence's pushes carry the notification
+//     tag of their conversation (ConversationTag), so the messages held
+//     through a night arrive as at most one notification per conversation,
+//     each later one replacing the earlier; every push is in the outbox.
+//   - The daily limit: beyond dailyLimit proactive occurrences in the
+//     user's local day, the round records its pushes in the outbox, where
+//     the page reads them, and sends nothing by Web Push.
+//
+// A task of priority "critical" passes both.
+
+// Priorities of a task or an operator send.
+const (
+	PriorityNormal   = "normal"
+	PriorityCritical = "critical"
+)
+
+// Critical reports whether the occurrence passes quiet hours and the daily
+// limit.
+func (p Payload) Critical() bool { return p.Priority == PriorityCritical }
+
+// Zone is the time zone of p, UTC when it names none (or one that no longer
+// loads).
+func Zone(p store.Preferences) *time.Location {
+	if p.TimeZone == "" {
+		return time.UTC
+	}
+	loc, err := LoadZone(p.TimeZone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// QuietUntil reports whether at is inside p's quiet hours and, if so, the
+// instant they end, in p's zone: the window's end on the wall clock of that
+// day, so a window over a change of clocks lasts an hour more or less. An
+// end that falls in a gap of the clocks (02:30 on the night they spring
+// forward) is the instant the wall clock passes it.
+func QuietUntil(p store.Preferences, at time.Time) (time.Time, bool) {
+	q := p.QuietHours
+	if q == nil {
+		return time.Time{}, false
+	}
+	local := at.In(Zone(p))
+	minute := local.Hour()*60 + local.Minute()
+	y, m, d := local.Date()
+	switch {
+	case q.Start < q.End && minute >= q.Start && minute < q.End:
+	case q.Start > q.End && minute >= q.Start:
+		d++ // ends tomorrow
+	case q.Start > q.End && minute < q.End:
+	default:
+		return time.Time{}, false
+	}
+	until := time.Date(y, m, d, q.End/60, q.End%60, 0, 0, local.Location())
+	if !until.After(at) {
+		// The end was in a gap Go resolved backwards: the first instant
+		// whose wall clock is past it.
+		until = at.Add(time.Minute).Truncate(time.Minute)
+	}
+	return until, true
+}
+
+// LocalDay is at's date in p's zone, YYYY-MM-DD: the day of the daily
+// limit.
+func LocalDay(p store.Preferences, at time.Time) string {
+	return at.In(Zone(p)).Format(time.DateOnly)
+}
+
+// ConversationTag is the notification tag of the messages of one contact
+// that quiet hours held: their release shows one notification per
+// conversation.
+func ConversationTag(contactName string) string { return "amsg-quiet-" + contactName }
+
+// OccurrenceMessageID is the messageId of the first content push of a
+// fixed task's occurrence without reasoning.
+func OccurrenceMessageID(taskID int64, occurrence time.Time) string {
+	return messageIDBase(taskID, occurrence) + "_0"
+}
+
+// deferral is an occurrence quiet hours hold until their end.
+type deferral struct{ until time.Time }
+
+func (d deferral) Error() string {
+	return "quiet hours: deferred until " + push.FormatTimestamp(d.until)
+}
+
+// deferredUntil reports whether err is a deferral, and until when.
+func deferredUntil(err error) (time.Time, bool) {
+	var d deferral
+	if errors.As(err, &d) {
+		return d.until, true
+	}
+	return time.Time{}, false
+}
+
+// openGuarded opens an occurrence's courier round through the user's
+// guards (see above): a deferral error inside quiet hours, a round that
+// sends nothing by Web Push past the daily limit, and on the release of a
+// deferred occurrence p's notification set to the conversation's tag.
+func (s *Scheduler) openGuarded(ctx context.Context, task store.Task, p *Payload) (*courier.Round, error) {
+	to := courier.Recipients{UserID: task.UserID}
+	if !p.Critical() {
+		prefs, err := s.deps.Store.Preferences(ctx, task.UserID)
+		if err != nil {
+			return nil, err
+		}
+		now := s.now()
+		if until, quiet := QuietUntil(prefs, now); quiet {
+			return nil, deferral{until}
+		}
+		if limit := prefs.DailyLimit; limit != nil {
+			within, err := s.deps.Store.TakeDailySlot(ctx, task.UserID, LocalDay(prefs, now), burstPrefix(task.ID, task.NextSendAt), *limit)
+			if err != nil {
+				return nil, err
+			}
+			to.OutboxOnly = !within
+		}
+	}
+	released, err := s.deps.Store.IsDeferred(ctx, task)
+	if err != nil {
+		return nil, err
+	}
+	if released {
+		p.notification = &push.Notification{Tag: push.Some(ConversationTag(p.ContactName))}
+	}
+	return s.deps.Courier.Open(ctx, to, p.MessageType.Source())
+}
+
+// deferred records an occurrence quiet hours hold: it moves to until,
+// unclaimed, as a new occurrence.
+func (s *Scheduler) deferred(t store.Task, l store.Lease, until time.Time) result {
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	r := result{taskID: t.ID, kind: resultDeferred, next: until}
+	if err := s.deps.Store.DeferTask(ctx, l, until); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		return result{taskID: t.ID, kind: resultUpdateFailed, reason: fmt.Sprintf("defer for quiet hours: %v", err), updateError: err.Error()}
+	}
+	return r
+}
