@@ -267,6 +267,9 @@ func TestAnInterruptedRetirementIsFinishedByHousekeeping(t *testing.T) {
 	if state, err := f.st.CloudOwner(ctx, cloudUser, rei); err != nil || state.Retired {
 		t.Fatalf("a failed attempt retired the owner: %+v, %v", state, err)
 	}
+	if _, err := f.st.RestoreCloudOwner(ctx, cloudUser, rei); !errors.Is(err, store.ErrCleanupInProgress) {
+		t.Fatalf("restoring an owner whose retirement is pending: %v, want ErrCleanupInProgress", err)
+	}
 	if _, err := f.st.DeleteClientState(ctx, cloudUser); err != nil {
 		t.Fatal(err)
 	}
