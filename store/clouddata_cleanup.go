@@ -44,6 +44,10 @@ const (
 	MaxIdempotencyKeyLen = 200
 	// MaxCleanupResourceIDs bounds the resources one purge plan names.
 	MaxCleanupResourceIDs = 1000
+	// maxLiveRecords bounds the snapshots, and the plans, a user keeps:
+	// a new one beyond it replaces the oldest, so repeated reads cannot
+	// fill the database before recordTTL reclaims them.
+	maxLiveRecords = 8
 )
 
 // Errors of cleanup; the api maps each to upstream's code.
@@ -184,7 +188,7 @@ func (s *Store) CloudResourcePage(ctx context.Context, userID string, filter Res
 			}
 		}
 		err = s.write(ctx, func(tx *sql.Tx) error {
-			return s.putRecord(ctx, tx, key, userID, "inventory", snap.ID, "", snap, nil, millis(s.now().Add(recordTTL)))
+			return s.putLiveRecord(ctx, tx, key, userID, "inventory", snap.ID, snap)
 		})
 		if err != nil {
 			return ResourcePage{}, fmt.Errorf("store: cloud resources: %w", err)
@@ -281,7 +285,7 @@ func (s *Store) CreateCleanupPlan(ctx context.Context, userID string, req PlanRe
 		plan.Counts = append(plan.Counts, PlanCount{resourceTypes[i].name, n})
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		return s.putRecord(ctx, tx, key, userID, "plan", plan.ID, "", plan, nil, millis(now.Add(recordTTL)))
+		return s.putLiveRecord(ctx, tx, key, userID, "plan", plan.ID, plan)
 	})
 	if err != nil {
 		return CleanupPlan{}, fmt.Errorf("store: create cleanup plan: %w", err)
@@ -682,6 +686,18 @@ func (s *Store) putRecord(ctx context.Context, tx *sql.Tx, key usercrypt.Key, us
 		ON CONFLICT (user_id, kind, id) DO UPDATE SET data = excluded.data, next_run_at = excluded.next_run_at,
 			expires_at = excluded.expires_at, updated_at = excluded.updated_at`,
 		userID, kind, id, idem, key.SealAtRest(data), nextRunAt, expires, now, now)
+	return err
+}
+
+// putLiveRecord stores a snapshot or a plan for recordTTL, deleting the
+// user's oldest of that kind beyond maxLiveRecords.
+func (s *Store) putLiveRecord(ctx context.Context, tx *sql.Tx, key usercrypt.Key, userID, kind, id string, value any) error {
+	if err := s.putRecord(ctx, tx, key, userID, kind, id, "", value, nil, millis(s.now().Add(recordTTL))); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM cloud_records WHERE user_id = ? AND kind = ? AND id NOT IN
+		(SELECT id FROM cloud_records WHERE user_id = ? AND kind = ? ORDER BY id = ? DESC, created_at DESC LIMIT ?)`,
+		userID, kind, userID, kind, id, maxLiveRecords)
 	return err
 }
 

@@ -418,3 +418,26 @@ func TestConcurrentStartsShareTheOperation(t *testing.T) {
 		t.Fatalf("operations %+v, %v", ops, err)
 	}
 }
+
+// A user keeps a bounded number of snapshots: reading the first page again
+// and again replaces the oldest.
+func TestSnapshotsAreBounded(t *testing.T) {
+	f := newCloudFixture(t)
+	var cursors []string
+	for i := range 9 {
+		f.clk.Add(time.Second)
+		page, err := f.st.CloudResourcePage(t.Context(), cloudUser, store.ResourceFilter{}, "", 1)
+		if err != nil || page.NextCursor == nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		cursors = append(cursors, *page.NextCursor)
+	}
+	if _, err := f.st.CloudResourcePage(t.Context(), cloudUser, store.ResourceFilter{}, cursors[0], 1); !errors.Is(err, store.ErrCloudCursorInvalid) {
+		t.Fatalf("the oldest of 9 snapshots: %v, want it replaced", err)
+	}
+	for _, c := range cursors[1:] {
+		if _, err := f.st.CloudResourcePage(t.Context(), cloudUser, store.ResourceFilter{}, c, 1); err != nil {
+			t.Fatalf("a recent snapshot: %v", err)
+		}
+	}
+}
