@@ -265,20 +265,20 @@ func (s *Store) CreateCleanupPlan(ctx context.Context, userID string, req PlanRe
 	now := s.now()
 	plan := planRecord{CleanupPlan: CleanupPlan{ID: newUUID(), Mode: req.Mode, OwnerGeneration: generation, Owner: req.Owner,
 		Resources: []Resource{}, ExpiresAt: millis(now.Add(PlanTTL)), Impacts: []string{}, Complete: true, Gaps: []CloudGap{}}}
+	selected := make(map[string]bool, len(req.ResourceIDs))
+	for _, id := range req.ResourceIDs {
+		selected[id] = true
+	}
 	for i, r := range inv.Resources {
 		if (req.Owner == nil || r.Owner != nil && r.Owner.same(*req.Owner)) &&
-			(req.ResourceIDs == nil || slices.Contains(req.ResourceIDs, r.ID)) &&
+			(req.ResourceIDs == nil || selected[r.ID]) &&
 			(req.Types == nil || slices.Contains(req.Types, r.Type)) {
 			plan.Resources = append(plan.Resources, r)
 			plan.Entries = append(plan.Entries, inv.entries[i])
 		}
 	}
-	if req.ResourceIDs != nil {
-		distinct := slices.Clone(req.ResourceIDs)
-		slices.Sort(distinct)
-		if len(slices.Compact(distinct)) != len(plan.Entries) {
-			return CleanupPlan{}, ErrCloudResourceNotFound
-		}
+	if req.ResourceIDs != nil && len(selected) != len(plan.Entries) {
+		return CleanupPlan{}, ErrCloudResourceNotFound
 	}
 	plan.Count = len(plan.Resources)
 	for i, n := range countByType(plan.Entries) {
