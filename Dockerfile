@@ -6,7 +6,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# VERSION is stamped into the binary; empty falls back to the module version.
+# VERSION is stamped into the binary; empty reports the release it follows (cmd/amsg/version.go).
 # docker build --build-arg VERSION="$(git describe --tags --always --dirty)" .
 ARG VERSION=
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/amsg ./cmd/amsg \

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -25,6 +26,10 @@ const (
 	// AMSG_TOKEN_SIGNING_KEY is set, then X-Client-Token when
 	// AMSG_CLIENT_TOKEN is set, with amsg-instant's codes and messages.
 	authInstant
+	// authDecisionToken routes check a credential of their own, an
+	// interrupt's decision token, and nothing else: a service worker
+	// answering a notification has only that.
+	authDecisionToken
 )
 
 // tokenComparer compares secrets in constant time, lengths included: both
@@ -97,10 +102,19 @@ func unauthorized(message string) *Error {
 	return newError(http.StatusUnauthorized, "UNAUTHORIZED", message)
 }
 
+// MaxTokenTTL is the longest lifetime SignToken (amsg token --ttl) gives a
+// Bearer token, and so the furthest exp verifyBearer accepts: a token that
+// claims more was not minted by amsg, and one leaked would never expire.
+const MaxTokenTTL = 366 * 24 * time.Hour
+
+// tokenAlg is the one algorithm amsg signs Bearer tokens with.
+const tokenAlg = "HS256"
+
 // verifyBearer checks an amsg-instant HMAC bearer token: three base64url
-// parts, an HS256 signature over "<header>.<payload>" with the signing key,
-// and claims v == 1 and exp in the future. Like upstream it ignores the
-// header, iat, nbf, aud, tid and typ.
+// parts, a header naming HS256, an HS256 signature over "<header>.<payload>"
+// with the signing key, and claims v == 1 and exp in the future but no
+// further than MaxTokenTTL. Like upstream it ignores iat, nbf, aud, tid and
+// typ; unlike upstream it reads the header's alg.
 func verifyBearer(header, signingKey string, now time.Time) error {
 	header = strings.TrimSpace(header)
 	if len(header) < 7 || !strings.EqualFold(header[:7], "bearer ") {
@@ -123,6 +137,12 @@ func verifyBearer(header, signingKey string, now time.Time) error {
 	if !hmac.Equal(sig, m.Sum(nil)) {
 		return unauthorized("token 签名无效")
 	}
+	var head struct {
+		Alg string `json:"alg"`
+	}
+	if b, err := decodeBase64URL(parts[0]); err != nil || json.Unmarshal(b, &head) != nil || head.Alg != tokenAlg {
+		return unauthorized("token 格式无效")
+	}
 	payload, err := decodeBase64URL(parts[1])
 	if err != nil {
 		return unauthorized("token payload 解析失败")
@@ -137,7 +157,7 @@ func verifyBearer(header, signingKey string, now time.Time) error {
 	}
 	v, _ := claims.V.(float64)
 	exp, _ := claims.Exp.(float64)
-	if v != 1 || exp <= float64(now.Unix()) {
+	if v != 1 || exp <= float64(now.Unix()) || exp > float64(now.Add(MaxTokenTTL).Unix()) {
 		return unauthorized("token 已过期或无效")
 	}
 	return nil
@@ -151,8 +171,8 @@ func SignToken(key, subject string, now time.Time, ttl time.Duration) (string, e
 	if key == "" {
 		return "", errors.New("api: no token signing key")
 	}
-	if ttl <= 0 {
-		return "", errors.New("api: a token needs a positive lifetime")
+	if ttl <= 0 || ttl > MaxTokenTTL {
+		return "", fmt.Errorf("api: a token's lifetime must be positive and at most %s", MaxTokenTTL)
 	}
 	claims, err := json.Marshal(struct {
 		TID string `json:"tid"`
@@ -165,7 +185,7 @@ func SignToken(key, subject string, now time.Time, ttl time.Duration) (string, e
 		return "", err
 	}
 	enc := base64.RawURLEncoding
-	signed := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString(claims)
+	signed := enc.EncodeToString([]byte(`{"alg":"`+tokenAlg+`","typ":"JWT"}`)) + "." + enc.EncodeToString(claims)
 	m := hmac.New(sha256.New, []byte(key))
 	m.Write([]byte(signed))
 	return signed + "." + enc.EncodeToString(m.Sum(nil)), nil

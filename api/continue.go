@@ -20,7 +20,7 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c), s.callerAddress(r))
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Resume(ctx, loop.Resume{
 		Owner: c.owner, SessionID: c.req.sessionID, Iteration: c.req.iteration, Call: c.req.call(),
-		Presentation: c.req.presentation(),
+		Presentation: c.req.presentation(r),
 	})
 	var ce *loop.ContinueError
 	switch {

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"amsg/push"
@@ -10,8 +11,11 @@ import (
 
 // devicesFeature is amsg's liveness of push devices: POST /device-seen
 // reports that this browser is alive (the page when it opens, the service
-// worker for every push it receives), and GET /devices lists the user's
-// devices with when each was last seen, for the page's device list.
+// worker for every push it receives), GET /devices lists the user's
+// devices with when each was last seen, for the page's device list, and
+// DELETE /devices?deviceId= removes one. The list names each device by id
+// and push service host, never by endpoint: an endpoint is a capability to
+// push to the device, and an X-User-Id is only a claim (issue 22).
 // Housekeeping expires the devices silent for too long (store
 // ExpireSilentDevices), since Apple's push service keeps accepting pushes
 // for a subscription iOS revoked.
@@ -21,6 +25,7 @@ func (s *Server) devicesFeature() feature {
 		routes: []route{
 			{http.MethodPost, "device-seen", authClient, s.handleDeviceSeen},
 			{http.MethodGet, "devices", authClient, s.handleListDevices},
+			{http.MethodDelete, "devices", authClient, s.handleDeleteDevice},
 		},
 	}
 }
@@ -32,6 +37,8 @@ const maxDeviceSeenBody = 16 << 10
 var (
 	errInvalidDeviceSeen = newError(http.StatusBadRequest, "INVALID_PARAMETERS", `请求体必须是 {"endpoint": 推送端点 URL}`)
 	errDeviceNotFound    = newError(http.StatusNotFound, "PUSH_SUBSCRIPTION_NOT_FOUND", "该设备未登记推送订阅（PUT /push-subscription）")
+	errEndpointTaken     = newError(http.StatusConflict, "PUSH_SUBSCRIPTION_CONFLICT", "该推送端点已由另一用户以不同密钥登记")
+	errInvalidDeviceID   = newError(http.StatusBadRequest, "INVALID_PARAMETERS", "deviceId 必须是正整数").withDetails(map[string]any{"invalidFields": []string{"deviceId"}})
 )
 
 // decodeDeviceSeen reads a POST /device-seen body: a JSON object whose
@@ -78,10 +85,10 @@ func (s *Server) handleDeviceSeen(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// deviceView is one device of GET /devices; never its keys.
+// deviceView is one device of GET /devices; never its endpoint or keys.
 type deviceView struct {
 	DeviceID   int64  `json:"deviceId"`
-	Endpoint   string `json:"endpoint"`
+	PushHost   string `json:"pushHost"`
 	CreatedAt  int64  `json:"createdAt"`
 	UpdatedAt  int64  `json:"updatedAt"`
 	LastSeenAt int64  `json:"lastSeenAt"`
@@ -99,10 +106,32 @@ func (s *Server) handleListDevices(w http.ResponseWriter, r *http.Request) error
 	}
 	views := make([]deviceView, len(devices))
 	for i, d := range devices {
-		views[i] = deviceView{d.ID, d.Endpoint, d.CreatedAt.UnixMilli(), d.UpdatedAt.UnixMilli(), d.LastSeenAt.UnixMilli()}
+		views[i] = deviceView{d.ID, endpointHost(d.Endpoint), d.CreatedAt.UnixMilli(), d.UpdatedAt.UnixMilli(), d.LastSeenAt.UnixMilli()}
 	}
 	writeData(w, http.StatusOK, struct {
 		Devices []deviceView `json:"devices"`
 	}{views})
+	return nil
+}
+
+// handleDeleteDevice removes the user's device with ?deviceId=, the id
+// GET /devices and PUT /push-subscription give.
+func (s *Server) handleDeleteDevice(w http.ResponseWriter, r *http.Request) error {
+	userID, err := requireUserID(r)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(r.URL.Query().Get("deviceId"), 10, 64)
+	if err != nil || id <= 0 {
+		return errInvalidDeviceID
+	}
+	deleted, err := s.deps.Store.RemoveDevice(r.Context(), userID, id)
+	if err != nil {
+		return err
+	}
+	s.deps.Courier.Forget(userID)
+	writeData(w, http.StatusOK, struct {
+		Deleted bool `json:"deleted"`
+	}{deleted})
 	return nil
 }

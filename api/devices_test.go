@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +39,10 @@ func TestDeviceSeenAndList(t *testing.T) {
 	deliveries, fake := newTestCourier(t, st, courier.PolicyVisible)
 	s := newTestServer(t, Config{AllowPrivateEndpoints: true, Now: clk.Now, AdminToken: testAdminToken}, Deps{Store: st, Courier: deliveries})
 	phone, laptop := fake.Subscribe(), fake.Subscribe()
-	putSubscription(t, s, testUserID, map[string]any{"subscription": phone})
+	var phoneDevice struct {
+		DeviceID int64 `json:"deviceId"`
+	}
+	decodeData(t, putSubscription(t, s, testUserID, map[string]any{"subscription": phone}).body, &phoneDevice)
 	putSubscription(t, s, testUserID, map[string]any{"subscription": laptop})
 	registered := clk.Now().UnixMilli()
 
@@ -53,12 +58,18 @@ func TestDeviceSeenAndList(t *testing.T) {
 	}
 	for _, d := range devices {
 		want := registered
-		if d.Endpoint == phone.Endpoint {
+		if d.DeviceID == phoneDevice.DeviceID {
 			want = seenAt
 		}
-		if d.LastSeenAt != want || d.CreatedAt != registered || d.DeviceID == 0 {
-			t.Errorf("%s: %+v, want lastSeenAt %d", d.Endpoint, d, want)
+		if d.LastSeenAt != want || d.CreatedAt != registered || d.DeviceID == 0 || d.PushHost != pushHost(phone.Endpoint) {
+			t.Errorf("device %d: %+v, want lastSeenAt %d and host %s", d.DeviceID, d, want, pushHost(phone.Endpoint))
 		}
+	}
+	// The list never hands an endpoint out (issue 22): an X-User-Id is a
+	// claim, and an endpoint is a capability to push to the device.
+	if got := do(t, s, http.MethodGet, "/api/v1/devices", map[string]string{"X-User-Id": testUserID}); strings.Contains(got.body, phone.Endpoint) ||
+		strings.Contains(got.body, laptop.Endpoint) || strings.Contains(got.body, `"endpoint"`) {
+		t.Errorf("GET /devices shows endpoints: %s", got.body)
 	}
 	// The operator's list shows the same last sign of life.
 	var admin struct {
@@ -82,6 +93,43 @@ func TestDeviceSeenAndList(t *testing.T) {
 	}
 	if got := listDevices(t, s, other); len(got) != 0 {
 		t.Errorf("another user lists %+v", got)
+	}
+}
+
+// pushHost is the host part of a push endpoint.
+func pushHost(endpoint string) string {
+	u, _ := url.Parse(endpoint)
+	return u.Host
+}
+
+// A device is removed by the id GET /devices gives, and only the user's own.
+func TestDeleteDeviceByID(t *testing.T) {
+	s, fake := subscriptionServer(t, Config{AllowPrivateEndpoints: true})
+	var phone struct {
+		DeviceID int64 `json:"deviceId"`
+	}
+	decodeData(t, putSubscription(t, s, testUserID, map[string]any{"subscription": fake.Subscribe()}).body, &phone)
+	remove := func(userID, id string) response {
+		return do(t, s, http.MethodDelete, "/api/v1/devices?deviceId="+id, map[string]string{"X-User-Id": userID})
+	}
+	const other = "123e4567-e89b-42d3-a456-426614174000"
+	id := strconv.FormatInt(phone.DeviceID, 10)
+	if got := remove(other, id); got.status != http.StatusOK || !strings.Contains(got.body, `"deleted":false`) {
+		t.Errorf("another user deleting the device: %d %s", got.status, got.body)
+	}
+	for _, bad := range []string{"", "0", "-1", "x", "1e3", "99999999999999999999"} {
+		if got := remove(testUserID, bad); got.status != http.StatusBadRequest || !strings.Contains(got.body, "INVALID_PARAMETERS") {
+			t.Errorf("deviceId=%q: %d %s", bad, got.status, got.body)
+		}
+	}
+	if got := listDevices(t, s, testUserID); len(got) != 1 {
+		t.Fatalf("devices after refused deletes: %+v", got)
+	}
+	if got := remove(testUserID, id); got.status != http.StatusOK || !strings.Contains(got.body, `"deleted":true`) {
+		t.Errorf("deleting the device: %d %s", got.status, got.body)
+	}
+	if got := listDevices(t, s, testUserID); len(got) != 0 {
+		t.Errorf("devices after the delete: %+v", got)
 	}
 }
 

@@ -88,6 +88,9 @@ func (s *Server) openBody(w http.ResponseWriter, r *http.Request, userID string,
 	case err != nil:
 		return nil, errDecryptionFailed
 	}
+	if err := s.chargeUser(w, userID); err != nil {
+		return nil, err
+	}
 	return payload, nil
 }
 

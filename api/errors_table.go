@@ -149,6 +149,24 @@ var errorTable = []errorText{
 	{"IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was used for another request", "该 Idempotency-Key 已用于另一个请求"},
 	{"IDEMPOTENCY_KEY_IN_USE", "A request with this Idempotency-Key is still being processed; retry later", "使用该 Idempotency-Key 的请求仍在处理中，请稍后重试"},
 
+	// Approvals (issue 21).
+	{"INVALID_APPROVAL_TOOLS", "approvalTools must name functions declared in tools, and the request must carry X-User-Id", "approvalTools 必须列出 tools 中声明的函数名，且请求须带 X-User-Id"},
+	{"INVALID_APPROVAL_TIMEOUT", "approvalTimeoutSeconds is out of range", "approvalTimeoutSeconds 超出允许范围"},
+	{"INTERRUPT_NOT_FOUND", "No such approval, or it was pruned", "审批不存在或已被清理"},
+	{"INTERRUPT_TOKEN_INVALID", "The decision token is invalid or belongs to another approval", "决定令牌无效，或不属于这个审批"},
+	{"INTERRUPT_ALREADY_DECIDED", "This approval has already been decided", "这个审批已经有了决定"},
+	{"INTERRUPT_EXPIRED", "This approval has expired", "这个审批已过期"},
+	{"INVALID_INTERRUPT_STATUS", `status supports only "pending"`, `status 只支持 "pending"`},
+	{"INVALID_PAYLOAD_FORMAT", `decision must be "approve" or "deny"`, `decision 必须是 "approve" 或 "deny"`},
+	{"INVALID_PAYLOAD_FORMAT", "token is required", "token 必填"},
+	{"INVALID_PAYLOAD_FORMAT", "token must be a non-empty string", "token 必须是非空字符串"},
+	{"INVALID_PAYLOAD_FORMAT", "reason must be a string of at most 1000 characters", "reason 必须是不超过 1000 字的字符串"},
+	{"INVALID_PAYLOAD_FORMAT", "endpoint must be a string", "endpoint 必须是字符串"},
+
+	// Hostile callers, round two (issue 22).
+	{"PUSH_SUBSCRIPTION_CONFLICT", "This push endpoint is registered by another user with other keys", "该推送端点已由另一用户以不同密钥登记"},
+	{"INVALID_PARAMETERS", "deviceId must be a positive integer", "deviceId 必须是正整数"},
+
 	// The user's data inventory and cleanup (issue 20).
 	{"INVALID_CLOUD_FILTER", "Invalid resource filter: ownerType and ownerId go together, type must be a resource type", "资源筛选无效"},
 	{"INVALID_CLOUD_LIMIT", "limit must be an integer from 1 to 200", "每页数量必须为 1–200"},

@@ -60,6 +60,7 @@ func onlyPost(http.ResponseWriter, *http.Request) error {
 type instantCall struct {
 	req    *instantRequest
 	userID string         // "" when the request names no user
+	proven bool           // the body opened under userID's key
 	round  *courier.Round // the round's recipients, resolved once
 	owner  loop.Owner
 }
@@ -131,7 +132,7 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	if userID == "" {
 		owner = loop.SubscriptionOwner(q.subscription.Endpoint)
 	}
-	return &instantCall{req: q, userID: userID, round: round, owner: owner}, nil
+	return &instantCall{req: q, userID: userID, proven: encrypted, round: round, owner: owner}, nil
 }
 
 func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
@@ -143,7 +144,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	if sessionID == "" {
 		sessionID = "sess_" + push.NewUUID()
 	}
-	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c))
+	rd, err := s.rounds.admit(w, r, s.roundOwner(r, c), s.callerAddress(r))
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {
 	ctx := rd.ctx
 	run, err := s.deps.Instant.Agent.Start(ctx, loop.Start{
 		Owner: c.owner, SessionID: sessionID, Iteration: max(c.req.iteration, 0), Call: c.req.call(),
-		Presentation: c.req.presentation(), TokenBudget: c.req.tokenBudget,
+		Presentation: c.req.presentation(r), TokenBudget: c.req.tokenBudget, Approvals: c.req.approvals,
 	})
 	if err != nil {
 		return err

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
+	"time"
 
 	"amsg/builders"
 	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/notifytext"
 )
 
 // instantRequest is a validated /instant or /continue body.
@@ -35,6 +38,7 @@ type instantRequest struct {
 	tools          json.RawMessage // null and absent are nil
 	toolChoice     json.RawMessage
 	tokenBudget    int64
+	approvals      loop.Approvals
 }
 
 // call is the LLM call the request describes.
@@ -44,8 +48,11 @@ func (q *instantRequest) call() llm.Request {
 		Tools: q.tools, ToolChoice: q.toolChoice, ExtraBody: q.llmExtraBody}
 }
 
-func (q *instantRequest) presentation() loop.Presentation {
-	return loop.Presentation{ContactName: q.contactName, AvatarURL: q.avatarURL, MessageSubtype: q.messageSubtype, Metadata: q.metadata}
+// presentation is how the round's pushes present themselves; the texts amsg
+// writes itself follow the request's Accept-Language.
+func (q *instantRequest) presentation(r *http.Request) loop.Presentation {
+	return loop.Presentation{ContactName: q.contactName, AvatarURL: q.avatarURL, MessageSubtype: q.messageSubtype, Metadata: q.metadata,
+		Language: notifytext.Language(r.Header.Get("Accept-Language"))}
 }
 
 // The split fields the standard removed in 0.8.0.
@@ -130,6 +137,8 @@ func decodeInstant(f fields, haveUser bool, maxIter int, defaultModel bool, warn
 		v.shared,
 		v.tools,
 		v.tokenBudget,
+		v.approvalTools,
+		v.approvalTimeout,
 	)
 	return v.q, err
 }
@@ -347,4 +356,66 @@ func (v *requestValidator) tokenBudget() *Error {
 	var err *Error
 	v.q.tokenBudget, err = v.positiveInteger("tokenBudget", 1<<53)
 	return err
+}
+
+// MaxApprovalTools bounds approvalTools.
+const MaxApprovalTools = 32
+
+// approvalTools (amsg's own, issue 21) names tools of `tools` whose calls
+// wait for the person's decision. Interrupts belong to a user: the request
+// must name one.
+func (v *requestValidator) approvalTools() *Error {
+	if !v.f.given("approvalTools") {
+		return nil
+	}
+	var names []string
+	if err := json.Unmarshal(v.f["approvalTools"], &names); err != nil || len(names) == 0 || len(names) > MaxApprovalTools {
+		return invalidApprovalTools(fmt.Sprintf("approvalTools must be an array of 1..%d tool names", MaxApprovalTools))
+	}
+	if !v.haveUser {
+		return invalidApprovalTools("approvalTools need X-User-Id: an approval goes to the user's devices")
+	}
+	declared := declaredTools(v.q.tools)
+	for _, name := range names {
+		if !slices.Contains(declared, name) {
+			return invalidApprovalTools(fmt.Sprintf("approvalTools names %q, which is no function in tools", name))
+		}
+	}
+	v.q.approvals.Tools = slices.Compact(slices.Sorted(slices.Values(names)))
+	return nil
+}
+
+func invalidApprovalTools(reason string) *Error {
+	return newError(http.StatusBadRequest, "INVALID_APPROVAL_TOOLS", "approvalTools 必须列出 tools 中声明的函数名，且请求须带 X-User-Id").
+		withDetails(map[string]any{"invalidFields": []string{"approvalTools"}, "reason": reason})
+}
+
+// declaredTools are the function names of a tools array.
+func declaredTools(tools json.RawMessage) []string {
+	var list []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	_ = json.Unmarshal(tools, &list) // an array, checked by tools; odd elements name nothing
+	names := make([]string, 0, len(list))
+	for _, t := range list {
+		names = append(names, t.Function.Name)
+	}
+	return names
+}
+
+// approvalTimeout (approvalTimeoutSeconds) is how long an approval waits.
+func (v *requestValidator) approvalTimeout() *Error {
+	if !v.f.given("approvalTimeoutSeconds") {
+		return nil
+	}
+	lo, hi := int64(loop.MinInterruptTimeout/time.Second), int64(loop.MaxInterruptTimeout/time.Second)
+	n, ok := v.f.integer("approvalTimeoutSeconds")
+	if !ok || n < lo || n > hi {
+		return newError(http.StatusBadRequest, "INVALID_APPROVAL_TIMEOUT", "approvalTimeoutSeconds 超出允许范围").
+			withDetails(map[string]any{"invalidFields": []string{"approvalTimeoutSeconds"}, "min": lo, "max": hi})
+	}
+	v.q.approvals.TimeoutSeconds = n
+	return nil
 }

@@ -23,11 +23,13 @@ type Limits struct {
 	// renews it with every frame.
 	WriteTimeout time.Duration
 
-	// MaxRounds and MaxRoundsPerUser cap the LLM rounds (/instant,
-	// /continue) running at once, over all callers and per user (or per
-	// client address for a request that names no user).
-	MaxRounds        int
-	MaxRoundsPerUser int
+	// MaxRounds, MaxRoundsPerUser and MaxRoundsPerAddress cap the LLM
+	// rounds (/instant, /continue) running at once: over all callers, per
+	// user that proved its id (else per client address), and per client
+	// address whatever ids it names.
+	MaxRounds           int
+	MaxRoundsPerUser    int
+	MaxRoundsPerAddress int
 	// OrphanRoundTimeout bounds how long a round runs on after its client
 	// left; MaxOrphanRounds caps how many do at once, rounds beyond it are
 	// stopped when their client leaves.
@@ -38,11 +40,18 @@ type Limits struct {
 	// that limits).
 	RateLimitOff bool
 	// RequestsPerSecond and Burst are each client address's request rate;
-	// UserRequestsPerSecond and UserBurst each user's (X-User-Id).
+	// UserRequestsPerSecond and UserBurst each user's, counted only for
+	// requests that proved they are that user (limits_caller.go).
 	RequestsPerSecond     float64
 	Burst                 int
 	UserRequestsPerSecond float64
 	UserBurst             int
+	// WriteBytesPerAddressPerHour bounds the request body bytes one client
+	// address may send in an hour, and NewUsersPerAddressPerHour the
+	// distinct user ids it may write as in an hour: storage quotas are per
+	// user id, and ids are free.
+	WriteBytesPerAddressPerHour int64
+	NewUsersPerAddressPerHour   int
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// address; any other peer is the client itself.
 	TrustedProxies []netip.Prefix
@@ -66,12 +75,16 @@ type Limits struct {
 const (
 	DefaultMaxRounds             = 64
 	DefaultMaxRoundsPerUser      = 4
+	DefaultMaxRoundsPerAddress   = 8
 	DefaultOrphanRoundTimeout    = 2 * time.Minute
 	DefaultMaxOrphanRounds       = 32
 	DefaultRequestsPerSecond     = 20
 	DefaultBurst                 = 200
 	DefaultUserRequestsPerSecond = 10
 	DefaultUserBurst             = 100
+
+	DefaultWriteBytesPerAddressPerHour = 128 << 20
+	DefaultNewUsersPerAddressPerHour   = 32
 
 	DefaultMaxTasksPerUser           = 1000
 	DefaultMaxStateBytesPerUser      = 256 << 20
@@ -84,12 +97,15 @@ func (l Limits) withDefaults() Limits {
 	setDefault(&l.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&l.MaxRounds, DefaultMaxRounds)
 	setDefault(&l.MaxRoundsPerUser, DefaultMaxRoundsPerUser)
+	setDefault(&l.MaxRoundsPerAddress, DefaultMaxRoundsPerAddress)
 	setDefault(&l.OrphanRoundTimeout, DefaultOrphanRoundTimeout)
 	setDefault(&l.MaxOrphanRounds, DefaultMaxOrphanRounds)
 	setDefault(&l.RequestsPerSecond, DefaultRequestsPerSecond)
 	setDefault(&l.Burst, DefaultBurst)
 	setDefault(&l.UserRequestsPerSecond, DefaultUserRequestsPerSecond)
 	setDefault(&l.UserBurst, DefaultUserBurst)
+	setDefault(&l.WriteBytesPerAddressPerHour, DefaultWriteBytesPerAddressPerHour)
+	setDefault(&l.NewUsersPerAddressPerHour, DefaultNewUsersPerAddressPerHour)
 	setDefault(&l.MaxTasksPerUser, DefaultMaxTasksPerUser)
 	setDefault(&l.MaxStateBytesPerUser, DefaultMaxStateBytesPerUser)
 	setDefault(&l.MaxStateBytesPerNamespace, DefaultMaxStateBytesPerNamespace)
@@ -106,7 +122,7 @@ func setDefault[T int | int64 | float64 | time.Duration](v *T, def T) {
 
 // rateLimited is the answer to a caller over a rate or concurrency limit.
 func rateLimited(w http.ResponseWriter, retryAfter time.Duration, limit string) *Error {
-	seconds := max(1, int(math.Ceil(retryAfter.Seconds())))
+	seconds := max(1, int(math.Ceil(min(retryAfter, time.Hour).Seconds())))
 	w.Header().Set("Retry-After", strconv.Itoa(seconds))
 	return newError(http.StatusTooManyRequests, "RATE_LIMITED", "请求过于频繁，请稍后再试").
 		withDetails(map[string]any{"limit": limit, "retryAfterSeconds": seconds})
@@ -141,6 +157,12 @@ func newRateLimiter(perSecond float64, burst int, now func() time.Time) *rateLim
 // allow takes a token from key's bucket; when there is none it returns how
 // long until there is.
 func (l *rateLimiter) allow(key string) (bool, time.Duration) {
+	return l.allowN(key, 1)
+}
+
+// allowN takes n tokens from key's bucket, or none and how long until there
+// are n (forever when n is over the burst).
+func (l *rateLimiter) allowN(key string, n int) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -152,7 +174,10 @@ func (l *rateLimiter) allow(key string) (bool, time.Duration) {
 		b = rate.NewLimiter(l.limit, l.burst)
 		l.buckets[key] = b
 	}
-	r := b.ReserveN(now, 1)
+	r := b.ReserveN(now, n)
+	if !r.OK() {
+		return false, rate.InfDuration
+	}
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return false, d
@@ -171,58 +196,6 @@ func (l *rateLimiter) sweep(now time.Time) {
 	if len(l.buckets) >= maxRateKeys {
 		clear(l.buckets)
 	}
-}
-
-// requestLimits applies the per-address and per-user request rates to
-// every request but health checks.
-type requestLimits struct {
-	byAddress *rateLimiter
-	byUser    *rateLimiter
-	proxies   []netip.Prefix
-}
-
-func (s *Server) rateLimit(next http.Handler) http.Handler {
-	if s.cfg.Limits.RateLimitOff {
-		return next
-	}
-	l := s.cfg.Limits
-	rl := &requestLimits{
-		byAddress: newRateLimiter(l.RequestsPerSecond, l.Burst, s.now),
-		byUser:    newRateLimiter(l.UserRequestsPerSecond, l.UserBurst, s.now),
-		proxies:   l.TrustedProxies,
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if ok, wait := rl.byAddress.allow(addressKey(clientAddress(r, rl.proxies))); !ok {
-			s.writeError(w, r, rateLimited(w, wait, "requestsPerAddress"))
-			return
-		}
-		if user := s.rateLimitedUser(r); user != "" {
-			if ok, wait := rl.byUser.allow(user); !ok {
-				s.writeError(w, r, rateLimited(w, wait, "requestsPerUser"))
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// rateLimitedUser is the user whose request rate a request counts
-// against. With a client token configured only a request that carries it
-// counts: X-User-Id is a claim, and anyone could otherwise spend a victim's
-// budget and lock the victim out.
-func (s *Server) rateLimitedUser(r *http.Request) string {
-	user := proofUser(r)
-	if user == "" || s.cfg.ClientToken == "" {
-		return user
-	}
-	if !s.tokens.equal(strings.TrimSpace(r.Header.Get("X-Client-Token")), s.cfg.ClientToken) {
-		return ""
-	}
-	return user
 }
 
 // clientAddress is the address of the client: the peer, or, when the peer

@@ -82,13 +82,19 @@ func TestRateLimitPerAddressAndUser(t *testing.T) {
 	if got := do(t, s, http.MethodGet, "/healthz", nil); got.status != http.StatusOK {
 		t.Errorf("health checks are not limited: %d", got.status)
 	}
-	// Another address has its own bucket; a user is limited across addresses.
+	// Another address has its own bucket; a user who proves its id (an
+	// encrypted body) is limited across addresses.
+	proven := func(addr string) response {
+		req := encryptedRequest(t, http.MethodPut, "/api/v1/push-subscription", testUserID, map[string]any{"subscription": "x"})
+		req.RemoteAddr = addr
+		return serve(s, req)
+	}
 	for i, addr := range []string{"192.0.2.2:1", "192.0.2.3:1"} {
-		if got := from(addr, testUserID); got.status != http.StatusOK {
-			t.Fatalf("user request %d = %d", i, got.status)
+		if got := proven(addr); got.status != http.StatusBadRequest {
+			t.Fatalf("user request %d = %d %s", i, got.status, got.body)
 		}
 	}
-	if got := from("192.0.2.4:1", testUserID); got.status != http.StatusTooManyRequests || !strings.Contains(got.body, `"limit":"requestsPerUser"`) {
+	if got := proven("192.0.2.4:1"); got.status != http.StatusTooManyRequests || !strings.Contains(got.body, `"limit":"requestsPerUser"`) {
 		t.Fatalf("over the user rate = %d %s", got.status, got.body)
 	}
 	now = now.Add(time.Second)
@@ -167,7 +173,7 @@ func TestInstantLLMURLPolicy(t *testing.T) {
 // Rounds over the concurrency caps get 429; a round whose client left runs
 // on only while the orphans are under their cap.
 func TestRoundGuard(t *testing.T) {
-	g, err := newRoundGuard(Limits{MaxRounds: 3, MaxRoundsPerUser: 2, MaxOrphanRounds: 1, OrphanRoundTimeout: time.Hour}.withDefaults(), testLogger(t), nil)
+	g, err := newRoundGuard(Limits{MaxRounds: 4, MaxRoundsPerUser: 2, MaxRoundsPerAddress: 3, MaxOrphanRounds: 1, OrphanRoundTimeout: time.Hour}.withDefaults(), testLogger(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,12 +185,15 @@ func TestRoundGuard(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		return client{newRequest(http.MethodPost, "/api/v1/instant", "", nil).WithContext(ctx), cancel}
 	}
-	admit := func(c client, owner string) (*round, *Error) {
-		rd, err := g.admit(&discardWriter{header: http.Header{}}, c.r, owner)
+	admitFrom := func(c client, owner, address string) (*round, *Error) {
+		rd, err := g.admit(&discardWriter{header: http.Header{}}, c.r, owner, address)
 		if err != nil {
 			return nil, err.(*Error)
 		}
 		return rd, nil
+	}
+	admit := func(c client, owner string) (*round, *Error) {
+		return admitFrom(c, owner, "192.0.2.1")
 	}
 	c1, c2, c3 := newClient(), newClient(), newClient()
 	r1, _ := admit(c1, "a")
@@ -193,9 +202,15 @@ func TestRoundGuard(t *testing.T) {
 		t.Fatalf("third round of one user: %v", e)
 	}
 	r3, _ := admit(c3, "b")
-	if _, e := admit(newClient(), "c"); e == nil || e.Status != http.StatusTooManyRequests {
+	// One address naming ever new users stops at its own cap (issue 22).
+	if _, e := admit(newClient(), "c"); e == nil || e.Status != http.StatusTooManyRequests || e.Details.(map[string]any)["limit"] != "concurrentRoundsPerAddress" {
+		t.Fatalf("round over the address cap: %v", e)
+	}
+	r4, _ := admitFrom(newClient(), "c", "192.0.2.2")
+	if _, e := admitFrom(newClient(), "d", "192.0.2.3"); e == nil || e.Status != http.StatusTooManyRequests || e.Details.(map[string]any)["limit"] != "concurrentRounds" {
 		t.Fatalf("round over the global cap: %v", e)
 	}
+	r4.end()
 	// Two clients leave: one round runs on as the orphan, the other stops.
 	c1.cancel()
 	c2.cancel()
@@ -273,23 +288,83 @@ func BenchmarkRateLimiterAllow(b *testing.B) {
 	})
 }
 
-// With a client token configured, a request without it does not spend the
-// budget of the user it names: a stranger cannot lock a user out.
-func TestUserRateCountsOnlyTokenHolders(t *testing.T) {
-	s := newTestServer(t, Config{ClientToken: "tok", Limits: Limits{UserRequestsPerSecond: 1, UserBurst: 1}}, Deps{})
-	for i := range 5 {
-		req := newRequest(http.MethodGet, "/api/v1/capabilities", "", map[string]string{"X-User-Id": testUserID})
-		req.RemoteAddr = fmt.Sprintf("192.0.2.%d:1", i+1)
-		if got := serve(s, req); got.status != http.StatusUnauthorized {
-			t.Fatalf("stranger %d = %d %s", i, got.status, got.body)
+// Finding 4 of issue 22: 130 requests naming a victim's id (from other
+// addresses, with or without the client token) spent the victim's budget
+// and locked the victim out. Only requests that prove the id (an encrypted
+// body that opens under the user key) count against it.
+func TestNamingAUserDoesNotLockThemOut(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := newTestServer(t, Config{ClientToken: "client-token-0123", Now: func() time.Time { return now },
+		Limits: Limits{UserRequestsPerSecond: 1, UserBurst: 100}}, Deps{})
+	for i := range 130 {
+		headers := map[string]string{"X-User-Id": testUserID, "X-Client-Token": "client-token-0123", "Content-Type": "application/json"}
+		req := newRequest(http.MethodPost, "/api/v1/device-seen", `{"endpoint":"https://push.example/x"}`, headers)
+		req.RemoteAddr = fmt.Sprintf("192.0.2.%d:1", i%100+1)
+		if got := serve(s, req); got.status == http.StatusTooManyRequests {
+			t.Fatalf("claim %d = %d %s", i, got.status, got.body)
 		}
 	}
-	got := do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"X-User-Id": testUserID, "X-Client-Token": "tok"})
-	if got.status != http.StatusOK {
-		t.Fatalf("the user after strangers used their id = %d %s", got.status, got.body)
+	victim := func() response {
+		req := encryptedRequest(t, http.MethodPut, "/api/v1/push-subscription", testUserID, map[string]any{"subscription": "x"})
+		req.Header.Set("X-Client-Token", "client-token-0123")
+		req.RemoteAddr = "198.51.100.7:1"
+		return serve(s, req)
 	}
-	got = do(t, s, http.MethodGet, "/api/v1/capabilities", map[string]string{"X-User-Id": testUserID, "X-Client-Token": "tok"})
-	if got.status != http.StatusTooManyRequests {
-		t.Fatalf("the user over their own rate = %d", got.status)
+	if got := victim(); got.status != http.StatusBadRequest {
+		t.Fatalf("the victim after 130 claims of their id = %d %s", got.status, got.body)
+	}
+	// The victim's own proven requests still have a budget.
+	for range 99 {
+		victim()
+	}
+	if got := victim(); got.status != http.StatusTooManyRequests || !strings.Contains(got.body, `"limit":"requestsPerUser"`) {
+		t.Fatalf("the user over their own rate = %d %s", got.status, got.body)
+	}
+}
+
+// Issue 22, finding 3: storage quotas are per user id and ids are free, so
+// one address is bounded too: in body bytes per hour, and in the distinct
+// user ids it writes as per hour.
+func TestAddressWriteBudgetAndNewUsers(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := newTestServer(t, Config{Now: func() time.Time { return now },
+		Limits: Limits{WriteBytesPerAddressPerHour: 1000, NewUsersPerAddressPerHour: 3}}, Deps{})
+	users := []string{testUserID, "123e4567-e89b-42d3-a456-426614174000", "9b2f1c3e-4d5a-4b6c-8d7e-0f1a2b3c4d5e", "0f8fad5b-d9cb-469f-a165-70867728950e"}
+	post := func(addr, user, body string) response {
+		req := newRequest(http.MethodPost, "/api/v1/device-seen", body, map[string]string{"X-User-Id": user, "Content-Type": "application/json"})
+		req.RemoteAddr = addr
+		return serve(s, req)
+	}
+	const small = `{"endpoint":"https://push.example/x"}`
+	for _, u := range users[:3] {
+		if got := post("192.0.2.1:1", u, small); got.status != http.StatusNotFound {
+			t.Fatalf("user %s = %d %s", u, got.status, got.body)
+		}
+	}
+	got := post("192.0.2.1:1", users[3], small)
+	if got.status != http.StatusTooManyRequests || !strings.Contains(got.body, `"limit":"newUsersPerAddress"`) || got.header.Get("Retry-After") != "3600" {
+		t.Fatalf("a fourth user id from one address = %d %v %s", got.status, got.header, got.body)
+	}
+	if got := post("192.0.2.1:1", users[0], small); got.status != http.StatusNotFound {
+		t.Fatalf("a user the address already wrote as = %d %s", got.status, got.body)
+	}
+	if got := post("192.0.2.2:1", users[3], small); got.status != http.StatusNotFound {
+		t.Fatalf("the fourth user from another address = %d %s", got.status, got.body)
+	}
+	// Bytes: what is left of 1000 after four small bodies, then nothing.
+	big := `{"endpoint":"https://push.example/` + strings.Repeat("x", 700) + `"}`
+	if got := post("192.0.2.1:1", users[0], big); got.status != http.StatusNotFound {
+		t.Fatalf("a body within the byte budget = %d %s", got.status, got.body)
+	}
+	got = post("192.0.2.1:1", users[0], big)
+	if got.status != http.StatusTooManyRequests || !strings.Contains(got.body, `"limit":"writeBytesPerAddress"`) {
+		t.Fatalf("a body over the byte budget = %d %s", got.status, got.body)
+	}
+	if got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil); got.status != http.StatusOK {
+		t.Errorf("reads are not charged bytes: %d", got.status)
+	}
+	now = now.Add(time.Hour)
+	if got := post("192.0.2.1:1", users[3], big); got.status != http.StatusNotFound {
+		t.Fatalf("an hour later = %d %s", got.status, got.body)
 	}
 }

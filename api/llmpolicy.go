@@ -44,11 +44,13 @@ func (s *Server) checkAPIURL(ctx context.Context, apiURL string) error {
 	return err
 }
 
-// roundOwner is whom a round counts against: the user the request names,
-// else the client's address.
+// roundOwner is whom a round counts against: the user the request proved
+// it is (its body opened under the user key), else the client's address.
+// A named but unproven id is a claim: counting it would let anyone take a
+// user's rounds.
 func (s *Server) roundOwner(r *http.Request, c *instantCall) string {
-	if c.userID != "" {
+	if c.userID != "" && c.proven {
 		return "user:" + c.userID
 	}
-	return "addr:" + addressKey(clientAddress(r, s.cfg.Limits.TrustedProxies))
+	return "addr:" + s.callerAddress(r)
 }

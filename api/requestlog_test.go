@@ -44,3 +44,50 @@ func TestRequestLog(t *testing.T) {
 		t.Error("the log carries the user id")
 	}
 }
+
+// Issue 23, problem 4: the request log names the client address the rate
+// limits count, the forwarded one behind a trusted proxy; behind a proxy
+// amsg does not trust, a warning says once how to fix it.
+func TestRequestLogNamesTheClientAddress(t *testing.T) {
+	forwarded := map[string]string{"X-Forwarded-For": "198.51.100.7"}
+	for _, c := range []struct {
+		name, proxies, wantClient string
+		wantWarnings              int
+	}{
+		{"trusted proxy", "192.0.2.0/24", "198.51.100.7", 0},
+		{"no trusted proxy", "", "192.0.2.1", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			proxies, err := ParseTrustedProxies(c.proxies)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			s := newTestServer(t, Config{Limits: Limits{TrustedProxies: proxies},
+				Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}, Deps{})
+			for range 2 {
+				serve(s, newRequest(http.MethodGet, "/healthz", "", forwarded)) // from httptest's 192.0.2.1
+			}
+			var clients []any
+			warnings := 0
+			for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatalf("log line %q: %v", line, err)
+				}
+				switch {
+				case m["msg"] == "request":
+					clients = append(clients, m["client"])
+				case strings.Contains(m["msg"].(string), "AMSG_TRUSTED_PROXIES is not set"):
+					warnings++
+				}
+			}
+			if len(clients) != 2 || clients[0] != c.wantClient || clients[1] != c.wantClient {
+				t.Errorf("logged clients %v, want %s twice", clients, c.wantClient)
+			}
+			if warnings != c.wantWarnings {
+				t.Errorf("%d warnings about the untrusted proxy, want %d\n%s", warnings, c.wantWarnings, buf.String())
+			}
+		})
+	}
+}

@@ -16,16 +16,17 @@ type roundGuard struct {
 	limits Limits
 	log    *slog.Logger
 
-	mu       sync.Mutex
-	running  int
-	perOwner map[string]int
-	orphans  int
+	mu         sync.Mutex
+	running    int
+	perOwner   map[string]int
+	perAddress map[string]int
+	orphans    int
 
 	orphaned prometheus.Gauge // nil without metrics
 }
 
 func newRoundGuard(l Limits, log *slog.Logger, reg prometheus.Registerer) (*roundGuard, error) {
-	g := &roundGuard{limits: l, log: log, perOwner: map[string]int{}}
+	g := &roundGuard{limits: l, log: log, perOwner: map[string]int{}, perAddress: map[string]int{}}
 	if reg != nil {
 		g.orphaned = prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "amsg_instant_orphaned_rounds",
@@ -46,11 +47,12 @@ type round struct {
 	release  func()
 }
 
-// admit starts a round for owner (a user id, else the client address), or
-// answers 429 when a concurrency limit is reached. The round's context
+// admit starts a round for owner (a proven user, else the client address)
+// from address (the client's, whatever user it names), or answers 429 when
+// a concurrency limit is reached. The round's context
 // outlives the request — a client that goes away must not stop the model or
 // the pushes — but only within the orphan bounds. The caller must call end.
-func (g *roundGuard) admit(w http.ResponseWriter, r *http.Request, owner string) (*round, error) {
+func (g *roundGuard) admit(w http.ResponseWriter, r *http.Request, owner, address string) (*round, error) {
 	g.mu.Lock()
 	switch {
 	case g.running >= g.limits.MaxRounds:
@@ -59,9 +61,13 @@ func (g *roundGuard) admit(w http.ResponseWriter, r *http.Request, owner string)
 	case g.perOwner[owner] >= g.limits.MaxRoundsPerUser:
 		g.mu.Unlock()
 		return nil, rateLimited(w, time.Second, "concurrentRoundsPerUser")
+	case g.perAddress[address] >= g.limits.MaxRoundsPerAddress:
+		g.mu.Unlock()
+		return nil, rateLimited(w, time.Second, "concurrentRoundsPerAddress")
 	}
 	g.running++
 	g.perOwner[owner]++
+	g.perAddress[address]++
 	g.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
@@ -73,6 +79,9 @@ func (g *roundGuard) admit(w http.ResponseWriter, r *http.Request, owner string)
 			g.running--
 			if g.perOwner[owner]--; g.perOwner[owner] <= 0 {
 				delete(g.perOwner, owner)
+			}
+			if g.perAddress[address]--; g.perAddress[address] <= 0 {
+				delete(g.perAddress, address)
 			}
 			g.mu.Unlock()
 		})

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"amsg/builders"
@@ -126,11 +127,15 @@ type Server struct {
 	features  []string
 	metrics   *httpMetrics
 	rounds    *roundGuard
+	limits    *callerLimits // nil when the rate limits are off
 	proofs    *tokenProofs
 	health    healthCheck
 	handler   http.Handler
 
 	broadcasts broadcastRunner // the operator's broadcasts this process sends
+	resumes    *resumeRunner   // loops resumed after an approval; nil without the instant path
+
+	untrustedForward sync.Once // requestlog.go
 }
 
 // New builds the server.
@@ -171,6 +176,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("api: register metrics: %w", err)
 	}
 	s.rounds = rounds
+	s.limits = newCallerLimits(s.cfg.Limits, s.now)
 	s.proofs = newTokenProofs(deps.Store, s.cfg.Limits.TokenProofMaxAge, s.now, s.log)
 	for _, f := range []feature{
 		s.metaFeature(),
@@ -185,6 +191,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.instantFeature(),
 		s.bodyEncodingFeature(),
 		s.preferencesFeature(),
+		s.interruptsFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody
@@ -202,7 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) mux() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests)
+	r.Use(s.logRequests, compressAnswers)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}

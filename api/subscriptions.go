@@ -12,6 +12,7 @@ import (
 	"amsg/push"
 	"amsg/push/courier"
 	"amsg/push/webpush"
+	"amsg/store"
 )
 
 // subscriptionFeature is the user-level push subscription of the standard,
@@ -68,6 +69,9 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	device, err := s.deps.Store.PutSubscription(r.Context(), userID, body.Subscription, updatedAt)
+	if errors.Is(err, store.ErrEndpointTaken) {
+		return errEndpointTaken
+	}
 	if err != nil {
 		return err
 	}

@@ -241,3 +241,45 @@ func FuzzPutSubscription(f *testing.F) {
 		}
 	})
 }
+
+// A device belongs to its subscription (issue 22): another user registering
+// the endpoint with other keys gets 409 and the holder keeps its device and
+// its pushes; the same browser (the same keys) may move to another user.
+func TestPutSubscriptionRefusesTakingAnotherUsersDevice(t *testing.T) {
+	s, fake := subscriptionServer(t, Config{AllowPrivateEndpoints: true})
+	const thief, newOwner = "123e4567-e89b-42d3-a456-426614174000", "9b2f1c3e-4d5a-4b6c-8d7e-0f1a2b3c4d5e"
+	victim := fake.Subscribe()
+	putSubscription(t, s, testUserID, map[string]any{"subscription": victim})
+	stolen := fake.Subscribe()
+	stolen.Endpoint = victim.Endpoint
+	got := putSubscription(t, s, thief, map[string]any{"subscription": stolen})
+	if got.status != http.StatusConflict || !strings.Contains(got.body, `"PUSH_SUBSCRIPTION_CONFLICT"`) {
+		t.Fatalf("taking another user's endpoint: %d %s", got.status, got.body)
+	}
+	if devices := listDevices(t, s, testUserID); len(devices) != 1 {
+		t.Fatalf("the victim has %+v after the refused takeover", devices)
+	}
+	if devices := listDevices(t, s, thief); len(devices) != 0 {
+		t.Fatalf("the thief has %+v", devices)
+	}
+	// The victim's pushes still reach the victim's device.
+	if got := post(s, "/api/v1/test-push", "{}", map[string]string{"X-User-Id": testUserID, "Content-Type": "application/json"}); got.status != http.StatusOK {
+		t.Fatalf("test push: %d %s", got.status, got.body)
+	}
+	var opened int
+	for _, m := range fake.Messages() {
+		if m.Endpoint == victim.Endpoint && m.Plaintext != nil {
+			opened++
+		}
+	}
+	if opened != 1 {
+		t.Errorf("the victim's device opened %d pushes, want 1", opened)
+	}
+	// The same browser, with its own keys, may move to another user.
+	if got := putSubscription(t, s, newOwner, map[string]any{"subscription": victim}); got.status != http.StatusOK {
+		t.Fatalf("moving with the same keys: %d %s", got.status, got.body)
+	}
+	if devices := listDevices(t, s, testUserID); len(devices) != 0 {
+		t.Errorf("the endpoint stayed with the first user: %+v", devices)
+	}
+}

@@ -21,9 +21,10 @@ const AvatarURLMaxLength = 2048
 //
 // Absent stays absent (nil) and null stays null. A string is kept (v is
 // returned as given) unless, checked in this order, it starts with "data:" in
-// any case, is longer than AvatarURLMaxLength, or is not an absolute URL
-// (http, https, ws, wss and ftp URLs also need a host). Anything else, and
-// any value that is not a string, becomes null. Request handlers call it at
+// any case, is longer than AvatarURLMaxLength, or is not an absolute https
+// URL with a host: the standard documents https only, and a javascript: or
+// http: avatar reaches every worker that shows it (issue 22). Anything else,
+// and any value that is not a string, becomes null. Request handlers call it at
 // their boundary; the builders call it again, which is harmless.
 func CheckAvatarURL(v json.RawMessage) (json.RawMessage, *Warning) {
 	if _, w := checkAvatarURL(v); w != nil {
@@ -53,22 +54,8 @@ func checkAvatarURL(v json.RawMessage) (push.Optional[string], *Warning) {
 	if n := push.JSLength(s); n > AvatarURLMaxLength {
 		return clear(RuleTooLong, fmt.Sprintf("is %d UTF-16 code units long, over %d", n, AvatarURLMaxLength))
 	}
-	if !absoluteURL(s) {
-		return clear(RuleURL, "must be an absolute URL")
+	if u, err := url.Parse(s); err != nil || !strings.EqualFold(u.Scheme, "https") || u.Host == "" {
+		return clear(RuleURL, "must be an absolute https URL")
 	}
 	return push.Some(s), nil
-}
-
-// absoluteURL approximates the WHATWG URL parser the standard uses: a
-// scheme is required, and the special network schemes need a host.
-func absoluteURL(s string) bool {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" {
-		return false
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "http", "https", "ws", "wss", "ftp":
-		return u.Host != ""
-	}
-	return true
 }

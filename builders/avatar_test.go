@@ -29,10 +29,12 @@ func TestCheckAvatarURL(t *testing.T) {
 		{"absent", nil, nil, ""},
 		{"null", raw(`null`), raw(`null`), ""},
 		{"https", raw(`"https://cdn.example/rei.png"`), raw(`"https://cdn.example/rei.png"`), ""},
-		// The standard documents https only but never enforced it; upstream
-		// producers send these, so they pass.
-		{"http", raw(`"http://cdn.example/rei.png"`), raw(`"http://cdn.example/rei.png"`), ""},
-		{"javascript", raw(`"javascript:alert(1)"`), raw(`"javascript:alert(1)"`), ""},
+		{"https upper case", raw(`"HTTPS://cdn.example/rei.png"`), raw(`"HTTPS://cdn.example/rei.png"`), ""},
+		// The standard documents https only; upstream never enforced it,
+		// amsg does (issue 22).
+		{"http", raw(`"http://cdn.example/rei.png"`), raw(`null`), builders.RuleURL},
+		{"javascript", raw(`"javascript:alert(1)"`), raw(`null`), builders.RuleURL},
+		{"ftp", raw(`"ftp://cdn.example/rei.png"`), raw(`null`), builders.RuleURL},
 		{"exactly 2048", jsonString(long), jsonString(long), ""},
 		{"exactly 2048 with an astral character", jsonString(astral), jsonString(astral), ""},
 		{"number", raw(`5`), raw(`null`), builders.RuleType},

@@ -90,7 +90,7 @@ const (
 	// Rules of avatarUrl; breaking one clears it with a Warning.
 	RuleDataURI Rule = "data-uri" // a data: URI
 	RuleTooLong Rule = "too-long" // over AvatarURLMaxLength UTF-16 code units
-	RuleURL     Rule = "url"      // not an absolute URL
+	RuleURL     Rule = "url"      // not an absolute https URL
 )
 
 // Error reports an argument that breaks a rule.

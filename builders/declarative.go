@@ -30,6 +30,10 @@ const (
 	// shows a few lines, and every byte of it is spent twice (message holds
 	// the whole text), out of the 3993 a push may carry.
 	NotificationBodyMax = 512
+	// NotificationTitleMax bounds notification.title in bytes: a banner
+	// shows one line of it, and a 5 000-character contactName made a
+	// 5 003-byte title (issue 22).
+	NotificationTitleMax = 128
 	// SessionTagPrefix starts the tag of the quiet notifications of a
 	// session (tool requests, errors); sw/sw.js closes it when the session's
 	// reply is shown.
@@ -79,11 +83,17 @@ func displayTitle(title, contactName string) string {
 // summary cuts text to at most NotificationBodyMax bytes on a rune
 // boundary, marking a cut with an ellipsis.
 func summary(text string) string {
-	if len(text) <= NotificationBodyMax {
+	return cutText(text, NotificationBodyMax)
+}
+
+// cutText cuts text to at most max bytes on a rune boundary, marking a cut
+// with an ellipsis.
+func cutText(text string, max int) string {
+	if len(text) <= max {
 		return text
 	}
 	const ellipsis = "…"
-	cut := NotificationBodyMax - len(ellipsis)
+	cut := max - len(ellipsis)
 	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
@@ -126,6 +136,7 @@ func (b Builder) declare(c *push.Common, title, body, tag string) {
 	if n.Tag.IsAbsent() {
 		n.Tag = push.Some(tag)
 	}
+	bound(&n)
 	n.Unknown = withMember(n.Unknown, "navigate", stringJSON(ConversationURL(origin, c.SessionID)))
 	n.Unknown = withMember(n.Unknown, "mutable", json.RawMessage("true"))
 	c.Notification = &n
@@ -160,8 +171,21 @@ func (b Builder) quiet(c *push.Common, title, body string) {
 	if n.Tag.IsAbsent() {
 		n.Tag = push.Some(SessionTag(c.SessionID))
 	}
+	bound(&n)
 	c.Notification = &n
 	b.declare(c, title, body, SessionTag(c.SessionID))
+}
+
+// bound cuts the title and body of a notification amsg writes to
+// NotificationTitleMax and NotificationBodyMax bytes, the caller's own
+// members included: whatever a caller names, a banner stays a banner.
+func bound(n *push.Notification) {
+	if t, ok := n.Title.Get(); ok {
+		n.Title = push.Some(cutText(t, NotificationTitleMax))
+	}
+	if t, ok := n.Body.Get(); ok {
+		n.Body = push.Some(summary(t))
+	}
 }
 
 func showsNever(n *push.Notification) bool {

@@ -75,6 +75,43 @@ func TestDeclarativeBodyIsBounded(t *testing.T) {
 	t.Logf("declarative overhead for a long text: %d bytes", overhead)
 }
 
+// notification.title and .body stay banner-sized whoever names them: a
+// 5 000-character contactName, or a caller's own directive (issue 22).
+func TestNotificationTitleAndBodyAreBounded(t *testing.T) {
+	long := strings.Repeat("名", 5000)
+	c := instant()
+	p, _, err := fixed.BuildContentPush(builders.ContentArgs{Common: c, Message: "x", ContactName: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := parse(t, p); len(m.Title) > builders.NotificationTitleMax || !utf8.ValidString(m.Title) || !strings.HasPrefix(m.Title, "来自 名") {
+		t.Fatalf("title %d bytes %q…", len(m.Title), m.Title[:min(len(m.Title), 40)])
+	}
+	c.Notification = &push.Notification{Title: push.Some(long), Body: push.Some(long)}
+	for name, build := range map[string]func() (push.Push, error){
+		"content": func() (push.Push, error) {
+			p, _, err := fixed.BuildContentPush(builders.ContentArgs{Common: c, Message: "x"})
+			return p, err
+		},
+		"error": func() (push.Push, error) {
+			return fixed.BuildErrorPush(builders.ErrorArgs{Common: c, Code: "X", Message: "m"})
+		},
+	} {
+		p, err := build()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		m := parse(t, p)
+		if len(m.Title) > builders.NotificationTitleMax || len(m.Body) > builders.NotificationBodyMax ||
+			!strings.HasSuffix(m.Title, "…") || !strings.HasSuffix(m.Body, "…") {
+			t.Errorf("%s: title %d bytes, body %d bytes", name, len(m.Title), len(m.Body))
+		}
+		if long := strings.Repeat("名", 5000); c.Notification.Title != push.Some(long) {
+			t.Errorf("%s: the caller's directive was changed", name)
+		}
+	}
+}
+
 // tool_request and error pushes are quiet notifications every worker shows:
 // show:'always', silent, under the session's tag; declarative too.
 func TestQuietToolRequestAndError(t *testing.T) {

@@ -191,7 +191,10 @@ func (r *Response) Calls() ([]ToolCall, error) {
 	}
 	var calls []ToolCall
 	if err := json.Unmarshal(r.ToolCalls, &calls); err != nil {
-		return nil, fmt.Errorf("decode tool_calls: %w", err)
+		// An id or name that is not a string, say: the answer is not the
+		// chat completion it claims to be, an *Error like every other.
+		return nil, &Error{kind: ErrBadResponse, Status: 200, cause: err,
+			msg: "AI API error: choices[0].message.tool_calls is not a list of function calls"}
 	}
 	return calls, nil
 }

@@ -500,6 +500,8 @@ func FuzzReadCompletion(f *testing.F) {
 		`{"choices":[{"message":{"content":null,"reasoning_content":"r","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
 		`{"choices":[{"message":{"content":[{"type":"text","text":"x"}],"tool_calls":{}}}],"usage":{"prompt_tokens":1e400}}`,
 		`{"choices":[]}`, `{"error":{"message":"quota","code":"insufficient_quota"}}`, `{"choices":[null]}`, `[]`, `nope`,
+		// Issue 22: a tool call id that is an object gave an untyped error.
+		`{"choices":[{"message":{"tool_calls":[{"id":{},"type":"function","function":{"name":"f","arguments":"{}"}}]}}]}`,
 	} {
 		f.Add(seed)
 	}

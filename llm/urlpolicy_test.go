@@ -28,6 +28,7 @@ func TestURLPolicyRefusesNonPublicHosts(t *testing.T) {
 		"http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://api.localhost/v1", "http://[::1]/v1",
 		"http://10.0.0.5/v1", "http://192.168.1.1/v1", "http://169.254.169.254/latest/meta-data",
 		"http://[fe80::1]/v1", "http://0.0.0.0:22/", "http://100.64.0.1/v1", "http://[::ffff:127.0.0.1]/v1",
+		"http://[::ffff:0:127.0.0.1]/v1", "http://[2001:2::1]/v1", "http://[3fff::1]/v1", "http://[2001::1]/v1",
 	} {
 		err := public.Check(context.Background(), u)
 		if !errors.Is(err, ErrInvalidAPIURL) || !strings.Contains(err.Error(), "only public hosts") {

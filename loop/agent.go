@@ -65,6 +65,9 @@ type AgentConfig struct {
 	// PageURL is the companion page's origin; with it content pushes are
 	// Declarative Web Push messages (builders.Builder.PageURL).
 	PageURL string
+	// InterruptTimeout is how long an approval waits for a decision when
+	// the request does not say; 0 means DefaultInterruptTimeout.
+	InterruptTimeout time.Duration
 }
 
 // Liveness tells whether an instance still runs.
@@ -94,13 +97,16 @@ type Agent struct {
 	builder       builders.Builder
 	now           func() time.Time
 	log           *slog.Logger
+
+	interruptTimeout time.Duration
+	decisionKey      decisionKey
 }
 
 // NewAgent returns an Agent for cfg.
 func NewAgent(cfg AgentConfig) *Agent {
 	a := &Agent{client: cfg.Client, transcripts: cfg.Transcripts, maxIterations: cfg.MaxIterations,
 		tokenBudget: cfg.TokenBudget, claimTimeout: cfg.ClaimTimeout, instance: cfg.Instance, liveness: cfg.Liveness,
-		now: cfg.Now, log: cfg.Logger}
+		now: cfg.Now, log: cfg.Logger, interruptTimeout: cmp.Or(max(cfg.InterruptTimeout, 0), DefaultInterruptTimeout)}
 	if a.maxIterations <= 0 {
 		a.maxIterations = DefaultMaxIterations
 	}
@@ -112,6 +118,7 @@ func NewAgent(cfg AgentConfig) *Agent {
 	}
 	if a.transcripts != nil {
 		a.started = a.transcripts.now()
+		a.decisionKey = newDecisionKey(a.transcripts.store.Secrets().MasterKey)
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -120,6 +127,9 @@ func NewAgent(cfg AgentConfig) *Agent {
 	a.builder = builders.Builder{Now: a.now, PageURL: cfg.PageURL}
 	return a
 }
+
+// Now is the agent's clock.
+func (a *Agent) Now() time.Time { return a.now() }
 
 // MaxIterations is the loop bound: iterations run from 0 to MaxIterations-1.
 func (a *Agent) MaxIterations() int { return a.maxIterations }
@@ -135,6 +145,9 @@ type Presentation struct {
 	AvatarURL      json.RawMessage
 	MessageSubtype string          // "" means push.DefaultSubtype
 	Metadata       json.RawMessage // the caller's object; nil or null means {}
+	// Language is a BCP 47 tag (Accept-Language) for the texts amsg writes
+	// itself (notifytext); "" is English.
+	Language string
 }
 
 // Start is a request that starts a loop (/instant).
@@ -148,6 +161,9 @@ type Start struct {
 	// TokenBudget is the session's budget the request asks for; 0 takes the
 	// agent's.
 	TokenBudget int64
+	// Approvals name the tools whose calls wait for the person's decision;
+	// they need an Owner that is a user. The session keeps them.
+	Approvals Approvals
 }
 
 // Resume is a request that continues a loop paused on a tool request
@@ -190,6 +206,7 @@ type Run struct {
 	pres      Presentation
 	budget    int64
 	used      store.TokenUsage
+	approvals Approvals
 }
 
 // SessionID is the session the round belongs to.
@@ -205,7 +222,7 @@ func (a *Agent) Start(ctx context.Context, s Start) (*Run, error) {
 	if a.tokenBudget > 0 && (budget <= 0 || budget > a.tokenBudget) {
 		budget = a.tokenBudget
 	}
-	settings := Settings{Tools: s.Call.Tools, ToolChoice: s.Call.ToolChoice, TokenBudget: budget}
+	settings := Settings{Tools: s.Call.Tools, ToolChoice: s.Call.ToolChoice, TokenBudget: budget, Approvals: s.Approvals}
 	input := s.Call.Messages
 	if push.JSONKind(input) != '[' {
 		input = llm.PromptMessages(s.Call.Prompt)
@@ -216,7 +233,7 @@ func (a *Agent) Start(ctx context.Context, s Start) (*Run, error) {
 		return nil, err
 	}
 	return &Run{a: a, owner: s.Owner, sessionID: s.SessionID, iteration: s.Iteration, call: s.Call,
-		pres: s.Presentation, budget: budget, used: head.Usage}, nil
+		pres: s.Presentation, budget: budget, used: head.Usage, approvals: s.Approvals}, nil
 }
 
 // Resume claims the iteration the session waits for and returns the round
@@ -262,6 +279,11 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 			Reason: fmt.Sprintf("the session waits for the results of iteration %d, not %d", next, r.Iteration)}
 	}
 	results := msgs[split:]
+	if resultsOnly && !tr.Settings.Approvals.IsZero() {
+		if results, err = a.withDecisions(ctx, r.Owner, r.SessionID, next-1, results); err != nil {
+			return nil, err
+		}
+	}
 	if resultsOnly {
 		if err := checkResults(results, calls); err != nil {
 			return nil, &ContinueError{Expected: next, Reason: err.Error()}
@@ -270,10 +292,10 @@ func (a *Agent) Resume(ctx context.Context, r Resume) (*Run, error) {
 			return nil, err
 		}
 	}
-	run.iteration, run.budget, run.used = next, tr.Settings.TokenBudget, tr.Usage
+	run.iteration, run.budget, run.used, run.approvals = next, tr.Settings.TokenBudget, tr.Usage, tr.Settings.Approvals
 	var settings *Settings
 	if push.JSONKind(r.Call.Tools) == '[' {
-		settings = &Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget}
+		settings = &Settings{Tools: r.Call.Tools, ToolChoice: r.Call.ToolChoice, TokenBudget: run.budget, Approvals: run.approvals}
 	} else {
 		run.call.Tools, run.call.ToolChoice = tr.Settings.Tools, tr.Settings.ToolChoice
 	}
@@ -425,7 +447,7 @@ func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
 		}
 	}
 	p.round.Text = push.JSTrim(p.visible.String())
-	if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, p.round.messages()...); rerr != nil {
+	if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, p.round.messages()[p.recorded:]...); rerr != nil {
 		r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
 	}
 	out.SessionID, out.MessagesSent, out.SentAt = r.sessionID, p.sent, r.a.now()
@@ -467,6 +489,11 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 		return r.stop(p, CodeLoopExceeded, r.a.maxIterations), nil
 	case r.budget > 0 && r.used.Total() >= r.budget:
 		return r.stop(p, CodeBudgetExhausted, r.iteration), nil
+	}
+	if len(r.approvals.Tools) > 0 {
+		if out, ok, err := r.requestApprovals(ctx, p, resp); ok {
+			return out, err
+		}
 	}
 	tr, err := r.a.builder.BuildToolRequestPush(builders.ToolRequestArgs{
 		Common: r.common("tool_request"), ToolCalls: resp.ToolCalls, Title: r.title(), ContactName: r.pres.ContactName,
@@ -581,6 +608,9 @@ type roundPusher struct {
 	capped bool     // past MaxSplitInput: the rest is not segmented or pushed
 	held   []string // complete sentences not known to be the last yet
 	sent   int      // content and tool_request pushes delivered
+	// recorded counts the round's messages recorded before it ended
+	// (recordEarly).
+	recorded int
 }
 
 // delta is the stream callback.

@@ -32,6 +32,8 @@ const (
 	MessageToolCalls   MessageType = "tool-calls"   // a round that asked for tools, and paused the loop
 	MessageToolResults MessageType = "tool-results" // the results that resumed it
 	MessageError       MessageType = "error"        // a round or loop that failed or was stopped
+	MessageInterrupt   MessageType = "interrupt"    // a tool call that waits for the person's approval
+	MessageDecision    MessageType = "decision"     // the approval's outcome: who decided what, when
 )
 
 // Message is one entry of a session transcript. Which fields are set
@@ -58,6 +60,8 @@ type Message struct {
 	// ClaimedBy is, on tool-results, the instance running the round they
 	// feed: the claim holds while that instance lives.
 	ClaimedBy string
+	// Interrupt is an interrupt's or a decision's approval.
+	Interrupt *InterruptEntry
 	Pushes    []string // messageIds of the pushes the message produced, in order
 	Usage     store.TokenUsage
 }
@@ -89,6 +93,7 @@ type body struct {
 	Results   []ToolResultEntry `json:"results,omitempty"`
 	Code      string            `json:"code,omitempty"`
 	ClaimedBy string            `json:"claimedBy,omitempty"`
+	Interrupt *InterruptEntry   `json:"interrupt,omitempty"`
 }
 
 type usageJSON struct {
@@ -120,7 +125,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		Pushes []string  `json:"pushes"`
 		Usage  usageJSON `json:"usage"`
 	}{m.ID, m.Seq, push.FormatTimestamp(m.Timestamp), m.Type, m.Iteration,
-		body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code, ""}, pushes, toUsageJSON(m.Usage)})
+		body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code, "", m.Interrupt}, pushes, toUsageJSON(m.Usage)})
 }
 
 // Owner says who may read and continue a session: the user when the
@@ -147,6 +152,8 @@ type Settings struct {
 	// TokenBudget bounds the tokens (input plus output) of all the
 	// session's rounds; 0 is unbounded.
 	TokenBudget int64 `json:"tokenBudget,omitempty"`
+	// Approvals are the tools whose calls wait for the person's decision.
+	Approvals Approvals `json:"approvals,omitzero"`
 }
 
 // Transcript is a session's log.
@@ -238,6 +245,7 @@ func (t *Transcripts) Load(ctx context.Context, owner Owner, sessionID string) (
 			return nil, fmt.Errorf("loop: transcript message %d: %w", e.Seq, err)
 		}
 		m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code, m.ClaimedBy = b.Text, b.Messages, b.Assistant, b.Calls, b.Results, b.Code, b.ClaimedBy
+		m.Interrupt = b.Interrupt
 		tr.Messages = append(tr.Messages, m)
 	}
 	return tr, nil
@@ -275,7 +283,7 @@ func (t *Transcripts) Append(ctx context.Context, owner Owner, sessionID string,
 				m.Results[i].EntryID = t.newID(m.Timestamp)
 			}
 		}
-		raw, err := push.MarshalNoEscape(body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code, m.ClaimedBy})
+		raw, err := push.MarshalNoEscape(body{m.Text, m.Messages, m.Assistant, m.Calls, m.Results, m.Code, m.ClaimedBy, m.Interrupt})
 		if err != nil {
 			return store.TranscriptHead{}, fmt.Errorf("loop: transcript message: %w", err)
 		}
@@ -312,6 +320,9 @@ type Round struct {
 	// ToolRequestPush is the id of the tool_request push, "" when the
 	// round's tool calls were not sent (the loop was stopped instead).
 	ToolRequestPush string
+	// Interrupts are the round's tool calls that wait for approval, each
+	// with the push that asked.
+	Interrupts []InterruptEntry
 	// Error, when set, ends the round: a failed call, or a loop stopped.
 	Error *RoundError
 }
@@ -359,6 +370,9 @@ func (r Round) messages() []Message {
 			}
 		}
 		msgs = append(msgs, m)
+	}
+	for _, in := range r.Interrupts {
+		msgs = append(msgs, Message{Type: MessageInterrupt, Iteration: r.Iteration, Interrupt: &in, Pushes: nonEmpty(in.Push)})
 	}
 	if e := r.Error; e != nil {
 		msgs = append(msgs, Message{Type: MessageError, Iteration: r.Iteration, Code: e.Code, Text: e.Message, Pushes: nonEmpty(e.Push)})

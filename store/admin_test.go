@@ -123,12 +123,17 @@ func TestDeleteUserRemovesEverything(t *testing.T) {
 	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: []push.Attempt{{MessageID: "m", UserID: alice, Outcome: push.OutcomeDelivered}}}); err != nil {
 		t.Fatal(err)
 	}
+	for _, u := range []string{alice, bob} {
+		if err := st.PutTokenProof(ctx, u, store.TokenProof{TokenMAC: "mac", SeenAt: clk.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	d, err := st.DeleteUser(ctx, alice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d != (store.UserDeletion{Devices: 1, Tasks: 1, ClientState: 1, Outbox: 1, Sessions: 1, Attempts: 1}) {
+	if d != (store.UserDeletion{Devices: 1, Tasks: 1, ClientState: 1, Outbox: 1, Sessions: 1, Attempts: 1, TokenProofs: 1}) {
 		t.Fatalf("DeleteUser = %+v, want one row of each", d)
 	}
 	if users, _ := st.Users(ctx, "", 10); len(users) != 1 || users[0].UserID != bob {
@@ -136,6 +141,12 @@ func TestDeleteUserRemovesEverything(t *testing.T) {
 	}
 	if tr, err := st.Transcript(ctx, alice, "s1"); err == nil && tr != nil {
 		t.Fatalf("alice's transcript survived: %+v", tr)
+	}
+	if _, ok, _ := st.TokenProof(ctx, alice); ok {
+		t.Fatal("alice's token proof survived")
+	}
+	if _, ok, _ := st.TokenProof(ctx, bob); !ok {
+		t.Fatal("bob's token proof went with alice's")
 	}
 }
 

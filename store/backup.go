@@ -42,3 +42,42 @@ func Backup(ctx context.Context, path, dest string) error {
 	}
 	return nil
 }
+
+// ErrNotAmsgDatabase: a file offered for a restore is not a SQLite database
+// amsg wrote.
+var ErrNotAmsgDatabase = errors.New("not an amsg database")
+
+// CheckRestorable checks that the SQLite file at path is an intact amsg
+// database of a schema this binary can open (the same or an older
+// version, which Open migrates), and returns its schema version. The file
+// should be a copy: SQLite may write to it.
+func CheckRestorable(ctx context.Context, path string) (int, error) {
+	db, err := sqlite.OpenExisting(path)
+	if err != nil {
+		return 0, fmt.Errorf("store: restore: %w", err)
+	}
+	defer db.Close()
+	var tables int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('schema_version', 'secrets')`).Scan(&tables)
+	if err != nil {
+		return 0, fmt.Errorf("store: restore: %w: %w", ErrNotAmsgDatabase, err)
+	}
+	if tables != 2 {
+		return 0, fmt.Errorf("store: restore: %w: it has no schema_version and secrets tables", ErrNotAmsgDatabase)
+	}
+	var check string
+	if err := db.QueryRowContext(ctx, `PRAGMA quick_check`).Scan(&check); err != nil {
+		return 0, fmt.Errorf("store: restore: integrity check: %w", err)
+	}
+	if check != "ok" {
+		return 0, fmt.Errorf("store: restore: the database fails its integrity check: %s", check)
+	}
+	version, err := schemaVersion(ctx, db)
+	if err != nil {
+		return 0, fmt.Errorf("store: restore: %w", err)
+	}
+	if err := checkSchemaVersion(version, sqlite.LatestSchemaVersion()); err != nil {
+		return 0, fmt.Errorf("store: restore: %w", err)
+	}
+	return version, nil
+}

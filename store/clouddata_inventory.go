@@ -121,6 +121,7 @@ var resourceTypes = []resourceType{
 	{name: "delivery-log", list: listDeliveryLog, remove: removeDeliveryLog},
 	{name: "preference", list: listPreferences, remove: removePreferences},
 	{name: "idempotency-key", list: listIdempotencyKeys, remove: removeIdempotencyKey},
+	{name: "interrupt", list: listInterrupts, remove: removeInterrupt},
 }
 
 // sweepOwnership deletes the ownership records whose resource is gone.
@@ -495,5 +496,23 @@ func listIdempotencyKeys(ctx context.Context, tx *sql.Tx, userID string, limit i
 
 func removeIdempotencyKey(ctx context.Context, tx *sql.Tx, userID, ref string) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND key = ?`, userID, ref)
+	return err
+}
+
+// listInterrupts lists the user's approvals, pending or decided.
+func listInterrupts(ctx context.Context, tx *sql.Tx, userID string, limit int) ([]storedResource, error) {
+	return scanResources(ctx, tx, func(rows *sql.Rows) (storedResource, error) {
+		var r storedResource
+		var decided sql.NullInt64
+		err := rows.Scan(&r.ref, &r.byteSize, &r.updatedAt, &decided, &r.status)
+		r.label, r.updatedAt = "approval "+r.ref, max(r.updatedAt, decided.Int64)
+		r.version = fmt.Sprintf("%d/%s/%d", r.updatedAt, r.status, r.byteSize)
+		return r, err
+	}, `SELECT id, CAST(length(body) + length(coalesce(reason, '')) AS BIGINT), created_at, decided_at, state FROM interrupts
+		WHERE user_id = ? ORDER BY created_at, id LIMIT ?`, userID, limit)
+}
+
+func removeInterrupt(ctx context.Context, tx *sql.Tx, userID, ref string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM interrupts WHERE user_id = ? AND id = ?`, userID, ref)
 	return err
 }

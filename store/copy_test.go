@@ -108,6 +108,10 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 	if _, _, err := st.ClaimIdempotencyKey(ctx, alice, "k1", "h1"); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.CreateInterrupts(ctx, []store.Interrupt{{ID: "int_1", UserID: alice, SessionID: "sess_1", ToolCallID: "call_1",
+		Body: json.RawMessage(`{}`), CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func rawPostgres(t *testing.T, url string) *sql.DB {

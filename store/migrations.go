@@ -3,8 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
+
+// ErrSchemaNewer: the database was migrated by a newer amsg than this one,
+// which refuses to touch it rather than misread it (docs/upgrading.md).
+var ErrSchemaNewer = errors.New("the database schema is newer than this amsg understands: run the newer amsg, or restore a backup taken before the upgrade (docs/upgrading.md)")
 
 // The schema's history lives in each driver's Dialect.Migrations, oldest
 // first: step i brings the schema to version i+1, and a database records its
@@ -25,8 +30,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if from > len(migrations) {
-		return fmt.Errorf("database schema version %d is newer than this amsg understands (%d); run a newer amsg", from, len(migrations))
+	if err := checkSchemaVersion(from, len(migrations)); err != nil {
+		return err
 	}
 	for i := from; i < len(migrations); i++ {
 		version := i + 1
@@ -63,4 +68,13 @@ func schemaVersion(ctx context.Context, q queryRower) (int, error) {
 	var version int
 	err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_version`).Scan(&version)
 	return version, err
+}
+
+// checkSchemaVersion refuses a schema version past latest, the newest this
+// binary knows.
+func checkSchemaVersion(version, latest int) error {
+	if version > latest {
+		return fmt.Errorf("%w (schema version %d, this amsg knows up to %d)", ErrSchemaNewer, version, latest)
+	}
+	return nil
 }

@@ -16,14 +16,15 @@ type Retention struct {
 	Transcripts   time.Duration // session transcripts, from when they were recorded
 	DeviceSilence time.Duration // devices, from their last sign of life
 	Instances     time.Duration // instances, from their last heartbeat
+	TokenProofs   time.Duration // client token proofs, from their last renewal
 }
 
 // Pruned counts what one Prune deleted.
 type Pruned struct {
-	FinishedTasks, Outbox, DeliveryLog, Transcripts, Devices, Instances int
-	DailySlots, IdempotencyKeys                                         int
+	FinishedTasks, Outbox, DeliveryLog, Transcripts, Interrupts, Devices, Instances int
+	DailySlots, IdempotencyKeys, TokenProofs                                        int
 	// CloudRecords counts expired inventory snapshots, plans and finished
-	// cleanup operations.
+	// cleanup operations, and ownership records of deleted resources.
 	CloudRecords int
 }
 
@@ -31,16 +32,17 @@ type Pruned struct {
 func (p Pruned) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
-		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts),
-		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances),
+		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts), slog.Int("interrupts", p.Interrupts),
+		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances), slog.Int("tokenProofs", p.TokenProofs),
 		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys),
 		slog.Int("cloudRecords", p.CloudRecords))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
 // their age: finished tasks, the outbox, the delivery log, transcripts,
-// silent devices and dead instances, each against now and its retention,
-// and expired cloud-data records (after continuing due cleanups).
+// silent devices, dead instances and stale client token proofs, each
+// against now and its retention, and expired cloud-data records (after
+// continuing due cleanups).
 // A failing step does not stop the others; the error joins theirs.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
 	var p Pruned
@@ -61,10 +63,13 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"outbox", &p.Outbox, func() (int, error) { return s.CleanupOutbox(ctx) }},
 		{"delivery log", &p.DeliveryLog, func() (int, error) { return s.PruneDeliveryLog(ctx) }},
 		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
+		// An answered approval lives as long as the transcript that records it.
+		{"interrupts", &p.Interrupts, olderThan(r.Transcripts, s.PruneInterrupts)},
 		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
 		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
 		{"daily slots", &p.DailySlots, olderThan(dailySlotRetention, s.PruneDailySlots)},
 		{"idempotency keys", &p.IdempotencyKeys, olderThan(IdempotencyKeyTTL, s.PruneIdempotencyKeys)},
+		{"token proofs", &p.TokenProofs, olderThan(r.TokenProofs, s.PruneTokenProofs)},
 		{"cloud data", &p.CloudRecords, func() (int, error) { return s.housekeepCloudData(ctx) }},
 	}
 	var errs []error

@@ -28,6 +28,9 @@ var sealedColumns = []sealedColumn{
 	{table: "transcript_sessions", column: "settings", owner: "owner", key: []string{"id"}},
 	{table: "transcript_entries", column: "body", owner: "s.owner", key: []string{"session", "seq"},
 		from: "transcript_entries JOIN transcript_sessions s ON s.id = transcript_entries.session"},
+	{table: "interrupts", column: "body", owner: "user_id", key: []string{"id"}},
+	// A reason is NULL until a denial gives one.
+	{table: "interrupts", column: "reason", owner: "user_id", key: []string{"id"}, from: "interrupts WHERE reason IS NOT NULL"},
 }
 
 // RekeyResult counts the values Rekey re-sealed.

@@ -35,6 +35,16 @@ func TestRekey(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	now := time.Now()
+	if err := st.CreateInterrupts(ctx, []store.Interrupt{
+		{ID: "int_a", UserID: user, SessionID: "s", ToolCallID: "c1", Body: json.RawMessage(`{"name":"a"}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)},
+		{ID: "int_b", UserID: user, SessionID: "s", ToolCallID: "c2", Body: json.RawMessage(`{"name":"b"}`), CreatedAt: now, ExpiresAt: now.Add(time.Hour)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DecideInterrupt(ctx, store.InterruptDecision{ID: "int_a", State: store.InterruptDenied, Reason: "no", At: now}); err != nil {
+		t.Fatal(err)
+	}
 	res, err := st.Rekey(ctx, newKey)
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +73,12 @@ func TestRekey(t *testing.T) {
 	for _, e := range entries {
 		if want := map[string]string{"small": "v1", "big": big}[e.Key]; e.Value != want {
 			t.Errorf("%s = %d bytes, want %d", e.Key, len(e.Value), len(want))
+		}
+	}
+	for id, want := range map[string]string{"int_a": "no", "int_b": ""} {
+		in, err := st.Interrupt(ctx, id)
+		if err != nil || in.Reason != want || len(in.Body) == 0 {
+			t.Errorf("interrupt %s after rekey = %+v, %v", id, in, err)
 		}
 	}
 }

@@ -90,6 +90,11 @@ func (sec Secrets) LogValue() slog.Value {
 // Secrets returns the keys Open loaded, generated or was given.
 func (s *Store) Secrets() Secrets { return s.secrets }
 
+// MasterKeyStored reports whether the database keeps the master key itself
+// (generated, or given with StoreMasterKey) rather than only its check
+// value, so the server starts from the database alone.
+func (s *Store) MasterKeyStored() bool { return s.masterKeyStored }
+
 // Keyring derives user keys from the master key.
 func (s *Store) Keyring() *usercrypt.Keyring { return s.keyring }
 
@@ -203,10 +208,10 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 		if err := validateVAPID(sec.VAPIDPublicKey, sec.VAPIDPrivateKey); err != nil {
 			return fmt.Errorf("stored or generated VAPID key pair: %w", err)
 		}
-		// A master key given from outside stays outside: the database keeps
-		// only its check value.
+		// A master key given from outside stays outside, unless told
+		// otherwise: the database keeps only its check value.
 		storedKey := sec.MasterKey
-		if cfg.MasterKey != "" {
+		if cfg.MasterKey != "" && !cfg.StoreMasterKey {
 			storedKey = ""
 		}
 		if err := putSecrets(tx, stored, map[string]string{
@@ -217,7 +222,7 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 		}, millis(s.now())); err != nil {
 			return err
 		}
-		s.secrets = sec
+		s.secrets, s.masterKeyStored = sec, storedKey != ""
 		return nil
 	})
 	if err != nil {

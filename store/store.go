@@ -80,6 +80,10 @@ type Config struct {
 	// Given and different from the stored one: it replaces it, and every
 	// value sealed under the old key becomes unreadable.
 	MasterKey string
+	// StoreMasterKey keeps a given MasterKey in the database, as a generated
+	// one is, instead of only its check value: how amsg migrate carries a
+	// data directory's generated key to a database the instances share.
+	StoreMasterKey bool
 	// VAPIDPublicKey (base64url of the 65-byte uncompressed P-256 point) and
 	// VAPIDPrivateKey (base64url of the 32-byte scalar) are given together or
 	// not at all. Empty: the stored pair, else one from GenerateVAPID. Given
@@ -132,7 +136,10 @@ type Store struct {
 	log        *slog.Logger
 	now        func() time.Time
 	secrets    Secrets
-	keyring    *usercrypt.Keyring
+	// masterKeyStored: the database keeps the master key itself, not
+	// only its check value.
+	masterKeyStored bool
+	keyring         *usercrypt.Keyring
 
 	closeOnce sync.Once
 	closeErr  error

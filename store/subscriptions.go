@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,11 @@ const MaxSubscriptionBytes = 8 << 10
 // ErrInvalidSubscription reports subscription JSON the store cannot keep.
 var ErrInvalidSubscription = errors.New("store: invalid push subscription")
 
+// ErrEndpointTaken reports an endpoint another user holds with other keys:
+// a device belongs to its subscription, so only the browser that holds the
+// keys (the same keys sent again) may move it to another user.
+var ErrEndpointTaken = errors.New("store: push endpoint is another user's device")
+
 // SubscriptionSummary is what GET /push-subscription reports.
 type SubscriptionSummary struct {
 	Exists    bool
@@ -35,7 +41,8 @@ type SubscriptionSummary struct {
 // PutSubscription stores subscription, a PushSubscription JSON object kept
 // exactly as sent (unknown fields too), as a device of userID. The endpoint
 // is the key: registering it again updates that device, and an endpoint
-// another user registered moves to userID. updatedAt is the client's time,
+// another user registered moves to userID if it comes with the keys it was
+// registered with, else ErrEndpointTaken. updatedAt is the client's time,
 // zero for now. When the user then has more than Config.MaxDevicesPerUser
 // devices, the least recently updated others are evicted.
 func (s *Store) PutSubscription(ctx context.Context, userID string, subscription json.RawMessage, updatedAt time.Time) (push.Device, error) {
@@ -61,6 +68,9 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 	sealed := s.userKey(userID).SealAtRest(compact.Bytes())
 	var evicted int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := s.checkEndpointOwner(tx, userID, sub); err != nil {
+			return err
+		}
 		var created int64
 		err := tx.QueryRow(`INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?)
@@ -91,6 +101,38 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 		s.log.Info("store: evicted least recently updated subscriptions", "userId", userID, "evicted", evicted, "maxDevices", s.maxDevicesPerUser)
 	}
 	return d, nil
+}
+
+// checkEndpointOwner refuses sub for userID when its endpoint is another
+// user's device registered with other keys (issue 22: user B registering
+// user A's endpoint with B's keys took A's device). A row that no longer
+// opens is dead and may be taken.
+func (s *Store) checkEndpointOwner(tx *sql.Tx, userID string, sub push.Subscription) error {
+	var owner, sealed string
+	err := tx.QueryRow(`SELECT user_id, subscription FROM subscriptions WHERE endpoint_sha256 = ?`,
+		endpointHash(sub.Endpoint)).Scan(&owner, &sealed)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	case owner == userID:
+		return nil
+	}
+	var held push.Subscription
+	plaintext, err := s.userKey(owner).OpenAtRest(sealed)
+	if err != nil || json.Unmarshal(plaintext, &held) != nil {
+		return nil
+	}
+	if sameKey(held.Keys.P256dh, sub.Keys.P256dh) && sameKey(held.Keys.Auth, sub.Keys.Auth) {
+		return nil
+	}
+	return ErrEndpointTaken
+}
+
+// sameKey compares two base64url keys in constant time, padding ignored.
+func sameKey(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(strings.TrimRight(a, "=")), []byte(strings.TrimRight(b, "="))) == 1
 }
 
 var devicesSQL = preparedRead(`SELECT id, subscription, created_at, updated_at
@@ -147,8 +189,16 @@ func (s *Store) SubscriptionSummary(ctx context.Context, userID string) (Subscri
 // DeleteDevice deletes one of userID's devices. A device that is already
 // gone, or belongs to another user, is not an error.
 func (s *Store) DeleteDevice(ctx context.Context, userID string, deviceID int64) error {
-	_, err := s.execCount(ctx, "delete subscriptions", deleteDeviceSQL, userID, deviceID)
+	_, err := s.RemoveDevice(ctx, userID, deviceID)
 	return err
+}
+
+// RemoveDevice deletes one of userID's devices by its id and reports
+// whether there was one: the page removes a device it knows by id only,
+// since GET /devices never hands endpoints out.
+func (s *Store) RemoveDevice(ctx context.Context, userID string, deviceID int64) (bool, error) {
+	n, err := s.execCount(ctx, "delete subscriptions", deleteDeviceSQL, userID, deviceID)
+	return n > 0, err
 }
 
 var deleteDeviceSQL = preparedSQL(`DELETE FROM subscriptions WHERE user_id = ? AND id = ?`)

@@ -147,6 +147,32 @@ func TestPutSubscriptionMovesEndpointToNewUser(t *testing.T) {
 	}
 }
 
+// An endpoint another user holds moves only with the keys it was
+// registered with (the same browser); with other keys it is refused and the
+// holder keeps it (issue 22).
+func TestPutSubscriptionRefusesAnotherUsersEndpointWithOtherKeys(t *testing.T) {
+	st := storetest.Open(t, store.Config{})
+	ctx := t.Context()
+	const shared = "https://push.example/shared"
+	if _, err := st.PutSubscription(ctx, alice, subscriptionJSON(shared), time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	otherKeys := json.RawMessage(fmt.Sprintf(`{"endpoint": %q, "keys": {"p256dh": "BOtherKeyOtherKeyOtherKeyOtherKeyOtherKeyOtherKeyOtherKeyOtherKeyOtherKeyOtherKeyOtherKeyO", "auth": "b3RoZXJhdXRoc2VjcmV0"}}`, shared))
+	if _, err := st.PutSubscription(ctx, bob, otherKeys, time.Time{}); !errors.Is(err, store.ErrEndpointTaken) {
+		t.Fatalf("bob registering alice's endpoint with his keys: err = %v, want ErrEndpointTaken", err)
+	}
+	if got := endpoints(t, st, alice); len(got) != 1 || got[0] != shared {
+		t.Errorf("alice has %v after the refused takeover", got)
+	}
+	if got := endpoints(t, st, bob); len(got) != 0 {
+		t.Errorf("bob has %v", got)
+	}
+	// The holder may change its own keys.
+	if _, err := st.PutSubscription(ctx, alice, otherKeys, time.Time{}); err != nil {
+		t.Fatalf("alice re-registering with new keys: %v", err)
+	}
+}
+
 var atRestShape = regexp.MustCompile(`^[0-9a-f]{32}:[0-9a-f]{32}:([0-9a-f]{2})+$`)
 
 func TestSubscriptionsAreSealedAtRest(t *testing.T) {

@@ -45,3 +45,18 @@ func (s *Store) TokenProof(ctx context.Context, userID string) (p TokenProof, ok
 	p.SeenAt = fromMillis(seen)
 	return p, true, nil
 }
+
+// PruneTokenProofs deletes the proofs last renewed before cutoff: they let
+// nothing in any more (api/tokenproof.go), and a token holder naming fresh
+// ids must not grow the table for good.
+func (s *Store) PruneTokenProofs(ctx context.Context, cutoff time.Time) (int, error) {
+	res, err := s.writer.ExecContext(ctx, `DELETE FROM client_token_proofs WHERE seen_at < ?`, millis(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("store: prune token proofs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("store: prune token proofs: %w", err)
+	}
+	return int(n), nil
+}

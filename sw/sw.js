@@ -24,7 +24,8 @@
  *   amsg-app (v1)               store `config` (out-of-line keys), key 'client', WRITTEN BY THE PAGE:
  *                                {apiBase: '/api/v1' or an absolute URL, userId: UUID v4,
  *                                 userKeyHex: 64 hex (GET /get-user-key), clientToken?: string,
- *                                 vapidPublicKey: base64url (GET /vapid-public-key)}
+ *                                 vapidPublicKey: base64url (GET /vapid-public-key),
+ *                                 endpoint?: this device's push endpoint, named in approval decisions}
  *                                pushsubscriptionchange reads it to re-subscribe and PUT the new
  *                                subscription encrypted, as amsg-client does; every Web Push reads
  *                                it to report the device seen (POST /device-seen) and to complete a
@@ -48,8 +49,11 @@
  *   notification.navigate, mutable) are read like the standard's directive they share.
  *
  * Notification click
+ *   The actions 'approve' and 'deny' of an approval (payload.interrupt.kind 'approval') post
+ *   the decision (POST /interrupts/<id>/decision with its token) and open nothing.
  *   The target is notification.data.url, else the declarative notification.navigate of
- *   data.payload, resolved against this origin (same-origin only); else
+ *   data.payload, resolved against this origin (same-origin only); else '/#/interrupt/<id>' for
+ *   an approval; else
  *   '/#/chat/<sessionId>' when data.payload carries a sessionId; else '/'. A window of this origin
  *   whose URL equals the target apart from the fragment is focused (exact match, then the focused
  *   one, then the first) and told NOTIFICATION_CLICKED so it can route; otherwise a window opens.
@@ -394,6 +398,8 @@ function clickTargetURL(data, origin) {
       // An unparsable url falls through to the next rule.
     }
   }
+  const approval = approvalOf(payload);
+  if (approval) return new URL(`/#/interrupt/${encodeURIComponent(approval.id)}`, origin).href;
   if (isObject(payload) && nonBlankString(payload.sessionId)) {
     return new URL(`/#/chat/${encodeURIComponent(payload.sessionId.trim())}`, origin).href;
   }
@@ -803,7 +809,7 @@ async function processPayload(payload, source, apple = false) {
   if (display) {
     const { title, options } = display === 'full' ? buildNotification(payload, now) : buildFallbackNotification(payload, now);
     try {
-      await showNotification(title, options);
+      await showNotification(title, withApprovalActions(payload, options));
       shown = true;
     } catch (err) {
       console.error(LOG, 'showNotification failed', err);
@@ -1222,6 +1228,87 @@ async function cacheFirst(request) {
 }
 
 // ---------------------------------------------------------------------------
+// Approvals (issue 21): a push whose interrupt is of kind 'approval' shows
+// its Approve and Deny actions; a click on one posts the decision with the
+// push's token, without opening a window, and shows the outcome quietly
+// under the same tag (the server's notice, e.g. 'Approved' or 'Already
+// answered'). A failed request shows the approval again, so it can be
+// retried.
+
+// Approval clicks this worker instance finished: the signal tests wait on.
+let approvalsSettled = 0;
+
+/** The approval interrupt a payload carries ({id, kind, toolCallId, expiresAt, decisionToken}), or undefined. */
+function approvalOf(payload) {
+  const interrupt = isObject(payload) ? payload.interrupt : undefined;
+  return isObject(interrupt) && interrupt.kind === 'approval' && nonBlankString(interrupt.id) ? interrupt : undefined;
+}
+
+/** showNotification options with the approval's two actions, for a payload that asks for one. */
+function withApprovalActions(payload, options) {
+  const n = isObject(payload) && isObject(payload.notification) ? payload.notification : {};
+  if (!approvalOf(payload) || !nonBlankString(approvalOf(payload).decisionToken) || !Array.isArray(n.actions)) return options;
+  const actions = n.actions
+    .filter((a) => isObject(a) && (a.action === 'approve' || a.action === 'deny') && nonBlankString(a.title))
+    .map((a) => ({ action: a.action, title: a.title }));
+  return { ...options, actions };
+}
+
+/** Handles a click on an approval's action; false for any other click. */
+function handleApprovalAction(event) {
+  const data = event.notification.data;
+  const payload = isObject(data) ? data.payload : undefined;
+  if ((event.action !== 'approve' && event.action !== 'deny') || !approvalOf(payload)) return false;
+  const work = decideFromNotification(event.notification, payload, event.action)
+    .catch((err) => console.error(LOG, 'approval decision failed', err))
+    .finally(() => { approvalsSettled += 1; });
+  try {
+    event.waitUntil(work);
+  } catch {
+    // An event DevTools or a test dispatched cannot be extended; the work still runs.
+  }
+  return true;
+}
+
+/** Posts the decision and replaces the approval's notification by its outcome. */
+async function decideFromNotification(notification, payload, decision) {
+  const approval = approvalOf(payload);
+  const config = await readClientConfig().catch(() => null);
+  const api = isObject(config) && nonBlankString(config.apiBase) ? config : { apiBase: '/api/v1' };
+  const subscription = await self.registration.pushManager.getSubscription().catch(() => null);
+  const endpoint = (subscription && subscription.endpoint) || (isObject(config) ? config.endpoint : undefined);
+  const headers = { 'content-type': 'application/json' };
+  if (nonBlankString(api.clientToken)) headers['x-client-token'] = api.clientToken;
+  let answer = null;
+  try {
+    const response = await fetch(apiURL(api, `interrupts/${encodeURIComponent(approval.id)}/decision`), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ decision, token: approval.decisionToken, ...(nonBlankString(endpoint) ? { endpoint } : {}) }),
+    });
+    answer = await response.json().catch(() => null);
+  } catch (err) {
+    console.warn(LOG, 'could not post an approval decision', err);
+  }
+  const notice = isObject(answer) && isObject(answer.data) ? answer.data.notice
+    : isObject(answer) && isObject(answer.error) && isObject(answer.error.details) ? answer.error.details.notice : undefined;
+  if (!nonBlankString(notice)) {
+    // Offline or a server error: the question stays open, with its buttons.
+    const { title, options } = buildNotification(payload);
+    await showNotification(title, withApprovalActions(payload, options));
+    return;
+  }
+  await showNotification(notification.title, {
+    body: notice,
+    tag: notification.tag,
+    icon: notification.icon || DEFAULT_ICON,
+    badge: notification.badge || DEFAULT_BADGE,
+    data: notification.data,
+    silent: true,
+  });
+}
+
+// ---------------------------------------------------------------------------
 // Event wiring.
 
 self.addEventListener('install', (event) => {
@@ -1342,7 +1429,7 @@ self.addEventListener('sync', (event) => {
 
 self.addEventListener('notificationclick', (event) => {
   event.notification.close();
-  if (event.action === 'dismiss') return;
+  if (event.action === 'dismiss' || handleApprovalAction(event)) return;
   event.waitUntil(openFromNotification(event.notification.data)
     .catch((err) => console.error(LOG, 'notification click failed', err)));
 });
@@ -1373,6 +1460,9 @@ self.__amsgTest = Object.freeze({
     return { url, clientURL: client ? client.url : null };
   },
   renewSubscription,
+  approvalOf,
+  withApprovalActions,
+  approvalsSettled: () => approvalsSettled,
   pushesSettled: () => pushesSettled,
   notificationsShown: () => notificationsShown,
   deliveryRecord: (key) => transact(DEDUPE_DB, [DEDUPE_STORE], 'readonly', (tx) => req(tx.objectStore(DEDUPE_STORE).get(key))),

@@ -14,7 +14,7 @@ import (
 // runBackup is `amsg backup [--data-dir DIR] FILE`: an online, consistent
 // copy of the SQLite database, safe while `amsg serve` runs.
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	fs := commandFlags("amsg backup", "Usage: amsg backup [--data-dir DIR] FILE\n\nWrites a consistent copy of the SQLite database to FILE (which must not exist),\nwhile the server keeps running. The copy holds the master key: keep it as safe as the data directory.\nTo restore, stop the server and put FILE in place of DIR/amsg.db.", stderr)
+	fs := commandFlags("amsg backup", "Usage: amsg backup [--data-dir DIR] FILE\n\nWrites a consistent copy of the SQLite database to FILE (which must not exist),\nwhile the server keeps running. The copy holds the master key: keep it as safe as the data directory.\nTo restore, stop the server and run amsg restore FILE.", stderr)
 	dataDir := fs.String("data-dir", "", "data directory of the server (env AMSG_DATA_DIR, default ./amsg-data)")
 	if status, done := parseFlags(fs, args); done {
 		return status

@@ -57,9 +57,9 @@ var secretEnv = []struct{ name, usage string }{
 	{"AMSG_LLM_API_KEY", "API key of the operator's model (--llm-api-url)"},
 }
 
-// minAdminTokenLen bounds how short an operator token may be: it opens
-// every user's data.
-const minAdminTokenLen = 16
+// minTokenLen bounds how short the operator token (it opens every user's
+// data) and the client token (it opens every route) may be.
+const minTokenLen = 16
 
 // errUsage marks a configuration error: the process prints one line and
 // exits with status 2.
@@ -157,8 +157,10 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: --shutdown-timeout must be positive", errUsage)
 	case c.Cluster.Heartbeat < 100*time.Millisecond:
 		return fmt.Errorf("%w: --instance-heartbeat must be at least 100ms, got %s", errUsage, c.Cluster.Heartbeat)
-	case c.AdminToken != "" && len(c.AdminToken) < minAdminTokenLen:
-		return fmt.Errorf("%w: AMSG_ADMIN_TOKEN must be at least %d characters (openssl rand -hex 32 makes one)", errUsage, minAdminTokenLen)
+	case c.AdminToken != "" && len(c.AdminToken) < minTokenLen:
+		return fmt.Errorf("%w: AMSG_ADMIN_TOKEN must be at least %d characters (openssl rand -hex 32 makes one)", errUsage, minTokenLen)
+	case c.ClientToken != "" && len(c.ClientToken) < minTokenLen:
+		return fmt.Errorf("%w: AMSG_CLIENT_TOKEN must be at least %d characters (openssl rand -hex 32 makes one)", errUsage, minTokenLen)
 	}
 	if err := c.Scheduler.validate(); err != nil {
 		return err

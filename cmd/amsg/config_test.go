@@ -34,7 +34,7 @@ func TestServeConfigEnvTwins(t *testing.T) {
 		"AMSG_CORS_ORIGIN":             "*",
 		"AMSG_LOG_LEVEL":               "debug",
 		"AMSG_MASTER_KEY":              strings.Repeat("a", 64),
-		"AMSG_CLIENT_TOKEN":            "tok",
+		"AMSG_CLIENT_TOKEN":            "client-token-0123",
 		"AMSG_MAX_DELIVERY_RETRIES":    "0",
 		"AMSG_MAX_GENERATION_RETRIES":  "5",
 	}), io.Discard)
@@ -42,7 +42,7 @@ func TestServeConfigEnvTwins(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != ":9000" || c.DataDir != "/data" || c.Tick != 250*time.Millisecond || !c.AllowPrivateEndpoints ||
-		c.CORSOrigin != "*" || c.LogLevel != slog.LevelDebug || c.MasterKey != strings.Repeat("a", 64) || c.ClientToken != "tok" ||
+		c.CORSOrigin != "*" || c.LogLevel != slog.LevelDebug || c.MasterKey != strings.Repeat("a", 64) || c.ClientToken != "client-token-0123" ||
 		c.Scheduler.DeliveryRetries != 0 || c.Scheduler.GenerationRetries != 5 {
 		t.Errorf("config = %+v", c)
 	}
@@ -63,6 +63,7 @@ func TestServeConfigRejectsBadInput(t *testing.T) {
 		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`},
 		{"half a VAPID pair", nil, map[string]string{"AMSG_VAPID_PUBLIC_KEY": "B"}, "must be given together"},
 		{"short operator token", nil, map[string]string{"AMSG_ADMIN_TOKEN": "short"}, "AMSG_ADMIN_TOKEN must be at least 16"},
+		{"short client token", nil, map[string]string{"AMSG_CLIENT_TOKEN": "x"}, "AMSG_CLIENT_TOKEN must be at least 16"},
 		{"log format", []string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
 		{"database url", nil, map[string]string{"AMSG_DATABASE_URL": "mysql://db/amsg"}, "--database-url must start postgres:// or postgresql://"},
 		{"instance heartbeat", []string{"--instance-heartbeat", "1ms"}, nil, "--instance-heartbeat must be at least 100ms"},

@@ -17,6 +17,7 @@ type instantConfig struct {
 	SessionTokenBudget int64
 	LLMTimeout         time.Duration
 	TranscriptMaxAge   time.Duration
+	InterruptTimeout   time.Duration
 }
 
 func (c *instantConfig) register(fs *flag.FlagSet) {
@@ -26,6 +27,8 @@ func (c *instantConfig) register(fs *flag.FlagSet) {
 		"tokens (input plus output) one session may spend over all its rounds; 0 is no cap, a request's tokenBudget may ask for less")
 	fs.DurationVar(&c.LLMTimeout, "llm-timeout", llm.DefaultLLMTimeout, "bound on one LLM call, a streamed answer included")
 	fs.DurationVar(&c.TranscriptMaxAge, "transcript-max-age", 30*24*time.Hour, "how long session transcripts are kept")
+	fs.DurationVar(&c.InterruptTimeout, "interrupt-timeout", loop.DefaultInterruptTimeout,
+		"how long a tool call of approvalTools waits for the person's decision when the request does not say (approvalTimeoutSeconds)")
 }
 
 func (c instantConfig) validate() error {
@@ -38,6 +41,8 @@ func (c instantConfig) validate() error {
 		return fmt.Errorf("%w: --llm-timeout must be positive", errUsage)
 	case c.TranscriptMaxAge < time.Hour:
 		return fmt.Errorf("%w: --transcript-max-age must be at least 1h, got %s", errUsage, c.TranscriptMaxAge)
+	case c.InterruptTimeout < loop.MinInterruptTimeout || c.InterruptTimeout > loop.MaxInterruptTimeout:
+		return fmt.Errorf("%w: --interrupt-timeout must be within %s..%s, got %s", errUsage, loop.MinInterruptTimeout, loop.MaxInterruptTimeout, c.InterruptTimeout)
 	}
 	return nil
 }
@@ -55,5 +60,7 @@ func (s *server) instant() *api.Instant {
 		Logger:        s.log,
 		PageURL:       s.cfg.Notifications.PublicURL,
 		Now:           s.now,
+
+		InterruptTimeout: c.InterruptTimeout,
 	})}
 }

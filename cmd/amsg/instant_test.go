@@ -21,13 +21,14 @@ func TestInstantConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Instant != (instantConfig{MaxLoopIterations: 10, LLMTimeout: 300 * time.Second, TranscriptMaxAge: 30 * 24 * time.Hour}) {
+	if c.Instant != (instantConfig{MaxLoopIterations: 10, LLMTimeout: 300 * time.Second, TranscriptMaxAge: 30 * 24 * time.Hour, InterruptTimeout: time.Hour}) {
 		t.Errorf("defaults = %+v", c.Instant)
 	}
 	c, err = parseServeConfig(nil, env(map[string]string{
 		"AMSG_MAX_LOOP_ITERATIONS": "4", "AMSG_SESSION_TOKEN_BUDGET": "50000", "AMSG_LLM_TIMEOUT": "1m", "AMSG_TRANSCRIPT_MAX_AGE": "168h",
+		"AMSG_INTERRUPT_TIMEOUT": "15m",
 	}), io.Discard)
-	if err != nil || c.Instant != (instantConfig{4, 50000, time.Minute, 7 * 24 * time.Hour}) {
+	if err != nil || c.Instant != (instantConfig{4, 50000, time.Minute, 7 * 24 * time.Hour, 15 * time.Minute}) {
 		t.Errorf("from the environment: %+v, %v", c.Instant, err)
 	}
 	for _, bad := range []struct{ name, value, want string }{
@@ -35,6 +36,7 @@ func TestInstantConfig(t *testing.T) {
 		{"AMSG_SESSION_TOKEN_BUDGET", "-1", "--session-token-budget must not be negative"},
 		{"AMSG_LLM_TIMEOUT", "0s", "--llm-timeout must be positive"},
 		{"AMSG_TRANSCRIPT_MAX_AGE", "10m", "--transcript-max-age must be at least 1h"},
+		{"AMSG_INTERRUPT_TIMEOUT", "1s", "--interrupt-timeout must be within 10s..168h0m0s"},
 	} {
 		_, err := parseServeConfig(nil, env(map[string]string{bad.name: bad.value}), io.Discard)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), bad.want) {

@@ -10,16 +10,21 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"amsg/store/usercrypt"
 )
 
 // runAmsg runs the binary with args and env added to the environment, and
 // returns its exit code and output.
 func runAmsg(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return runAmsgWithInput(t, "", env, args...)
+}
+
+// runAmsgWithInput is runAmsg with stdin reading input.
+func runAmsgWithInput(t *testing.T, input string, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(amsgBinary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(input)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -66,11 +71,7 @@ func TestMasterKeyMismatchAndRekey(t *testing.T) {
 		t.Fatalf("serve with the old key after rekey: exit %d\n%s", code, stderr)
 	}
 	p = startAmsg(t, r.dir, append(r.env, "AMSG_MASTER_KEY=", "AMSG_MASTER_KEY_FILE="+keyFile)...)
-	ring, err := usercrypt.NewKeyring(newKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.key = ring.UserKey(taskUser)
+	r.useMasterKey(t, newKey)
 	status, body := r.call(t, p, http.MethodGet, "push-subscription", nil)
 	if status != http.StatusOK || !strings.Contains(string(body), `"devices":1`) {
 		t.Fatalf("the device after rekey: %d %s", status, body)

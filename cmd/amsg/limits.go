@@ -39,7 +39,9 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"bound on sending a response from its first byte; event streams renew it per frame")
 	fs.IntVar(&l.MaxRounds, "max-rounds", api.DefaultMaxRounds, "LLM rounds (/instant, /continue) running at once")
 	fs.IntVar(&l.MaxRoundsPerUser, "max-rounds-per-user", api.DefaultMaxRoundsPerUser,
-		"LLM rounds running at once per user (per client address without X-User-Id)")
+		"LLM rounds running at once per user that proved its id (else per client address)")
+	fs.IntVar(&l.MaxRoundsPerAddress, "max-rounds-per-address", api.DefaultMaxRoundsPerAddress,
+		"LLM rounds running at once per client address, whatever user ids it names")
 	fs.DurationVar(&l.OrphanRoundTimeout, "orphan-round-timeout", api.DefaultOrphanRoundTimeout,
 		"how long an /instant or /continue round runs on after its client left")
 	fs.IntVar(&l.MaxOrphanRounds, "max-orphan-rounds", api.DefaultMaxOrphanRounds,
@@ -49,6 +51,10 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&l.Burst, "rate-burst", api.DefaultBurst, "requests a client address may burst above --rate")
 	fs.Float64Var(&l.UserRequestsPerSecond, "user-rate", api.DefaultUserRequestsPerSecond, "requests per second per user (X-User-Id)")
 	fs.IntVar(&l.UserBurst, "user-rate-burst", api.DefaultUserBurst, "requests a user may burst above --user-rate")
+	fs.Int64Var(&l.WriteBytesPerAddressPerHour, "write-bytes-per-address", api.DefaultWriteBytesPerAddressPerHour,
+		"request body bytes one client address may send per hour")
+	fs.IntVar(&l.NewUsersPerAddressPerHour, "new-users-per-address", api.DefaultNewUsersPerAddressPerHour,
+		"distinct user ids one client address may write as per hour")
 	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "",
 		"comma-separated proxy addresses or CIDRs whose X-Forwarded-For names the client")
 	fs.IntVar(&l.MaxTasksPerUser, "max-tasks-per-user", api.DefaultMaxTasksPerUser,
@@ -79,6 +85,8 @@ func (c limitsConfig) validate() error {
 		{"body-read-timeout", l.BodyReadTimeout > 0}, {"write-timeout", l.WriteTimeout > 0},
 		{"orphan-round-timeout", l.OrphanRoundTimeout > 0}, {"client-token-proof-max-age", l.TokenProofMaxAge > 0},
 		{"max-rounds", l.MaxRounds > 0}, {"max-rounds-per-user", l.MaxRoundsPerUser > 0},
+		{"max-rounds-per-address", l.MaxRoundsPerAddress > 0}, {"write-bytes-per-address", l.WriteBytesPerAddressPerHour > 0},
+		{"new-users-per-address", l.NewUsersPerAddressPerHour > 0},
 		{"max-orphan-rounds", l.MaxOrphanRounds > 0}, {"rate", l.RequestsPerSecond > 0}, {"rate-burst", l.Burst > 0},
 		{"user-rate", l.UserRequestsPerSecond > 0}, {"user-rate-burst", l.UserBurst > 0},
 		{"max-tasks-per-user", l.MaxTasksPerUser > 0}, {"max-state-bytes-per-user", l.MaxStateBytesPerUser > 0},

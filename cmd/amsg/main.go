@@ -6,9 +6,11 @@
 //	amsg send      send a notification to a user (operator API)
 //	amsg admin     operator commands: users, devices, tasks, failed, broadcast, delete-user
 //	amsg backup    write a consistent copy of the SQLite database
+//	amsg restore   replace the SQLite database by a backup, server stopped
 //	amsg health    exit 0 when the server at AMSG_ADDR answers /healthz
 //	amsg rekey     re-seal the stored data under a new master key
-//	amsg migrate   copy a SQLite data directory into PostgreSQL
+//	amsg migrate   copy a SQLite data directory into PostgreSQL, keys included
+//	amsg keys      print the key set of a database as environment lines
 //	amsg version   print the version
 package main
 
@@ -23,17 +25,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"amsg/api"
 	"amsg/push/webpush"
 )
-
-// version is set at build time with -ldflags "-X main.version=…"; otherwise
-// it comes from the module's build information.
-var version string
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -51,9 +48,11 @@ Commands:
   send      send a notification to a user (amsg send -h; needs AMSG_ADMIN_TOKEN)
   admin     operator commands: users, devices, tasks, failed, broadcast, delete-user (amsg admin -h)
   backup    write a consistent copy of the SQLite database, online (amsg backup -h)
+  restore   replace the SQLite database by a backup, with the server stopped (amsg restore -h)
   health    exit 0 when the server at AMSG_ADDR answers /healthz
   rekey     re-seal the stored data under a new master key (amsg rekey -h)
-  migrate   copy a SQLite data directory into PostgreSQL (amsg migrate -h)
+  migrate   copy a SQLite data directory into PostgreSQL, keys included (amsg migrate -h)
+  keys      export: print the key set of a database as environment lines (amsg keys -h)
   version   print the version
 `
 
@@ -88,10 +87,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return runBackup(ctx, args[1:], stdout, stderr, getenv)
 	case "health":
 		return runHealth(ctx, args[1:], getenv, stderr)
+	case "restore":
+		return runRestore(ctx, args[1:], stdout, stderr, getenv)
 	case "rekey":
 		return runRekey(ctx, args[1:], stdout, stderr, getenv)
 	case "migrate":
-		return runMigrate(ctx, args[1:], stdout, stderr, getenv)
+		return runMigrate(ctx, args[1:], os.Stdin, stdout, stderr, getenv)
+	case "keys":
+		return runKeys(ctx, args[1:], stdout, stderr, getenv)
 	case "version", "-version", "--version":
 		if status, done := noFlags("amsg version", "prints the version", args[1:], stderr); done {
 			return status
@@ -104,28 +107,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	fmt.Fprintf(stderr, "amsg: unknown command %q\n%s", args[0], usage)
 	return 2
-}
-
-// buildVersion is the version given at link time, else the module version
-// and VCS revision Go recorded in the binary.
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	v := info.Main.Version
-	if v == "" || v == "(devel)" {
-		v = "dev"
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	return v
 }
 
 // runToken mints a Bearer token signed with AMSG_TOKEN_SIGNING_KEY, for

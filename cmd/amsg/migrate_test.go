@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,4 +71,80 @@ func TestMigrateRefusesBadArguments(t *testing.T) {
 		func(string) string { return "" }); code != 1 || !strings.Contains(stderr.String(), "amsg.db") {
 		t.Errorf("a directory without a database = %d %q, want 1 naming amsg.db", code, stderr.String())
 	}
+}
+
+// Issue 23, problem 1: a quick-start data directory (keys generated and
+// stored) moved to PostgreSQL starts two instances with AMSG_DATABASE_URL
+// alone, and they read the directory's data with its keys.
+func TestMigratedQuickStartRunsInstancesFromTheDatabaseAlone(t *testing.T) {
+	r := newTaskRig(t)
+	quickStart := []string{"AMSG_ALLOW_PRIVATE_ENDPOINTS=true", "AMSG_MASTER_KEY="} // the key generated, as on a first start
+	p := startAmsg(t, r.dir, append(quickStart, "AMSG_VAPID_PUBLIC_KEY="+r.vapid[0], "AMSG_VAPID_PRIVATE_KEY="+r.vapid[1])...)
+	exported := exportKeys(t, "--data-dir", r.dir)
+	r.useMasterKey(t, exported["AMSG_MASTER_KEY"])
+	r.register(t, p)
+	if err := p.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	url := storetest.DatabaseURL(t)
+	if code, stdout, stderr := runAmsg(t, []string{"AMSG_DATABASE_URL=" + url}, "migrate", "--from", r.dir); code != 0 || !strings.Contains(stdout, "subscriptions: 1 rows") {
+		t.Fatalf("amsg migrate: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if got := exportKeys(t, "--database-url", url); !maps.Equal(got, exported) {
+		t.Errorf("the database's keys %v are not the data directory's %v", got, exported)
+	}
+	for range 2 {
+		p := startAmsg(t, t.TempDir(), append(quickStart, "AMSG_DATABASE_URL="+url)...)
+		if status, body := r.call(t, p, http.MethodGet, "push-subscription", nil); status != http.StatusOK || !strings.Contains(string(body), `"devices":1`) {
+			t.Fatalf("the migrated device on an instance: %d %s", status, body)
+		}
+	}
+}
+
+// With --keep-master-key-outside the database keeps only the check value:
+// amsg migrate prints the key and copies nothing until told it is saved;
+// instances then need the key.
+func TestMigrateKeepingTheMasterKeyOutside(t *testing.T) {
+	dir := t.TempDir()
+	p := startAmsg(t, dir, "AMSG_MASTER_KEY=")
+	if err := p.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	key := exportKeys(t, "--data-dir", dir)["AMSG_MASTER_KEY"]
+	url := storetest.DatabaseURL(t)
+	env := []string{"AMSG_DATABASE_URL=" + url}
+
+	code, stdout, stderr := runAmsgWithInput(t, "no\n", env, "migrate", "--from", dir, "--keep-master-key-outside")
+	if code != 1 || stdout != "AMSG_MASTER_KEY="+key+"\n" || !strings.Contains(stderr, "nothing was copied") {
+		t.Fatalf("migrate answered no: exit %d\nstdout %q\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runAmsg(t, env, "keys", "export"); code != 1 || !strings.Contains(stderr, "no VAPID key pair") {
+		t.Fatalf("after a refused migrate the database should hold no keys: exit %d\n%s", code, stderr)
+	}
+	if code, stdout, stderr := runAmsgWithInput(t, "yes\n", env, "migrate", "--from", dir, "--keep-master-key-outside"); code != 0 || !strings.HasPrefix(stdout, "AMSG_MASTER_KEY="+key+"\n") {
+		t.Fatalf("migrate answered yes: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runAmsg(t, append(env, "AMSG_ADDR=127.0.0.1:0", "AMSG_MASTER_KEY="), "serve"); code != 2 || !strings.Contains(stderr, "check value") {
+		t.Fatalf("an instance without the key: exit %d\n%s", code, stderr)
+	}
+	startAmsg(t, t.TempDir(), "AMSG_DATABASE_URL="+url, "AMSG_MASTER_KEY="+key)
+}
+
+// exportKeys runs amsg keys export with args and parses its lines.
+func exportKeys(t *testing.T, args ...string) map[string]string {
+	t.Helper()
+	code, stdout, stderr := runAmsg(t, []string{"AMSG_MASTER_KEY=", "AMSG_DATABASE_URL="}, append([]string{"keys", "export"}, args...)...)
+	if code != 0 {
+		t.Fatalf("amsg keys export: exit %d\n%s", code, stderr)
+	}
+	keys := map[string]string{}
+	for line := range strings.Lines(stdout) {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), "=")
+		keys[name] = value
+	}
+	if len(keys) != 3 || len(keys["AMSG_MASTER_KEY"]) != 64 || keys["AMSG_VAPID_PUBLIC_KEY"] == "" || keys["AMSG_VAPID_PRIVATE_KEY"] == "" {
+		t.Fatalf("amsg keys export printed %q", stdout)
+	}
+	return keys
 }

@@ -74,6 +74,7 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 			Transcripts:   s.cfg.Instant.TranscriptMaxAge,
 			DeviceSilence: s.cfg.Notifications.DeviceMaxSilence,
 			Instances:     deadInstanceAge,
+			TokenProofs:   s.cfg.Limits.API.TokenProofMaxAge,
 		},
 	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts,
 		Housekeeper: s.housekeeper})

@@ -58,6 +58,16 @@ func newTaskRig(t *testing.T, env ...string) *taskRig {
 	return r
 }
 
+// useMasterKey makes the rig's calls use the user key under masterKey.
+func (r *taskRig) useMasterKey(t *testing.T, masterKey string) {
+	t.Helper()
+	ring, err := usercrypt.NewKeyring(masterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.key = ring.UserKey(taskUser)
+}
+
 func (r *taskRig) start(t *testing.T) *amsgProcess {
 	t.Helper()
 	return startAmsg(t, r.dir, r.env...)

@@ -322,7 +322,7 @@ func TestQuotaAndRateLimit(t *testing.T) {
 // from amsg-client's encrypted /instant as soon as the server restarts with
 // the new one.
 func TestRotatedClientTokenStopsWorking(t *testing.T) {
-	r := newTaskRig(t, "AMSG_CLIENT_TOKEN=old-token")
+	r := newTaskRig(t, "AMSG_CLIENT_TOKEN=old-client-token-1")
 	encryptedInstant := func(p *amsgProcess) int {
 		req, _ := http.NewRequest(http.MethodPost, p.URL+"/api/v1/instant", strings.NewReader("{"))
 		for k, v := range map[string]string{"Content-Type": "application/json", "X-User-Id": taskUser,
@@ -348,7 +348,7 @@ func TestRotatedClientTokenStopsWorking(t *testing.T) {
 		return resp.StatusCode
 	}
 	p := r.start(t)
-	if got := prove(p, "old-token"); got != http.StatusOK {
+	if got := prove(p, "old-client-token-1"); got != http.StatusOK {
 		t.Fatalf("get-user-key: %d", got)
 	}
 	if got := encryptedInstant(p); got != http.StatusBadRequest { // past auth, the body is no envelope
@@ -357,11 +357,11 @@ func TestRotatedClientTokenStopsWorking(t *testing.T) {
 	if err := p.Stop(t); err != nil {
 		t.Fatal(err)
 	}
-	p = startAmsg(t, r.dir, append(r.env, "AMSG_CLIENT_TOKEN=new-token")...)
+	p = startAmsg(t, r.dir, append(r.env, "AMSG_CLIENT_TOKEN=new-client-token-2")...)
 	if got := encryptedInstant(p); got != http.StatusUnauthorized {
 		t.Fatalf("the old token's holder after rotation: %d", got)
 	}
-	if got := prove(p, "new-token"); got != http.StatusOK {
+	if got := prove(p, "new-client-token-2"); got != http.StatusOK {
 		t.Fatalf("get-user-key with the new token: %d", got)
 	}
 	if got := encryptedInstant(p); got != http.StatusBadRequest {

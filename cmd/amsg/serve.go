@@ -126,7 +126,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	})
 	if err != nil {
 		closeFile(dataLock)
-		if errors.Is(err, store.ErrInvalidSecret) {
+		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) {
 			return nil, &configError{err}
 		}
 		return nil, err
@@ -276,6 +276,9 @@ func (s *server) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.runInstance(background) })
 	wg.Go(func() { s.watchTasks(background) })
+	// Expired approvals are looked for on the scheduler's tick; every
+	// instance looks, and each expiry is settled by one (store fence).
+	wg.Go(func() { s.api.WatchInterrupts(background, s.cfg.Tick) })
 
 	s.scheduler.Start()
 	serveErr := make(chan error, 1)

@@ -88,6 +88,23 @@ type Request struct {
 // Stream reports whether the request asked for a streamed answer.
 func (r Request) Stream() bool { return bytes.Equal(r.Body["stream"], []byte("true")) }
 
+// ToolResult is the content of the last role "tool" message answering
+// callID in the request's messages, and whether there is one.
+func (r Request) ToolResult(callID string) (string, bool) {
+	var msgs []struct {
+		Role       string `json:"role"`
+		ToolCallID string `json:"tool_call_id"`
+		Content    string `json:"content"`
+	}
+	_ = json.Unmarshal(r.Body["messages"], &msgs) // not an array: no result
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "tool" && msgs[i].ToolCallID == callID {
+			return msgs[i].Content, true
+		}
+	}
+	return "", false
+}
+
 // Server is the fake endpoint.
 type Server struct {
 	// URL is the base URL, http://127.0.0.1:port.

@@ -171,6 +171,9 @@ type Recipients struct {
 	// policy withholds reasoning: they are recorded in the outbox only (the
 	// user's daily limit is spent).
 	OutboxOnly bool
+	// Except is a device of the user that the round leaves out (the one
+	// that answered an approval itself); 0 for none.
+	Except int64
 }
 
 // Result says what happened to one push at each recipient.
@@ -269,6 +272,9 @@ type Outgoing struct {
 	// Streamed: the round's SSE stream delivered it to the streaming
 	// device, which under PolicyVisible gets no Web Push copy.
 	Streamed bool
+	// TTL and Urgency override the source's and the kind's when set.
+	TTL     time.Duration
+	Urgency webpush.Urgency
 }
 
 // Recorded returns the pushes recorded for the round's user whose message
@@ -325,7 +331,9 @@ func (r *Round) push(ctx context.Context, p push.Push, streamed bool) (Result, e
 	if err := r.Record(ctx, []push.OutboxMessage{m}); err != nil {
 		r.c.log.WarnContext(ctx, "courier: sending a push the outbox could not record", "messageId", m.MessageID, "err", err)
 	}
-	return r.Deliver(ctx, Outgoing{OutboxMessage: m, Kind: p.Kind(), Recorded: true, Streamed: streamed})
+	o := Outgoing{OutboxMessage: m, Kind: p.Kind(), Recorded: true, Streamed: streamed}
+	o.TTL, o.Urgency = approvalDelivery(p, r.c.cfg.Now())
+	return r.Deliver(ctx, o)
 }
 
 // Send delivers one recorded push to every recipient at once and records
@@ -412,7 +420,7 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 		}
 		o.Recorded = true
 	}
-	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source}
+	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source, TTL: o.TTL, Urgency: o.Urgency}
 	errs := make([]error, len(subs))
 	if len(subs) == 1 {
 		// Most users have one device: sending on this goroutine spares a
@@ -455,6 +463,9 @@ func (r *Round) subscriptions(res *Result, skip string) []push.Subscription {
 	}
 	if r.devices != nil {
 		for _, d := range r.devices.list() {
+			if d.ID == r.to.Except {
+				continue
+			}
 			if skip != "" && d.Subscription.Endpoint == skip {
 				res.Streamed = true
 				continue

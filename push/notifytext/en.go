@@ -7,5 +7,15 @@ func init() {
 		Receiving:        "Receiving a message…",
 		ToolRequestBody:  "%s needs this device to continue",
 		ReplyInterrupted: "The reply was interrupted",
+
+		ApprovalBody:      "%s asks for your approval: %s",
+		ApproveAction:     "Approve",
+		DenyAction:        "Deny",
+		Approved:          "Approved",
+		Declined:          "Declined",
+		ApprovedElsewhere: "Approved on another device",
+		DeclinedElsewhere: "Declined on another device",
+		NoLongerWaiting:   "No longer waiting",
+		AlreadyAnswered:   "Already answered",
 	}
 }

@@ -23,6 +23,17 @@ const (
 	Receiving        Key = "receiving"        // the quiet body shown while a message is still arriving
 	ToolRequestBody  Key = "toolRequestBody"  // a tool request's body; %s the contact's name
 	ReplyInterrupted Key = "replyInterrupted" // an error push's title
+
+	// An approval's notification and its outcomes (issue 21).
+	ApprovalBody      Key = "approvalBody"      // %s the contact's name, %s the tool's name
+	ApproveAction     Key = "approveAction"     // the Approve button's title
+	DenyAction        Key = "denyAction"        // the Deny button's title
+	Approved          Key = "approved"          // shown on the device that approved
+	Declined          Key = "declined"          // shown on the device that declined
+	ApprovedElsewhere Key = "approvedElsewhere" // replaces the notification on the other devices
+	DeclinedElsewhere Key = "declinedElsewhere" // likewise for a denial
+	NoLongerWaiting   Key = "noLongerWaiting"   // replaces the notification once the approval expired
+	AlreadyAnswered   Key = "alreadyAnswered"   // a decision that came too late
 )
 
 // English is the language of a device that reported none, or one without a

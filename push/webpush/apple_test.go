@@ -55,7 +55,7 @@ func TestAppleRefusedWithPlaceholderSubject(t *testing.T) {
 // device as one content push cut to the budget, with _truncated naming
 // the outbox entry, and a Chromium device as `_multipart` chunks.
 func TestAppleLongReplyIsOneVisiblePush(t *testing.T) {
-	f, apple := newAppleFixture(t, "mailto:ops@example.org")
+	f, apple := newAppleFixture(t, "mailto:ops@push-ops.net")
 	if !f.sender.AppleSubjectOK() {
 		t.Fatal("a real subject refused")
 	}

@@ -85,15 +85,17 @@ func NormalizeSubject(subject string) (string, error) {
 	return "mailto:" + s, nil
 }
 
-// placeholderSubject reports a subject whose domain cannot receive mail;
-// Apple's push service rejects those tokens.
+// placeholderSubject reports a subject whose domain cannot receive mail,
+// or is one of RFC 2606's example domains that sample configurations use
+// (deploy/docker-compose.yml's default among them): Apple's push service
+// rejects those tokens.
 func placeholderSubject(sub string) bool {
 	at := strings.LastIndexByte(sub, '@')
 	if !strings.HasPrefix(sub, "mailto:") || at < 0 {
 		return false
 	}
 	domain := strings.ToLower(sub[at+1:])
-	for _, suffix := range []string{"localhost", ".local", ".invalid", ".test", ".example"} {
+	for _, suffix := range []string{"localhost", ".local", ".invalid", ".test", ".example", ".example.org", ".example.com", ".example.net"} {
 		if domain == strings.TrimPrefix(suffix, ".") || strings.HasSuffix(domain, suffix) {
 			return true
 		}

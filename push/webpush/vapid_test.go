@@ -104,12 +104,16 @@ func TestNormalizeSubject(t *testing.T) {
 
 func TestPlaceholderSubject(t *testing.T) {
 	for sub, want := range map[string]bool{
-		"mailto:ops@example.org":    false,
-		"mailto:x@localhost":        true,
-		"mailto:x@box.local":        true,
-		"mailto:x@push.invalid":     true,
-		"mailto:x@intranet":         true,
-		"https://localhost/contact": false, // a URL is not mailed
+		"mailto:ops@push-ops.net":     false,
+		"mailto:admin@example.org":    true, // the compose file's default
+		"mailto:ops@example.com":      true,
+		"mailto:ops@mail.example.net": true,
+		"mailto:ops@myexample.org":    false,
+		"mailto:x@localhost":          true,
+		"mailto:x@box.local":          true,
+		"mailto:x@push.invalid":       true,
+		"mailto:x@intranet":           true,
+		"https://localhost/contact":   false, // a URL is not mailed
 	} {
 		if got := placeholderSubject(sub); got != want {
 			t.Errorf("placeholderSubject(%q) = %v, want %v", sub, got, want)

@@ -28,6 +28,7 @@ var dialect = driver.Dialect{
 		outboxBurstSchema,
 		quietHoursSchema,
 		idempotencySchema,
+		interruptsSchema,
 		cloudDataSchema,
 	},
 

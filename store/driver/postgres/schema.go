@@ -225,6 +225,30 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
 `
 
+// interruptsSchema: one row per approval an agent loop waits for (issue
+// 21). body (the tool call and what resuming needs, the LLM credentials
+// among it) and reason are sealed with the user's key; state moves once,
+// from pending, in a fenced UPDATE.
+const interruptsSchema = `
+CREATE TABLE interrupts (
+	id           TEXT PRIMARY KEY,
+	user_id      TEXT NOT NULL,
+	session_id   TEXT NOT NULL,
+	iteration    BIGINT NOT NULL,
+	tool_call_id TEXT NOT NULL,
+	body         TEXT NOT NULL,
+	state        TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied', 'expired')),
+	reason       TEXT,
+	decided_by   BIGINT,
+	created_at   BIGINT NOT NULL,
+	expires_at   BIGINT NOT NULL,
+	decided_at   BIGINT
+);
+CREATE INDEX interrupts_due ON interrupts (expires_at) WHERE state = 'pending';
+CREATE INDEX interrupts_user ON interrupts (user_id, session_id, iteration);
+CREATE INDEX interrupts_decided ON interrupts (decided_at) WHERE state <> 'pending';
+`
+
 // cloudDataSchema: see SQLite's.
 const cloudDataSchema = `
 CREATE TABLE cloud_owners (

@@ -23,6 +23,7 @@ var dialect = driver.Dialect{
 		outboxBurstSchema,
 		quietHoursSchema,
 		idempotencySchema,
+		interruptsSchema,
 		cloudDataSchema,
 	},
 

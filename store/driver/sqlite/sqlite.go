@@ -116,6 +116,24 @@ func dsn(path, extra string) string {
 	return u.String()
 }
 
+// LatestSchemaVersion is the version dialect.Migrations bring a database to.
+func LatestSchemaVersion() int { return len(dialect.Migrations) }
+
+// OpenExisting opens the database file at path, which must exist, on one
+// connection of its own with the driver's pragmas: for checking a file
+// before it becomes a store.
+func OpenExisting(path string) (*sql.DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(path, "mode=rw"))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	return db, nil
+}
+
 // VacuumInto writes a compact, consistent copy of the database file at path
 // into out, an existing empty file, in one read transaction: a server using
 // the file keeps reading and writing meanwhile.

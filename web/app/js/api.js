@@ -118,6 +118,11 @@ export class Client {
     return this.call('GET', 'devices');
   }
 
+  /** DELETE /devices?deviceId=: amsg's own; removes one device by its id. */
+  deleteDevice(deviceId) {
+    return this.call('DELETE', 'devices', { query: { deviceId } });
+  }
+
   /** POST /device-seen: amsg's own; tells the server the device with this endpoint is alive. */
   deviceSeen(endpoint) {
     return this.call('POST', 'device-seen', { plainBody: { endpoint } });
@@ -151,6 +156,21 @@ export class Client {
   /** GET /outbox: a page of the user's unacknowledged pushes after the cursor since. */
   outbox({ since = 0, limit = 100 } = {}) {
     return this.call('GET', 'outbox', { query: { since, limit }, encryptedResponse: true });
+  }
+
+  /** GET /interrupts?status=pending: the approvals the user's agent loops wait for. */
+  pendingInterrupts() {
+    return this.call('GET', 'interrupts', { query: { status: 'pending' }, encryptedResponse: true });
+  }
+
+  /**
+   * POST /interrupts/{id}/decision: approves or denies with the approval's
+   * token, its only credential.
+   */
+  decide(interruptId, { decision, token, reason, endpoint }) {
+    return this.call('POST', `interrupts/${encodeURIComponent(interruptId)}/decision`, {
+      user: false, plainBody: { decision, token, ...(reason ? { reason } : {}), ...(endpoint ? { endpoint } : {}) },
+    });
   }
 
   /** GET /sessions/{sessionId}: the transcript of one of the user's agent sessions. */

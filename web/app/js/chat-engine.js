@@ -115,7 +115,11 @@ function receive(conversation, payload, round) {
   conversations.ingest(payload);
   worker.deliver(bridgeCopy(payload)).catch(() => {});
   if (payload.messageKind === 'content') round.contents.push(String(payload.message ?? ''));
-  if (payload.messageKind === 'tool_request' && Array.isArray(payload.toolCalls) && payload.toolCalls.length) round.toolRequest = payload;
+  // An approval is answered by the person, not run here: the server resumes
+  // the loop once it is decided, and the answer arrives as a push.
+  if (payload.messageKind === 'tool_request' && Array.isArray(payload.toolCalls) && payload.toolCalls.length && !conversations.approvalOf(payload)) {
+    round.toolRequest = payload;
+  }
 }
 
 async function runTools(conversation, round) {

@@ -86,6 +86,7 @@ export function itemOf(payload) {
     case 'reasoning':
       return { ...base, type: 'reasoning', text: String(payload.reasoningContent ?? '') };
     case 'tool_request':
+      if (approvalOf(payload)) return approvalItem(base, payload);
       return {
         ...base,
         type: 'tool',
@@ -110,6 +111,7 @@ export function itemOf(payload) {
  * (whose summary, if it was one, the whole message replaces).
  */
 export function ingest(payload, { unread = false } = {}) {
+  if (settleApproval(payload)) return { conversation: find(payload.sessionId) || null, item: null, added: false };
   const item = itemOf(payload);
   const sessionId = typeof payload.sessionId === 'string' && payload.sessionId ? payload.sessionId : null;
   if (!item || !sessionId) return { conversation: null, item: null, added: false };
@@ -234,4 +236,58 @@ export function mergeTranscript(sessionId, transcript, { contactName = '' } = {}
     if (conv.history.length === 0) conv.history = history;
   });
   return c;
+}
+
+// --- approvals (issue 21) -------------------------------------------------------
+
+/** The approval a push carries (interrupt.kind 'approval'), or null. */
+export function approvalOf(payload) {
+  const i = payload && payload.interrupt;
+  return i && typeof i === 'object' && i.kind === 'approval' && typeof i.id === 'string' && i.id ? i : null;
+}
+
+/** The thread item of an approval push: the tool, its arguments, and the token that decides it. */
+function approvalItem(base, payload) {
+  const interrupt = approvalOf(payload);
+  const call = Array.isArray(payload.toolCalls) ? payload.toolCalls[0] : null;
+  const fn = (call && call.function) || {};
+  return {
+    ...base,
+    type: 'approval',
+    interruptId: interrupt.id,
+    token: typeof interrupt.decisionToken === 'string' ? interrupt.decisionToken : '',
+    expiresAt: Date.parse(interrupt.expiresAt) || 0,
+    name: typeof fn.name === 'string' ? fn.name : '',
+    args: typeof fn.arguments === 'string' ? fn.arguments : '',
+    state: 'pending',
+  };
+}
+
+/**
+ * An approval's outcome (a content push whose interrupt has a state) sets
+ * the state of the approval's item, wherever it is; it is no message of its
+ * own. Returns whether payload was one.
+ */
+export function settleApproval(payload) {
+  const interrupt = approvalOf(payload);
+  if (!interrupt || typeof interrupt.state !== 'string' || payload.messageKind !== 'content') return false;
+  setApprovalState(interrupt.id, interrupt.state);
+  return true;
+}
+
+/** Sets the state of the approval item of interruptId, if this browser has it. */
+export function setApprovalState(interruptId, state) {
+  for (const c of all()) {
+    const item = c.items.find((i) => i.type === 'approval' && i.interruptId === interruptId);
+    if (item && item.state !== state) update(c, () => { item.state = state; });
+  }
+}
+
+/** The approval item of interruptId and its conversation, or null. */
+export function findApproval(interruptId) {
+  for (const c of all()) {
+    const item = c.items.find((i) => i.type === 'approval' && i.interruptId === interruptId);
+    if (item) return { conversation: c, item };
+  }
+  return null;
 }

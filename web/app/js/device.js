@@ -131,7 +131,7 @@ async function registerNow(client, { onStep = () => {} } = {}) {
   if (!subscription) subscription = await subscribe(registration, vapidPublicKey);
   const json = subscription.toJSON();
   onStep('register');
-  await client.putSubscription(json);
+  const { data: { deviceId } } = await client.putSubscription(json);
   // The page opening is a sign of life; the server expires silent devices.
   await client.deviceSeen(json.endpoint).catch((err) => console.warn('[amsg] could not report this device as seen:', err.message));
   await worker.writeClientConfig({
@@ -140,8 +140,10 @@ async function registerNow(client, { onStep = () => {} } = {}) {
     userKeyHex: client.userKey,
     clientToken: client.token || undefined,
     vapidPublicKey,
+    // The worker names this device when it answers an approval.
+    endpoint: json.endpoint,
   });
-  settings.setDevice({ endpoint: json.endpoint, registeredAt: Date.now() });
+  settings.setDevice({ endpoint: json.endpoint, deviceId, registeredAt: Date.now() });
   onStep('done');
   return json;
 }

@@ -9,6 +9,7 @@ import * as sync from './sync.js';
 import { announce, describeError, h, icon } from './ui.js';
 import * as worker from './worker.js';
 import * as chat from './views/chat.js';
+import * as interrupt from './views/interrupt.js';
 import * as onboarding from './views/onboarding.js';
 import * as schedule from './views/schedule.js';
 import * as settingsView from './views/settings.js';
@@ -64,6 +65,7 @@ const app = {
 const routes = [
   [/^#\/welcome$/, onboarding.render],
   [/^#\/chat(?:\/([^/]+))?$/, chat.render],
+  [/^#\/interrupt\/([^/]+)$/, interrupt.render],
   [/^#\/schedule$/, schedule.renderList],
   [/^#\/schedule\/new$/, schedule.renderForm],
   [/^#\/schedule\/edit\/([^/]+)$/, schedule.renderForm],

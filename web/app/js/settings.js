@@ -72,7 +72,7 @@ export function llmReady(v = llm()) {
   return Boolean(v.apiUrl && v.apiKey && v.model);
 }
 
-/** This device's registration: {endpoint, registeredAt} or null. */
+/** This device's registration: {endpoint, deviceId, registeredAt} or null. */
 export function device() {
   return read(KEY.device);
 }

@@ -8,6 +8,7 @@ import * as device from '../device.js';
 import * as settings from '../settings.js';
 import * as tools from '../tools.js';
 import { describeError, emptyState, formatTime, h, icon, relativeTime } from '../ui.js';
+import { approvalCard } from './interrupt.js';
 
 const SUGGESTIONS = [
   'What time is it where I am?',
@@ -129,7 +130,7 @@ export function render(app, params) {
   }
 
   function appendItem(item) {
-    const el = renderItem(item);
+    const el = renderItem(item, app);
     elements.set(item.id, el);
     log.append(el);
   }
@@ -140,8 +141,8 @@ export function render(app, params) {
     for (const item of conversation.items) {
       const el = elements.get(item.id);
       if (!el) appendItem(item);
-      else if (item.type === 'tool') {
-        const fresh = renderItem(item);
+      else if (item.type === 'tool' || item.type === 'approval') {
+        const fresh = renderItem(item, app);
         el.replaceWith(fresh);
         elements.set(item.id, fresh);
       }
@@ -235,7 +236,7 @@ function autosize(textarea) {
   textarea.style.height = `${Math.min(textarea.scrollHeight, 200)}px`;
 }
 
-function renderItem(item) {
+function renderItem(item, app) {
   const time = item.at ? h('time.msg-time', { datetime: new Date(item.at).toISOString() }, formatTime(item.at)) : null;
   switch (item.type) {
     case 'user':
@@ -258,6 +259,8 @@ function renderItem(item) {
         icon('alert', { size: 18 }), h('div', h('p', describeError({ code: item.code, message: item.text })), h('p.small.muted', `${item.code}${item.text ? `: ${item.text}` : ''}`)));
     case 'notice':
       return h('p.msg-notice.muted.small', { 'data-id': item.id }, item.text);
+    case 'approval':
+      return approvalCard(app, item);
     default:
       return h('div', { hidden: true });
   }

@@ -16,14 +16,6 @@ export function browserName(ua = navigator.userAgent) {
   return os ? `${browser} on ${os}` : browser;
 }
 
-function hostOf(endpoint) {
-  try {
-    return new URL(endpoint).host;
-  } catch {
-    return '';
-  }
-}
-
 /** What kind of device a push service serves, by its host. */
 function deviceKind(host) {
   if (/(^|\.)push\.apple\.com$/.test(host)) return 'An Apple device';
@@ -53,7 +45,8 @@ export function deviceList(app, { onChange = () => {}, headingLevel = 2 } = {}) 
       return;
     }
     const mine = settings.device();
-    const isMine = (d) => Boolean(mine) && d.endpoint === mine.endpoint;
+    // The list names devices by id and push service host, never by endpoint.
+    const isMine = (d) => Boolean(mine) && d.deviceId === mine.deviceId;
     // This browser first, then the others as the server lists them (most recently updated first).
     const ordered = [...devices.filter(isMine), ...devices.filter((d) => !isMine(d))];
     const rows = ordered.map((d) => {
@@ -62,10 +55,10 @@ export function deviceList(app, { onChange = () => {}, headingLevel = 2 } = {}) 
       return h(here ? 'li.device.this-device' : 'li.device', { 'data-device-id': String(d.deviceId) },
         h('span.device-icon', icon('device')),
         h('div.device-text',
-          h('strong', here ? browserName() : deviceKind(hostOf(d.endpoint))),
+          h('strong', here ? browserName() : deviceKind(d.pushHost)),
           here ? h('span.badge.ok', 'This device') : null,
-          h('span.muted.small.device-seen', `${hostOf(d.endpoint)} · ${seen} · registered ${relativeTime(d.createdAt)}`)),
-        h('button.button.ghost.danger', { type: 'button', 'aria-label': here ? 'Remove this device' : `Remove the device on ${hostOf(d.endpoint)}`,
+          h('span.muted.small.device-seen', `${d.pushHost} · ${seen} · registered ${relativeTime(d.createdAt)}`)),
+        h('button.button.ghost.danger', { type: 'button', 'aria-label': here ? 'Remove this device' : `Remove the device on ${d.pushHost}`,
           onclick: (event) => remove(event, here ? null : d) }, icon('trash'), 'Remove'));
     });
     const count = devices.length;
@@ -80,7 +73,7 @@ export function deviceList(app, { onChange = () => {}, headingLevel = 2 } = {}) 
     button.disabled = true;
     try {
       if (other) {
-        await app.client.deleteSubscription(other.endpoint);
+        await app.client.deleteDevice(other.deviceId);
         toast('That device will no longer receive notifications.');
       } else {
         await device.unregister(app.client);
