@@ -234,6 +234,12 @@ func TestCloudDataRefusesBadInput(t *testing.T) {
 	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": reiTask, "owner": rei})); got.status != http.StatusCreated {
 		t.Fatalf("schedule: %d %s", got.status, got.body)
 	}
+	memory := func(owner map[string]any) any {
+		return map[string]any{"entries": []any{map[string]any{"namespace": "character:rei", "key": "memory", "value": "m", "updatedAt": 1, "owner": owner}}}
+	}
+	if got := e.putState(t, memory(rei)); got.status != http.StatusOK {
+		t.Fatalf("put rei's state: %d %s", got.status, got.body)
+	}
 	before := labels(e.resources(t, ""))
 	for _, c := range []struct {
 		name   string
@@ -271,6 +277,7 @@ func TestCloudDataRefusesBadInput(t *testing.T) {
 		{"a task's owner a string", e.schedule(t, testUserID, fixedTask(map[string]any{"owner": "rei"})), 400, "INVALID_CLOUD_OWNER"},
 		{"a negative generation", e.schedule(t, testUserID, fixedTask(map[string]any{"owner": rei, "ownerGeneration": -1})), 400, "INVALID_CLOUD_OWNER_GENERATION"},
 		{"a number kind", e.schedule(t, testUserID, fixedTask(map[string]any{"kind": 5})), 400, "INVALID_CLOUD_KIND"},
+		{"a value given another owner", e.putState(t, memory(map[string]any{"type": "character", "id": "asuka"})), 409, "CLOUD_OWNER_IMMUTABLE"},
 	} {
 		wantCode(t, c.name, c.got, c.status, c.code)
 	}
