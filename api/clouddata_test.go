@@ -146,6 +146,9 @@ func TestCloudDataThroughTheEnvelope(t *testing.T) {
 			if r.Owner == nil || *r.Owner != (store.Owner{Type: "character", ID: "rei", Label: "Rei"}) {
 				t.Errorf("%s: owner %+v", r.Label, r.Owner)
 			}
+			if wantKind := r.Type == "task"; wantKind != (r.Kind != nil && *r.Kind == "reminder") || !wantKind && r.Kind != nil {
+				t.Errorf("%s: kind %v, want the task's reminder and null for the value", r.Label, r.Kind)
+			}
 		}
 
 		// Purge the global value.
