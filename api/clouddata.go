@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"amsg/push"
 	"amsg/store"
@@ -293,11 +294,7 @@ func (s *Server) handleCleanupOperations(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	gaps := []store.CloudGap{}
-	if unreadable > 0 {
-		gaps = append(gaps, store.CloudGap{Source: "operation", Code: "UNREADABLE_OPERATION",
-			Message: fmt.Sprintf("%d operations do not decrypt", unreadable)})
-	}
+	gaps := unreadableGaps("operation", unreadable)
 	return s.writeEncrypted(w, userID, struct {
 		Operations []store.CleanupOperation `json:"operations"`
 		Complete   bool                     `json:"complete"`
@@ -315,6 +312,16 @@ func (s *Server) handleCleanupOperation(w http.ResponseWriter, r *http.Request) 
 		return cloudError(err)
 	}
 	return s.writeEncrypted(w, userID, op)
+}
+
+// unreadableGaps reports the records of a source that do not decrypt, as
+// upstream's gap UNREADABLE_OPERATION does.
+func unreadableGaps(source string, unreadable int) []store.CloudGap {
+	if unreadable == 0 {
+		return []store.CloudGap{}
+	}
+	return []store.CloudGap{{Source: source, Code: "UNREADABLE_" + strings.ToUpper(source),
+		Message: fmt.Sprintf("%d %ss do not decrypt", unreadable, source)}}
 }
 
 // ownerJSON is an owner's state as upstream answers it.
@@ -348,10 +355,7 @@ func (s *Server) handleCloudOwners(w http.ResponseWriter, r *http.Request) error
 	for i, state := range states {
 		owners[i] = ownerStateJSON(state)
 	}
-	gaps := []store.CloudGap{}
-	if unreadable > 0 {
-		gaps = append(gaps, store.CloudGap{Source: "owner", Code: "UNREADABLE_OWNER", Message: fmt.Sprintf("%d owners do not decrypt", unreadable)})
-	}
+	gaps := unreadableGaps("owner", unreadable)
 	return s.writeEncrypted(w, userID, struct {
 		Owners   []ownerJSON      `json:"owners"`
 		Complete bool             `json:"complete"`
