@@ -129,17 +129,23 @@ func TestCloudDataThroughTheEnvelope(t *testing.T) {
 			t.Fatalf("put state: %d %s", got.status, got.body)
 		}
 
+		credential := map[string]any{"credentials": []any{map[string]any{"credId": "char:rei/chat", "owner": rei,
+			"value": map[string]any{"apiUrl": "https://llm.example/v1", "apiKey": "k", "primaryModel": "m"}}}}
+		if got := serve(e.s, encryptedRequest(t, http.MethodPut, "/api/v1/llm-credentials", testUserID, credential)); got.status != http.StatusOK {
+			t.Fatalf("put credential: %d %s", got.status, got.body)
+		}
+
 		var summary store.CloudSummary
 		decrypted(t, testUserID, e.cloudGet("summary"), &summary)
-		if summary.Total != 4 || !summary.Complete || summary.Counts[0] != (store.TypeCount{Type: "task", Count: 1, ByteSize: summary.Counts[0].ByteSize}) {
-			t.Fatalf("summary %+v, want a task, two values and a device", summary)
+		if summary.Total != 5 || !summary.Complete || summary.Counts[0] != (store.TypeCount{Type: "task", Count: 1, ByteSize: summary.Counts[0].ByteSize}) {
+			t.Fatalf("summary %+v, want a task, two values, a credential and a device", summary)
 		}
 		all := e.resources(t, "")
-		if got, want := labels(all), []string{"state:character:rei/memory", "state:global/theme", "subscription:Web Push subscription", "task:" + reiTask}; !slices.Equal(got, want) {
+		if got, want := labels(all), []string{"credential:char:rei/chat", "state:character:rei/memory", "state:global/theme", "subscription:Web Push subscription", "task:" + reiTask}; !slices.Equal(got, want) {
 			t.Fatalf("resources %v, want %v", got, want)
 		}
 		owned := e.resources(t, "&ownerType=character&ownerId=rei")
-		if got := labels(owned); !slices.Equal(got, []string{"state:character:rei/memory", "task:" + reiTask}) {
+		if got := labels(owned); !slices.Equal(got, []string{"credential:char:rei/chat", "state:character:rei/memory", "task:" + reiTask}) {
 			t.Fatalf("rei's resources %v", got)
 		}
 		for _, r := range owned {
@@ -185,6 +191,7 @@ func TestCloudDataThroughTheEnvelope(t *testing.T) {
 			map[string]any{"namespace": "character:rei", "key": "memory", "value": "late", "updatedAt": 2, "owner": rei},
 		}}
 		wantCode(t, "a late state write", e.putState(t, late), http.StatusConflict, "CLOUD_OWNER_RETIRED")
+		wantCode(t, "a late credential", serve(e.s, encryptedRequest(t, http.MethodPut, "/api/v1/llm-credentials", testUserID, credential)), http.StatusConflict, "CLOUD_OWNER_RETIRED")
 		wantCode(t, "a late task", e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": "7d444840-9dc0-41cb-9c2a-1b5a0a5b5b5c", "owner": rei})), http.StatusConflict, "CLOUD_OWNER_RETIRED")
 		if got := getState(t, e.s, testUserID, "global"); got != `{"namespace":"global","entries":[]}` {
 			t.Fatalf("a refused write stored: %s", got)
@@ -280,6 +287,8 @@ func TestCloudDataRefusesBadInput(t *testing.T) {
 		{"a task's owner a string", e.schedule(t, testUserID, fixedTask(map[string]any{"owner": "rei"})), 400, "INVALID_CLOUD_OWNER"},
 		{"a negative generation", e.schedule(t, testUserID, fixedTask(map[string]any{"owner": rei, "ownerGeneration": -1})), 400, "INVALID_CLOUD_OWNER_GENERATION"},
 		{"a number kind", e.schedule(t, testUserID, fixedTask(map[string]any{"kind": 5})), 400, "INVALID_CLOUD_KIND"},
+		{"a credential's owner a number", serve(e.s, encryptedRequest(t, http.MethodPut, "/api/v1/llm-credentials", testUserID, map[string]any{"credentials": []any{
+			map[string]any{"credId": "c", "owner": 1, "value": map[string]any{"apiUrl": "https://llm.example/v1", "apiKey": "k", "primaryModel": "m"}}}})), 400, "INVALID_CLOUD_OWNER"},
 		{"a value given another owner", e.putState(t, memory(map[string]any{"type": "character", "id": "asuka"})), 409, "CLOUD_OWNER_IMMUTABLE"},
 	} {
 		wantCode(t, c.name, c.got, c.status, c.code)

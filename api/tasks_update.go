@@ -48,10 +48,20 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err := s.checkAPIURL(r.Context(), apiURL); err != nil {
 		return err
 	}
+	refs, err := updateCredRefs(f)
+	if err != nil {
+		return err
+	}
+	if err := s.requireCredentials(r.Context(), userID, refs); err != nil {
+		return err
+	}
 	var stored []string
 	task, err := s.deps.Store.UpdatePendingTask(r.Context(), userID, id, func(t store.Task) (store.TaskUpdate, error) {
 		p, err := scheduler.TaskPayload(t)
 		if err != nil {
+			return store.TaskUpdate{}, err
+		}
+		if err := mergeCredRefs(&p, f, refs); err != nil {
 			return store.TaskUpdate{}, err
 		}
 		before := p
@@ -60,6 +70,9 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 		}
 		if t.LeaseUntil.After(s.now()) && movesOccurrence(before, p, t.NextSendAt, nextSendAt) {
 			return store.TaskUpdate{}, errTaskInFlight
+		}
+		if refs != nil {
+			stored = withCredRefs(stored, f)
 		}
 		raw, err := p.Encode()
 		if err == nil {

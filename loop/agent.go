@@ -568,7 +568,7 @@ func (r *Run) title() string {
 	if r.pres.ContactName == "" {
 		return ""
 	}
-	return "来自 " + r.pres.ContactName
+	return builders.FromContactTitle(r.pres.ContactName)
 }
 
 // errorPush builds a diagnostic push from a's code, message and details.

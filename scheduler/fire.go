@@ -158,6 +158,9 @@ func record(ctx context.Context, cr *courier.Round, burst []outgoing) error {
 // records them in the outbox before anything is sent. round is the LLM
 // round to record, set even when the call failed.
 func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
+	if err := s.resolveCredentials(ctx, task.UserID, &p); err != nil {
+		return nil, nil, err
+	}
 	resp, err := s.content(ctx, p)
 	round = &loop.Round{Input: p.Messages, Prompt: deref(p.CompletePrompt), Response: resp.llm}
 	if err != nil {
@@ -288,7 +291,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		},
 	}
 	b := builders.Builder{Now: s.now, PageURL: s.cfg.PageURL}
-	title := "来自 " + p.ContactName
+	title := builders.FromContactTitle(p.ContactName)
 	var burst []outgoing
 	add := func(pu push.Push) error {
 		m, err := store.NewOutboxMessage(pu)

@@ -187,7 +187,7 @@ func TestFixedTaskDeliversTheStandardsPushAndIsDeleted(t *testing.T) {
 		t.Fatalf("%d pushes", len(pushes))
 	}
 	want := fmt.Sprintf(`{"messageKind":"content","messageType":"fixed","source":"scheduled","messageId":"msg_task_%[1]d@%[2]d_0",`+
-		`"sessionId":"sess_task_%[1]d@%[2]d","timestamp":"2026-06-01T09:00:00.000Z","message":"该喝水了","title":"来自 Rei",`+
+		`"sessionId":"sess_task_%[1]d@%[2]d","timestamp":"2026-06-01T09:00:00.000Z","message":"该喝水了","title":"From Rei",`+
 		`"contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":1,`+
 		`"taskId":%[1]d,"taskUuid":"%[3]s","recurrenceType":"none","occurrenceMs":%[2]d,"metadata":{"charId":"c1"}}`,
 		task.ID, start.UnixMilli(), task.UUID)

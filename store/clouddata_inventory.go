@@ -115,6 +115,8 @@ var resourceTypes = []resourceType{
 		owned: `SELECT 1 FROM tasks t WHERE t.user_id = cloud_owned.user_id AND t.uuid = cloud_owned.ref`},
 	{name: "state", list: listState, remove: removeState,
 		owned: `SELECT 1 FROM client_state c WHERE c.user_id = cloud_owned.user_id AND c.namespace || ? || c.key = cloud_owned.ref`, ownedArgs: []any{stateSep}},
+	{name: "credential", list: listCredentials, remove: removeCredential,
+		owned: `SELECT 1 FROM llm_credentials c WHERE c.user_id = cloud_owned.user_id AND c.cred_id = cloud_owned.ref`},
 	{name: "outbox", list: listOutbox, remove: removeOutbox},
 	{name: "subscription", list: listSubscriptions, remove: removeSubscription},
 	{name: "transcript", list: listTranscripts, remove: removeTranscript},
@@ -514,5 +516,22 @@ func listInterrupts(ctx context.Context, tx *sql.Tx, userID string, limit int) (
 
 func removeInterrupt(ctx context.Context, tx *sql.Tx, userID, ref string) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM interrupts WHERE user_id = ? AND id = ?`, userID, ref)
+	return err
+}
+
+// listCredentials lists the user's LLM credentials by id, never opening
+// their values.
+func listCredentials(ctx context.Context, tx *sql.Tx, userID string, limit int) ([]storedResource, error) {
+	return scanResources(ctx, tx, func(rows *sql.Rows) (storedResource, error) {
+		var r storedResource
+		err := rows.Scan(&r.ref, &r.byteSize, &r.updatedAt)
+		r.label = r.ref
+		r.version = fmt.Sprintf("%d/%d", r.updatedAt, r.byteSize)
+		return r, err
+	}, `SELECT cred_id, length(value), updated_at FROM llm_credentials WHERE user_id = ? ORDER BY cred_id LIMIT ?`, userID, limit)
+}
+
+func removeCredential(ctx context.Context, tx *sql.Tx, userID, ref string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM llm_credentials WHERE user_id = ? AND cred_id = ?`, userID, ref)
 	return err
 }

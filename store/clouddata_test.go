@@ -71,6 +71,11 @@ func newCloudFixture(t *testing.T) cloudFixture {
 	if _, _, err := f.st.ClaimIdempotencyKey(ctx, cloudUser, "idem-1", "hash"); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := f.st.PutLLMCredentials(ctx, cloudUser, []store.CredentialEntry{{CredID: "char:rei/chat",
+		Value: store.LLMCredential{APIURL: "https://llm.example.org/v1/chat/completions", APIKey: "secret-key", PrimaryModel: "m"},
+		Owner: &store.OwnerClaim{Owner: &rei}}}); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
@@ -89,7 +94,7 @@ func TestCloudInventoryShowsEveryTypeWithoutContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"task": 1, "state": 2, "outbox": 1, "subscription": 1, "transcript": 1, "delivery-log": 1, "preference": 1, "idempotency-key": 1}
+	want := map[string]int{"task": 1, "state": 2, "outbox": 1, "subscription": 1, "transcript": 1, "delivery-log": 1, "preference": 1, "idempotency-key": 1, "credential": 1}
 	if got := byType(inv); !inv.Complete || len(got) != len(want) || func() bool {
 		for k, v := range want {
 			if got[k] != v {
@@ -101,7 +106,7 @@ func TestCloudInventoryShowsEveryTypeWithoutContent(t *testing.T) {
 		t.Fatalf("inventory by type %v (complete %v), want %v", got, inv.Complete, want)
 	}
 	for _, r := range inv.Resources {
-		owned := r.Type == "task" || r.Type == "outbox" || r.Label == "character:rei/memory"
+		owned := r.Type == "task" || r.Type == "outbox" || r.Type == "credential" || r.Label == "character:rei/memory"
 		if owned != (r.Owner != nil && *r.Owner == rei) {
 			t.Errorf("%s %s: owner %+v, owned by rei: %v", r.Type, r.Label, r.Owner, owned)
 		}
@@ -113,7 +118,7 @@ func TestCloudInventoryShowsEveryTypeWithoutContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"secret", "endpoint"} {
+	for _, secret := range []string{"secret", "endpoint", "llm.example.org"} {
 		if strings.Contains(string(raw), secret) {
 			t.Errorf("the inventory shows %q: %s", secret, raw)
 		}
@@ -145,8 +150,16 @@ func TestRetiringAnOwnerDeletesItsDataAndFencesLateWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := byType(inv); got["task"] != 0 || got["outbox"] != 0 || got["state"] != 1 || got["subscription"] != 1 {
-		t.Fatalf("after retiring rei: %v, want its task, state and outbox gone and the rest kept", got)
+	if got := byType(inv); got["task"] != 0 || got["outbox"] != 0 || got["credential"] != 0 || got["state"] != 1 || got["subscription"] != 1 {
+		t.Fatalf("after retiring rei: %v, want its task, state, credential and outbox gone and the rest kept", got)
+	}
+	if _, err := f.st.PutLLMCredentials(ctx, cloudUser, []store.CredentialEntry{{CredID: "char:rei/chat",
+		Value: store.LLMCredential{APIURL: "https://llm.example.org/v1/chat/completions", APIKey: "late", PrimaryModel: "m"},
+		Owner: &store.OwnerClaim{Owner: &rei}}}); !errors.Is(err, store.ErrOwnerRetired) {
+		t.Fatalf("a late credential of the retired owner: %v, want ErrOwnerRetired", err)
+	}
+	if _, ok, err := f.st.LLMCredential(ctx, cloudUser, "char:rei/chat"); ok || err != nil {
+		t.Fatalf("the refused credential was stored: %v, %v", ok, err)
 	}
 	late := func(generation int64, owner *store.Owner) error {
 		_, err := f.st.PutClientState(ctx, cloudUser, []store.ClientStateEntry{
@@ -197,8 +210,8 @@ func TestPurgeDeletesNothingWhenAResourceChanged(t *testing.T) {
 	f := newCloudFixture(t)
 	ctx := t.Context()
 	plan, err := f.st.CreateCleanupPlan(ctx, cloudUser, store.PlanRequest{Mode: store.ModePurge, Owner: &rei})
-	if err != nil || plan.Count != 3 {
-		t.Fatalf("plan of rei's data: %d resources, %v; want its task, state and outbox row", plan.Count, err)
+	if err != nil || plan.Count != 4 {
+		t.Fatalf("plan of rei's data: %d resources, %v; want its task, state, credential and outbox row", plan.Count, err)
 	}
 	if _, err := f.st.PutClientState(ctx, cloudUser, []store.ClientStateEntry{{Namespace: "character:rei", Key: "memory", Value: "newer", UpdatedAt: 5}}); err != nil {
 		t.Fatal(err)
@@ -206,8 +219,8 @@ func TestPurgeDeletesNothingWhenAResourceChanged(t *testing.T) {
 	if _, err := f.st.StartCleanup(ctx, cloudUser, plan.ID, "purge-1"); !errors.Is(err, store.ErrCloudPlanChanged) {
 		t.Fatalf("a plan of changed data: %v, want ErrCloudPlanChanged", err)
 	}
-	if inv, err := f.st.CloudInventory(ctx, cloudUser); err != nil || len(inv.Resources) != 9 {
-		t.Fatalf("after a refused purge %d resources (%v), want all 9", len(inv.Resources), err)
+	if inv, err := f.st.CloudInventory(ctx, cloudUser); err != nil || len(inv.Resources) != 10 {
+		t.Fatalf("after a refused purge %d resources (%v), want all 10", len(inv.Resources), err)
 	}
 	op, err := runCleanup(t, f.st, store.PlanRequest{Mode: store.ModePurge, Owner: &rei, Types: []string{"state"}}, "purge-2")
 	if err != nil || op.Status != store.OperationCompleted || op.Counts[1] != (store.OperationCount{Type: "state", Deleted: 1}) {
@@ -299,8 +312,8 @@ func TestResourcePagesFollowTheirSnapshot(t *testing.T) {
 		for _, r := range page.Resources {
 			seen = append(seen, r.ID)
 		}
-		if page.Summary == nil || page.Summary.Total != 9 {
-			t.Fatalf("page summary %+v, want the snapshot's 9 resources", page.Summary)
+		if page.Summary == nil || page.Summary.Total != 10 {
+			t.Fatalf("page summary %+v, want the snapshot's 10 resources", page.Summary)
 		}
 		if page.NextCursor == nil {
 			break
@@ -311,8 +324,8 @@ func TestResourcePagesFollowTheirSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(seen) != 9 {
-		t.Fatalf("pages held %d resources, want 9", len(seen))
+	if len(seen) != 10 {
+		t.Fatalf("pages held %d resources, want 10", len(seen))
 	}
 	if _, err := f.st.CloudResourcePage(ctx, cloudUser, store.ResourceFilter{Type: "task"}, cursor, 3); !errors.Is(err, store.ErrCloudCursorExpired) {
 		t.Fatalf("a cursor with another filter: %v", err)
@@ -371,7 +384,7 @@ func TestOwnershipEndsWithItsResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range inv.Resources {
-		if r.Owner != nil && r.Type != "outbox" {
+		if r.Owner != nil && r.Type != "outbox" && r.Type != "credential" {
 			t.Errorf("%s %s kept the owner of a deleted resource: %+v", r.Type, r.Label, r.Owner)
 		}
 	}

@@ -121,7 +121,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := store.Open(t.Context(), store.Config{Path: path, MasterKey: storetest.MasterKey, GenerateVAPID: storetest.GenerateVAPID})
-	if err == nil || !strings.Contains(err.Error(), "schema version 99 is newer") {
+	if !errors.Is(err, store.ErrSchemaNewer) || !strings.Contains(err.Error(), "schema version 99") {
 		t.Fatalf("Open = %v, want a newer-schema error", err)
 	}
 }

@@ -231,6 +231,25 @@ CREATE INDEX interrupts_user ON interrupts (user_id, session_id, iteration);
 CREATE INDEX interrupts_decided ON interrupts (decided_at) WHERE state <> 'pending';
 `
 
+// llmCredentialsSchema: a user's LLM credentials, which tasks name by
+// cred_id (credRefs) instead of carrying them; the value is the sealed JSON
+// {apiUrl, apiKey, primaryModel}.
+const llmCredentialsSchema = `
+CREATE TABLE llm_credentials (
+	user_id    TEXT NOT NULL,
+	cred_id    TEXT NOT NULL,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (user_id, cred_id)
+) STRICT;
+`
+
+// languageSchema: the language a device reported (BCP 47, "" for none),
+// which the notification texts amsg writes follow.
+const languageSchema = `
+ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
+`
+
 // cloudDataSchema: the user's data inventory and cleanup (store/clouddata.go).
 // cloud_owners is one row per owner the user retired or restored;
 // cloud_owned one row per owned resource (its owner and kind, sealed);

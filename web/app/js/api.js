@@ -100,8 +100,11 @@ export class Client {
     }
   }
 
+  /** PUT /push-subscription, with this browser's language for the notification texts the server writes. */
   putSubscription(subscription) {
-    return this.call('PUT', 'push-subscription', { body: { subscription, updatedAt: Date.now() } });
+    const body = { subscription, updatedAt: Date.now() };
+    if (navigator.language) body.language = navigator.language;
+    return this.call('PUT', 'push-subscription', { body });
   }
 
   getSubscription() {

@@ -38,7 +38,9 @@ export function render(app) {
       setTimeout(() => { modelStatus.textContent = ''; }, 3000);
     },
   },
-  field('API URL', apiUrl, { hint: 'An OpenAI-compatible chat completions endpoint, or its base URL.' }),
+  field('API URL', apiUrl, { hint: settings.hasOperatorModel()
+    ? 'An OpenAI-compatible chat completions endpoint, or its base URL. Leave the URL, key and model empty to use this server’s own model.'
+    : 'An OpenAI-compatible chat completions endpoint, or its base URL. The server calls only public hosts; for a model on your own machine see “Local models” in amsg’s README.' }),
   h('div.field', h('label', { for: 'api-key' }, 'API key'), h('div.input-row', Object.assign(apiKey, { id: 'api-key' }), showKey)),
   field('Model', model),
   field('Assistant name', contactName, { hint: 'Shown on replies and notifications.' }),
