@@ -230,6 +230,14 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	namespace := r.URL.Query().Get("namespace")
+	weight, err := s.stateAnswerWeight(r, userID, namespace)
+	if err != nil {
+		return err
+	}
+	if !s.stateReads.take(weight) {
+		return stateReadsBusy(w)
+	}
+	defer s.stateReads.give(weight)
 	entries, err := s.deps.Store.ClientState(r.Context(), userID, namespace)
 	if err := stateNamespaceError(err); err != nil {
 		return err

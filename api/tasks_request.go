@@ -428,8 +428,15 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 		v.metadata,
 		v.messageSubtype,
 		v.llmExtraBody,
+		v.priority,
 	)
 	return v.next, err
+}
+
+// priority: "normal", "critical" or null (normal).
+func (v *updateValidator) priority() *Error {
+	_, err := decodePriority(v.f.fields["priority"])
+	return err
 }
 
 // invalidUpdate is the update's failure naming fields.

@@ -42,6 +42,11 @@ const (
 	OutcomeRetry       Outcome = "retry"        // 429/5xx/network: retried with backoff
 	OutcomeConfigError Outcome = "config_error" // 400/401/403: VAPID or request problem, nothing deleted
 	OutcomeFailed      Outcome = "failed"       // anything else, or retries exhausted
+	// OutcomeUnknownSubscription: a 400 whose body says the push service
+	// does not know the subscription. The device stays until the answer
+	// repeats (store.PruneUnknownSubscriptions): one 400 may be the push
+	// service's passing fault.
+	OutcomeUnknownSubscription Outcome = "unknown_subscription"
 )
 
 // Attempt is one HTTP attempt to deliver one message to one device, as the

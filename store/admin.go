@@ -209,13 +209,16 @@ type Broadcast struct {
 	Message json.RawMessage
 	// UserIDs are the recipients in order; nil means every user, in id
 	// order.
-	UserIDs   []string
-	Cursor    string // the last user id handled; "" before the first
-	Sent      int
-	Failed    int
-	Status    BroadcastStatus
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	UserIDs []string
+	Cursor  string // the last user id handled; "" before the first
+	// RatePerSecond is the pace in users per second, kept so a resumed
+	// broadcast goes on at the pace it was started with.
+	RatePerSecond int
+	Sent          int
+	Failed        int
+	Status        BroadcastStatus
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // CreateBroadcast stores a new running broadcast.
@@ -229,8 +232,8 @@ func (s *Store) CreateBroadcast(ctx context.Context, b Broadcast) error {
 		ids = string(raw)
 	}
 	now := millis(s.now())
-	_, err := s.writer.ExecContext(ctx, `INSERT INTO broadcasts (id, message, user_ids, cursor, sent, failed, status, created_at, updated_at)
-		VALUES (?, ?, ?, '', 0, 0, ?, ?, ?)`, b.ID, string(b.Message), ids, string(BroadcastRunning), now, now)
+	_, err := s.writer.ExecContext(ctx, `INSERT INTO broadcasts (id, message, user_ids, cursor, sent, failed, status, created_at, updated_at, rate_per_second)
+		VALUES (?, ?, ?, '', 0, 0, ?, ?, ?, ?)`, b.ID, string(b.Message), ids, string(BroadcastRunning), now, now, b.RatePerSecond)
 	if err != nil {
 		return fmt.Errorf("store: create broadcast: %w", err)
 	}
@@ -251,7 +254,7 @@ func (s *Store) AdvanceBroadcast(ctx context.Context, id, cursor string, sent, f
 	return nil
 }
 
-const broadcastColumns = `id, message, user_ids, cursor, sent, failed, status, created_at, updated_at`
+const broadcastColumns = `id, message, user_ids, cursor, sent, failed, status, created_at, updated_at, rate_per_second`
 
 // GetBroadcast returns one broadcast.
 func (s *Store) GetBroadcast(ctx context.Context, id string) (Broadcast, error) {
@@ -297,7 +300,7 @@ func scanBroadcast(row rowScanner) (Broadcast, error) {
 	var message, status string
 	var ids sql.NullString
 	var created, updated int64
-	if err := row.Scan(&b.ID, &message, &ids, &b.Cursor, &b.Sent, &b.Failed, &status, &created, &updated); err != nil {
+	if err := row.Scan(&b.ID, &message, &ids, &b.Cursor, &b.Sent, &b.Failed, &status, &created, &updated, &b.RatePerSecond); err != nil {
 		return Broadcast{}, err
 	}
 	if ids.Valid {

@@ -131,6 +131,9 @@ type Config struct {
 	Localize func(payload []byte, tag string) ([]byte, error)
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// Sleep waits between tries of a failed bookkeeping write; nil is
+	// push.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Courier delivers rounds of pushes. It is safe for concurrent use; make one
@@ -155,6 +158,9 @@ func New(sender Sender, st Store, cfg Config) *Courier {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = push.Sleep
 	}
 	return &Courier{
 		sender: sender, store: st, cfg: cfg, log: cfg.Logger, metrics: newMetrics(),
@@ -381,18 +387,18 @@ func (r *Round) DeliverLast(ctx context.Context, o Outgoing) (Result, push.Bookk
 	return res, held, err
 }
 
-// Keep writes a push's bookkeeping. The push went out, so a failed write is
-// logged and not returned: failing now would only make a producer send it
-// again.
+// Keep writes a push's bookkeeping, retrying a failed write for up to
+// KeepBound. The push went out, so a write that still fails is logged and
+// not returned: failing now would only make a producer send it again.
 func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
 	if b.Empty() {
 		return
 	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
-	if err := c.store.RecordDeliveries(bctx, b); err != nil {
+	err := RetryWrite(ctx, KeepBound, c.cfg.Sleep, c.log.With("messageId", b.MessageID()), "recording a push's delivery",
+		func(ctx context.Context) error { return c.store.RecordDeliveries(ctx, b) })
+	if err != nil {
 		c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "messageId", b.MessageID(),
-			"attempts", len(b.Attempts), "err", err)
+			"attempts", len(b.Attempts), "err", err.Error())
 	}
 }
 
@@ -529,7 +535,9 @@ func (c *Courier) localized(ctx context.Context, msg webpush.Message, languages 
 }
 
 // send sends to one subscription within the user's and the origin's
-// bounds.
+// bounds. The origin's slot is held per request, not across the sender's
+// retry waits (issue 22: a send that held it through a backoff slowed every
+// user of a push service that answered 5xx or 429 45×).
 func (c *Courier) send(ctx context.Context, userID string, sub push.Subscription, msg webpush.Message) (webpush.Delivery, error) {
 	if userID != "" {
 		if err := c.users.acquire(ctx, userID); err != nil {
@@ -537,13 +545,18 @@ func (c *Courier) send(ctx context.Context, userID string, sub push.Subscription
 		}
 		defer c.users.release(userID)
 	}
-	origin := originOf(sub.Endpoint)
-	if err := c.origins.acquire(ctx, origin); err != nil {
-		return webpush.Delivery{Outcome: push.OutcomeFailed, Err: err}, nil
-	}
-	defer c.origins.release(origin)
+	msg.Gate = originGate{c.origins, originOf(sub.Endpoint)}
 	return c.sender.Send(ctx, sub, msg)
 }
+
+// originGate is one push service origin's slots as the sender's Gate.
+type originGate struct {
+	l      *limiter
+	origin string
+}
+
+func (g originGate) Enter(ctx context.Context) error { return g.l.acquire(ctx, g.origin) }
+func (g originGate) Leave()                          { g.l.release(g.origin) }
 
 // originOf is the push service an endpoint belongs to: scheme and host. An
 // endpoint that does not parse shares one key; the sender refuses it anyway.

@@ -82,6 +82,9 @@ type Message struct {
 	// chunks of an oversized push each get their own topic derived from it
 	// (chunkTopic), so they never replace each other.
 	Topic string
+	// Gate, when set, is entered around each request of the send, not
+	// across its retry waits.
+	Gate Gate
 }
 
 // Config configures a Sender. Zero values take the defaults shown.
@@ -96,6 +99,11 @@ type Config struct {
 	AllowPrivateEndpoints bool
 
 	Timeout time.Duration // per HTTP request, connection included; default 30 s
+	// HungAfter requests in a row to one push service origin that timed out
+	// give its next requests HungTimeout instead of Timeout, until one gets
+	// an answer; defaults DefaultHungAfter and DefaultHungTimeout.
+	HungAfter   int
+	HungTimeout time.Duration
 	// PadTo pads every encrypted body up to this many bytes (at most 4096)
 	// so its size says less about its content; 0 sends bodies at their
 	// natural size (webpush-go would pad all of them to 4096).
@@ -142,6 +150,7 @@ type Sender struct {
 	subject string // the JWT's sub claim
 	log     *slog.Logger
 	metrics *metrics
+	hangs   *hangBreaker
 }
 
 // NewSender checks cfg and builds a Sender.
@@ -155,6 +164,8 @@ func NewSender(cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
+	cfg.HungAfter = cmp.Or(cfg.HungAfter, DefaultHungAfter)
+	cfg.HungTimeout = cmp.Or(cfg.HungTimeout, DefaultHungTimeout)
 	cfg.InlineBudget = cmp.Or(cfg.InlineBudget, push.MaxPayloadBytes)
 	cfg.ChunkBytes = cmp.Or(cfg.ChunkBytes, push.DefaultMultipartChunkBytes)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 4)
@@ -196,6 +207,7 @@ func NewSender(cfg Config) (*Sender, error) {
 		cfg:     cfg,
 		policy:  policy,
 		client:  newHTTPClient(policy, cfg),
+		hangs:   newHangBreaker(cfg.HungAfter, cfg.HungTimeout),
 		signer:  signer,
 		subject: sub,
 		log:     cfg.Logger,
@@ -529,10 +541,19 @@ func (r *run) send(payload []byte, topic, label string) push.Outcome {
 		return push.OutcomeFailed
 	}
 	for try := 1; ; try++ {
+		if gate := r.o.Gate; gate != nil {
+			if err := gate.Enter(r.ctx); err != nil {
+				r.d.Err = fmt.Errorf("%scancelled waiting for a slot: %w", label, err)
+				return push.OutcomeFailed
+			}
+		}
 		at := cfg.Now()
 		start := time.Now()
 		resp, err := r.s.post(r.ctx, r, body, topic)
 		latency := time.Since(start)
+		if gate := r.o.Gate; gate != nil {
+			gate.Leave()
+		}
 		outcome, cause := classify(resp, err)
 		var wait time.Duration
 		if outcome == push.OutcomeRetry {
@@ -549,7 +570,10 @@ func (r *run) send(payload []byte, topic, label string) push.Outcome {
 				outcome, cause = push.OutcomeFailed, fmt.Sprintf("gave up: waiting %s more would exceed the retry budget: %s", wait, cause)
 			}
 		}
-		r.record(at, resp.status, outcome, latency, label+cause)
+		if cause != "" { // a delivered chunk has no error to label
+			cause = label + cause
+		}
+		r.record(at, resp.status, outcome, latency, cause)
 		r.d.Status = resp.status
 		if outcome != push.OutcomeRetry {
 			if outcome != push.OutcomeDelivered {
@@ -612,7 +636,9 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	if err != nil {
 		return response{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
+	rctx, cancel := context.WithTimeout(ctx, s.hangs.requestTimeout(r.origin, s.cfg.Timeout))
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return response{}, err
 	}
@@ -628,6 +654,7 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 		h["Topic"] = values[3:4:4]
 	}
 	resp, err := s.client.Do(req)
+	s.hangs.observe(r.origin, err, ctx)
 	if err != nil {
 		return response{}, err
 	}
@@ -672,6 +699,8 @@ func classify(r response, err error) (push.Outcome, string) {
 		return push.OutcomeRetry, what
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
 		return push.OutcomeConfigError, "the push service refused the VAPID credentials; check the VAPID key pair and subject (" + what + ")"
+	case s == http.StatusBadRequest && namesUnknownSubscription(r.body):
+		return push.OutcomeUnknownSubscription, "the push service does not know the subscription (" + what + ")"
 	case s == http.StatusBadRequest:
 		return push.OutcomeConfigError, "the push service refused the request as malformed (" + what + ")"
 	case s >= 300 && s < 400:
@@ -679,6 +708,23 @@ func classify(r response, err error) (push.Outcome, string) {
 	default:
 		return push.OutcomeFailed, what
 	}
+}
+
+// namesUnknownSubscription reports a 400's body that says the push service
+// does not know the subscription (FCM: "the registration token is not a
+// valid FCM registration token"; others: "invalid subscription"), rather
+// than that the request was malformed.
+func namesUnknownSubscription(body string) bool {
+	body = strings.ToLower(body)
+	if !strings.Contains(body, "subscription") && !strings.Contains(body, "registration") {
+		return false
+	}
+	for _, word := range []string{"invalid", "unknown", "not found", "not a valid", "unregistered", "expired"} {
+		if strings.Contains(body, word) {
+			return true
+		}
+	}
+	return false
 }
 
 // printable keeps a response snippet to one line of printable text.
@@ -710,6 +756,8 @@ func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
 		level, msg = slog.LevelDebug, "push delivered"
 	case push.OutcomeGone:
 		level, msg = slog.LevelInfo, "push subscription gone"
+	case push.OutcomeUnknownSubscription:
+		level, msg = slog.LevelInfo, "push subscription unknown to its push service"
 	case push.OutcomeConfigError:
 		level, msg = slog.LevelError, "push not delivered: a configuration error"
 	}

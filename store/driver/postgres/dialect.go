@@ -31,6 +31,7 @@ var dialect = driver.Dialect{
 		interruptsSchema,
 		llmCredentialsSchema,
 		languageSchema,
+		broadcastRateSchema,
 		cloudDataSchema,
 	},
 

@@ -268,6 +268,11 @@ const languageSchema = `
 ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
 `
 
+// broadcastRateSchema: a broadcast's pace, so a resumed one keeps it.
+const broadcastRateSchema = `
+ALTER TABLE broadcasts ADD COLUMN rate_per_second BIGINT NOT NULL DEFAULT 10;
+`
+
 // cloudDataSchema: see SQLite's.
 const cloudDataSchema = `
 CREATE TABLE cloud_owners (

@@ -26,6 +26,7 @@ var dialect = driver.Dialect{
 		interruptsSchema,
 		llmCredentialsSchema,
 		languageSchema,
+		broadcastRateSchema,
 		cloudDataSchema,
 	},
 

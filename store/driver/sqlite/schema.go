@@ -250,6 +250,11 @@ const languageSchema = `
 ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
 `
 
+// broadcastRateSchema: a broadcast's pace, so a resumed one keeps it.
+const broadcastRateSchema = `
+ALTER TABLE broadcasts ADD COLUMN rate_per_second INTEGER NOT NULL DEFAULT 10;
+`
+
 // cloudDataSchema: the user's data inventory and cleanup (store/clouddata.go).
 // cloud_owners is one row per owner the user retired or restored;
 // cloud_owned one row per owned resource (its owner and kind, sealed);

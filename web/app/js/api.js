@@ -136,6 +136,16 @@ export class Client {
     return this.call('POST', 'test-push');
   }
 
+  /** GET /preferences: amsg's own; the user's {timeZone, quietHours, dailyLimit}. */
+  preferences() {
+    return this.call('GET', 'preferences', { encryptedResponse: true });
+  }
+
+  /** PUT /preferences: members given replace the stored ones, null clears one. */
+  putPreferences(preferences) {
+    return this.call('PUT', 'preferences', { body: preferences });
+  }
+
   scheduleMessage(task) {
     return this.call('POST', 'schedule-message', { body: task });
   }

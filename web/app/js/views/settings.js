@@ -1,10 +1,12 @@
 // Settings: the model, the server token, the user id (copyable, or replaced
-// by one from another device) and the device list.
+// by one from another device), the device list, and the quiet hours and
+// daily limit the server keeps for the user.
 
 import * as device from '../device.js';
 import * as settings from '../settings.js';
 import { copyText, describeError, field, h, icon, toast } from '../ui.js';
 import { deviceList } from './devices.js';
+import { quietHoursCard } from './quiet.js';
 
 function card(id, title, description, ...children) {
   return h('section.card', { 'aria-labelledby': id }, h(`h2#${id}`, title), description ? h('p.muted', description) : null, ...children);
@@ -114,6 +116,7 @@ export function render(app) {
     h('div.settings-grid',
       card('model-heading', 'Model', 'Stored only in this browser and sent to your server with each message.', modelForm),
       list.el,
+      quietHoursCard(app, card),
       identity,
       card('server-heading', 'Server', null, tokenForm)));
   return { el: view, title: 'Settings', focus: heading };
