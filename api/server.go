@@ -187,6 +187,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.devicesFeature(),
 		s.taskFeature(),
 		s.clientStateFeature(),
+		s.cloudDataFeature(),
 		s.outboxFeature(),
 		s.tenantFeature(),
 		s.instantFeature(),
