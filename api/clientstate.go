@@ -269,10 +269,7 @@ func (s *Server) handleDeleteClientState(w http.ResponseWriter, r *http.Request)
 		if err != nil {
 			return err
 		}
-		writeData(w, http.StatusOK, struct {
-			Deleted int `json:"deleted"`
-		}{deleted})
-		return nil
+		return writeDeleted(w, deleted)
 	}
 	namespace := query.Get("namespace")
 	deleted, err := s.deps.Store.DeleteClientStateNamespace(r.Context(), userID, namespace)

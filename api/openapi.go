@@ -2,7 +2,10 @@ package api
 
 import (
 	_ "embed"
+	"encoding/json"
 	"net/http"
+	"slices"
+	"sync"
 )
 
 // openAPIDocument describes every route the server has (an OpenAPI 3.1
@@ -11,10 +14,37 @@ import (
 //go:embed openapi.json
 var openAPIDocument []byte
 
+// servedOpenAPI is the document as served: its ErrorCode schema lists the
+// codes of errorTable, so the document names every code without a second
+// list to keep in step.
+var servedOpenAPI = sync.OnceValue(func() []byte {
+	var doc map[string]any
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		panic("api: openapi.json: " + err.Error()) // a test reads it
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	schemas["ErrorCode"].(map[string]any)["enum"] = errorCodes()
+	out, err := json.Marshal(doc)
+	if err != nil {
+		panic("api: openapi.json: " + err.Error())
+	}
+	return out
+})
+
+// errorCodes are the distinct codes of errorTable, sorted.
+func errorCodes() []string {
+	var codes []string
+	for _, e := range errorTable {
+		codes = append(codes, e.Code)
+	}
+	slices.Sort(codes)
+	return slices.Compact(codes)
+}
+
 // handleOpenAPI serves the document. It needs no credentials: it says
 // which routes exist, not anything stored behind them.
 func handleOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
-	_, _ = w.Write(openAPIDocument)
+	_, _ = w.Write(servedOpenAPI())
 }

@@ -24,6 +24,12 @@ import (
 // and page, the service worker.
 func fullServer(t *testing.T) *Server {
 	t.Helper()
+	return fullServerWith(t, Config{AdminToken: "t"})
+}
+
+// fullServerWith is fullServer with cfg.
+func fullServerWith(t *testing.T, cfg Config) *Server {
+	t.Helper()
 	st := storetest.New(t)
 	deliveries, _ := newTestCourier(t, st, courier.PolicyUpstream)
 	sched, err := scheduler.New(scheduler.Config{Logger: testLogger(t),
@@ -34,7 +40,7 @@ func fullServer(t *testing.T) *Server {
 	}
 	t.Cleanup(func() { _ = sched.Stop(context.Background()) })
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	return newTestServer(t, Config{AdminToken: "t"}, Deps{Store: st, Courier: deliveries, Scheduler: sched,
+	return newTestServer(t, cfg, Deps{Store: st, Courier: deliveries, Scheduler: sched,
 		Metrics: prometheus.NewRegistry(), ServiceWorker: page, AdminPage: page,
 		Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm.NewClient(llm.Config{}), Transcripts: loop.NewTranscripts(st, nil)})}})
 }

@@ -193,6 +193,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.bodyEncodingFeature(),
 		s.preferencesFeature(),
 		s.interruptsFeature(),
+		s.credentialsFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody

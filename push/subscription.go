@@ -24,8 +24,11 @@ type Device struct {
 	ID           int64
 	UserID       string
 	Subscription Subscription
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Language is the BCP 47 tag the device reported ("" for none): the
+	// language of the notification texts amsg writes for it.
+	Language  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Outcome classifies one delivery attempt to one device.
@@ -39,6 +42,11 @@ const (
 	OutcomeRetry       Outcome = "retry"        // 429/5xx/network: retried with backoff
 	OutcomeConfigError Outcome = "config_error" // 400/401/403: VAPID or request problem, nothing deleted
 	OutcomeFailed      Outcome = "failed"       // anything else, or retries exhausted
+	// OutcomeUnknownSubscription: a 400 whose body says the push service
+	// does not know the subscription. The device stays until the answer
+	// repeats (store.PruneUnknownSubscriptions): one 400 may be the push
+	// service's passing fault.
+	OutcomeUnknownSubscription Outcome = "unknown_subscription"
 )
 
 // Attempt is one HTTP attempt to deliver one message to one device, as the

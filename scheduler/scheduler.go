@@ -609,7 +609,9 @@ func (s *Scheduler) process(t store.Task) result {
 	}
 	lease, lost := held.end()
 	switch {
-	case err != nil && cancelled(ctx):
+	case err != nil && (cancelled(ctx) || lost && s.deleted(t)):
+		// Cancelled: told at once, or, when the notification was missed,
+		// found by the heartbeat.
 		return s.withdraw(t)
 	case lost:
 		s.deps.Courier.Keep(ctx, last)

@@ -188,7 +188,7 @@ func TestFixedTaskDeliversTheStandardsPushAndIsDeleted(t *testing.T) {
 		t.Fatalf("%d pushes", len(pushes))
 	}
 	want := fmt.Sprintf(`{"messageKind":"content","messageType":"fixed","source":"scheduled","messageId":"msg_task_%[1]d@%[2]d_0",`+
-		`"sessionId":"sess_task_%[1]d@%[2]d","timestamp":"2026-06-01T09:00:00.000Z","message":"该喝水了","title":"来自 Rei",`+
+		`"sessionId":"sess_task_%[1]d@%[2]d","timestamp":"2026-06-01T09:00:00.000Z","message":"该喝水了","title":"From Rei",`+
 		`"contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":1,`+
 		`"taskId":%[1]d,"taskUuid":"%[3]s","recurrenceType":"none","occurrenceMs":%[2]d,"metadata":{"charId":"c1"}}`,
 		task.ID, start.UnixMilli(), task.UUID)
@@ -357,10 +357,11 @@ func TestRetryFinishesTheBurstItStarted(t *testing.T) {
 	}
 }
 
-// A stored message's burst is recorded before its first push, and the
-// retry sends only the pushes an earlier attempt did not deliver, under the
-// same ids and with the same text, though the owner edited the message in
-// between: the occurrence was committed.
+// A stored message's burst is built again on a retry, and the retry sends
+// only the pushes an earlier attempt did not deliver, under the same ids:
+// the outbox, which records each push with its delivery, says which. The
+// owner edited the message in between, as the API does: the occurrence is
+// committed first, and the retry sends the text it began with.
 func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
 	h := newHarness(t, Config{})
 	sub := h.subscribe(alice)
@@ -371,6 +372,9 @@ func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
 		t.Fatalf("first attempt %s", mustJSON(t, sum))
 	}
 	retryAt := h.task(alice, task.UUID).RetryAfter
+	if err := h.sched.CommitOccurrence(t.Context(), h.task(alice, task.UUID)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.st.UpdatePendingTask(t.Context(), alice, task.UUID, func(t store.Task) (store.TaskUpdate, error) {
 		p, _ := TaskPayload(t)
 		p.UserMessage = str("改了。改了。改了。")

@@ -135,17 +135,18 @@ type UserDeletion struct {
 	// idempotency keys.
 	Preferences int `json:"preferences"`
 	TokenProofs int `json:"tokenProofs"`
+	Credentials int `json:"llmCredentials"`
 }
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs + d.Credentials
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
 // their sessions), delivery log rows, preferences, daily slots,
-// idempotency keys and client token proof.
+// idempotency keys, client token proof and LLM credentials.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -164,6 +165,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM proactive_pushes WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},
 			{`DELETE FROM client_token_proofs WHERE user_id = ?`, &d.TokenProofs},
+			{`DELETE FROM llm_credentials WHERE user_id = ?`, &d.Credentials},
 		} {
 			res, err := tx.ExecContext(ctx, step.query, userID)
 			if err != nil {

@@ -1,8 +1,6 @@
 package store_test
 
 import (
-	"database/sql"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,32 +70,5 @@ func TestBackupOfAMissingDatabase(t *testing.T) {
 	}
 	if _, statErr := os.Stat(filepath.Join(dir, "out.db")); !os.IsNotExist(statErr) {
 		t.Fatalf("a failed backup left its file: %v", statErr)
-	}
-}
-
-// An older amsg refuses a database a newer one migrated, with a message
-// that says what to do, both to open it and to restore it.
-func TestOlderBinaryRefusesANewerSchema(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "amsg.db")
-	st := storetest.Open(t, store.Config{Path: path})
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`UPDATE schema_version SET version = version + 1`); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, err = store.Open(t.Context(), store.Config{Path: path})
-	if !errors.Is(err, store.ErrSchemaNewer) || !strings.Contains(err.Error(), "run the newer amsg") {
-		t.Errorf("Open of a newer schema = %v, want ErrSchemaNewer", err)
-	}
-	if _, err := store.CheckRestorable(t.Context(), path); !errors.Is(err, store.ErrSchemaNewer) {
-		t.Errorf("CheckRestorable of a newer schema = %v, want ErrSchemaNewer", err)
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"amsg/push"
 	"context"
 	"fmt"
 	"time"
@@ -72,6 +73,36 @@ func (s *Store) DevicesSeen(ctx context.Context, userID string) ([]DeviceSeen, e
 		out = append(out, DeviceSeen{ID: d.ID, Endpoint: d.Subscription.Endpoint, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, LastSeenAt: fromMillis(at)})
 	}
 	return out, nil
+}
+
+// Bounds of PruneUnknownSubscriptions: a device goes once its push service
+// has said UnknownSubscriptionFailures times in a row, the first and the
+// last at least UnknownSubscriptionSpan apart, that it does not know the
+// subscription. Only attempts of the last UnknownSubscriptionWindow count.
+const (
+	UnknownSubscriptionFailures = 3
+	UnknownSubscriptionSpan     = time.Hour
+	UnknownSubscriptionWindow   = 7 * 24 * time.Hour
+)
+
+// PruneUnknownSubscriptions deletes the devices whose push service keeps
+// answering that it does not know the subscription (a 400 naming it,
+// push.OutcomeUnknownSubscription, which deletes nothing by itself): those
+// with UnknownSubscriptionFailures such attempts since their last delivered
+// one, spread over UnknownSubscriptionSpan, in the window before now.
+func (s *Store) PruneUnknownSubscriptions(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.execCount(ctx, "prune unknown subscriptions", `DELETE FROM subscriptions WHERE id IN (
+		SELECT u.device_id FROM delivery_log u
+		WHERE u.outcome = ? AND u.at >= ? AND NOT EXISTS (
+			SELECT 1 FROM delivery_log d WHERE d.device_id = u.device_id AND d.outcome = ? AND d.at >= u.at)
+		GROUP BY u.device_id
+		HAVING count(*) >= ? AND max(u.at) - min(u.at) >= ?)`,
+		string(push.OutcomeUnknownSubscription), millis(now.Add(-UnknownSubscriptionWindow)), string(push.OutcomeDelivered),
+		UnknownSubscriptionFailures, UnknownSubscriptionSpan.Milliseconds())
+	if n > 0 {
+		s.log.Info("store: deleted devices their push service does not know", "deleted", n)
+	}
+	return n, err
 }
 
 // ExpireSilentDevices deletes every device whose last sign of life is before

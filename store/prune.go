@@ -22,7 +22,7 @@ type Retention struct {
 // Pruned counts what one Prune deleted.
 type Pruned struct {
 	FinishedTasks, Outbox, DeliveryLog, Transcripts, Interrupts, Devices, Instances int
-	DailySlots, IdempotencyKeys, TokenProofs                                        int
+	DailySlots, IdempotencyKeys, TokenProofs, UnknownSubscriptions                  int
 }
 
 // LogValue lists the counts under the names Prune's steps have.
@@ -31,13 +31,15 @@ func (p Pruned) LogValue() slog.Value {
 		slog.Int("finishedTasks", p.FinishedTasks), slog.Int("outbox", p.Outbox),
 		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts), slog.Int("interrupts", p.Interrupts),
 		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances), slog.Int("tokenProofs", p.TokenProofs),
-		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys))
+		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys),
+		slog.Int("unknownSubscriptions", p.UnknownSubscriptions))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
 // their age: finished tasks, the outbox, the delivery log, transcripts,
-// silent devices, dead instances and stale client token proofs, each
-// against now and its retention.
+// silent devices, devices their push service does not know, dead
+// instances and stale client token proofs, each against now and its
+// retention.
 // A failing step does not stop the others; the error joins theirs.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
 	var p Pruned
@@ -61,6 +63,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		// An answered approval lives as long as the transcript that records it.
 		{"interrupts", &p.Interrupts, olderThan(r.Transcripts, s.PruneInterrupts)},
 		{"silent devices", &p.Devices, olderThan(r.DeviceSilence, s.ExpireSilentDevices)},
+		{"unknown subscriptions", &p.UnknownSubscriptions, func() (int, error) { return s.PruneUnknownSubscriptions(ctx, now) }},
 		{"dead instances", &p.Instances, olderThan(r.Instances, s.DeleteStaleInstances)},
 		{"daily slots", &p.DailySlots, olderThan(dailySlotRetention, s.PruneDailySlots)},
 		{"idempotency keys", &p.IdempotencyKeys, olderThan(IdempotencyKeyTTL, s.PruneIdempotencyKeys)},

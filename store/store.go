@@ -76,6 +76,11 @@ type Config struct {
 	// DatabaseURL, when set, is a PostgreSQL database (postgres://…) used
 	// instead of Path.
 	DatabaseURL string
+	// DatabaseDirectURL, when set, is the same PostgreSQL database without
+	// the transaction pooler (PgBouncer) DatabaseURL goes through: the
+	// start lock, leadership and LISTEN use it, and the pool prepares no
+	// statements on the server.
+	DatabaseDirectURL string
 
 	// MasterKey is 64 hex characters. Empty: the stored key, else a new one
 	// (stored). Given: it must pass the stored check value
@@ -243,7 +248,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // open opens the driver cfg names; on SQLite it starts the committer.
 func (s *Store) open(ctx context.Context, cfg Config) error {
 	if cfg.DatabaseURL != "" {
-		db, err := postgres.Open(ctx, cfg.DatabaseURL)
+		db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL)
 		if err != nil {
 			return err
 		}

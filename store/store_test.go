@@ -121,8 +121,11 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := store.Open(t.Context(), store.Config{Path: path, MasterKey: storetest.MasterKey, GenerateVAPID: storetest.GenerateVAPID})
-	if !errors.Is(err, store.ErrSchemaNewer) || !strings.Contains(err.Error(), "schema version 99") {
-		t.Fatalf("Open = %v, want a newer-schema error", err)
+	if !errors.Is(err, store.ErrSchemaNewer) || !strings.Contains(err.Error(), "schema version 99") || !strings.Contains(err.Error(), "run the newer amsg") {
+		t.Fatalf("Open = %v, want ErrSchemaNewer naming the version and what to do", err)
+	}
+	if _, err := store.CheckRestorable(t.Context(), path); !errors.Is(err, store.ErrSchemaNewer) {
+		t.Errorf("CheckRestorable of a newer schema = %v, want ErrSchemaNewer", err)
 	}
 }
 

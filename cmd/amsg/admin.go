@@ -174,9 +174,12 @@ Commands (AMSG_ADMIN_TOKEN and --server / AMSG_SERVER as for amsg send):
   broadcast-status ID         a broadcast's progress
   resume ID                   continue a stopped broadcast after its cursor
   delete-user USER            delete a user and everything stored for them
+
+Answers print as tables; --json prints the API's data as JSON, for scripts.
 `
 
-// runAdmin is `amsg admin <command>`: it prints the answer's data as JSON.
+// runAdmin is `amsg admin <command>`: it prints the answer's data as
+// tables, or as JSON with --json.
 func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, adminUsage)
@@ -192,6 +195,7 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	all := fs.Bool("all", false, "broadcast: to every user")
 	users := fs.String("users", "", "broadcast: comma-separated user ids")
 	title := fs.String("title", "", "broadcast: notification title")
+	asJSON := fs.Bool("json", false, "print the answer's data as JSON")
 	if code, done := parseFlags(fs, args[1:]); done {
 		return code
 	}
@@ -243,6 +247,13 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err := c.call(ctx, method, path, body, &data); err != nil {
 		fmt.Fprintf(stderr, "amsg admin %s: %v\n", args[0], err)
 		return 1
+	}
+	if !*asJSON {
+		if err := printTable(stdout, data); err != nil {
+			fmt.Fprintf(stderr, "amsg admin %s: %v\n", args[0], err)
+			return 1
+		}
+		return 0
 	}
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, data, "", "  "); err != nil {

@@ -53,9 +53,17 @@ func TestSendCommandDeliversAContentPush(t *testing.T) {
 		t.Fatalf("push %+v, output %q", got, out)
 	}
 
-	code, out, _ = runCLI(t, env, "admin", "users")
+	code, out, _ = runCLI(t, env, "admin", "users", "--json")
 	if code != 0 || !strings.Contains(out, `"userId": "`+taskUser+`"`) || !strings.Contains(out, `"devices": 1`) {
-		t.Fatalf("amsg admin users: exit %d %s", code, out)
+		t.Fatalf("amsg admin users --json: exit %d %s", code, out)
+	}
+	// For a person: a table, the user's row under a header.
+	code, out, _ = runCLI(t, env, "admin", "users")
+	_, table, _ := strings.Cut(out, "users:\n")
+	header, row, _ := strings.Cut(table, "\n")
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(header), "userId ") || !strings.HasPrefix(strings.TrimSpace(row), taskUser+"  1 ") ||
+		strings.Contains(out, "{") {
+		t.Fatalf("amsg admin users: exit %d\n%s", code, out)
 	}
 	if code, _, errOut = runCLI(t, []string{"AMSG_SERVER=" + p.URL, "AMSG_ADMIN_TOKEN=wrong"}, "send", "--user", taskUser, "x"); code != 1 ||
 		!strings.Contains(errOut, "INVALID_ADMIN_TOKEN") {

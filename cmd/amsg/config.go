@@ -21,6 +21,7 @@ type config struct {
 	Addr                  string
 	DataDir               string
 	DatabaseURL           string
+	DatabaseDirectURL     string
 	Tick                  time.Duration
 	AllowPrivateEndpoints bool
 	CORSOrigin            string
@@ -83,6 +84,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&c.DataDir, "data-dir", "./amsg-data", "directory of the SQLite database")
 	fs.StringVar(&c.DatabaseURL, "database-url", "",
 		"PostgreSQL database (postgres://…) that several instances share; empty: SQLite in --data-dir")
+	fs.StringVar(&c.DatabaseDirectURL, "database-direct-url", "",
+		"when --database-url goes through a transaction pooler (PgBouncer): the same database directly, for leadership and LISTEN")
 	fs.DurationVar(&c.Tick, "tick", time.Second, "scheduler tick: how often due tasks are looked for")
 	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false,
 		"accept http:// and loopback/private push endpoints (development and tests only)")
@@ -151,6 +154,8 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: --data-dir must not be empty", errUsage)
 	case c.DatabaseURL != "" && !postgres.IsURL(c.DatabaseURL):
 		return fmt.Errorf("%w: --database-url must start postgres:// or postgresql://", errUsage)
+	case c.DatabaseDirectURL != "" && (c.DatabaseURL == "" || !postgres.IsURL(c.DatabaseDirectURL)):
+		return fmt.Errorf("%w: --database-direct-url must be a postgres:// URL, given with --database-url", errUsage)
 	case (c.VAPIDPublicKey == "") != (c.VAPIDPrivateKey == ""):
 		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)
 	case c.ShutdownTimeout <= 0:

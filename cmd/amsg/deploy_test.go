@@ -158,3 +158,51 @@ func writeCertificate(t *testing.T, dir string) {
 		}
 	}
 }
+
+// The Helm chart lints, renders SQLite as one replica on a volume and
+// PostgreSQL as several without one, and refuses several on SQLite.
+func TestHelmChart(t *testing.T) {
+	helm := requireTool(t, "helm")
+	const chart = "../../deploy/helm/amsg"
+	home := t.TempDir()
+	runHelm := func(args ...string) (string, error) {
+		cmd := exec.Command(helm, args...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	postgres := []string{"--set", "postgres.enabled=true", "--set", "postgres.existingSecret=amsg-db", "--set", "replicaCount=3"}
+	for _, values := range [][]string{nil, postgres} {
+		if out, err := runHelm(append([]string{"lint", "--strict", chart}, values...)...); err != nil {
+			t.Errorf("helm lint %v: %v\n%s", values, err, out)
+		}
+	}
+
+	sqlite, err := runHelm("template", "amsg", chart, "--set", "publicURL=https://push.example.org/")
+	if err != nil {
+		t.Fatalf("helm template (SQLite): %v\n%s", err, sqlite)
+	}
+	for _, want := range []string{"kind: PersistentVolumeClaim", "replicas: 1", "type: Recreate", "name: AMSG_DATA_DIR",
+		"name: AMSG_TRUSTED_PROXIES", "name: AMSG_PUBLIC_URL", "mountPath: /data", "path: /healthz"} {
+		if !strings.Contains(sqlite, want) {
+			t.Errorf("the SQLite rendering lacks %q", want)
+		}
+	}
+	several, err := runHelm(append([]string{"template", "amsg", chart}, postgres...)...)
+	if err != nil {
+		t.Fatalf("helm template (PostgreSQL): %v\n%s", err, several)
+	}
+	for _, want := range []string{"replicas: 3", "name: AMSG_DATABASE_URL", "name: AMSG_DATABASE_DIRECT_URL", "name: amsg-db"} {
+		if !strings.Contains(several, want) {
+			t.Errorf("the PostgreSQL rendering lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"PersistentVolumeClaim", "Recreate", "AMSG_DATA_DIR"} {
+		if strings.Contains(several, unwanted) {
+			t.Errorf("the PostgreSQL rendering has %q", unwanted)
+		}
+	}
+	if out, err := runHelm("template", "amsg", chart, "--set", "replicaCount=2"); err == nil || !strings.Contains(out, "SQLite runs one replica") {
+		t.Errorf("two replicas on SQLite rendered: %v\n%s", err, out)
+	}
+}

@@ -17,12 +17,14 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/builders"
 	"amsg/llm"
 	"amsg/loop"
 	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
+	"amsg/store/driver/postgres"
 	"amsg/sw"
 	"amsg/web"
 
@@ -117,6 +119,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	st, err := store.Open(ctx, store.Config{
 		Path:                 filepath.Join(cfg.DataDir, "amsg.db"),
 		DatabaseURL:          cfg.DatabaseURL,
+		DatabaseDirectURL:    cfg.DatabaseDirectURL,
 		MasterKey:            cfg.MasterKey,
 		VAPIDPublicKey:       cfg.VAPIDPublicKey,
 		VAPIDPrivateKey:      cfg.VAPIDPrivateKey,
@@ -130,7 +133,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	})
 	if err != nil {
 		closeFile(dataLock)
-		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) {
+		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) || errors.Is(err, postgres.ErrTransactionPooler) {
 			return nil, &configError{err}
 		}
 		return nil, err
@@ -181,7 +184,7 @@ func (s *server) build() error {
 	if err != nil {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
-	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log, Now: s.now})
+	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Localize: builders.Localize, Logger: s.log, Now: s.now})
 	reg.MustRegister(deliveries.Collectors()...)
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.

@@ -570,7 +570,10 @@ func (r *run) send(payload []byte, topic, label string) push.Outcome {
 				outcome, cause = push.OutcomeFailed, fmt.Sprintf("gave up: waiting %s more would exceed the retry budget: %s", wait, cause)
 			}
 		}
-		r.record(at, resp.status, outcome, latency, label+cause)
+		if cause != "" { // a delivered chunk has no error to label
+			cause = label + cause
+		}
+		r.record(at, resp.status, outcome, latency, cause)
 		r.d.Status = resp.status
 		if outcome != push.OutcomeRetry {
 			if outcome != push.OutcomeDelivered {
@@ -696,6 +699,8 @@ func classify(r response, err error) (push.Outcome, string) {
 		return push.OutcomeRetry, what
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
 		return push.OutcomeConfigError, "the push service refused the VAPID credentials; check the VAPID key pair and subject (" + what + ")"
+	case s == http.StatusBadRequest && namesUnknownSubscription(r.body):
+		return push.OutcomeUnknownSubscription, "the push service does not know the subscription (" + what + ")"
 	case s == http.StatusBadRequest:
 		return push.OutcomeConfigError, "the push service refused the request as malformed (" + what + ")"
 	case s >= 300 && s < 400:
@@ -703,6 +708,23 @@ func classify(r response, err error) (push.Outcome, string) {
 	default:
 		return push.OutcomeFailed, what
 	}
+}
+
+// namesUnknownSubscription reports a 400's body that says the push service
+// does not know the subscription (FCM: "the registration token is not a
+// valid FCM registration token"; others: "invalid subscription"), rather
+// than that the request was malformed.
+func namesUnknownSubscription(body string) bool {
+	body = strings.ToLower(body)
+	if !strings.Contains(body, "subscription") && !strings.Contains(body, "registration") {
+		return false
+	}
+	for _, word := range []string{"invalid", "unknown", "not found", "not a valid", "unregistered", "expired"} {
+		if strings.Contains(body, word) {
+			return true
+		}
+	}
+	return false
 }
 
 // printable keeps a response snippet to one line of printable text.
@@ -734,6 +756,8 @@ func (s *Sender) logDelivery(d Delivery, messageID string, attrs ...any) {
 		level, msg = slog.LevelDebug, "push delivered"
 	case push.OutcomeGone:
 		level, msg = slog.LevelInfo, "push subscription gone"
+	case push.OutcomeUnknownSubscription:
+		level, msg = slog.LevelInfo, "push subscription unknown to its push service"
 	case push.OutcomeConfigError:
 		level, msg = slog.LevelError, "push not delivered: a configuration error"
 	}

@@ -406,6 +406,13 @@ func TestTooLargeFallsBackToChunks(t *testing.T) {
 	if d.Outcome != push.OutcomeDelivered || d.Chunks != 2 || len(d.Attempts) != 3 || d.Attempts[0].Status != 413 {
 		t.Fatalf("%+v", d)
 	}
+	// Issue 23, point 9: a delivered chunk's attempt has no error (it read
+	// "chunk 2/2: ").
+	for _, a := range d.Attempts[1:] {
+		if a.Outcome != push.OutcomeDelivered || a.Error != "" {
+			t.Errorf("delivered chunk attempt %+v, want no error", a)
+		}
+	}
 	pushes, err := f.ps.WaitPushes(waitCtx(t), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -702,4 +709,30 @@ func TestHeadersPerKindAndSource(t *testing.T) {
 		t.Errorf("topics %q %q", TopicOf("msg_a"), TopicOf("msg_b"))
 	}
 	f.noErrors(t)
+}
+
+// Issue 23, point 9: a 400 whose body says the push service does not know
+// the subscription is its own outcome, which the housekeeping prunes once
+// it repeats; any other 400 stays a configuration error.
+func TestBadRequestNamingTheSubscription(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want push.Outcome
+	}{
+		{`{"error":{"code":400,"message":"The registration token is not a valid FCM registration token","status":"INVALID_ARGUMENT"}}`, push.OutcomeUnknownSubscription},
+		{`{"errno":102,"error":"Invalid subscription"}`, push.OutcomeUnknownSubscription},
+		{`{"error":"TTL header missing"}`, push.OutcomeConfigError},
+		{"", push.OutcomeConfigError},
+	} {
+		f := newFixture(t)
+		sub := f.ps.Subscribe()
+		f.ps.Respond(sub, 1, pushtest.Response{Status: http.StatusBadRequest, Body: c.body})
+		d, err := f.sender.Send(context.Background(), sub, contentPush("msg_400", 100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Outcome != c.want || len(d.Attempts) != 1 || d.Attempts[0].Outcome != c.want {
+			t.Errorf("400 %q: %+v, want %s", c.body, d, c.want)
+		}
+	}
 }

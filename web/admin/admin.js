@@ -2,8 +2,8 @@
 // keeps in sessionStorage (this tab only). Plain module, no build step.
 
 const TOKEN_KEY = 'amsg-admin-token';
-const OUTCOMES = ['delivered', 'retry', 'gone', 'too_large', 'config_error', 'failed'];
-const OUTCOME_LABELS = { delivered: 'Delivered', retry: 'Retried', gone: 'Gone (device removed)', too_large: 'Too large', config_error: 'Configuration error', failed: 'Failed' };
+const OUTCOMES = ['delivered', 'retry', 'gone', 'unknown_subscription', 'too_large', 'config_error', 'failed'];
+const OUTCOME_LABELS = { delivered: 'Delivered', retry: 'Retried', gone: 'Gone (device removed)', unknown_subscription: 'Unknown subscription', too_large: 'Too large', config_error: 'Configuration error', failed: 'Failed' };
 const SVG = 'http://www.w3.org/2000/svg';
 
 const $ = (id) => document.getElementById(id);
@@ -75,56 +75,85 @@ function fillTable(table, rows, emptyText, columns) {
   }
 }
 
-// The chart: one stacked bar per minute that saw attempts, over the 1440
-// minutes of the last day, with hour ticks every six hours.
+// The chart: one stacked bar per minute that saw attempts. Its window runs
+// from the first minute with attempts (at least an hour back) to now, so a
+// fresh server's few minutes fill the chart instead of a sliver of the day.
+const MIN_WINDOW_MINUTES = 60;
 function renderChart(data) {
   const width = 1440;
   const height = 150;
   const plot = height;
-  const since = Date.parse(data.since);
+  const end = Date.parse(data.since) + 24 * 3600 * 1000;
   const totals = Object.fromEntries(OUTCOMES.map((o) => [o, 0]));
   let peak = 1;
+  let first = end - MIN_WINDOW_MINUTES * 60000;
   for (const m of data.minutes) {
     let sum = 0;
     for (const [o, n] of Object.entries(m.outcomes)) { sum += n; totals[o] = (totals[o] || 0) + n; }
     peak = Math.max(peak, sum);
+    first = Math.min(first, Date.parse(m.minute));
   }
+  const start = Math.max(Date.parse(data.since), first);
+  const minutes = Math.ceil((end - start) / 60000);
+  const perMinute = width / minutes;
+  const barWidth = Math.max(2, perMinute - (perMinute > 4 ? 1 : 0));
   const chart = svg('svg', { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'none', role: 'img' });
   const all = Object.values(totals).reduce((a, b) => a + b, 0);
-  chart.setAttribute('aria-label', `Push attempts per minute over the last day: ${all} in all, at most ${peak} in one minute.`);
+  chart.setAttribute('aria-label', `Push attempts per minute over the last ${ago(minutes)}: ${all} in all, at most ${peak} in one minute.`);
   chart.append(svg('line', { class: 'axis', x1: 0, x2: width, y1: plot + 0.5, y2: plot + 0.5 }));
-  for (let h = 6; h < 24; h += 6) chart.append(svg('line', { class: 'grid-line', x1: h * 60, x2: h * 60, y1: 0, y2: plot }));
+  for (let q = 1; q < 4; q++) chart.append(svg('line', { class: 'grid-line', x1: (q * width) / 4, x2: (q * width) / 4, y1: 0, y2: plot }));
   for (const m of data.minutes) {
-    const x = Math.floor((Date.parse(m.minute) - since) / 60000);
+    const x = ((Date.parse(m.minute) - start) / 60000) * perMinute;
     let y = plot;
     for (const o of OUTCOMES) {
       const n = m.outcomes[o];
       if (!n) continue;
       const h = Math.max(2, (n / peak) * (plot - 4));
       y -= h;
-      chart.append(svg('rect', { class: `o-${o}`, x: Math.max(0, x), y, width: 2, height: h }));
+      chart.append(svg('rect', { class: `o-${o}`, x: Math.max(0, Math.min(x, width - barWidth)), y, width: barWidth, height: h }));
     }
   }
-  const axis = el('div', { class: 'chart-axis', 'aria-hidden': 'true' }, ...['24 h ago', '18 h', '12 h', '6 h', 'now'].map((t) => el('span', {}, t)));
+  const ticks = [4, 3, 2, 1].map((q) => `${ago((q * minutes) / 4)} ago`).concat('now');
+  const axis = el('div', { class: 'chart-axis', 'aria-hidden': 'true' }, ...ticks.map((t) => el('span', {}, t)));
   $('chart').replaceChildren(chart, axis);
+  $('chart-title').textContent = `Push attempts per minute, last ${ago(minutes)}`;
   $('legend').replaceChildren(...OUTCOMES.map((o) => el('li', {}, el('span', { class: `swatch o-${o}`, 'aria-hidden': 'true' }), `${OUTCOME_LABELS[o]}: ${totals[o] || 0}`)));
   const failed = all - (totals.delivered || 0);
   $('totals').textContent = all ? `${all} attempts, ${failed} not delivered, busiest minute ${peak}.` : 'No push attempts in the last 24 hours.';
 }
 
-// renderFailed shows the ten newest failed attempts, and all of them on
-// request.
+// ago says a number of minutes as minutes or hours.
+function ago(minutes) {
+  return minutes < 120 ? `${Math.round(minutes)} min` : `${Math.round(minutes / 60)} h`;
+}
+
+// groupAttempts folds the failed attempts of one push to one device (its
+// retries) into one entry: the newest attempt, with the count and the time
+// of the first. The API lists attempts newest first.
+function groupAttempts(attempts) {
+  const groups = new Map();
+  for (const a of attempts) {
+    const key = `${a.messageId}\u0000${a.deviceId}`;
+    const g = groups.get(key);
+    if (g) { g.tries += 1; g.firstAt = a.at; } else groups.set(key, { ...a, tries: 1, firstAt: a.at });
+  }
+  return [...groups.values()];
+}
+
+// renderFailed shows the ten newest failed pushes, each with its retries
+// folded in, and all of them on request.
 function renderFailed(data, all = false) {
-  const shown = all ? data.attempts : data.attempts.slice(0, 10);
+  const pushes = groupAttempts(data.attempts);
+  const shown = all ? pushes : pushes.slice(0, 10);
   fillTable($('failed'), shown.map((a) => el('tr', {},
-    el('td', { class: 'nowrap' }, when(a.at)),
+    el('td', { class: 'nowrap', title: a.tries > 1 ? `first ${when(a.firstAt)}` : '' }, when(a.at)),
     el('td', { class: 'id short', title: a.userId }, shortId(a.userId)),
     el('td', {}, a.pushHost || '—'),
-    el('td', {}, el('span', { class: 'pill' }, a.status ? `${a.outcome} ${a.status}` : a.outcome)),
+    el('td', {}, el('span', { class: 'pill' }, a.status ? `${a.outcome} ${a.status}` : a.outcome), a.tries > 1 ? ` ${a.tries} tries` : ''),
     el('td', { class: 'err' }, a.error || ''))), 'No failed deliveries in the last 24 hours.', 5);
   const more = $('failed-more');
-  more.hidden = shown.length === data.attempts.length;
-  more.textContent = `Show all ${data.attempts.length}`;
+  more.hidden = shown.length === pushes.length;
+  more.textContent = `Show all ${pushes.length}`;
   more.onclick = () => renderFailed(data, true);
 }
 

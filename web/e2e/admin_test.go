@@ -115,3 +115,56 @@ func TestAdminPage(t *testing.T) {
 		t.Fatalf("console errors: %v", errs)
 	}
 }
+
+// Issue 23, point 9: on a fresh server the operator page has its level-one
+// heading, its chart spans the hour that saw attempts rather than squeezing
+// them into a sliver of the day, and a push retried four times is one row
+// of the failed deliveries, not four.
+func TestAdminPageFitsAFreshServer(t *testing.T) {
+	srv := newServer(t)
+	const user = "550e8400-e29b-41d4-a716-446655440000"
+	now := time.Now()
+	attempt := func(ago time.Duration, id string, try int, outcome push.Outcome, status int, errText string) push.Attempt {
+		return push.Attempt{At: now.Add(-ago), MessageID: id, UserID: user, DeviceID: 1, PushHost: "fcm.googleapis.com",
+			Try: try, Status: status, Outcome: outcome, Error: errText}
+	}
+	attempts := []push.Attempt{attempt(20*time.Minute, "m1", 1, push.OutcomeDelivered, 201, ""),
+		attempt(3*time.Minute, "m3", 1, push.OutcomeGone, 410, "410 Gone")}
+	for try := 1; try <= 4; try++ {
+		attempts = append(attempts, attempt(time.Duration(15-try)*time.Minute, "m2", try, push.OutcomeRetry, 503, "503 Service Unavailable"))
+	}
+	if err := srv.Store.RecordDeliveries(t.Context(), push.Bookkeeping{Attempts: attempts}); err != nil {
+		t.Fatal(err)
+	}
+
+	b := browsertest.New(t, browsertest.Config{})
+	p := b.NewPage()
+	p.Navigate(srv.URL + "/admin")
+	p.WaitFor(`!document.getElementById('signin').hidden`)
+	p.Eval(`(() => {
+		document.getElementById('token').value = `+strconv.Quote(adminToken)+`;
+		document.getElementById('signin-form').requestSubmit();
+	})()`, nil)
+	p.WaitFor(`document.querySelectorAll('#failed tbody tr').length > 0 && document.querySelectorAll('#chart rect').length > 0`)
+	var heading, rows, title string
+	var barWidth, leftmost float64
+	p.Eval(`[...document.querySelectorAll('h1')].filter((h) => !h.closest('[hidden]')).map((h) => h.textContent).join('|')`, &heading)
+	p.Eval(`[...document.querySelectorAll('#failed tbody tr')].map((r) => r.textContent).join('|')`, &rows)
+	p.Eval(`document.getElementById('chart-title').textContent`, &title)
+	p.Eval(`Math.min(...[...document.querySelectorAll('#chart rect')].map((r) => r.width.baseVal.value))`, &barWidth)
+	p.Eval(`Math.min(...[...document.querySelectorAll('#chart rect')].map((r) => r.x.baseVal.value))`, &leftmost)
+	if heading == "" || strings.Contains(heading, "|") {
+		t.Errorf("visible level-one headings %q, want one", heading)
+	}
+	if n := strings.Count(rows, "|") + 1; n != 2 || !strings.Contains(rows, "4 tries") {
+		t.Errorf("failed rows %q, want 2, the retried push's with 4 tries", rows)
+	}
+	// 60 minutes over the chart's 1440 units: bars 23 wide, the first
+	// attempt 20 minutes ago at two thirds of the width.
+	if barWidth < 20 || leftmost < 900 || leftmost > 1000 || !strings.Contains(title, "last 60 min") {
+		t.Errorf("chart %q: bars %.0f wide, the first at x=%.0f; want the last hour across the chart", title, barWidth, leftmost)
+	}
+	if errs := b.TakeConsoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %v", errs)
+	}
+}

@@ -29,6 +29,8 @@ var dialect = driver.Dialect{
 		quietHoursSchema,
 		idempotencySchema,
 		interruptsSchema,
+		llmCredentialsSchema,
+		languageSchema,
 		broadcastRateSchema,
 	},
 

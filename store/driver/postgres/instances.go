@@ -38,7 +38,7 @@ func (l *leader) Check(ctx context.Context) (bool, error) {
 		discard(l.conn)
 		l.conn = nil
 	}
-	conn, err := l.db.pool.Conn(ctx)
+	conn, err := l.db.session.Conn(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -94,7 +94,7 @@ func (db *DB) ListenTasks(ctx context.Context, wake func(), cancelled func(int64
 }
 
 func (db *DB) listen(ctx context.Context, wake func(), cancelled func(int64)) error {
-	conn, err := pgx.ConnectConfig(ctx, db.config.Copy())
+	conn, err := pgx.ConnectConfig(ctx, db.listenConfig.Copy())
 	if err != nil {
 		return err
 	}

@@ -6,10 +6,11 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	mathrand "math/rand/v2"
 	"strings"
 	"time"
 
@@ -35,24 +36,106 @@ func IsURL(s string) bool {
 
 // DB is an open PostgreSQL database.
 type DB struct {
-	pool   *sql.DB
-	config *pgx.ConnConfig
+	pool *sql.DB
+	// session holds what needs a server session of its own: the start
+	// lock and leadership (session advisory locks). listenConfig is
+	// LISTEN's connection. Both are the database itself: the pool and url's
+	// config, or, behind a transaction pooler, the direct URL's.
+	session      *sql.DB
+	listenConfig *pgx.ConnConfig
 }
 
+// ErrTransactionPooler: the database URL leads to a pooler that hands one
+// server session to many clients (PgBouncer's pool_mode=transaction), and
+// no direct URL was given for what needs a session of its own.
+var ErrTransactionPooler = errors.New("AMSG_DATABASE_URL goes through a transaction pooler (PgBouncer with pool_mode=transaction?), " +
+	"where leadership and LISTEN cannot work: set AMSG_DATABASE_DIRECT_URL to a direct connection to PostgreSQL, or put the pooler in session mode")
+
+// sessionConns bounds the direct connections behind a pooler: the start
+// lock and one per leadership held.
+const sessionConns = 4
+
 // Open connects to the database at url (postgres://…) and checks that it
-// answers.
-func Open(ctx context.Context, url string) (*DB, error) {
+// answers. directURL, when given, is the same database without the
+// transaction pooler url goes through: then the pool sends no named
+// prepared statements (pgx's simple protocol, statements kept on the
+// client), and the start lock, leadership and LISTEN use directURL. Without
+// it Open refuses a url that leads to a transaction pooler.
+func Open(ctx context.Context, url, directURL string) (*DB, error) {
 	config, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
 	}
-	pool := sql.OpenDB(connector(*config))
+	pooled := directURL != ""
+	if pooled {
+		config.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	}
+	pool := sql.OpenDB(connector(*config, pooled))
 	pool.SetMaxOpenConns(maxConns)
 	pool.SetMaxIdleConns(maxConns / 2)
 	if err := pool.PingContext(ctx); err != nil {
 		return nil, errors.Join(err, pool.Close())
 	}
-	return &DB{pool: pool, config: config}, nil
+	if !pooled {
+		shared, err := sharedSessions(ctx, pool)
+		if err == nil && shared {
+			err = ErrTransactionPooler
+		}
+		if err != nil {
+			return nil, errors.Join(err, pool.Close())
+		}
+		return &DB{pool: pool, session: pool, listenConfig: config}, nil
+	}
+	direct, err := pgx.ParseConfig(directURL)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("direct database url: %w", err), pool.Close())
+	}
+	session := sql.OpenDB(connector(*direct, false))
+	session.SetMaxOpenConns(sessionConns)
+	if err := session.PingContext(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("direct database url: %w", err), session.Close(), pool.Close())
+	}
+	return &DB{pool: pool, session: session, listenConfig: direct}, nil
+}
+
+// sharedSessions reports whether two connections of pool share a server
+// session, which only a transaction (or statement) pooler does: a statement
+// prepared by name on one connection is missing on it, or visible on the
+// other. The probe runs on the simple protocol, which prepares nothing
+// itself.
+func sharedSessions(ctx context.Context, pool *sql.DB) (bool, error) {
+	var random [8]byte
+	_, _ = rand.Read(random[:])
+	name := fmt.Sprintf("amsg_session_probe_%x", random)
+	count := func(conn *sql.Conn) (int, error) {
+		var n int
+		err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE name = ?`,
+			pgx.QueryExecModeSimpleProtocol, name).Scan(&n)
+		return n, err
+	}
+	first, err := pool.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer first.Close()
+	if _, err := first.ExecContext(ctx, `PREPARE `+name+` AS SELECT 1`, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return false, fmt.Errorf("session probe: %w", err)
+	}
+	// Behind a pooler this may reach another session: nothing to undo.
+	defer func() {
+		_, _ = first.ExecContext(context.WithoutCancel(ctx), `DEALLOCATE `+name, pgx.QueryExecModeSimpleProtocol)
+	}()
+	own, err := count(first)
+	if err != nil || own == 0 {
+		return own == 0, err
+	}
+	second, err := pool.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer second.Close()
+	other, err := count(second)
+	return other > 0, err
 }
 
 // Writer is the pool.
@@ -75,7 +158,7 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 			return err
 		}
 		// A short random pause lets the winner commit before the rerun.
-		pause := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
+		pause := time.Duration(mathrand.Int64N(int64(attempt) * int64(time.Millisecond)))
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())
@@ -112,7 +195,7 @@ func retryable(err error) bool {
 // the schema, on a connection of its own, so that instances starting at
 // once take turns to migrate and store the first secrets.
 func (db *DB) Exclusive(ctx context.Context, name string, fn func() error) error {
-	conn, err := db.pool.Conn(ctx)
+	conn, err := db.session.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -131,8 +214,13 @@ func (db *DB) Exclusive(ctx context.Context, name string, fn func() error) error
 // argument, within the current schema.
 const lockKey = `hashtext(current_schema()), hashtext(?)`
 
-// Close closes the pool.
-func (db *DB) Close() error { return db.pool.Close() }
+// Close closes the pool, and the direct connections behind a pooler.
+func (db *DB) Close() error {
+	if db.session != db.pool {
+		return errors.Join(db.session.Close(), db.pool.Close())
+	}
+	return db.pool.Close()
+}
 
 func ignoreDone(err error) error {
 	if errors.Is(err, sql.ErrTxDone) {

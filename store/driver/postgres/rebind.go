@@ -11,30 +11,40 @@ import (
 )
 
 // connector opens pgx stdlib connections that accept the store's ?
-// placeholders.
-func connector(config pgx.ConnConfig) driver.Connector {
-	return rebindConnector{stdlib.GetConnector(config)}
+// placeholders. clientStatements keeps prepared statements on the client
+// (pooledConnection).
+func connector(config pgx.ConnConfig, clientStatements bool) driver.Connector {
+	return rebindConnector{stdlib.GetConnector(config), clientStatements}
 }
 
-type rebindConnector struct{ driver.Connector }
+type rebindConnector struct {
+	driver.Connector
+	clientStatements bool
+}
 
 func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return rebindConn{conn.(*stdlib.Conn)}, nil
+	return rebindConn{conn.(*stdlib.Conn), c.clientStatements}, nil
 }
 
 // rebindConn is a pgx stdlib connection whose statements are rebound; every
 // other method (transactions, pings, value checks) is pgx's own.
-type rebindConn struct{ *stdlib.Conn }
+type rebindConn struct {
+	*stdlib.Conn
+	clientStatements bool
+}
 
 func (c rebindConn) Prepare(query string) (driver.Stmt, error) {
-	return c.Conn.Prepare(rebind(query))
+	return c.PrepareContext(context.Background(), query)
 }
 
 func (c rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if c.clientStatements {
+		return clientStmt{c, rebind(query)}, nil
+	}
 	return c.Conn.PrepareContext(ctx, rebind(query))
 }
 
@@ -44,6 +54,42 @@ func (c rebindConn) ExecContext(ctx context.Context, query string, args []driver
 
 func (c rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	return c.Conn.QueryContext(ctx, rebind(query), args)
+}
+
+// clientStmt is a statement prepared on the client only. Behind a
+// transaction pooler a server-side prepared statement would live in a
+// server session other clients share, and be missing from the session the
+// next transaction gets: each execution sends the statement's text instead.
+type clientStmt struct {
+	conn  rebindConn
+	query string // rebound
+}
+
+func (s clientStmt) Close() error  { return nil }
+func (s clientStmt) NumInput() int { return -1 }
+
+func (s clientStmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), namedValues(args))
+}
+
+func (s clientStmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), namedValues(args))
+}
+
+func (s clientStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	return s.conn.Conn.ExecContext(ctx, s.query, args)
+}
+
+func (s clientStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return s.conn.Conn.QueryContext(ctx, s.query, args)
+}
+
+func namedValues(args []driver.Value) []driver.NamedValue {
+	named := make([]driver.NamedValue, len(args))
+	for i, v := range args {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: v}
+	}
+	return named
 }
 
 // rebind numbers the ? placeholders of query $1, $2, … It leaves alone

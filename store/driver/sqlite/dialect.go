@@ -24,6 +24,8 @@ var dialect = driver.Dialect{
 		quietHoursSchema,
 		idempotencySchema,
 		interruptsSchema,
+		llmCredentialsSchema,
+		languageSchema,
 		broadcastRateSchema,
 	},
 
