@@ -1,7 +1,10 @@
 package api
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -200,7 +203,13 @@ func (s *Server) handleAdminSend(w http.ResponseWriter, r *http.Request) error {
 // through adminDeliver, then reads each device's outcome from the delivery
 // log. A user without devices is PUSH_SUBSCRIPTION_MISSING.
 func (s *Server) adminSend(ctx context.Context, userID string, m adminMessage) (adminSendResult, error) {
-	p, err := s.buildAdminPush(m)
+	return s.adminSendAs(ctx, userID, m, adminPushIDs{})
+}
+
+// adminSendAs is adminSend with the push's ids given: a broadcast derives
+// them from itself and the user (broadcastPushIDs).
+func (s *Server) adminSendAs(ctx context.Context, userID string, m adminMessage, ids adminPushIDs) (adminSendResult, error) {
+	p, err := s.buildAdminPush(m, ids)
 	if err != nil {
 		return adminSendResult{}, err
 	}
@@ -235,12 +244,28 @@ func (s *Server) adminSend(ctx context.Context, userID string, m adminMessage) (
 	return res, nil
 }
 
+// adminPushIDs are the message and session ids of an operator's push;
+// empty ones are drawn afresh.
+type adminPushIDs struct{ messageID, sessionID string }
+
+// broadcastPushIDs derives the ids of a broadcast's push to one user from
+// the broadcast and the user, so a broadcast resumed after a crash sends
+// that user the same message id again, which the service worker drops,
+// never a second one (issue 22).
+func broadcastPushIDs(broadcastID, userID string) adminPushIDs {
+	derive := func(label string) string {
+		sum := sha256.Sum256([]byte(label + "\x00" + broadcastID + "\x00" + userID))
+		return hex.EncodeToString(sum[:16])
+	}
+	return adminPushIDs{messageID: "msg_" + derive("message"), sessionID: "sess_admin_" + derive("session")}
+}
+
 // buildAdminPush is the operator's message as a content push of its own
 // session.
-func (s *Server) buildAdminPush(m adminMessage) (*push.ContentPush, error) {
+func (s *Server) buildAdminPush(m adminMessage, ids adminPushIDs) (*push.ContentPush, error) {
 	p, _, err := s.builder.BuildContentPush(builders.ContentArgs{
-		Common: builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant,
-			SessionID: "sess_admin_" + push.NewUUID(), MessageSubtype: m.MessageSubtype, Metadata: m.Metadata},
+		Common: builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant, MessageID: ids.messageID,
+			SessionID: cmp.Or(ids.sessionID, "sess_admin_"+push.NewUUID()), MessageSubtype: m.MessageSubtype, Metadata: m.Metadata},
 		Message: m.Message, Title: m.Title, ContactName: m.ContactName,
 	})
 	if err != nil {
@@ -281,6 +306,7 @@ type broadcastJSON struct {
 	Cursor    string   `json:"cursor"`
 	Sent      int      `json:"sent"`
 	Failed    int      `json:"failed"`
+	Rate      int      `json:"ratePerSecond"`
 	CreatedAt string   `json:"createdAt"`
 	UpdatedAt string   `json:"updatedAt"`
 	Message   any      `json:"message"`
@@ -289,7 +315,7 @@ type broadcastJSON struct {
 
 func toBroadcastJSON(b store.Broadcast) broadcastJSON {
 	return broadcastJSON{ID: b.ID, Status: string(b.Status), All: b.UserIDs == nil, Users: len(b.UserIDs), Cursor: b.Cursor,
-		Sent: b.Sent, Failed: b.Failed, CreatedAt: push.FormatTimestamp(b.CreatedAt), UpdatedAt: push.FormatTimestamp(b.UpdatedAt),
+		Sent: b.Sent, Failed: b.Failed, Rate: b.RatePerSecond, CreatedAt: push.FormatTimestamp(b.CreatedAt), UpdatedAt: push.FormatTimestamp(b.UpdatedAt),
 		Message: b.Message}
 }
 
@@ -311,14 +337,14 @@ func (s *Server) handleAdminBroadcast(w http.ResponseWriter, r *http.Request) er
 	if err := req.check(); err != nil {
 		return err
 	}
-	if _, err := s.buildAdminPush(req.adminMessage); err != nil {
+	if _, err := s.buildAdminPush(req.adminMessage, adminPushIDs{}); err != nil {
 		return err // refused once here rather than for every user
 	}
 	message, err := json.Marshal(req.adminMessage)
 	if err != nil {
 		return err
 	}
-	b := store.Broadcast{ID: "bc_" + push.NewUUID(), Message: message}
+	b := store.Broadcast{ID: "bc_" + push.NewUUID(), Message: message, RatePerSecond: cmp.Or(req.RatePerSecond, defaultBroadcastRate)}
 	if !req.All {
 		b.UserIDs = dedupe(req.UserIDs)
 	}
@@ -329,7 +355,7 @@ func (s *Server) handleAdminBroadcast(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	s.startBroadcast(created, req.RatePerSecond)
+	s.startBroadcast(created)
 	writeData(w, http.StatusAccepted, toBroadcastJSON(created))
 	return nil
 }
@@ -384,7 +410,7 @@ func (s *Server) handleAdminBroadcastResume(w http.ResponseWriter, r *http.Reque
 		return err
 	}
 	if b.Status == store.BroadcastStopped {
-		s.startBroadcast(b, 0)
+		s.startBroadcast(b)
 		b.Status = store.BroadcastRunning
 	}
 	writeData(w, http.StatusOK, toBroadcastJSON(b))
@@ -406,7 +432,7 @@ func (s *Server) ResumeBroadcasts(ctx context.Context, idleSince time.Time) erro
 			continue
 		}
 		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursorSet", b.Cursor != "", "sent", b.Sent)
-		s.startBroadcast(b, 0)
+		s.startBroadcast(b)
 	}
 	return nil
 }
@@ -419,10 +445,10 @@ type broadcastRunner struct {
 	wg      sync.WaitGroup
 }
 
-// startBroadcast sends b on a goroutine of its own, rate users per second
-// (0: the default), recording the cursor after every user so a stop
-// loses at most one.
-func (s *Server) startBroadcast(b store.Broadcast, rate int) {
+// startBroadcast sends b on a goroutine of its own at its stored rate (a
+// resumed broadcast keeps the pace it was started with), recording the
+// cursor after every user so a stop loses at most one.
+func (s *Server) startBroadcast(b store.Broadcast) {
 	s.broadcasts.mu.Lock()
 	defer s.broadcasts.mu.Unlock()
 	if s.broadcasts.running == nil {
@@ -432,6 +458,7 @@ func (s *Server) startBroadcast(b store.Broadcast, rate int) {
 		return
 	}
 	s.broadcasts.running[b.ID] = true
+	rate := b.RatePerSecond
 	if rate <= 0 {
 		rate = defaultBroadcastRate
 	}
@@ -467,7 +494,7 @@ func (s *Server) runBroadcast(ctx context.Context, b store.Broadcast, rate int) 
 		}
 		for _, userID := range next {
 			sent, failed := 1, 0
-			_, err := s.adminSend(ctx, userID, m)
+			_, err := s.adminSendAs(ctx, userID, m, broadcastPushIDs(b.ID, userID))
 			if err != nil {
 				sent, failed = 0, 1
 				s.log.InfoContext(ctx, "broadcast could not reach a user", "broadcastId", b.ID, "err", err)

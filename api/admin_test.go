@@ -203,6 +203,60 @@ func TestAdminBroadcastReachesEveryUserAndResumes(t *testing.T) {
 	}
 }
 
+// Issue 22, finding 7: a broadcast resumed after its process died keeps
+// the rate it was started with, and sends each user the message id it sent
+// before (derived from the broadcast and the user), never a second one.
+func TestResumedBroadcastKeepsItsRateAndMessageIDs(t *testing.T) {
+	s, fake := adminServer(t)
+	users := []string{testUserID, "123e4567-e89b-42d3-a456-426614174000"}
+	for _, u := range users {
+		registerDevice(t, s, fake, u)
+	}
+	r := adminDo(s, http.MethodPost, "/api/v1/admin/broadcasts", `{"userIds":["`+strings.Join(users, `","`)+`"],"message":"hi","ratePerSecond":200}`)
+	var b broadcastJSON
+	decodeData(t, r.body, &b)
+	s.broadcasts.wg.Wait()
+	messageIDs := func() map[string][]string {
+		out := map[string][]string{}
+		for _, p := range fake.Pushes() {
+			var m struct {
+				MessageID string `json:"messageId"`
+			}
+			_ = json.Unmarshal(p.JSON, &m)
+			out[p.Endpoint] = append(out[p.Endpoint], m.MessageID)
+		}
+		return out
+	}
+	first := messageIDs()
+	// The process died before it recorded any user: the broadcast is
+	// running with its cursor at the start.
+	ctx := t.Context()
+	if err := s.deps.Store.AdvanceBroadcast(ctx, b.ID, "", 0, 0, "running"); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.deps.Store.GetBroadcast(ctx, b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ResumeBroadcasts(ctx, stored.UpdatedAt); err != nil {
+		t.Fatal(err)
+	}
+	s.broadcasts.wg.Wait()
+	for endpoint, ids := range messageIDs() {
+		if len(ids) != 2 || ids[0] != ids[1] || ids[0] != first[endpoint][0] {
+			t.Errorf("%s got message ids %v; a resume must send the same id again", endpoint, ids)
+		}
+	}
+	r = adminDo(s, http.MethodGet, "/api/v1/admin/broadcasts/"+b.ID, "")
+	decodeData(t, r.body, &b)
+	if b.Rate != 200 || b.Status != "done" {
+		t.Errorf("the resumed broadcast: %+v, want ratePerSecond 200, done", b)
+	}
+	if other := broadcastPushIDs("bc_other", users[0]); other.messageID == first[fake.Pushes()[0].Endpoint][0] {
+		t.Error("two broadcasts derive the same message id for one user")
+	}
+}
+
 // FuzzAdminBodies feeds the operator's two request bodies arbitrary bytes:
 // every answer is the JSON envelope with a 2xx or 4xx status, never a 500.
 func FuzzAdminBodies(f *testing.F) {

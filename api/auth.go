@@ -98,6 +98,13 @@ func (s *Server) authorize(mode authMode, r *http.Request) error {
 	return nil
 }
 
+// requiresCredential reports whether mode asks a request for a credential
+// on this server (a client token or a Bearer token), so that a request
+// authorize let in proved one.
+func (s *Server) requiresCredential(mode authMode) bool {
+	return s.cfg.ClientToken != "" || mode == authInstant && s.cfg.TokenSigningKey != ""
+}
+
 func unauthorized(message string) *Error {
 	return newError(http.StatusUnauthorized, "UNAUTHORIZED", message)
 }

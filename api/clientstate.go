@@ -226,6 +226,14 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	namespace := r.URL.Query().Get("namespace")
+	weight, err := s.stateAnswerWeight(r, userID, namespace)
+	if err != nil {
+		return err
+	}
+	if !s.stateReads.take(weight) {
+		return stateReadsBusy(w)
+	}
+	defer s.stateReads.give(weight)
 	entries, err := s.deps.Store.ClientState(r.Context(), userID, namespace)
 	if err := stateNamespaceError(err); err != nil {
 		return err
@@ -261,10 +269,7 @@ func (s *Server) handleDeleteClientState(w http.ResponseWriter, r *http.Request)
 		if err != nil {
 			return err
 		}
-		writeData(w, http.StatusOK, struct {
-			Deleted int `json:"deleted"`
-		}{deleted})
-		return nil
+		return writeDeleted(w, deleted)
 	}
 	namespace := query.Get("namespace")
 	deleted, err := s.deps.Store.DeleteClientStateNamespace(r.Context(), userID, namespace)

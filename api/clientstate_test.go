@@ -335,10 +335,15 @@ func TestClientStateBodyLimitIsItsOwn(t *testing.T) {
 	}
 }
 
+// TestCapabilitiesAdvertiseClientStateAndOutbox lists the features of
+// client state, the outbox, credentials and gzip bodies under upstream's
+// strings, those of its newest line included.
 func TestCapabilitiesAdvertiseClientStateAndOutbox(t *testing.T) {
 	s := newTestServer(t, Config{}, Deps{})
 	got := do(t, s, http.MethodGet, "/api/v1/capabilities", nil)
-	for _, f := range []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard", "client-state-delete-namespace", "message-outbox"} {
+	for _, f := range []string{"client-state", "client-state-chunking", "client-state-partial-failure", "client-state-version-guard",
+		"client-state-delete-namespace", "client-state-delete", "client-state-namespaces", "message-outbox", "outbox-delete",
+		"llm-credentials", "llm-credentials-delete-prefix", "gzip-request-body"} {
 		if !strings.Contains(got.body, `"`+f+`"`) {
 			t.Errorf("capabilities lack %s: %s", f, got.body)
 		}

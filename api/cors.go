@@ -13,6 +13,11 @@ const corsAllowHeaders = "Content-Type, Authorization, X-User-Id, X-Payload-Encr
 	"X-Encryption-Version, X-Response-Encrypted, X-Client-Token, X-Amsg-Request-Encoding, Content-Encoding, " +
 	"Idempotency-Key"
 
+// corsExposeHeaders are the response headers a cross-origin page may read
+// beyond the safelisted ones: a replayed idempotent answer's mark, and the
+// wait of a 409 or 429.
+const corsExposeHeaders = "Idempotent-Replayed, Retry-After"
+
 // corsPolicy decides the CORS headers. It is off when no origin is
 // configured; then no Access-Control-* header is ever sent and OPTIONS is an
 // unknown route, as in the standard's single-user server.
@@ -68,6 +73,7 @@ func (p corsPolicy) middleware(next http.Handler) http.Handler {
 			h.Set("Access-Control-Allow-Origin", allowed)
 			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
 			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
 			h.Set("Access-Control-Max-Age", "86400")
 			if allowed != "*" {
 				h.Add("Vary", "Origin")

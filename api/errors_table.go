@@ -125,15 +125,6 @@ var errorTable = []errorText{
 	{"USER_NOT_FOUND", "No such user", "用户不存在"},
 	{"BROADCAST_NOT_FOUND", "No such broadcast", "广播不存在"},
 
-	// Upstream's newest line: client state, outbox, credentials, gzip (issue 20).
-	{"INVALID_STATE_NAMESPACE", "namespace must be a string of 1-128 characters", "namespace 必须是 1-128 字符的字符串"},
-	{"INVALID_NAMESPACE_LIMIT", "limit must be an integer from 1 to 200", "limit 必须是 1-200 的整数"},
-	{"INVALID_PARAMETERS", "Give either {all: true} or a non-empty messageIds array", "要么 { all: true }，要么 messageIds 非空数组"},
-	{"INVALID_PARAMETERS", "all and messageIds cannot be given together", "all 与 messageIds 不能同时出现"},
-	{"UNSUPPORTED_CONTENT_ENCODING", "Unsupported Content-Encoding (only gzip is accepted)", "不支持的 Content-Encoding（只支持 gzip）"},
-	{"INVALID_CONTENT_ENCODING", "The request body is not valid gzip data", "请求体不是有效的 gzip 数据"},
-	{"TASK_PAYLOAD_TOO_LARGE", "The task is larger than the limit (details: bytes, maxBytes)", "任务内容超过字节上限"},
-
 	// Control of what fires (issue 18).
 	{"TASK_IN_FLIGHT", "The task is being delivered; change its time once this occurrence is done", "任务正在投递中，暂时不能修改发送时间，请稍后重试"},
 
@@ -166,4 +157,26 @@ var errorTable = []errorText{
 	// Hostile callers, round two (issue 22).
 	{"PUSH_SUBSCRIPTION_CONFLICT", "This push endpoint is registered by another user with other keys", "该推送端点已由另一用户以不同密钥登记"},
 	{"INVALID_PARAMETERS", "deviceId must be a positive integer", "deviceId 必须是正整数"},
+
+	// Upstream's newest line: client state, outbox, credentials, gzip (issue 20).
+	{"INVALID_STATE_NAMESPACE", "namespace must be a string of 1-128 characters", "namespace 必须是 1-128 字符的字符串"},
+	{"INVALID_NAMESPACE_LIMIT", "limit must be an integer from 1 to 200", "limit 必须是 1-200 的整数"},
+	{"INVALID_PARAMETERS", "Give either {all: true} or a non-empty messageIds array", "要么 { all: true }，要么 messageIds 非空数组"},
+	{"INVALID_PARAMETERS", "all and messageIds cannot be given together", "all 与 messageIds 不能同时出现"},
+	{"UNSUPPORTED_CONTENT_ENCODING", "Unsupported Content-Encoding (only gzip is accepted)", "不支持的 Content-Encoding（只支持 gzip）"},
+	{"INVALID_CONTENT_ENCODING", "The request body is not valid gzip data", "请求体不是有效的 gzip 数据"},
+	{"TASK_PAYLOAD_TOO_LARGE", "The task is larger than the limit (details: bytes, maxBytes)", "任务内容超过字节上限"},
+	{"INVALID_PARAMETERS", "credentials must be a non-empty array", "credentials 必须是非空数组"},
+	{"INVALID_PARAMETERS", "Give either {all: true}, a non-empty credIds array or credIdPrefix", "要么 { all: true }，要么 credIds 非空数组，要么 credIdPrefix"},
+	{"INVALID_PARAMETERS", "Give only one of all, credIds and credIdPrefix", "all、credIds 与 credIdPrefix 只能给一个"},
+	{"INVALID_PARAMETERS", "credRefs must be a plain object {<purpose>: <credId>}", "credRefs 必须是 { <purpose>: <credId> } 形状的普通对象"},
+	{"INVALID_PARAMETERS", "credRefs must not be an empty object (leave it out instead)", "credRefs 不能是空对象（不需要就别带这个字段）"},
+	{"INVALID_PARAMETERS", "Give either credRefs.chat or the inline apiUrl / apiKey / primaryModel", "credRefs.chat 与内联的 apiUrl / apiKey / primaryModel 只能给一种"},
+	{"INVALID_UPDATE_DATA", "Give either credRefs.chat or the inline apiUrl / apiKey / primaryModel", "credRefs.chat 与内联的 apiUrl / apiKey / primaryModel 只能给一种"},
+	{"LLM_CREDENTIALS_LIMIT_EXCEEDED", "Too many LLM credentials for this user (details: existing, adding, limit)", "单用户凭据行数超过上限"},
+	{"CREDENTIAL_NOT_FOUND", "A credential credRefs names does not exist; PUT /llm-credentials first (details: credId)", "credRefs 引用的凭据不存在，请先 PUT /llm-credentials"},
+	{"TASK_USES_CRED_REFS", "This task names its credentials by credRefs; update them with PUT /llm-credentials", "该任务通过 credRefs 引用凭据，请用 PUT /llm-credentials 更新凭据"},
+
+	// The user's language (issue 19).
+	{"INVALID_LANGUAGE", "language must be a BCP 47 language tag such as en-US or zh-CN, at most 35 characters", "language 必须是 BCP 47 语言标签（如 en-US、zh-CN），最多 35 个字符"},
 }

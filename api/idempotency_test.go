@@ -16,6 +16,7 @@ func scheduleWithKey(t testing.TB, e *taskEnv, key string, body any) response {
 	t.Helper()
 	req := encryptedRequest(t, http.MethodPost, "/api/v1/schedule-message", testUserID, body)
 	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Origin", "https://app.example")
 	return serve(e.s, req)
 }
 
@@ -32,14 +33,15 @@ func pendingTasks(t testing.TB, st *store.Store) int {
 // replays the first answer and creates nothing; another request with the
 // key is refused; malformed keys are refused with precise codes.
 func TestScheduleMessageIdempotencyKey(t *testing.T) {
-	e := newTaskEnv(t, Config{})
+	e := newTaskEnv(t, Config{CORSOrigin: "*"})
 	e.subscribe(t, testUserID)
 	first := scheduleWithKey(t, e, "retry-1", fixedTask(nil))
 	if first.status != http.StatusCreated || first.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("first: %d %s", first.status, first.body)
 	}
 	again := scheduleWithKey(t, e, "retry-1", fixedTask(nil))
-	if again.status != first.status || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true" {
+	if again.status != first.status || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true" ||
+		!strings.Contains(again.header.Get("Access-Control-Expose-Headers"), "Idempotent-Replayed") {
 		t.Fatalf("replay: %d %v %s; want the first answer %s", again.status, again.header, again.body, first.body)
 	}
 	if n := pendingTasks(t, e.st); n != 1 {

@@ -44,10 +44,14 @@ func (s *Server) instantFeature() feature {
 			routes = append(routes, route{method, name, authInstant, onlyPost})
 		}
 	}
-	return feature{
-		capabilities: []string{"instant", "instant-sse", "instant-tools", "continue-tool-results", "session-transcripts", "llm-extra-body"},
-		routes:       routes,
+	capabilities := []string{"instant", "instant-sse", "instant-tools", "continue-tool-results", "session-transcripts", "llm-extra-body"}
+	if s.deps.Instant.DefaultModel {
+		// A request without apiUrl, apiKey and primaryModel uses the
+		// operator's model (--llm-api-url): the page then chats with empty
+		// model settings.
+		capabilities = append(capabilities, "operator-model")
 	}
+	return feature{capabilities: capabilities, routes: routes}
 }
 
 // onlyPost answers the instant path's other methods as the standard does.

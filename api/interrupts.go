@@ -215,6 +215,12 @@ func (s *Server) ExpireInterrupts(ctx context.Context) (int, error) {
 	if s.resumes == nil {
 		return 0, nil
 	}
+	// A read first: the sweep itself is a write, which on SQLite would take
+	// the one writer every tick for nothing.
+	next, err := s.deps.Instant.Agent.NextInterruptExpiry(ctx)
+	if err != nil || next.IsZero() || next.After(s.deps.Instant.Agent.Now()) {
+		return 0, err
+	}
 	n := 0
 	for {
 		list, err := s.deps.Instant.Agent.ExpireInterrupts(ctx, expireBatch)

@@ -298,6 +298,9 @@ func TestDecisionTokens(t *testing.T) {
 	if got := do(t, f.s, http.MethodGet, "/api/v1/interrupts?status=done", map[string]string{"X-User-Id": testUserID}); got.status != 400 {
 		t.Errorf("status=done: %d %s", got.status, got.body)
 	}
+	if got := do(t, f.s, http.MethodGet, "/api/v1/capabilities", nil); !strings.Contains(got.body, `"interrupt-approvals"`) {
+		t.Errorf("capabilities = %s", got.body)
+	}
 }
 
 func TestExpiredApprovalResumesAsNotApproved(t *testing.T) {
@@ -424,4 +427,62 @@ func FuzzDecodeDecision(f *testing.F) {
 			t.Fatalf("decodeDecision(%q) accepted %+v", body, d)
 		}
 	})
+}
+
+// A round that calls an approval tool and a browser tool resumes once both
+// are answered: a /continue while the approval waits is refused, and the
+// last of the decision and the browser's results resumes it with both.
+func TestApprovalBesideABrowserTool(t *testing.T) {
+	f := newApprovalFixture(t)
+	f.llm.Enqueue(llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+		{ID: "call_mail", Name: "send_email", Arguments: `{"to":"boss@example.com"}`},
+		{ID: "call_time", Name: "get_time", Arguments: `{}`}}})
+	req := encryptedRequest(t, http.MethodPost, "/api/v1/instant", testUserID,
+		f.body(map[string]any{"tools": sendEmailTool, "approvalTools": []string{"send_email"}, "sessionId": "sess_both"}))
+	req.Header.Set("Accept", "application/json")
+	if got := serve(f.s, req); got.status != http.StatusOK || !strings.Contains(got.body, `"messagesSent":2`) {
+		t.Fatalf("/instant = %d %s", got.status, got.body)
+	}
+	var ap approvalPush
+	var browserCalls []json.RawMessage
+	for _, m := range f.messagesTo(t, f.phone, 2) {
+		var p approvalPush
+		_ = json.Unmarshal(m.Plaintext, &p)
+		if p.Interrupt.ID != "" {
+			ap = p
+		} else {
+			browserCalls = p.ToolCalls
+		}
+	}
+	if ap.Interrupt.ToolCallID != "call_mail" || len(browserCalls) != 1 || !strings.Contains(string(browserCalls[0]), "call_time") {
+		t.Fatalf("approval %+v, browser calls %s", ap, browserCalls)
+	}
+	cont := func() response {
+		req := encryptedRequest(t, http.MethodPost, "/api/v1/continue", testUserID, map[string]any{
+			"sessionId": "sess_both", "contactName": "Rei", "apiUrl": f.llm.APIURL(), "apiKey": "sk-test", "primaryModel": "m",
+			"messages": []any{map[string]any{"role": "tool", "tool_call_id": "call_time", "content": "12:00"}}})
+		req.Header.Set("Accept", "application/json")
+		return serve(f.s, req)
+	}
+	if got := cont(); got.status != http.StatusConflict || !strings.Contains(got.body, "waits for the person") {
+		t.Fatalf("/continue before the decision = %d %s", got.status, got.body)
+	}
+	got := f.decide(map[string]any{"decision": "approve", "token": ap.Interrupt.DecisionToken}, ap.Interrupt.ID)
+	if got.status != http.StatusOK {
+		t.Fatalf("decision = %d %s", got.status, got.body)
+	}
+	f.s.WaitResumes()
+	if n := len(f.llm.Requests()); n != 1 {
+		t.Fatalf("the loop resumed without the browser's result (%d model calls)", n)
+	}
+	f.llm.Enqueue(afterApprovalReply)
+	if got := cont(); got.status != http.StatusOK || !strings.Contains(got.body, `"status":"finished"`) {
+		t.Fatalf("/continue after the decision = %d %s", got.status, got.body)
+	}
+	last := f.llm.Requests()[1]
+	mail, _ := last.ToolResult("call_mail")
+	clock, _ := last.ToolResult("call_time")
+	if mail != `{"approved":true}` || clock != "12:00" {
+		t.Errorf("the model got mail %q and time %q", mail, clock)
+	}
 }

@@ -17,8 +17,11 @@ import (
 // field means its default (see withDefaults); docs/security.md lists each
 // with the threat it answers.
 type Limits struct {
-	// BodyReadTimeout bounds the arrival of a request body.
-	BodyReadTimeout time.Duration
+	// BodyReadTimeout bounds the arrival of a request body;
+	// BodyStartTimeout the arrival of its first bytes for a request that
+	// carried no credential.
+	BodyReadTimeout  time.Duration
+	BodyStartTimeout time.Duration
 	// WriteTimeout bounds a response from its first byte; an event stream
 	// renews it with every frame.
 	WriteTimeout time.Duration
@@ -62,6 +65,9 @@ type Limits struct {
 	// client state takes in the database (sealed values, chunks included).
 	MaxStateBytesPerUser      int64
 	MaxStateBytesPerNamespace int64
+	// ClientStateReadBudget bounds the memory the GET /client-state
+	// answers in flight take together (limits_memory.go).
+	ClientStateReadBudget int64
 	// MaxPushesPerRound caps the pushes one LLM round may send (each goes
 	// to every device of the user): a round that would send more fails.
 	MaxPushesPerRound int
@@ -94,6 +100,7 @@ const (
 
 func (l Limits) withDefaults() Limits {
 	setDefault(&l.BodyReadTimeout, DefaultBodyReadTimeout)
+	setDefault(&l.BodyStartTimeout, DefaultBodyStartTimeout)
 	setDefault(&l.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&l.MaxRounds, DefaultMaxRounds)
 	setDefault(&l.MaxRoundsPerUser, DefaultMaxRoundsPerUser)
@@ -110,6 +117,7 @@ func (l Limits) withDefaults() Limits {
 	setDefault(&l.MaxStateBytesPerUser, DefaultMaxStateBytesPerUser)
 	setDefault(&l.MaxStateBytesPerNamespace, DefaultMaxStateBytesPerNamespace)
 	setDefault(&l.MaxPushesPerRound, DefaultMaxPushesPerRound)
+	setDefault(&l.ClientStateReadBudget, DefaultClientStateReadBudget)
 	setDefault(&l.TokenProofMaxAge, DefaultTokenProofMaxAge)
 	return l
 }

@@ -174,10 +174,7 @@ func (s *Server) handleDeleteOutbox(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	writeData(w, http.StatusOK, struct {
-		Deleted int `json:"deleted"`
-	}{deleted})
-	return nil
+	return writeDeleted(w, deleted)
 }
 
 // decodeOutboxDelete reads DELETE /outbox's body: all when it is

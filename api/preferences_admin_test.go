@@ -2,9 +2,11 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"amsg/scheduler"
 	"amsg/store"
 )
 
@@ -60,5 +62,43 @@ func TestAdminSendRespectsQuietHoursAndTheDailyLimit(t *testing.T) {
 	page, err := e.st.UnackedOutbox(ctx, testUserID, 0, 10)
 	if err != nil || len(page.Entries) != 3 || page.Entries[2].MessageID != res.MessageID {
 		t.Fatalf("outbox %+v, %v; want the three sends, the last outbox only", page.Entries, err)
+	}
+}
+
+// A task's priority is set by schedule-message and update-message, and
+// refused when it is neither normal nor critical.
+func TestTaskPriority(t *testing.T) {
+	e := newTaskEnv(t, Config{})
+	e.subscribe(t, testUserID)
+	if bad := e.schedule(t, testUserID, fixedTask(map[string]any{"priority": "urgent"})); bad.status != http.StatusBadRequest || errorCode(bad.body) != "INVALID_PRIORITY" {
+		t.Fatalf("schedule with priority urgent: %d %s", bad.status, bad.body)
+	}
+	created := e.schedule(t, testUserID, fixedTask(map[string]any{"priority": "critical"}))
+	var task struct {
+		UUID string `json:"uuid"`
+	}
+	decodeData(t, created.body, &task)
+	priority := func() string {
+		stored, err := e.st.Task(t.Context(), testUserID, task.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := scheduler.TaskPayload(stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Priority
+	}
+	if got := priority(); got != scheduler.PriorityCritical {
+		t.Fatalf("stored priority %q; want critical", got)
+	}
+	if bad := e.update(t, testUserID, task.UUID, map[string]any{"priority": 1}); bad.status != http.StatusBadRequest || errorCode(bad.body) != "INVALID_PRIORITY" {
+		t.Fatalf("update with priority 1: %d %s", bad.status, bad.body)
+	}
+	if ok := e.update(t, testUserID, task.UUID, map[string]any{"priority": "normal"}); ok.status != http.StatusOK || !strings.Contains(ok.body, `"priority"`) {
+		t.Fatalf("update to normal: %d %s", ok.status, ok.body)
+	}
+	if got := priority(); got != "" {
+		t.Fatalf("stored priority %q after the update; want normal", got)
 	}
 }

@@ -41,6 +41,15 @@ func writeData(w http.ResponseWriter, status int, data any) {
 	}{true, data})
 }
 
+// writeDeleted answers a delete with the number of rows it removed:
+// {"success":true,"data":{"deleted":n}}.
+func writeDeleted(w http.ResponseWriter, n int) error {
+	writeData(w, http.StatusOK, struct {
+		Deleted int `json:"deleted"`
+	}{n})
+	return nil
+}
+
 // readBody reads at most limit bytes of the request body (inflated, when it
 // came gzipped). A larger body is refused with 413 before it is buffered; a
 // body that is not valid gzip is 400 INVALID_CONTENT_ENCODING; a body that cannot be read at all

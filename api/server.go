@@ -115,22 +115,23 @@ type feature struct {
 
 // Server is the HTTP handler of amsg.
 type Server struct {
-	cfg       Config
-	deps      Deps
-	log       *slog.Logger
-	now       func() time.Time
-	tokens    tokenComparer
-	cors      corsPolicy
-	endpoints webpush.EndpointPolicy
-	builder   builders.Builder
-	routes    []route // longest name first, for suffix matching
-	features  []string
-	metrics   *httpMetrics
-	rounds    *roundGuard
-	limits    *callerLimits // nil when the rate limits are off
-	proofs    *tokenProofs
-	health    healthCheck
-	handler   http.Handler
+	cfg        Config
+	deps       Deps
+	log        *slog.Logger
+	now        func() time.Time
+	tokens     tokenComparer
+	cors       corsPolicy
+	endpoints  webpush.EndpointPolicy
+	builder    builders.Builder
+	routes     []route // longest name first, for suffix matching
+	features   []string
+	metrics    *httpMetrics
+	rounds     *roundGuard
+	limits     *callerLimits // nil when the rate limits are off
+	stateReads *byteBudget   // the memory of GET /client-state answers
+	proofs     *tokenProofs
+	health     healthCheck
+	handler    http.Handler
 
 	broadcasts broadcastRunner // the operator's broadcasts this process sends
 	resumes    *resumeRunner   // loops resumed after an approval; nil without the instant path
@@ -177,6 +178,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.rounds = rounds
 	s.limits = newCallerLimits(s.cfg.Limits, s.now)
+	s.stateReads = &byteBudget{max: s.cfg.Limits.ClientStateReadBudget}
 	s.proofs = newTokenProofs(deps.Store, s.cfg.Limits.TokenProofMaxAge, s.now, s.log)
 	for _, f := range []feature{
 		s.metaFeature(),
@@ -191,6 +193,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.bodyEncodingFeature(),
 		s.preferencesFeature(),
 		s.interruptsFeature(),
+		s.credentialsFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody
@@ -241,6 +244,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		if err := s.authorize(rt.auth, r); err != nil {
 			s.writeError(w, r, err)
 			return
+		}
+		if s.requiresCredential(rt.auth) {
+			extendBodyDeadline(r)
 		}
 		if err := rt.handle(w, r); err != nil {
 			s.writeError(w, r, err)

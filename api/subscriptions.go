@@ -38,7 +38,7 @@ var (
 )
 
 // handlePutSubscription stores the browser's PushSubscription as one of the
-// user's devices. Stricter than upstream, which stores any object with an
+// user's devices, with the language it reports (deviceLanguage). Stricter than upstream, which stores any object with an
 // endpoint: the endpoint must be https on a public host and the keys must be
 // usable, so a subscription that can never receive a push is refused now
 // rather than failing every send later.
@@ -49,6 +49,7 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 	}
 	var body struct {
 		Subscription json.RawMessage `json:"subscription"`
+		Language     json.RawMessage `json:"language"` // BCP 47; else Accept-Language's
 	}
 	if err := json.Unmarshal(payload, &body); err != nil {
 		return errInvalidSubscription
@@ -65,10 +66,14 @@ func (s *Server) handlePutSubscription(w http.ResponseWriter, r *http.Request) e
 		}
 		updatedAt = time.UnixMilli(ms)
 	}
+	language, err := deviceLanguage(body.Language, r.Header.Get("Accept-Language"))
+	if err != nil {
+		return err
+	}
 	if err := s.checkSubscription(r.Context(), sub, ""); err != nil {
 		return err
 	}
-	device, err := s.deps.Store.PutSubscription(r.Context(), userID, body.Subscription, updatedAt)
+	device, err := s.deps.Store.PutDevice(r.Context(), userID, body.Subscription, updatedAt, language)
 	if errors.Is(err, store.ErrEndpointTaken) {
 		return errEndpointTaken
 	}

@@ -71,6 +71,9 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	if err := s.admitTask(ctx, userID, req.uuid); err != nil {
 		return err
 	}
+	if err := s.requireCredentials(ctx, userID, req.payload.CredRefs); err != nil {
+		return err
+	}
 	if req.payload.APIURL != nil {
 		if err := s.checkAPIURL(ctx, *req.payload.APIURL); err != nil {
 			return err

@@ -39,6 +39,9 @@ type taskView struct {
 	ClientTaskID   json.RawMessage `json:"clientTaskId"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	LastError      json.RawMessage `json:"lastError"`
+	// CredRefs names the stored credentials the task uses: ids, never
+	// values.
+	CredRefs map[string]string `json:"credRefs,omitempty"`
 	// DeferredUntil is amsg's: when a task that waits for the end of the
 	// user's quiet hours fires.
 	DeferredUntil string `json:"deferredUntil,omitempty"`
@@ -71,7 +74,7 @@ func (s *Server) projectTask(t store.Task, withMetadata bool) taskView {
 	v.ContactName, v.MessageSubtype, v.RecurrenceType, v.TzID, v.CronExpr = &p.ContactName, &p.MessageSubtype, &rec, p.TzID, p.CronExpr
 	var meta map[string]json.RawMessage
 	_ = json.Unmarshal(p.Metadata, &meta)
-	v.CharID, v.ClientTaskID = meta["charId"], meta["amsgClientTaskId"]
+	v.CharID, v.ClientTaskID, v.CredRefs = meta["charId"], meta["amsgClientTaskId"], p.CredRefs
 	if withMetadata {
 		v.Metadata = p.Metadata
 	}

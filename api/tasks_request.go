@@ -102,6 +102,7 @@ func (s *Server) validateSchedule(ctx context.Context, f fields) (scheduleReques
 		v.maxTokens,
 		v.userMessage,
 		v.prompt,
+		v.credRefs,
 		v.aiConfig,
 		v.credentials,
 		v.instantContent,
@@ -290,7 +291,7 @@ func (v *scheduleValidator) aiConfig() *Error {
 		missing = append(missing, "completePrompt or messages")
 	}
 	for _, k := range credentialKeys {
-		if !v.f.truthy(k) {
+		if !v.f.truthy(k) && !v.chatCredRef() {
 			missing = append(missing, k)
 		}
 	}
@@ -311,7 +312,7 @@ func (v *scheduleValidator) instantContent() *Error {
 	if v.f.truthy("recurrenceType") && v.req.payload.RecurrenceType != push.RecurrenceNone {
 		return invalidParameters("instant 类型的 recurrenceType 必须为 none", `recurrenceType (must be "none" for instant type)`)
 	}
-	aiConfig := v.hasPrompt() && v.f.truthy("apiUrl") && v.f.truthy("apiKey") && v.f.truthy("primaryModel")
+	aiConfig := v.hasPrompt() && (v.chatCredRef() || v.f.truthy("apiUrl") && v.f.truthy("apiKey") && v.f.truthy("primaryModel"))
 	if !aiConfig && !v.f.truthy("userMessage") {
 		return newError(http.StatusBadRequest, "INVALID_PARAMETERS", "instant 类型必须提供 userMessage 或完整的 AI 配置").
 			withDetails(map[string]any{"missingFields": []string{"userMessage or ((completePrompt | messages) + apiUrl + apiKey + primaryModel)"}})
@@ -427,8 +428,15 @@ func (s *Server) validateUpdate(f *updateFields) (time.Time, error) {
 		v.metadata,
 		v.messageSubtype,
 		v.llmExtraBody,
+		v.priority,
 	)
 	return v.next, err
+}
+
+// priority: "normal", "critical" or null (normal).
+func (v *updateValidator) priority() *Error {
+	_, err := decodePriority(v.f.fields["priority"])
+	return err
 }
 
 // invalidUpdate is the update's failure naming fields.

@@ -521,6 +521,41 @@ func TestUpdateOfATaskInFlight(t *testing.T) {
 	}
 }
 
+// An edit of a task whose occurrence began (a push went out, the rest
+// waits to retry) is stored for the next occurrence; the retry sends the
+// text the occurrence began with.
+func TestEditDuringARetryKeepsTheOccurrence(t *testing.T) {
+	e := newTaskEnv(t, Config{})
+	sub := e.subscribe(t, testUserID)
+	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id, "immediate": true, "userMessage": "一。二。三。"}))
+	e.fake.Respond(sub, 1, pushtest.Response{Status: http.StatusCreated})
+	// A 403 is not retried in the sender: the occurrence backs off.
+	e.fake.Respond(sub, 1, pushtest.Response{Status: http.StatusForbidden})
+	if _, err := e.sched.Tick(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	task, _ := e.st.Task(t.Context(), testUserID, id)
+	if task.RetryCount != 1 {
+		t.Fatalf("after the failed attempt: %+v", task)
+	}
+	if got := e.update(t, testUserID, id, map[string]any{"userMessage": "改。改。改。"}); got.status != http.StatusOK {
+		t.Fatalf("edit: %d %s", got.status, got.body)
+	}
+	if _, err := e.sched.Tick(t.Context()); err != nil { // the edit cleared the backoff
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, p := range e.fake.Pushes() {
+		var m struct{ Message string }
+		_ = json.Unmarshal(p.JSON, &m)
+		texts = append(texts, m.Message)
+	}
+	if strings.Join(texts, "") != "一。二。三。" {
+		t.Errorf("pushes %q, want the occurrence's own text once", texts)
+	}
+}
+
 func TestListMessagesParameters(t *testing.T) {
 	e := newTaskEnv(t, Config{})
 	e.subscribe(t, testUserID)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -48,25 +49,14 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	if err := s.checkAPIURL(r.Context(), apiURL); err != nil {
 		return err
 	}
-	var stored []string
-	task, err := s.deps.Store.UpdatePendingTask(r.Context(), userID, id, func(t store.Task) (store.TaskUpdate, error) {
-		p, err := scheduler.TaskPayload(t)
-		if err != nil {
-			return store.TaskUpdate{}, err
-		}
-		before := p
-		if stored, err = mergeUpdate(&p, f); err != nil {
-			return store.TaskUpdate{}, err
-		}
-		if t.LeaseUntil.After(s.now()) && movesOccurrence(before, p, t.NextSendAt, nextSendAt) {
-			return store.TaskUpdate{}, errTaskInFlight
-		}
-		raw, err := p.Encode()
-		if err == nil {
-			err = checkTaskSize(raw, len(t.Payload))
-		}
-		return store.TaskUpdate{Payload: raw, NextSendAt: nextSendAt}, err
-	})
+	refs, err := updateCredRefs(f)
+	if err != nil {
+		return err
+	}
+	if err := s.requireCredentials(r.Context(), userID, refs); err != nil {
+		return err
+	}
+	task, stored, err := s.updateTask(r.Context(), userID, id, f, refs, nextSendAt)
 	switch {
 	case errors.Is(err, store.ErrTaskNotFound):
 		return errTaskNotFound
@@ -84,6 +74,67 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
+// updateTask merges the patch f (and the credential references refs, nil
+// when the patch names none) into userID's pending task id and returns the
+// task and the keys stored. An occurrence that has begun (being
+// delivered, or waiting to retry) keeps what it sends: a change of its
+// timing while it is delivered is errTaskInFlight, and before any other
+// edit is stored the occurrence is committed (Scheduler.CommitOccurrence),
+// outside the update's transaction, which then runs again.
+func (s *Server) updateTask(ctx context.Context, userID, id string, f *updateFields, refs map[string]string, nextSendAt time.Time) (store.Task, []string, error) {
+	var committed time.Time // the occurrence committed
+	var begun store.Task    // the task whose occurrence must be committed first
+	for range maxCommitRounds {
+		var stored []string
+		task, err := s.deps.Store.UpdatePendingTask(ctx, userID, id, func(t store.Task) (store.TaskUpdate, error) {
+			p, err := scheduler.TaskPayload(t)
+			if err != nil {
+				return store.TaskUpdate{}, err
+			}
+			if err := mergeCredRefs(&p, f, refs); err != nil {
+				return store.TaskUpdate{}, err
+			}
+			before := p
+			if stored, err = mergeUpdate(&p, f); err != nil {
+				return store.TaskUpdate{}, err
+			}
+			if refs != nil {
+				stored = withCredRefs(stored, f)
+			}
+			inFlight := t.LeaseUntil.After(s.now())
+			switch {
+			case inFlight && movesOccurrence(before, p, t.NextSendAt, nextSendAt):
+				return store.TaskUpdate{}, errTaskInFlight
+			case (inFlight || t.RetryCount > 0) && !t.NextSendAt.Equal(committed):
+				begun = t
+				return store.TaskUpdate{}, errCommitFirst
+			}
+			raw, err := p.Encode()
+			if err == nil {
+				err = checkTaskSize(raw, len(t.Payload))
+			}
+			return store.TaskUpdate{Payload: raw, NextSendAt: nextSendAt}, err
+		})
+		if !errors.Is(err, errCommitFirst) {
+			return task, stored, err
+		}
+		if err := s.deps.Scheduler.CommitOccurrence(ctx, begun); err != nil {
+			return store.Task{}, nil, err
+		}
+		committed = begun.NextSendAt
+	}
+	// Occurrences kept beginning under the update: it is in flight.
+	return store.Task{}, nil, errTaskInFlight
+}
+
+// maxCommitRounds bounds updateTask's rounds: each commits an occurrence
+// that began since the last, which happens about once per occurrence.
+const maxCommitRounds = 3
+
+// errCommitFirst ends an update's transaction to commit the occurrence
+// under way first; it never leaves updateTask.
+var errCommitFirst = errors.New("commit the occurrence under way first")
+
 // errTaskInFlight refuses to move a task whose occurrence is being
 // delivered: the occurrence is committed, and moving the task under it
 // would deliver a one-shot task twice (upstream's 409).
@@ -100,9 +151,9 @@ func equalPtr[T comparable](a, b *T) bool { return a == b || (a != nil && b != n
 
 // mergeUpdate applies a validated patch to a stored payload with the
 // standard's semantics and returns the keys it stored, in the order sent:
-// contactName, tzId, maxTokens, temperature, splitPattern, messageSubtype
-// and llmExtraBody are set when present (null included: the default for
-// the last two); userMessage, recurrenceType, avatarUrl, metadata and the
+// contactName, tzId, maxTokens, temperature, splitPattern, messageSubtype,
+// llmExtraBody and amsg's priority are set when present (null included:
+// the default for the last three); userMessage, recurrenceType, avatarUrl, metadata and the
 // credentials only when truthy; a new prompt replaces the other kind;
 // nextSendAt (written by the caller) when truthy. messageType and
 // firstSendTime do not change, and keys the standard does not know are
@@ -149,6 +200,9 @@ func mergeUpdate(p *scheduler.Payload, f *updateFields) ([]string, error) {
 	}
 	if present("llmExtraBody") {
 		p.LLMExtraBody = f.raw("llmExtraBody")
+	}
+	if present("priority") {
+		p.Priority, _ = decodePriority(f.fields["priority"])
 	}
 	for k, dst := range map[string]**string{"userMessage": &p.UserMessage, "avatarUrl": &p.AvatarURL,
 		"apiUrl": &p.APIURL, "apiKey": &p.APIKey, "primaryModel": &p.PrimaryModel} {

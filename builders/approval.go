@@ -39,7 +39,7 @@ func InterruptURL(origin, interruptID string) string {
 // Safari, which shows no buttons.
 func (b Builder) BuildApprovalPush(a ToolRequestArgs, ap Approval) (*push.ToolRequestPush, error) {
 	n := &push.Notification{Show: push.Some(push.ShowAlways), Title: push.Some(ap.Title), Body: push.Some(summary(ap.Body)),
-		Tag: push.Some(ap.Tag), RequireInteraction: push.Some(true), Silent: push.Some(false)}
+		Tag: push.Some(ap.Tag), RequireInteraction: push.Some(true), Silent: push.Some(push.SilentOff)}
 	n.Unknown = []push.Member{{Key: "actions", Value: push.MustMarshalNoEscape([]map[string]string{
 		{"action": "approve", "title": ap.ApproveTitle}, {"action": "deny", "title": ap.DenyTitle}})}}
 	b.navigateToInterrupt(n, ap.InterruptID)
@@ -68,7 +68,7 @@ type Outcome struct {
 // closes.
 func (b Builder) BuildOutcomePush(c Common, o Outcome) (*push.ContentPush, error) {
 	c.Notification = &push.Notification{Show: push.Some(push.ShowAlways), Title: push.Some(o.Title), Body: push.Some(o.Text),
-		Tag: push.Some(o.Tag), Silent: push.Some(true), RequireInteraction: push.Some(false)}
+		Tag: push.Some(o.Tag), Silent: push.Some(push.SilentOn), RequireInteraction: push.Some(false)}
 	b.navigateToInterrupt(c.Notification, o.InterruptID)
 	p, _, err := b.BuildContentPush(ContentArgs{Common: c, Message: o.Text, Title: o.Title})
 	if err != nil {

@@ -162,7 +162,7 @@ func TestRules(t *testing.T) {
 		{"title null", notification(push.Notification{Title: push.Null[string]()}), "notification.title", builders.RuleType, ""},
 		{"tag null", notification(push.Notification{Tag: push.Null[string]()}), "notification.tag", builders.RuleType, ""},
 		{"renotify null", notification(push.Notification{Renotify: push.Null[bool]()}), "notification.renotify", builders.RuleType, ""},
-		{"silent null", notification(push.Notification{Silent: push.Null[bool]()}), "notification.silent", builders.RuleType, ""},
+		{"silent null", notification(push.Notification{Silent: push.Null[push.Silent]()}), "notification.silent", builders.RuleType, ""},
 		{"strings and booleans", notification(push.Notification{Title: push.Some(""), Icon: push.Some("/i.png"), Badge: push.Some("/b.png"), RequireInteraction: push.Some(false)}), "", "",
 			`"badge":"/b.png"`},
 		{"data null", notification(push.Notification{Data: raw(`null`)}), "notification.data", builders.RuleType, ""},

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"amsg/push"
+	"amsg/push/notifytext"
 )
 
 // Declarative Web Push (Push API "declarative push message", Safari and iOS
@@ -40,13 +41,6 @@ const (
 	SessionTagPrefix = "amsg-session-"
 )
 
-// Texts of the quiet notifications. The standard's producers write Chinese
-// titles (来自 <contact>); these follow the page's English.
-const (
-	toolRequestBody = "%s needs this device to continue"
-	errorTitle      = "The reply was interrupted"
-)
-
 // pageOrigin is the Builder's PageURL as an origin (scheme://host[:port]),
 // or "" when it is not an absolute http(s) URL.
 func (b Builder) pageOrigin() string {
@@ -68,16 +62,25 @@ func SessionTag(sessionID string) string {
 	return SessionTagPrefix + sessionID
 }
 
-// displayTitle is the title amsg-sw shows for a push without
-// notification.title: title, else 来自 <contactName>, else its default.
+// displayTitle is the title amsg's worker shows for a push without
+// notification.title: title, else "From <contactName>", else its default,
+// in English; Localize turns them into a device's language.
 func displayTitle(title, contactName string) string {
 	switch {
 	case title != "":
 		return title
 	case contactName != "":
-		return "来自 " + contactName
+		return FromContactTitle(contactName)
 	}
-	return "New notification"
+	return notifytext.Text(notifytext.English, notifytext.DefaultTitle)
+}
+
+// FromContactTitle is the title amsg gives a contact's push when its
+// producer gave none ("From <contactName>", in English; Localize turns it
+// into a device's language). The standard's producers write "来自
+// <contactName>".
+func FromContactTitle(contactName string) string {
+	return notifytext.Text(notifytext.English, notifytext.FromContact, contactName)
 }
 
 // summary cuts text to at most NotificationBodyMax bytes on a rune
@@ -160,7 +163,7 @@ func (b Builder) quiet(c *push.Common, title, body string) {
 		n.Show = push.Some(push.ShowAlways)
 	}
 	if n.Silent.IsAbsent() {
-		n.Silent = push.Some(true)
+		n.Silent = push.Some(push.SilentOn)
 	}
 	if n.Title.IsAbsent() {
 		n.Title = push.Some(title)

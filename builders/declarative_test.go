@@ -34,7 +34,7 @@ func TestDeclarativeContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := parse(t, p)
-	if m.Title != "来自 Rei" || m.Body != "Tea?" || m.Tag != "msg_a@1" || !m.Mutable || m.Silent ||
+	if m.Title != "From Rei" || m.Body != "Tea?" || m.Tag != "msg_a@1" || !m.Mutable || m.Silent ||
 		m.Navigate.String() != pageURL+"/#/chat/sess_task_7@1795000000000" {
 		t.Fatalf("%+v navigate %s", m, m.Navigate)
 	}
@@ -84,7 +84,7 @@ func TestNotificationTitleAndBodyAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := parse(t, p); len(m.Title) > builders.NotificationTitleMax || !utf8.ValidString(m.Title) || !strings.HasPrefix(m.Title, "来自 名") {
+	if m := parse(t, p); len(m.Title) > builders.NotificationTitleMax || !utf8.ValidString(m.Title) || !strings.HasPrefix(m.Title, "From 名") {
 		t.Fatalf("title %d bytes %q…", len(m.Title), m.Title[:min(len(m.Title), 40)])
 	}
 	c.Notification = &push.Notification{Title: push.Some(long), Body: push.Some(long)}
@@ -128,7 +128,7 @@ func TestQuietToolRequestAndError(t *testing.T) {
 		p           push.Push
 		title, body string
 	}{
-		{tr, "来自 Rei", "Rei needs this device to continue"},
+		{tr, "From Rei", "Rei needs this device to continue"},
 		{ep, "The reply was interrupted", "AI API error: HTTP 500"},
 	} {
 		m := parse(t, tc.p)
@@ -180,7 +180,7 @@ func TestDeclarativeRepairsWhatSafariRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := parse(t, p)
-	if icon, _ := p.Notification.Icon.Get(); m.Title != "来自 Rei" || icon != pageURL+"/avatar.png" {
+	if icon, _ := p.Notification.Icon.Get(); m.Title != "From Rei" || icon != pageURL+"/avatar.png" {
 		t.Errorf("title %q icon %q", m.Title, icon)
 	}
 }

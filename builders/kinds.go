@@ -2,10 +2,10 @@ package builders
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"amsg/push"
+	"amsg/push/notifytext"
 )
 
 // ContentArgs are the arguments of a content push.
@@ -126,9 +126,9 @@ func (b Builder) BuildToolRequestPush(a ToolRequestArgs) (*push.ToolRequestPush,
 	}
 	who := a.ContactName
 	if who == "" {
-		who = "Your companion"
+		who = notifytext.Text(notifytext.English, notifytext.Companion)
 	}
-	b.quiet(&p.Common, displayTitle(a.Title, a.ContactName), fmt.Sprintf(toolRequestBody, who))
+	b.quiet(&p.Common, displayTitle(a.Title, a.ContactName), notifytext.Text(notifytext.English, notifytext.ToolRequestBody, who))
 	return p, nil
 }
 
@@ -162,7 +162,7 @@ func (b Builder) BuildErrorPush(a ErrorArgs) (*push.ErrorPush, error) {
 	if strings.TrimSpace(body) == "" {
 		body = a.Code
 	}
-	b.quiet(&p.Common, errorTitle, summary(body))
+	b.quiet(&p.Common, notifytext.Text(notifytext.English, notifytext.ReplyInterrupted), summary(body))
 	return p, nil
 }
 

@@ -23,9 +23,10 @@ func checkNotification(v *validator, n *push.Notification) {
 	for _, f := range []struct {
 		name string
 		o    push.Optional[bool]
-	}{{"renotify", n.Renotify}, {"requireInteraction", n.RequireInteraction}, {"silent", n.Silent}} {
+	}{{"renotify", n.Renotify}, {"requireInteraction", n.RequireInteraction}} {
 		v.check(!f.o.IsNull(), "notification."+f.name, RuleType, "must be a boolean when present")
 	}
+	v.check(!n.Silent.IsNull(), "notification.silent", RuleType, `must be a boolean or "when-visible" when present`)
 	if n.Data != nil {
 		kind := jsonKind(n.Data)
 		if v.check(kind != 0, "notification.data", RuleJSON, "must be valid UTF-8 JSON") {

@@ -447,8 +447,10 @@ func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
 		}
 	}
 	p.round.Text = push.JSTrim(p.visible.String())
-	if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, p.round.messages()[p.recorded:]...); rerr != nil {
-		r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
+	if msgs := p.round.messages()[p.recorded:]; len(msgs) > 0 {
+		if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, msgs...); rerr != nil {
+			r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
+		}
 	}
 	out.SessionID, out.MessagesSent, out.SentAt = r.sessionID, p.sent, r.a.now()
 	attrs := []any{"sessionId", r.sessionID, "iteration", r.iteration, "pushes", p.sent}
@@ -568,7 +570,7 @@ func (r *Run) title() string {
 	if r.pres.ContactName == "" {
 		return ""
 	}
-	return "来自 " + r.pres.ContactName
+	return builders.FromContactTitle(r.pres.ContactName)
 }
 
 // errorPush builds a diagnostic push from a's code, message and details.

@@ -211,9 +211,9 @@ func TestAgentPushIDsAndFields(t *testing.T) {
 		got = append(got, id.ReplaceAllString(ts.ReplaceAllString(p, `"timestamp":"T"`), "msg_ID_"))
 	}
 	want := []string{
-		`{"messageKind":"reasoning","messageType":"instant","source":"instant","messageId":"msg_ID_instant_reasoning","sessionId":"sess_x","timestamp":"T","reasoningContent":"plan","title":"来自 Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","metadata":{"k":1}}`,
-		`{"messageKind":"content","messageType":"instant","source":"instant","messageId":"msg_ID_instant_0","sessionId":"sess_x","timestamp":"T","message":"Hello!","title":"来自 Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":2,"taskId":null,"metadata":{"k":1}}`,
-		`{"messageKind":"content","messageType":"instant","source":"instant","messageId":"msg_ID_instant_1","sessionId":"sess_x","timestamp":"T","message":"Bye.","title":"来自 Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":2,"totalMessages":2,"taskId":null,"metadata":{"k":1}}`,
+		`{"messageKind":"reasoning","messageType":"instant","source":"instant","messageId":"msg_ID_instant_reasoning","sessionId":"sess_x","timestamp":"T","reasoningContent":"plan","title":"From Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","metadata":{"k":1}}`,
+		`{"messageKind":"content","messageType":"instant","source":"instant","messageId":"msg_ID_instant_0","sessionId":"sess_x","timestamp":"T","message":"Hello!","title":"From Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":2,"taskId":null,"metadata":{"k":1}}`,
+		`{"messageKind":"content","messageType":"instant","source":"instant","messageId":"msg_ID_instant_1","sessionId":"sess_x","timestamp":"T","message":"Bye.","title":"From Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":2,"totalMessages":2,"taskId":null,"metadata":{"k":1}}`,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("pushes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

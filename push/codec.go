@@ -400,6 +400,11 @@ func (w *objectWriter) member(b binding) error {
 			return s.invalid()
 		}
 		writeOptional(w, b.key, *v, func(b []byte, s Show) []byte { return s.appendJSON(b) })
+	case *Optional[Silent]:
+		if s, ok := v.Get(); ok && !s.Valid() {
+			return s.invalid()
+		}
+		writeOptional(w, b.key, *v, func(b []byte, s Silent) []byte { out, _ := s.MarshalJSON(); return append(b, out...) })
 	default:
 		return fmt.Errorf("no encoder for %T (add a case to objectWriter.member)", b.ptr)
 	}

@@ -21,7 +21,8 @@ type Notification struct {
 	Tag                Optional[string]
 	Renotify           Optional[bool]
 	RequireInteraction Optional[bool]
-	Silent             Optional[bool]
+	// Silent is true, false, or SilentWhenVisible.
+	Silent Optional[Silent]
 	// Data is handed to the shown notification; raw JSON, nil when absent.
 	Data json.RawMessage
 	// Unknown holds members this package does not know, in arrival order,
@@ -121,4 +122,53 @@ func (s *Show) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	return Show(data).invalid()
+}
+
+// Silent is whether a notification is silent: the JSON booleans, or
+// "when-visible", silent while a window of the app is visible and ringing
+// otherwise (upstream's @aab9cff), decided by the service worker from the
+// same reading of the windows as show.
+type Silent string
+
+// Silent values.
+const (
+	SilentOn          Silent = "true"         // written as the JSON boolean true
+	SilentOff         Silent = "false"        // written as the JSON boolean false
+	SilentWhenVisible Silent = "when-visible" // silent only while a window is visible
+)
+
+// Valid reports whether s is one of the three values.
+func (s Silent) Valid() bool { return s == SilentOn || s == SilentOff || s == SilentWhenVisible }
+
+// MarshalJSON writes SilentOn and SilentOff as booleans and
+// SilentWhenVisible as its string. Any other value is an error.
+func (s Silent) MarshalJSON() ([]byte, error) {
+	switch s {
+	case SilentOn, SilentOff:
+		return []byte(s), nil
+	case SilentWhenVisible:
+		return appendString(nil, string(s)), nil
+	}
+	return nil, s.invalid()
+}
+
+// UnmarshalJSON reads true, false or "when-visible"; anything else is an
+// error, as a value this package cannot name cannot be written back.
+func (s *Silent) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	switch string(data) {
+	case "true", "false":
+		*s = Silent(data)
+		return nil
+	}
+	var v string
+	if err := json.Unmarshal(data, &v); err == nil && Silent(v) == SilentWhenVisible {
+		*s = SilentWhenVisible
+		return nil
+	}
+	return Silent(data).invalid()
+}
+
+func (s Silent) invalid() error {
+	return fmt.Errorf("want true, false or %q, not %q", SilentWhenVisible, snippet(string(s)))
 }

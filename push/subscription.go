@@ -24,8 +24,11 @@ type Device struct {
 	ID           int64
 	UserID       string
 	Subscription Subscription
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Language is the BCP 47 tag the device reported ("" for none): the
+	// language of the notification texts amsg writes for it.
+	Language  string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Outcome classifies one delivery attempt to one device.

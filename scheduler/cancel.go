@@ -96,3 +96,12 @@ func (s *Scheduler) withdraw(t store.Task) result {
 	}
 	return result{taskID: t.ID, kind: resultCancelled}
 }
+
+// deleted reports whether t's row is gone: a delivery whose lease was lost
+// tells a cancel it missed from a takeover this way.
+func (s *Scheduler) deleted(t store.Task) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	defer cancel()
+	_, err := s.deps.Store.Task(ctx, t.UserID, t.UUID)
+	return errors.Is(err, store.ErrTaskNotFound)
+}

@@ -179,3 +179,24 @@ func promptedPayload(h *harness) Payload {
 	return Payload{MessageType: push.TypePrompted, CompletePrompt: str("p"),
 		APIURL: str(h.llm.APIURL()), APIKey: str("k"), PrimaryModel: str("m")}
 }
+
+// A cancel this process is not told of (a notification lost between
+// instances) is found by the lease heartbeat: the burst stops and the rest
+// of its recorded pushes are withdrawn.
+func TestHeartbeatFindsACancelItWasNotToldOf(t *testing.T) {
+	reached := make(chan struct{})
+	h := newHarness(t, Config{Sleep: pauseAt(2, reached), Heartbeat: time.Millisecond, LeaseTTL: time.Hour})
+	h.subscribe(alice)
+	h.llm.Enqueue(llmtest.Reply{Content: sentences(5)})
+	task := h.insert(alice, promptedPayload(h), start)
+
+	done := h.tickAsync()
+	<-reached
+	if _, err := h.st.DeleteTask(t.Context(), alice, task.UUID); err != nil { // no Cancel
+		t.Fatal(err)
+	}
+	checkCancelledSummary(t, <-done, task)
+	if n, rows := len(h.push.Pushes()), h.outbox(alice); n != 2 || len(rows) != 2 {
+		t.Errorf("%d pushes, %d outbox rows: want the 2 sent before the cancel", n, len(rows))
+	}
+}

@@ -82,6 +82,8 @@ func failure(err error) verdict {
 		v.code, v.permanent = CodePayloadTooLarge, true
 	case errors.Is(err, errPushSendFailed):
 		v.code = loop.CodePushSendFailed
+	case errors.Is(err, errCredentialMissing):
+		v.code = CodeCredentialMissing
 	case errors.As(err, &le):
 		v.code, v.generation, v.permanent = loop.CodeLLMCallFailed, true, le.Permanent()
 		v.llmStatus, v.providerCode = le.Status, le.ProviderCode

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,16 +45,17 @@ type outgoing = courier.Outgoing
 // bookkeeping of its last push, which the task's completion writes
 // (store.CompleteTask).
 //
-// A burst of several pushes (an LLM answer, or a stored message of several
-// segments) is recorded in the outbox before its first push leaves, and an
-// attempt that finds the occurrence's burst recorded resends it rather than
-// building it again: after a crash mid-burst, the sentences still to come
-// are the first attempt's, under the same messageIds, whatever the owner
-// edited meanwhile, and the LLM is not asked again. An attempt that push
-// services failed before any of its burst was delivered discards it, so the
-// retry starts afresh (with a new LLM answer). A lone push of a stored
-// message is built again on every attempt, under the same id, so it is
-// recorded with its delivery instead (courier.Round.Deliver).
+// A burst of LLM answers is recorded in the outbox before its first push
+// leaves, and an attempt that finds the occurrence's burst recorded resends
+// it rather than building it again: after a crash mid-burst, the sentences
+// already shown stay the first answer's, under the same messageIds, and the
+// LLM is not asked again. An attempt that push services failed before any
+// of its burst was delivered discards it, so the retry starts afresh (with a
+// new LLM answer). A stored message is built again on every attempt, the
+// same pushes under the same ids, so its pushes are recorded with their
+// delivery instead (courier.Round.Deliver); only a burst of several reads
+// which of them an earlier attempt delivered, or finds it recorded whole
+// because its task was edited meanwhile (CommitOccurrence).
 func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Recurrence) (sent int, last push.Bookkeeping, err error) {
 	var round *loop.Round // set when the occurrence called the LLM
 	defer func() { s.recordRound(task, round, err) }()
@@ -128,36 +130,36 @@ func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Tas
 			// id, which the service worker drops: no read needed.
 			return burst, false, nil, err
 		}
+		recorded, started, err := cr.Recorded(ctx, prefix)
+		if err != nil {
+			return nil, false, nil, err
+		}
+		if committed(recorded) {
+			// Recorded whole by an edit made while it was being delivered
+			// (CommitOccurrence): the text it started with goes on.
+			return recorded, started, nil, nil
+		}
+		for _, r := range recorded {
+			if i := slices.IndexFunc(burst, func(o outgoing) bool { return o.MessageID == r.MessageID }); i >= 0 && r.Delivered {
+				burst[i].Delivered = true
+			}
+		}
+		return burst, started, nil, nil
 	}
-	// (A stored message's burst recorded only in part was recorded push by
-	// push, by an older amsg: it is recorded whole now, and the pushes it
-	// delivered go again under their ids.)
-	if recorded, started, err := cr.Recorded(ctx, prefix); err != nil || (recorded != nil && len(recorded) >= len(burst)) {
-		return recorded, started, nil, err
-	}
-	if !usesLLM(p) {
-		return burst, false, nil, record(ctx, cr, burst)
+	if burst, started, err = cr.Recorded(ctx, prefix); err != nil || burst != nil {
+		return burst, started, nil, err
 	}
 	burst, round, err = s.newBurst(ctx, cr, task, p, rec)
 	return burst, false, round, err
-}
-
-// record writes a burst to the outbox before its first push leaves: the
-// occurrence is then committed, and a retry resends these pushes whatever
-// the task's owner has edited since.
-func record(ctx context.Context, cr *courier.Round, burst []outgoing) error {
-	messages := make([]push.OutboxMessage, len(burst))
-	for i, o := range burst {
-		messages[i] = o.OutboxMessage
-		burst[i].Recorded = true
-	}
-	return cr.Record(ctx, messages)
 }
 
 // newBurst asks the LLM for an occurrence's answer, makes its pushes and
 // records them in the outbox before anything is sent. round is the LLM
 // round to record, set even when the call failed.
 func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence) (burst []outgoing, round *loop.Round, err error) {
+	if err := s.resolveCredentials(ctx, task.UserID, &p); err != nil {
+		return nil, nil, err
+	}
 	resp, err := s.content(ctx, p)
 	round = &loop.Round{Input: p.Messages, Prompt: deref(p.CompletePrompt), Response: resp.llm}
 	if err != nil {
@@ -167,7 +169,12 @@ func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.
 		return nil, round, err
 	}
 	round.Reasoning, round.Text = resp.reasoning, resp.text
-	if err := record(ctx, cr, burst); err != nil {
+	messages := make([]push.OutboxMessage, len(burst))
+	for i, o := range burst {
+		messages[i] = o.OutboxMessage
+		burst[i].Recorded = true
+	}
+	if err := cr.Record(ctx, messages); err != nil {
 		return nil, round, err
 	}
 	return burst, round, nil
@@ -288,7 +295,7 @@ func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning,
 		},
 	}
 	b := builders.Builder{Now: s.now, PageURL: s.cfg.PageURL}
-	title := "来自 " + p.ContactName
+	title := builders.FromContactTitle(p.ContactName)
 	var burst []outgoing
 	add := func(pu push.Push) error {
 		m, err := store.NewOutboxMessage(pu)

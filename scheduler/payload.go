@@ -41,6 +41,9 @@ type Payload struct {
 	// notification is the display directive of the occurrence's pushes,
 	// set by the guards on the release of a deferred occurrence.
 	notification *push.Notification
+	// CredRefs names stored LLM credentials by purpose ({chat: credId}),
+	// read when the task fires (resolveCredentials).
+	CredRefs map[string]string `json:"credRefs,omitempty"`
 }
 
 // DecodePayload reads a stored payload. Keys it does not know (lastError and
@@ -93,10 +96,10 @@ func (p Payload) HasPrompt() bool {
 	return deref(p.CompletePrompt) != "" || p.Messages != nil
 }
 
-// HasAIConfig reports whether the payload can call an LLM: a prompt, apiUrl,
-// apiKey and primaryModel.
+// HasAIConfig reports whether the payload can call an LLM: a prompt, and
+// apiUrl, apiKey and primaryModel or a credRefs.chat naming them.
 func (p Payload) HasAIConfig() bool {
-	return p.HasPrompt() && deref(p.APIURL) != "" && deref(p.APIKey) != "" && deref(p.PrimaryModel) != ""
+	return p.HasPrompt() && (p.ChatCredRef() != "" || deref(p.APIURL) != "" && deref(p.APIKey) != "" && deref(p.PrimaryModel) != "")
 }
 
 func deref[T any](p *T) T {

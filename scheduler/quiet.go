@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"amsg/push"
@@ -16,7 +18,8 @@ import (
 //
 //   - Quiet hours: an occurrence due inside them is not sent; it moves to
 //     the end of the window in the user's zone (store.DeferTask) and fires
-//     then. The gate runs before the LLM call of a prompted or auto task,
+//     then. A retry whose burst the person has partly received finishes
+//     it instead. The gate runs before the LLM call of a prompted or auto task,
 //     so quiet hours spend no tokens, and the answer is the one the model
 //     gives when the person is awake.
 //   - The release: a deferred occurrence's pushes carry the notification
@@ -27,7 +30,8 @@ import (
 //     user's local day, the round records its pushes in the outbox, where
 //     the page reads them, and sends nothing by Web Push.
 //
-// A task of priority "critical" passes both.
+// A task of priority "critical" passes both, and so does an instant task:
+// its user waits for it in the request that created it.
 
 // Priorities of a task or an operator send.
 const (
@@ -38,6 +42,10 @@ const (
 // Critical reports whether the occurrence passes quiet hours and the daily
 // limit.
 func (p Payload) Critical() bool { return p.Priority == PriorityCritical }
+
+// guarded reports whether the user's guards apply to the occurrence: a
+// proactive one that is not critical.
+func (p Payload) guarded() bool { return !p.Critical() && p.MessageType != push.TypeInstant }
 
 // Zone is the time zone of p, UTC when it names none (or one that no longer
 // loads).
@@ -119,16 +127,29 @@ func deferredUntil(err error) (time.Time, bool) {
 // guards (see above): a deferral error inside quiet hours, a round that
 // sends nothing by Web Push past the daily limit, and on the release of a
 // deferred occurrence p's notification set to the conversation's tag.
+//
+// A user without preferences costs one indexed read; only a user with quiet
+// hours costs the read of whether the occurrence is a release (one whose
+// user cleared quiet hours since it was held arrives under its own tag).
 func (s *Scheduler) openGuarded(ctx context.Context, task store.Task, p *Payload) (*courier.Round, error) {
 	to := courier.Recipients{UserID: task.UserID}
-	if !p.Critical() {
+	if p.guarded() {
 		prefs, err := s.deps.Store.Preferences(ctx, task.UserID)
 		if err != nil {
 			return nil, err
 		}
 		now := s.now()
-		if until, quiet := QuietUntil(prefs, now); quiet {
-			return nil, deferral{until}
+		if prefs.QuietHours != nil {
+			if until, quiet := QuietUntil(prefs, now); quiet {
+				if started, err := s.burstStarted(ctx, task); err != nil || !started {
+					return nil, cmp.Or(err, error(deferral{until}))
+				}
+				// A retry finishes the burst it started, whose first pushes
+				// the person has: held, it would come back as a new one.
+			}
+			if err := s.tagRelease(ctx, task, p); err != nil {
+				return nil, err
+			}
 		}
 		if limit := prefs.DailyLimit; limit != nil {
 			within, err := s.deps.Store.TakeDailySlot(ctx, task.UserID, LocalDay(prefs, now), burstPrefix(task.ID, task.NextSendAt), *limit)
@@ -138,14 +159,27 @@ func (s *Scheduler) openGuarded(ctx context.Context, task store.Task, p *Payload
 			to.OutboxOnly = !within
 		}
 	}
-	released, err := s.deps.Store.IsDeferred(ctx, task)
-	if err != nil {
-		return nil, err
+	return s.deps.Courier.Open(ctx, to, p.MessageType.Source())
+}
+
+// burstStarted reports whether an earlier attempt of a retried occurrence
+// delivered some of its pushes. A first attempt has none: no read.
+func (s *Scheduler) burstStarted(ctx context.Context, task store.Task) (bool, error) {
+	if task.RetryCount == 0 {
+		return false, nil
 	}
+	recorded, err := s.deps.Store.BurstOutbox(ctx, task.UserID, burstPrefix(task.ID, task.NextSendAt))
+	return slices.ContainsFunc(recorded, func(e push.OutboxEntry) bool { return !e.DeliveredAt.IsZero() }), err
+}
+
+// tagRelease gives the pushes of a deferred occurrence's release their
+// conversation's notification tag.
+func (s *Scheduler) tagRelease(ctx context.Context, task store.Task, p *Payload) error {
+	released, err := s.deps.Store.IsDeferred(ctx, task)
 	if released {
 		p.notification = &push.Notification{Tag: push.Some(ConversationTag(p.ContactName))}
 	}
-	return s.deps.Courier.Open(ctx, to, p.MessageType.Source())
+	return err
 }
 
 // deferred records an occurrence quiet hours hold: it moves to until,

@@ -2,12 +2,14 @@ package scheduler
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	"amsg/llm/llmtest"
 	"amsg/push"
+	"amsg/push/pushtest"
 	"amsg/store"
 )
 
@@ -168,5 +170,49 @@ func TestDailyLimitKeepsTheRestOutOfWebPushButInTheOutbox(t *testing.T) {
 	h.tick()
 	if got := h.pushes(); len(got) != 4 || fmtTag(got[3]["message"]) != "tomorrow" {
 		t.Fatalf("the next local day's first push did not go by Web Push: %d pushes", len(got))
+	}
+}
+
+// An instant task, which its user waits for in the request, is never held.
+func TestQuietHoursNeverHoldAnInstantTask(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.subscribe(alice)
+	if _, err := h.st.UpdatePreferences(t.Context(), alice, func(store.Preferences) store.Preferences {
+		return store.Preferences{QuietHours: &store.QuietHours{Start: 0, End: 23*60 + 59}, DailyLimit: new(0)}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p := Payload{MessageType: push.TypeInstant, ContactName: "Rei", MessageSubtype: "chat", RecurrenceType: push.RecurrenceNone, UserMessage: str("现在")}
+	raw, _ := p.Encode()
+	task, _, err := h.st.InsertTask(t.Context(), store.NewTask{UserID: alice, UUID: "20000000-0000-4000-8000-000000000001",
+		MessageType: push.TypeInstant, NextSendAt: start, Payload: raw, LeaseUntil: h.sched.LeaseEnd()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h.sched.DeliverInstant(t.Context(), task); err != nil || res.MessagesSent != 1 || len(h.push.Pushes()) != 1 {
+		t.Fatalf("instant in quiet hours = %+v, %v, %d pushes; want it sent", res, err, len(h.push.Pushes()))
+	}
+}
+
+// A retry in quiet hours of a burst whose first pushes were delivered
+// finishes it rather than holding the rest.
+func TestQuietHoursLetARetryFinishTheBurstItStarted(t *testing.T) {
+	h := newHarness(t, Config{})
+	sub := h.subscribe(alice)
+	started := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("一。二。")}, start)
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusCreated})
+	h.push.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
+	if sum := h.tick(); sum.FailedCount != 1 {
+		t.Fatalf("first attempt %s", mustJSON(t, sum))
+	}
+	retryAt := h.task(alice, started.UUID).RetryAfter
+	if _, err := h.st.UpdatePreferences(t.Context(), alice, func(store.Preferences) store.Preferences {
+		return store.Preferences{QuietHours: &store.QuietHours{Start: 0, End: 23*60 + 59}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Set(retryAt)
+	if sum := h.tick(); sum.SuccessCount != 1 || !h.gone(alice, started.UUID) || len(h.pushes()) != 2 {
+		t.Fatalf("retry in quiet hours %s, %d pushes; want the burst finished", mustJSON(t, sum), len(h.pushes()))
 	}
 }

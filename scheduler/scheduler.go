@@ -609,7 +609,9 @@ func (s *Scheduler) process(t store.Task) result {
 	}
 	lease, lost := held.end()
 	switch {
-	case err != nil && cancelled(ctx):
+	case err != nil && (cancelled(ctx) || lost && s.deleted(t)):
+		// Cancelled: told at once, or, when the notification was missed,
+		// found by the heartbeat.
 		return s.withdraw(t)
 	case lost:
 		s.deps.Courier.Keep(ctx, last)
@@ -704,26 +706,25 @@ func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent 
 		r.next = next
 	}
 	if err := s.complete(l, next, last); err != nil {
-		return result{taskID: t.ID, kind: resultCleanupFailed, reason: err.Error(), sent: sent}
+		return result{taskID: t.ID, kind: resultCleanupFailed, reason: err.Error(), updateError: err.Error(), sent: sent}
 	}
 	return r
 }
 
 // complete writes a delivered occurrence and its last push's bookkeeping,
-// trying twice: the pushes went out, and if the write still fails the lease
-// runs out and the occurrence is sent again with the same ids, which the
-// service worker drops.
+// retrying for up to a lease (courier.RetryWrite): the pushes went out, and
+// if the write still fails the lease runs out and the occurrence is sent
+// again with the same ids, which the service worker drops but which wake
+// the device twice.
 func (s *Scheduler) complete(l store.Lease, next time.Time, last push.Bookkeeping) error {
-	var err error
-	for range 2 {
-		ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
-		err = s.deps.Store.CompleteTask(ctx, l, next, last)
-		cancel()
-		if err == nil || errors.Is(err, store.ErrLeaseLost) {
-			return nil
-		}
-	}
-	return err
+	return courier.RetryWrite(context.Background(), s.cfg.LeaseTTL, s.cfg.Sleep, s.log.With("taskId", l.TaskID),
+		"recording a delivered occurrence", func(ctx context.Context) error {
+			err := s.deps.Store.CompleteTask(ctx, l, next, last)
+			if errors.Is(err, store.ErrLeaseLost) {
+				return nil
+			}
+			return err
+		})
 }
 
 // bookkept turns a failed bookkeeping write into the standard's

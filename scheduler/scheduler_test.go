@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,7 +188,7 @@ func TestFixedTaskDeliversTheStandardsPushAndIsDeleted(t *testing.T) {
 		t.Fatalf("%d pushes", len(pushes))
 	}
 	want := fmt.Sprintf(`{"messageKind":"content","messageType":"fixed","source":"scheduled","messageId":"msg_task_%[1]d@%[2]d_0",`+
-		`"sessionId":"sess_task_%[1]d@%[2]d","timestamp":"2026-06-01T09:00:00.000Z","message":"该喝水了","title":"来自 Rei",`+
+		`"sessionId":"sess_task_%[1]d@%[2]d","timestamp":"2026-06-01T09:00:00.000Z","message":"该喝水了","title":"From Rei",`+
 		`"contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":1,`+
 		`"taskId":%[1]d,"taskUuid":"%[3]s","recurrenceType":"none","occurrenceMs":%[2]d,"metadata":{"charId":"c1"}}`,
 		task.ID, start.UnixMilli(), task.UUID)
@@ -356,10 +357,11 @@ func TestRetryFinishesTheBurstItStarted(t *testing.T) {
 	}
 }
 
-// A stored message's burst is recorded before its first push, and the
-// retry sends only the pushes an earlier attempt did not deliver, under the
-// same ids and with the same text, though the owner edited the message in
-// between: the occurrence was committed.
+// A stored message's burst is built again on a retry, and the retry sends
+// only the pushes an earlier attempt did not deliver, under the same ids:
+// the outbox, which records each push with its delivery, says which. The
+// owner edited the message in between, as the API does: the occurrence is
+// committed first, and the retry sends the text it began with.
 func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
 	h := newHarness(t, Config{})
 	sub := h.subscribe(alice)
@@ -370,6 +372,9 @@ func TestRetryOfAFixedBurstSendsOnlyWhatWasNotDelivered(t *testing.T) {
 		t.Fatalf("first attempt %s", mustJSON(t, sum))
 	}
 	retryAt := h.task(alice, task.UUID).RetryAfter
+	if err := h.sched.CommitOccurrence(t.Context(), h.task(alice, task.UUID)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.st.UpdatePendingTask(t.Context(), alice, task.UUID, func(t store.Task) (store.TaskUpdate, error) {
 		p, _ := TaskPayload(t)
 		p.UserMessage = str("改了。改了。改了。")
@@ -909,4 +914,49 @@ func TestWakeAndTheNextDueTimeShortenTheTick(t *testing.T) {
 		h.clk.Set(time.Now())
 		return len(h.push.Pushes()) == 2
 	})
+}
+
+// Issue 22, finding 9: when the write that records a delivered occurrence
+// fails (here a trigger fails every delivery_log insert, as a full disk or
+// a database restart would), it is retried after a wait, and once the
+// database heals the occurrence is recorded: one push, no second one after
+// the lease.
+func TestADatabaseBlipAfterThePushDoesNotSendItAgain(t *testing.T) {
+	var db *sql.DB
+	var healed sync.Once
+	waited := 0
+	h := newHarness(t, Config{Sleep: func(ctx context.Context, d time.Duration) error {
+		waited++
+		healed.Do(func() {
+			if _, err := db.Exec(`DROP TRIGGER blip`); err != nil {
+				t.Error(err)
+			}
+		})
+		return ctx.Err()
+	}})
+	db, err := sql.Open("sqlite", "file:"+h.path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("tea")}, start)
+	if _, err := db.Exec(`CREATE TRIGGER blip BEFORE INSERT ON delivery_log BEGIN SELECT RAISE(ABORT, 'injected write failure'); END`); err != nil {
+		t.Fatal(err)
+	}
+	sum := h.tick()
+	if sum.FailedCount != 0 || sum.SuccessCount != 1 {
+		t.Fatalf("summary %s", mustJSON(t, sum))
+	}
+	if waited == 0 {
+		t.Fatal("the write never failed: the test did not inject its blip")
+	}
+	if !h.gone(alice, task.UUID) {
+		t.Fatal("the delivered one-time task is still there: its lease would run out and it would be sent again")
+	}
+	h.clk.Add(DefaultLeaseTTL + time.Minute)
+	h.tick()
+	if n := len(h.push.Pushes()); n != 1 {
+		t.Fatalf("%d pushes, want 1", n)
+	}
 }

@@ -135,17 +135,18 @@ type UserDeletion struct {
 	// idempotency keys.
 	Preferences int `json:"preferences"`
 	TokenProofs int `json:"tokenProofs"`
+	Credentials int `json:"llmCredentials"`
 }
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs + d.Credentials
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
 // their sessions), delivery log rows, preferences, daily slots,
-// idempotency keys and client token proof.
+// idempotency keys, client token proof and LLM credentials.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -164,6 +165,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM proactive_pushes WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},
 			{`DELETE FROM client_token_proofs WHERE user_id = ?`, &d.TokenProofs},
+			{`DELETE FROM llm_credentials WHERE user_id = ?`, &d.Credentials},
 		} {
 			res, err := tx.ExecContext(ctx, step.query, userID)
 			if err != nil {
@@ -201,13 +203,16 @@ type Broadcast struct {
 	Message json.RawMessage
 	// UserIDs are the recipients in order; nil means every user, in id
 	// order.
-	UserIDs   []string
-	Cursor    string // the last user id handled; "" before the first
-	Sent      int
-	Failed    int
-	Status    BroadcastStatus
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	UserIDs []string
+	Cursor  string // the last user id handled; "" before the first
+	// RatePerSecond is the pace in users per second, kept so a resumed
+	// broadcast goes on at the pace it was started with.
+	RatePerSecond int
+	Sent          int
+	Failed        int
+	Status        BroadcastStatus
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // CreateBroadcast stores a new running broadcast.
@@ -221,8 +226,8 @@ func (s *Store) CreateBroadcast(ctx context.Context, b Broadcast) error {
 		ids = string(raw)
 	}
 	now := millis(s.now())
-	_, err := s.writer.ExecContext(ctx, `INSERT INTO broadcasts (id, message, user_ids, cursor, sent, failed, status, created_at, updated_at)
-		VALUES (?, ?, ?, '', 0, 0, ?, ?, ?)`, b.ID, string(b.Message), ids, string(BroadcastRunning), now, now)
+	_, err := s.writer.ExecContext(ctx, `INSERT INTO broadcasts (id, message, user_ids, cursor, sent, failed, status, created_at, updated_at, rate_per_second)
+		VALUES (?, ?, ?, '', 0, 0, ?, ?, ?, ?)`, b.ID, string(b.Message), ids, string(BroadcastRunning), now, now, b.RatePerSecond)
 	if err != nil {
 		return fmt.Errorf("store: create broadcast: %w", err)
 	}
@@ -243,7 +248,7 @@ func (s *Store) AdvanceBroadcast(ctx context.Context, id, cursor string, sent, f
 	return nil
 }
 
-const broadcastColumns = `id, message, user_ids, cursor, sent, failed, status, created_at, updated_at`
+const broadcastColumns = `id, message, user_ids, cursor, sent, failed, status, created_at, updated_at, rate_per_second`
 
 // GetBroadcast returns one broadcast.
 func (s *Store) GetBroadcast(ctx context.Context, id string) (Broadcast, error) {
@@ -289,7 +294,7 @@ func scanBroadcast(row rowScanner) (Broadcast, error) {
 	var message, status string
 	var ids sql.NullString
 	var created, updated int64
-	if err := row.Scan(&b.ID, &message, &ids, &b.Cursor, &b.Sent, &b.Failed, &status, &created, &updated); err != nil {
+	if err := row.Scan(&b.ID, &message, &ids, &b.Cursor, &b.Sent, &b.Failed, &status, &created, &updated, &b.RatePerSecond); err != nil {
 		return Broadcast{}, err
 	}
 	if ids.Valid {

@@ -13,7 +13,7 @@ import (
 var copiedTables = []string{
 	"subscriptions", "delivery_log", "client_state", "message_outbox", "tasks",
 	"transcript_sessions", "transcript_entries", "broadcasts", "client_token_proofs",
-	"user_preferences", "proactive_pushes", "idempotency_keys", "interrupts",
+	"user_preferences", "proactive_pushes", "idempotency_keys", "interrupts", "llm_credentials",
 }
 
 // notCopiedTables: the destination has its own schema version; Open stored

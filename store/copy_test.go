@@ -96,6 +96,10 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 	if err := st.PutTokenProof(ctx, alice, store.TokenProof{TokenMAC: "mac", SeenAt: clk.Now()}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := st.PutLLMCredentials(ctx, alice, []store.CredentialEntry{{CredID: "global/chat",
+		Value: store.LLMCredential{APIURL: "https://llm.example/v1", APIKey: "k", PrimaryModel: "m"}}}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := st.UpdatePreferences(ctx, alice, func(store.Preferences) store.Preferences {
 		return store.Preferences{TimeZone: "Asia/Tokyo", QuietHours: &store.QuietHours{Start: 1320, End: 420}}
 	}); err != nil {

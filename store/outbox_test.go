@@ -420,3 +420,33 @@ func TestRecordDeliveriesRecordsPushesSentFirst(t *testing.T) {
 		t.Errorf("recording an invalid push: %v, want ErrInvalidOutbox", err)
 	}
 }
+
+// Issue 22, finding 11: each user's outbox is capped; the rows over the cap
+// go delivered (or acknowledged) ones first, oldest first, and another
+// user's rows are not touched.
+func TestCleanupOutboxCapsEachUser(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now, OutboxMaxRowsPerUser: 3})
+	ctx := t.Context()
+	appendOutbox(t, st, alice, outboxMessage("a1", 1), outboxMessage("a2", 2), outboxMessage("a3", 3))
+	appendOutbox(t, st, alice, outboxMessage("a4", 1), outboxMessage("a5", 2))
+	appendOutbox(t, st, bob, outboxMessage("b1", 1), outboxMessage("b2", 2), outboxMessage("b3", 3))
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{UserID: alice, Delivered: []string{"a1", "a3", "a4"}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.CleanupOutbox(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("CleanupOutbox = %d, %v; want 2", n, err)
+	}
+	var left []string
+	for _, m := range unacked(t, st, alice, 0, 50).Entries {
+		left = append(left, m.MessageID)
+	}
+	// a2 and a5 were never delivered: kept; of the delivered, the newest.
+	if strings.Join(left, ",") != "a2,a4,a5" {
+		t.Errorf("alice keeps %v, want a2,a4,a5", left)
+	}
+	if got := unacked(t, st, bob, 0, 50).Entries; len(got) != 3 {
+		t.Errorf("bob, at the cap, keeps %d rows", len(got))
+	}
+}

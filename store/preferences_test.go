@@ -128,3 +128,15 @@ func TestTakeDailySlotCountsEachKeyOnce(t *testing.T) {
 		t.Fatalf("Prune = %+v, %v; want %d daily slots", p, err, limit+1)
 	}
 }
+
+// BenchmarkPreferencesOfAUserWithout is the read every proactive occurrence
+// makes (scheduler/quiet.go) for the common user, who set none.
+func BenchmarkPreferencesOfAUserWithout(b *testing.B) {
+	st := storetest.New(b)
+	ctx := b.Context()
+	for b.Loop() {
+		if _, err := st.Preferences(ctx, alice); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

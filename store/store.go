@@ -43,6 +43,9 @@ const (
 	DefaultMaxDevicesPerUser  = 10
 	DefaultOutboxAckedMaxAge  = 7 * 24 * time.Hour
 	DefaultOutboxMaxAge       = 28 * 24 * time.Hour
+	// DefaultOutboxMaxRowsPerUser caps a user's outbox: at about 4.2 KiB a
+	// row (README, "Disk"), about 4.2 MiB a user.
+	DefaultOutboxMaxRowsPerUser = 1000
 )
 
 const (
@@ -114,6 +117,10 @@ type Config struct {
 	// any row created longer ago than the second (default 7 and 28 days).
 	OutboxAckedMaxAge time.Duration
 	OutboxMaxAge      time.Duration
+	// OutboxMaxRowsPerUser caps each user's outbox: CleanupOutbox deletes
+	// the rows over it, delivered or acknowledged ones first, oldest first
+	// (default DefaultOutboxMaxRowsPerUser).
+	OutboxMaxRowsPerUser int
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
@@ -129,6 +136,7 @@ type Store struct {
 	// are SQLite's, nil and "" on PostgreSQL.
 	checkpointer *sql.DB
 	walPath      string
+	disk         storageHealth // whether the disk refuses writes (SQLite)
 	// stmts are the hot statements (preparedSQL), prepared on the writer;
 	// readStmts the hot reads (preparedRead), prepared on the read pool.
 	stmts     map[string]*sql.Stmt
@@ -155,6 +163,7 @@ type Store struct {
 	maxStateValueBytes int
 	outboxAckedMaxAge  time.Duration
 	outboxMaxAge       time.Duration
+	outboxMaxRows      int
 }
 
 // Open opens the PostgreSQL database at cfg.DatabaseURL, or else (creating
@@ -183,6 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		maxStateValueBytes: cfg.MaxStateValueBytes,
 		outboxAckedMaxAge:  cfg.OutboxAckedMaxAge,
 		outboxMaxAge:       cfg.OutboxMaxAge,
+		outboxMaxRows:      cfg.OutboxMaxRowsPerUser,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -207,6 +217,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if s.outboxMaxAge <= 0 {
 		s.outboxMaxAge = DefaultOutboxMaxAge
+	}
+	if s.outboxMaxRows <= 0 {
+		s.outboxMaxRows = DefaultOutboxMaxRowsPerUser
 	}
 	if err := s.open(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
@@ -367,7 +380,7 @@ func (s *Store) commitLoop() {
 			continue
 		case <-copied:
 			s.checkpoint()
-			if info, err := os.Stat(s.walPath); err == nil && info.Size() > maxWALBytes {
+			if info, err := os.Stat(s.walPath); err == nil && info.Size() > s.walCeiling() {
 				s.truncateWAL()
 			}
 			continue
@@ -375,6 +388,9 @@ func (s *Store) commitLoop() {
 			group = append(group, op)
 		}
 		group = s.gather(group, time.Since(lastCommit) < groupWait)
+		if s.disk.failing() != nil {
+			s.truncateWAL() // a checkpoint may free what the writes need
+		}
 		s.commitGroup(group)
 		lastCommit = time.Now()
 	}
@@ -477,6 +493,9 @@ func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
 	errs := make([]error, len(group))
 	if len(group) == 1 {
 		if errs[0] = group[0].fn(tx); errs[0] != nil {
+			if diskRefused(errs[0]) {
+				s.disk.note(errs[0])
+			}
 			group[0].done <- errors.Join(errs[0], ignoreDone(tx.Rollback()))
 			return nil
 		}
@@ -491,11 +510,26 @@ func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
 		}
 	}
 	commitErr := tx.Commit()
+	s.disk.note(commitOutcome(commitErr, errs...))
 	for i, op := range group {
 		if errs[i] == nil {
 			errs[i] = commitErr
 		}
 		op.done <- errs[i]
+	}
+	return nil
+}
+
+// commitOutcome is what the disk made of a commit: its error, else the
+// first write the disk refused, else nil.
+func commitOutcome(commitErr error, errs ...error) error {
+	if commitErr != nil {
+		return commitErr
+	}
+	for _, err := range errs {
+		if diskRefused(err) {
+			return err
+		}
 	}
 	return nil
 }

@@ -44,8 +44,22 @@ type SubscriptionSummary struct {
 // another user registered moves to userID if it comes with the keys it was
 // registered with, else ErrEndpointTaken. updatedAt is the client's time,
 // zero for now. When the user then has more than Config.MaxDevicesPerUser
-// devices, the least recently updated others are evicted.
+// devices, the least recently updated others are evicted. A device keeps
+// the language it reported (PutDevice).
 func (s *Store) PutSubscription(ctx context.Context, userID string, subscription json.RawMessage, updatedAt time.Time) (push.Device, error) {
+	return s.PutDevice(ctx, userID, subscription, updatedAt, "")
+}
+
+// MaxLanguageBytes bounds a device's language tag (BCP 47 tags in use are a
+// dozen bytes; RFC 5646 §4.4.1 asks for 35 at least).
+const MaxLanguageBytes = 35
+
+// PutDevice is PutSubscription with the language the device reported (a
+// BCP 47 tag of at most MaxLanguageBytes); "" keeps the one it has.
+func (s *Store) PutDevice(ctx context.Context, userID string, subscription json.RawMessage, updatedAt time.Time, language string) (push.Device, error) {
+	if len(language) > MaxLanguageBytes {
+		return push.Device{}, fmt.Errorf("%w: language of %d bytes, limit %d", ErrInvalidSubscription, len(language), MaxLanguageBytes)
+	}
 	if len(subscription) > MaxSubscriptionBytes {
 		return push.Device{}, fmt.Errorf("%w: %d bytes, limit %d", ErrInvalidSubscription, len(subscription), MaxSubscriptionBytes)
 	}
@@ -64,7 +78,7 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 	if updatedAt.IsZero() {
 		updatedAt = now
 	}
-	d := push.Device{UserID: userID, Subscription: sub, UpdatedAt: fromMillis(millis(updatedAt))}
+	d := push.Device{UserID: userID, Subscription: sub, Language: language, UpdatedAt: fromMillis(millis(updatedAt))}
 	sealed := s.userKey(userID).SealAtRest(compact.Bytes())
 	var evicted int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -72,15 +86,16 @@ func (s *Store) PutSubscription(ctx context.Context, userID string, subscription
 			return err
 		}
 		var created int64
-		err := tx.QueryRow(`INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?)
+		err := tx.QueryRow(`INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at, language)
+			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (endpoint_sha256) DO UPDATE SET
 				created_at   = CASE WHEN subscriptions.user_id = excluded.user_id THEN subscriptions.created_at ELSE excluded.created_at END,
 				user_id      = excluded.user_id,
 				subscription = excluded.subscription,
-				updated_at   = excluded.updated_at
-			RETURNING id, created_at`,
-			userID, endpointHash(sub.Endpoint), sealed, millis(now), millis(updatedAt)).Scan(&d.ID, &created)
+				updated_at   = excluded.updated_at,
+				language     = CASE WHEN excluded.language = '' THEN subscriptions.language ELSE excluded.language END
+			RETURNING id, created_at, language`,
+			userID, endpointHash(sub.Endpoint), sealed, millis(now), millis(updatedAt), language).Scan(&d.ID, &created, &d.Language)
 		if err != nil {
 			return err
 		}
@@ -135,7 +150,7 @@ func sameKey(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimRight(a, "=")), []byte(strings.TrimRight(b, "="))) == 1
 }
 
-var devicesSQL = preparedRead(`SELECT id, subscription, created_at, updated_at
+var devicesSQL = preparedRead(`SELECT id, subscription, created_at, updated_at, language
 	FROM subscriptions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`)
 
 // Devices returns userID's subscriptions, most recently updated first. A row
@@ -152,7 +167,7 @@ func (s *Store) Devices(ctx context.Context, userID string) ([]push.Device, erro
 		d := push.Device{UserID: userID}
 		var sealed string
 		var created, updated int64
-		if err := rows.Scan(&d.ID, &sealed, &created, &updated); err != nil {
+		if err := rows.Scan(&d.ID, &sealed, &created, &updated, &d.Language); err != nil {
 			return nil, fmt.Errorf("store: devices: %w", err)
 		}
 		plaintext, err := key.OpenAtRest(sealed)

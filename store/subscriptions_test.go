@@ -124,6 +124,47 @@ func TestPutSubscriptionUpsertsByEndpoint(t *testing.T) {
 	}
 }
 
+// A device keeps the language it reported until it reports another; a
+// re-registration without one (schedule-message's subscription) keeps it.
+func TestPutDeviceKeepsItsLanguage(t *testing.T) {
+	st := storetest.Open(t, store.Config{})
+	ctx := t.Context()
+	languages := func() []string {
+		t.Helper()
+		devices, err := st.Devices(ctx, alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range devices {
+			out = append(out, d.Language)
+		}
+		return out
+	}
+	d, err := st.PutDevice(ctx, alice, subscriptionJSON("https://push.example/a"), time.Time{}, "zh-CN")
+	if err != nil || d.Language != "zh-CN" {
+		t.Fatalf("PutDevice = %+v, %v", d, err)
+	}
+	if d, err = st.PutSubscription(ctx, alice, subscriptionJSON("https://push.example/a"), time.Time{}); err != nil || d.Language != "zh-CN" {
+		t.Fatalf("PutSubscription = %+v, %v: want the language kept", d, err)
+	}
+	if got := languages(); len(got) != 1 || got[0] != "zh-CN" {
+		t.Fatalf("languages %q", got)
+	}
+	if _, err := st.PutDevice(ctx, alice, subscriptionJSON("https://push.example/a"), time.Time{}, "en-GB"); err != nil {
+		t.Fatal(err)
+	}
+	if got := languages(); len(got) != 1 || got[0] != "en-GB" {
+		t.Fatalf("languages %q after en-GB", got)
+	}
+	if _, err := st.PutDevice(ctx, alice, subscriptionJSON("https://push.example/a"), time.Time{}, strings.Repeat("x", store.MaxLanguageBytes+1)); !errors.Is(err, store.ErrInvalidSubscription) {
+		t.Errorf("an overlong language: %v", err)
+	}
+	if got := languages(); len(got) != 1 || got[0] != "en-GB" {
+		t.Errorf("languages %q after a refused put", got)
+	}
+}
+
 func TestPutSubscriptionMovesEndpointToNewUser(t *testing.T) {
 	clk := newClock()
 	st := storetest.Open(t, store.Config{Now: clk.Now})

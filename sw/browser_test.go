@@ -486,7 +486,7 @@ func TestNotificationFieldChains(t *testing.T) {
 		{
 			name:    "contact name, message, avatar, messageId",
 			payload: map[string]any{"messageKind": "content", "messageId": "m-chain-3", "contactName": "Rei", "message": "  hi  ", "avatarUrl": "/avatar.png"},
-			want: browsertest.Notification{Title: "来自 Rei", Body: "  hi  ", Icon: abs("/avatar.png"), Badge: abs("/badge-72x72.png"), Tag: "m-chain-3",
+			want: browsertest.Notification{Title: "From Rei", Body: "  hi  ", Icon: abs("/avatar.png"), Badge: abs("/badge-72x72.png"), Tag: "m-chain-3",
 				Data: map[string]any{}},
 		},
 		{
@@ -739,7 +739,7 @@ func TestMultipartReassembly(t *testing.T) {
 
 	waitSettled(t, p, "m-mp-1")
 	n := p.WaitNotification("m-mp-1", func(n browsertest.Notification) bool { return n.Tag == "m-mp-1" })
-	if n.Body != original["message"] || n.Title != "来自 Rei" {
+	if n.Body != original["message"] || n.Title != "From Rei" {
 		t.Errorf("reassembled notification %+v", n)
 	}
 	env := waitEnvelope(t, p, "m-mp-1")
@@ -756,7 +756,7 @@ func TestMultipartReassembly(t *testing.T) {
 	for _, e := range envelopes(t, p) {
 		switch e.Event {
 		case "rei-amsg-multipart-expired":
-			want := map[string]any{"id": "mp_stale", "received": 0.0, "total": 1.0, "originalMessageKind": "content"}
+			want := map[string]any{"id": "mp_stale", "received": 0.0, "total": 1.0, "originalMessageKind": "content", "reason": "ttl-expired"}
 			if !reflect.DeepEqual(e.Payload, want) {
 				t.Errorf("expiry notice %v, want %v", e.Payload, want)
 			}

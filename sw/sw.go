@@ -14,6 +14,8 @@ import (
 	"io/fs"
 	"net/http"
 	"time"
+
+	"amsg/push/notifytext"
 )
 
 //go:embed sw.js
@@ -23,10 +25,16 @@ var source []byte
 // replaces with the version.
 const versionPlaceholder = `"__AMSG_SW_VERSION__"`
 
+// textsPlaceholder is the JavaScript string literal in sw.js that Script
+// replaces with push/notifytext's tables, so the notification texts the
+// worker writes itself come from the same table as the server's.
+const textsPlaceholder = `"__AMSG_NOTIFY_TEXTS__"`
+
 // DefaultVersion is stamped in when the caller gives no version.
 const DefaultVersion = "dev"
 
-// Script returns the service worker source with version stamped in. The
+// Script returns the service worker source with version and the
+// notification texts stamped in. The
 // worker names its offline-shell cache after the version, so pass a hash of
 // the web assets it precaches.
 func Script(version string) []byte {
@@ -38,7 +46,12 @@ func Script(version string) []byte {
 	if err != nil {
 		panic(err) // a string always marshals
 	}
-	return bytes.Replace(source, []byte(versionPlaceholder), literal, 1)
+	texts, err := json.Marshal(notifytext.Tables())
+	if err != nil {
+		panic(err) // maps of strings always marshal
+	}
+	script := bytes.Replace(source, []byte(versionPlaceholder), literal, 1)
+	return bytes.Replace(script, []byte(textsPlaceholder), texts, 1)
 }
 
 // Handler serves Script(version). Mount it at /sw.js so the worker's scope is

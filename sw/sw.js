@@ -10,9 +10,16 @@
  *   SW → page   {type:'REI_AMSG_PUSH', event, payload}   event is one of REI_SW_EVENT
  *   page → SW   {type:'REI_AMSG_DELIVER', payload, source?, requestId?}
  *               ack on ports[0] (else event.source), no `type` field:
- *               {ok:true, duplicate, key, requestId} | {ok:false, error, key?, requestId}
+ *               {ok:true, duplicate, key, requestId, dedupeError?} | {ok:false, error, key?, requestId}
+ *               (dedupeError: the dedupe store failed, so the payload was delivered without it)
  *   page → SW   {type:'REI_ENQUEUE_REQUEST', request:{url, method?, headers?, body?}}
- *               reply {type:'REI_QUEUE_RESULT', ok:true, queueId} | {type:'REI_QUEUE_RESULT', ok:false, error}
+ *               reply {type:'REI_QUEUE_RESULT', ok:true, queueId, delivered, dropped?, status?, error?}
+ *               (delivered: the immediate flush sent it; dropped: the server refused it with a 4xx)
+ *               | {type:'REI_QUEUE_RESULT', ok:false, error}
+ *   SW → pages  {type:'REI_QUEUE_RESULT', ok:false, queueId, dropped:true, status, error,
+ *                request:{url, method}} to every window when a flush drops a queued request
+ *   SW → pages  MULTIPART_EXPIRED notices carry a reason: ttl-expired, invalid-chunk,
+ *               chunk-conflict, size-limit-exceeded, restore-failed or storage-failed
  *   page → SW   {type:'REI_FLUSH_QUEUE'}
  *   SW → page   {type:'NOTIFICATION_CLICKED', url, data} to the window a click focused
  *
@@ -83,14 +90,20 @@ const REI_SW_EVENT = Object.freeze({
   REASONING_RECEIVED: 'rei-amsg-reasoning-received',
   TOOL_REQUEST_RECEIVED: 'rei-amsg-tool-request-received',
   ERROR_RECEIVED: 'rei-amsg-error-received',
+  RESULT_RECEIVED: 'rei-amsg-result-received',
   MULTIPART_EXPIRED: 'rei-amsg-multipart-expired',
   UNKNOWN_RECEIVED: 'rei-amsg-unknown-received',
 });
 
+// The notification texts amsg writes itself, by language and key: the Go
+// package push/notifytext's tables, stamped in by the Go handler ("%s" takes
+// the argument). notifyText picks the browser's language.
+const NOTIFY_TEXTS = "__AMSG_NOTIFY_TEXTS__";
+
 const DEFAULT_ICON = '/icon-192x192.png';
 const DEFAULT_BADGE = '/badge-72x72.png';
-const DEFAULT_TITLE = 'New notification';
-const DEFAULT_BODY = 'New message';
+const DEFAULT_TITLE = notifyText('defaultTitle');
+const DEFAULT_BODY = notifyText('defaultBody');
 
 const DEDUPE_TTL_MS = 10 * 60 * 1000;
 const DEDUPE_SWEEP_INTERVAL_MS = 60 * 1000;
@@ -133,6 +146,8 @@ const LOG = '[amsg-sw]';
 let notificationsShown = 0;
 
 async function showNotification(title, options) {
+  // A path that did not resolve silent:'when-visible' reads the windows now.
+  if (options.silent === SILENT_WHEN_VISIBLE) options = resolveSilent(options, await windowClients());
   await self.registration.showNotification(title, options);
   notificationsShown += 1;
 }
@@ -148,6 +163,18 @@ function nonBlankString(value) {
   return typeof value === 'string' && value.trim() !== '';
 }
 
+/**
+ * The text of key in this browser's language (the primary subtag of
+ * navigator.language, as push/notifytext's Language reads a device's tag),
+ * else in English; arg fills its %s.
+ */
+function notifyText(key, arg) {
+  const tables = isObject(NOTIFY_TEXTS) ? NOTIFY_TEXTS : {};
+  const primary = String((self.navigator && self.navigator.language) || '').split(/[-_]/)[0].toLowerCase();
+  const text = (isObject(tables[primary]) && tables[primary][key]) || (isObject(tables.en) && tables.en[key]) || '';
+  return arg === undefined ? text : text.replace('%s', () => arg);
+}
+
 /** The postMessage event name for a payload, by messageKind. */
 function eventNameFor(payload) {
   switch (isObject(payload) ? payload.messageKind : undefined) {
@@ -155,6 +182,7 @@ function eventNameFor(payload) {
     case 'reasoning': return REI_SW_EVENT.REASONING_RECEIVED;
     case 'tool_request': return REI_SW_EVENT.TOOL_REQUEST_RECEIVED;
     case 'error': return REI_SW_EVENT.ERROR_RECEIVED;
+    case 'result': return REI_SW_EVENT.RESULT_RECEIVED;
     default: return REI_SW_EVENT.UNKNOWN_RECEIVED;
   }
 }
@@ -170,7 +198,31 @@ function shouldRender(payload, windowClients) {
   if (show === 'always') return true;
   if (show === 'when-hidden') return !windowClients.some((c) => c.visibilityState === 'visible');
   if (show === false) return false;
-  return payload.messageKind == null || payload.messageKind === 'content';
+  return payload.messageKind == null || isContentLike(payload.messageKind);
+}
+
+/** Kinds shown like content: content, and upstream's result (emitResult). */
+function isContentLike(kind) {
+  return kind === 'content' || kind === 'result';
+}
+
+const SILENT_WHEN_VISIBLE = 'when-visible';
+
+/**
+ * notification.silent as the producer gave it: 'when-visible' is kept for
+ * resolveSilent, anything else becomes a boolean.
+ */
+function silentOption(value) {
+  return value === SILENT_WHEN_VISIBLE ? value : Boolean(value ?? false);
+}
+
+/**
+ * Resolves silent:'when-visible' against one reading of the windows, the one
+ * show was judged by: silent while a window is visible, ringing otherwise.
+ */
+function resolveSilent(options, windowClients) {
+  if (options.silent !== SILENT_WHEN_VISIBLE) return options;
+  return { ...options, silent: windowClients.some((c) => c.visibilityState === 'visible') };
 }
 
 /**
@@ -197,7 +249,7 @@ function buildNotification(payload, now = Date.now()) {
   const data = isObject(n.data) ? { ...n.data } : isObject(payload.data) ? { ...payload.data } : {};
   if (data.payload == null) data.payload = payload;
   return {
-    title: n.title || payload.title || (payload.contactName ? `来自 ${payload.contactName}` : '') || DEFAULT_TITLE,
+    title: n.title || payload.title || (payload.contactName ? notifyText('fromContact', payload.contactName) : '') || DEFAULT_TITLE,
     options: {
       body: bodyOrDefault(n.body || payload.body || payload.message || ''),
       icon: n.icon || payload.icon || payload.avatarUrl || DEFAULT_ICON,
@@ -207,7 +259,7 @@ function buildNotification(payload, now = Date.now()) {
       data,
       renotify: Boolean(n.renotify ?? payload.renotify ?? false),
       requireInteraction: Boolean(n.requireInteraction ?? payload.requireInteraction ?? false),
-      silent: Boolean(n.silent ?? payload.silent ?? false),
+      silent: silentOption(n.silent ?? payload.silent),
     },
   };
 }
@@ -253,15 +305,15 @@ function buildQuietNotification(payload, now = Date.now()) {
   const { title, options } = buildNotification(payload, now);
   const n = isObject(payload) && isObject(payload.notification) ? payload.notification : {};
   const kind = isObject(payload) ? payload.messageKind : undefined;
-  const who = isObject(payload) && nonBlankString(payload.contactName) ? payload.contactName : 'Your companion';
+  const who = isObject(payload) && nonBlankString(payload.contactName) ? payload.contactName : notifyText('companion');
   let body = options.body;
   let quietTitle = title;
   if (!n.body) {
-    if (kind === 'tool_request') body = `${who} needs this device to continue`;
-    else if (kind === 'reasoning') body = `${who} is thinking…`;
+    if (kind === 'tool_request') body = notifyText('toolRequestBody', who);
+    else if (kind === 'reasoning') body = notifyText('thinking', who);
     else if (kind === 'error') body = bodyOrDefault(payload.message || payload.code);
   }
-  if (!n.title && kind === 'error') quietTitle = 'The reply was interrupted';
+  if (!n.title && kind === 'error') quietTitle = notifyText('replyInterrupted');
   return {
     title: quietTitle,
     options: { ...options, body, silent: true, tag: n.tag || sessionTagOf(payload) || options.tag },
@@ -273,7 +325,7 @@ function buildReceivingNotification(chunk) {
   return {
     title: DEFAULT_TITLE,
     options: {
-      body: 'Receiving a message…',
+      body: notifyText('receiving'),
       icon: DEFAULT_ICON,
       badge: DEFAULT_BADGE,
       tag: nonBlankString(chunk.id) ? RECEIVING_TAG_PREFIX + chunk.id : undefined,
@@ -602,8 +654,8 @@ const MP_CHUNK = 'multipart-chunk';
 const MP_DONE = 'multipart-done';
 let lastMultipartSweep = 0;
 
-function expiredNotice(id, received, total, originalMessageKind) {
-  return { id, received, total, originalMessageKind };
+function expiredNotice(id, received, total, originalMessageKind, reason) {
+  return { id, received, total, originalMessageKind, reason };
 }
 
 async function deleteChunks(chunkStore, id, total) {
@@ -628,7 +680,7 @@ function acceptChunk(chunk, now) {
     };
 
     if (chunk.expiresAt <= now) {
-      expired.push(expiredNotice(id, 0, chunk.total, chunk.originalMessageKind));
+      expired.push(expiredNotice(id, 0, chunk.total, chunk.originalMessageKind, 'ttl-expired'));
       return { expired };
     }
     const done = await req(doneStore.get(id));
@@ -639,11 +691,12 @@ function acceptChunk(chunk, now) {
     }
     let pending = await req(pendingStore.get(id));
     if (pending && pending.expiresAt <= now) {
-      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind));
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind, 'ttl-expired'));
       await dropSet(pending.total);
       pending = undefined;
     }
     if (pending && (pending.total !== chunk.total || pending.encoding !== chunk.encoding)) {
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind, 'chunk-conflict'));
       await dropSet(pending.total);
       return { expired };
     }
@@ -664,6 +717,7 @@ function acceptChunk(chunk, now) {
     pending.receivedCount += 1;
     pending.receivedBytes += chunk.byteLength;
     if (pending.receivedBytes > MULTIPART_MAX_TOTAL_BYTES) {
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind, 'size-limit-exceeded'));
       await dropSet(pending.total);
       return { expired };
     }
@@ -681,7 +735,10 @@ function acceptChunk(chunk, now) {
     }
     await deleteChunks(chunkStore, id, pending.total);
     const restored = restoreMultipart(parts);
-    if (restored === undefined) return { expired };
+    if (restored === undefined) {
+      expired.push(expiredNotice(id, pending.receivedCount, pending.total, pending.originalMessageKind, 'restore-failed'));
+      return { expired };
+    }
     const ttl = pending.ttlMs;
     await req(doneStore.put({ id, expiresAt: now + Math.max(2 * ttl, ttl + 1) }));
     return { expired, restored };
@@ -714,7 +771,7 @@ async function maybeSweepMultipart(now) {
       const notices = [];
       const chunkStore = tx.objectStore(MP_CHUNK);
       await deleteExpired(tx.objectStore(MP_PENDING), now, async (pending) => {
-        notices.push(expiredNotice(pending.id, pending.receivedCount, pending.total, pending.originalMessageKind));
+        notices.push(expiredNotice(pending.id, pending.receivedCount, pending.total, pending.originalMessageKind, 'ttl-expired'));
         await deleteChunks(chunkStore, pending.id, pending.total);
       });
       await deleteExpired(tx.objectStore(MP_DONE), now);
@@ -723,6 +780,24 @@ async function maybeSweepMultipart(now) {
     await broadcastExpired(expired);
   } catch (err) {
     console.warn(LOG, 'multipart cleanup failed', err);
+  }
+}
+
+/** The notice for a chunk normalizeMultipartChunk refused, when it names its message. */
+function invalidChunkNotices(payload) {
+  const m = payload.multipart;
+  if (!nonBlankString(m.id)) return [];
+  const kind = typeof m.originalMessageKind === 'string' ? m.originalMessageKind : null;
+  return [expiredNotice(m.id, 0, Number.isInteger(m.total) ? m.total : null, kind, 'invalid-chunk')];
+}
+
+/** acceptChunk, reporting a chunk the store failed to keep as storage-failed. */
+async function acceptChunkReporting(chunk, now) {
+  try {
+    return await acceptChunk(chunk, now);
+  } catch (err) {
+    console.warn(LOG, 'multipart storage failed', err);
+    return { expired: [expiredNotice(chunk.id, 0, chunk.total, chunk.originalMessageKind, 'storage-failed')] };
   }
 }
 
@@ -764,8 +839,11 @@ async function processPayload(payload, source, apple = false) {
 
   if (isMultipartChunk(payload)) {
     const chunk = normalizeMultipartChunk(payload, now);
-    if (!chunk) return { duplicate: false, key: undefined, shown: false, payload };
-    const { restored, expired } = await acceptChunk(chunk, now);
+    if (!chunk) {
+      await broadcastExpired(invalidChunkNotices(payload));
+      return { duplicate: false, key: undefined, shown: false, payload };
+    }
+    const { restored, expired } = await acceptChunkReporting(chunk, now);
     await broadcastExpired(expired);
     if (restored === undefined) return { duplicate: false, key: undefined, shown: false, payload };
     const result = await processPayload(restored, source, apple);
@@ -775,6 +853,7 @@ async function processPayload(payload, source, apple = false) {
 
   const key = dedupeKeyOf(payload);
   let firstSeenAt;
+  let dedupeError;
   if (key !== undefined) {
     await maybeSweepDedupe(now);
     const record = {
@@ -793,6 +872,7 @@ async function processPayload(payload, source, apple = false) {
     } catch (err) {
       // Without the dedupe store a duplicate is better than a lost message.
       console.warn(LOG, 'dedupe unavailable, delivering without it', err);
+      dedupeError = errorMessage(err);
       claim = { duplicate: false, unrecorded: true };
     }
     if (claim.duplicate) {
@@ -809,7 +889,7 @@ async function processPayload(payload, source, apple = false) {
   if (display) {
     const { title, options } = display === 'full' ? buildNotification(payload, now) : buildFallbackNotification(payload, now);
     try {
-      await showNotification(title, withApprovalActions(payload, options));
+      await showNotification(title, withApprovalActions(payload, resolveSilent(options, windows)));
       shown = true;
     } catch (err) {
       console.error(LOG, 'showNotification failed', err);
@@ -827,7 +907,7 @@ async function processPayload(payload, source, apple = false) {
     await updateDelivery(key, { notificationShown: shown, notificationStatePending: false }, firstSeenAt)
       .catch((err) => console.warn(LOG, 'dedupe state update failed', err));
   }
-  return { duplicate: false, key, shown, payload };
+  return { duplicate: false, key, shown, payload, dedupeError };
 }
 
 /** Closes the notifications shown under tag. */
@@ -848,7 +928,7 @@ async function closeTagged(tag) {
  */
 function buildFallbackNotification(payload, now = Date.now()) {
   if (isMultipartChunk(payload)) return buildReceivingNotification(payload.multipart);
-  if (isObject(payload) && payload.messageKind != null && payload.messageKind !== 'content') return buildQuietNotification(payload, now);
+  if (isObject(payload) && payload.messageKind != null && !isContentLike(payload.messageKind)) return buildQuietNotification(payload, now);
   const { title, options } = buildNotification(payload, now);
   return { title, options: { ...options, silent: true } };
 }
@@ -988,10 +1068,44 @@ async function flushQueueOnce() {
         return;
       }
       await transact(REI_DB, [OUTBOX], 'readwrite', (tx) => req(tx.objectStore(OUTBOX).delete(entry.id)));
+      await settleQueued(entry, status);
     }
   } catch (err) {
     console.warn(LOG, 'request queue flush failed', err);
   }
+}
+
+// What became of flushed entries, by queue id, until the enqueue waiting for
+// one reads it (whichever flush sent it); bounded, since entries a sync
+// event flushes have nobody waiting.
+const queueOutcomes = new Map();
+const QUEUE_OUTCOMES_MAX = 100;
+
+/**
+ * Records a settled entry's outcome; a 4xx drop is also told to every
+ * window (without the request's headers or body) and logged.
+ */
+async function settleQueued(entry, status) {
+  const outcome = status >= 400
+    ? { delivered: false, dropped: true, status, error: `HTTP ${status}` }
+    : { delivered: true, status };
+  queueOutcomes.set(entry.id, outcome);
+  if (queueOutcomes.size > QUEUE_OUTCOMES_MAX) queueOutcomes.delete(queueOutcomes.keys().next().value);
+  if (!outcome.dropped) return;
+  console.error(LOG, 'queued request dropped', entry.method, entry.url, status);
+  broadcast(await windowClients(), {
+    type: 'REI_QUEUE_RESULT', ok: false, queueId: entry.id, dropped: true, status, error: outcome.error,
+    request: { url: entry.url, method: entry.method },
+  });
+}
+
+/** The enqueue ack: ok (queued), whether the flush delivered it, and a drop. */
+function queueAck(queueId) {
+  const outcome = queueOutcomes.get(queueId);
+  queueOutcomes.delete(queueId);
+  const ack = { type: 'REI_QUEUE_RESULT', ok: true, queueId, delivered: Boolean(outcome && outcome.delivered) };
+  if (outcome && outcome.dropped) Object.assign(ack, { dropped: true, status: outcome.status, error: outcome.error });
+  return ack;
 }
 
 async function registerQueueSync() {
@@ -1073,6 +1187,7 @@ async function renewSubscription(oldSubscription, newSubscription) {
     return subscription;
   }
   const body = { subscription: subscription.toJSON ? subscription.toJSON() : subscription, updatedAt: Date.now() };
+  if (self.navigator.language) body.language = self.navigator.language; // the device's, as the page sends it
   const headers = {
     ...apiHeaders(config),
     'content-type': 'application/json',
@@ -1402,8 +1517,8 @@ async function handleDeliver(event) {
   }
   const source = nonBlankString(message.source) ? message.source : 'message';
   try {
-    const { duplicate, key } = await processPayload(message.payload, source);
-    reply({ ok: true, duplicate, key, requestId });
+    const { duplicate, key, dedupeError } = await processPayload(message.payload, source);
+    reply({ ok: true, duplicate, key, requestId, ...(dedupeError ? { dedupeError } : {}) });
   } catch (err) {
     reply({ ok: false, error: errorMessage(err), key: dedupeKeyOf(message.payload), requestId });
   }
@@ -1420,7 +1535,7 @@ async function handleEnqueue(event) {
   }
   await registerQueueSync();
   await flushQueue();
-  reply({ type: 'REI_QUEUE_RESULT', ok: true, queueId });
+  reply(queueAck(queueId));
 }
 
 self.addEventListener('sync', (event) => {
@@ -1447,6 +1562,7 @@ self.__amsgTest = Object.freeze({
   shouldRender,
   buildNotification,
   webPushDisplay,
+  resolveSilent,
   isApplePushHost,
   buildQuietNotification,
   buildFallbackNotification,

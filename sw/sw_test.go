@@ -119,3 +119,18 @@ func TestAssetVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestScriptStampsNotificationTexts(t *testing.T) {
+	if n := bytes.Count(source, []byte(textsPlaceholder)); n != 1 {
+		t.Fatalf("sw.js holds the texts placeholder %d times, want 1", n)
+	}
+	got := string(Script("v"))
+	for _, want := range []string{`const NOTIFY_TEXTS = {`, `"fromContact":"来自 %s"`, `"fromContact":"From %s"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Script lacks %s", want)
+		}
+	}
+	if strings.Contains(got, textsPlaceholder) {
+		t.Error("Script still holds the texts placeholder")
+	}
+}

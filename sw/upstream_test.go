@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -128,7 +127,7 @@ func TestUpstreamWorkerShowsAmsgPushes(t *testing.T) {
 		after.Icon != before.Icon || after.Silent != before.Silent {
 		t.Errorf("declarative push shown as %+v, the same push without its declarative members as %+v", after, before)
 	}
-	if n := ns[sessionTag]; !n.Silent || n.Body != "Rei needs this device to continue" || !strings.HasPrefix(n.Title, "来自") {
+	if n := ns[sessionTag]; !n.Silent || n.Body != "Rei needs this device to continue" || n.Title != "From Rei" {
 		t.Errorf("tool request shown as %+v", n)
 	}
 }

@@ -131,7 +131,7 @@ func quietPushesShowUnderTheSession(t *testing.T, p *browsertest.Page, r round, 
 		t.Errorf("reasoning: shown %d, %+v", shown, ns)
 	}
 	shown, ns = deliverAndCount(t, p, r.tool)
-	if n := tagged(ns, sessionTag); shown != 1 || n == nil || !n.Silent || n.Body != "Rei needs this device to continue" || n.Title != "来自 Rei" {
+	if n := tagged(ns, sessionTag); shown != 1 || n == nil || !n.Silent || n.Body != "Rei needs this device to continue" || n.Title != "From Rei" {
 		t.Errorf("tool_request: shown %d, %+v", shown, ns)
 	}
 }
@@ -150,7 +150,7 @@ func chunksShowReceivingThenTheReply(t *testing.T, p *browsertest.Page, r round,
 	}
 	shown, ns := deliverAndCount(t, p, r.chunks[len(r.chunks)-1])
 	reply := tagged(ns, r.reply.MessageID)
-	if shown != 1 || reply == nil || reply.Title != "来自 Rei" || reply.Silent || tagged(ns, receiving) != nil || tagged(ns, sessionTag) != nil {
+	if shown != 1 || reply == nil || reply.Title != "From Rei" || reply.Silent || tagged(ns, receiving) != nil || tagged(ns, sessionTag) != nil {
 		t.Errorf("last chunk: shown %d, want the reply alone in place of the quiet ones: %+v", shown, ns)
 	}
 }

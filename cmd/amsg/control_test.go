@@ -92,11 +92,13 @@ func TestCancelThroughAnotherInstanceAbortsTheLLMCall(t *testing.T) {
 	llm.WaitRequests(1) // A is delivering: the task's lease is A's
 
 	b := startAmsg(t, t.TempDir(), r.env...)
+	sent := time.Now()
 	if status := r.cancel(t, b, uuid); status != "cancelled_mid_delivery" {
 		t.Errorf("data.status %q, want cancelled_mid_delivery", status)
 	}
 	select {
 	case <-aborted:
+		t.Logf("A's LLM call aborted %s after the cancel was sent to B", time.Since(sent))
 	case <-time.After(time.Second):
 		t.Fatal("A's LLM call was not aborted within a second of the cancel through B")
 	}
@@ -221,5 +223,38 @@ func TestLLMUnauthorizedEndsTheTaskWithoutASecondCall(t *testing.T) {
 	}
 	if n := len(llm.Requests()); n != 1 {
 		t.Errorf("the LLM was called %d times, want once", n)
+	}
+}
+
+// Superseding a task whose occurrence is being delivered stops it as a
+// cancel does: its LLM call is aborted, and only the new task's message
+// arrives.
+func TestSupersedeStopsTheOccurrenceInFlight(t *testing.T) {
+	r := newTaskRig(t, "AMSG_TICK=100ms")
+	p := r.start(t)
+	r.register(t, p)
+	llm := llmtest.NewServer(t)
+	aborted := make(chan struct{})
+	llm.Enqueue(llmtest.Reply{Content: "旧的。", Release: make(chan struct{}), Aborted: aborted})
+	_, old := r.schedule(t, p, map[string]any{"contactName": "Rei", "messageType": "prompted", "immediate": true,
+		"completePrompt": "p", "apiUrl": llm.APIURL(), "apiKey": "k", "primaryModel": "m"})
+	llm.WaitRequests(1)
+
+	status, body := r.call(t, p, http.MethodPost, "schedule-message", map[string]any{"contactName": "Rei", "messageType": "fixed",
+		"immediate": true, "userMessage": "新的。", "supersedesUuid": old})
+	if status != http.StatusCreated || !strings.Contains(string(body), `"superseded":true`) {
+		t.Fatalf("supersede: %d %s", status, body)
+	}
+	select {
+	case <-aborted:
+	case <-time.After(time.Second):
+		t.Fatal("the superseded task's LLM call was not aborted within a second")
+	}
+	pushes := waitPushes(t, r.push, 1, 10*time.Second)
+	p.WaitLog(t, "scheduler: task cancelled while being delivered", 10*time.Second)
+	p.WaitLog(t, "scheduler: task delivered", 10*time.Second)
+	var m struct{ Message string }
+	if err := json.Unmarshal(pushes[0].JSON, &m); err != nil || m.Message != "新的。" || len(r.push.Pushes()) != 1 {
+		t.Errorf("pushes %d, first %s", len(r.push.Pushes()), pushes[0].JSON)
 	}
 }

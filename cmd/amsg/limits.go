@@ -22,6 +22,9 @@ type limitsConfig struct {
 	RateLimit         string // "on" or "off"
 	TrustedProxies    string
 	MaxDevicesPerUser int
+	Conns             api.ConnLimits // Total 0: from the descriptor limit
+	Outbox            outboxRetention
+	HealthAddr        string // "" for none
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -35,6 +38,14 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "how long an idle kept-alive connection stays open")
 	fs.DurationVar(&l.BodyReadTimeout, "body-read-timeout", api.DefaultBodyReadTimeout,
 		"bound on receiving a request's body; a slower body gets 408 and the connection closes")
+	fs.DurationVar(&l.BodyStartTimeout, "body-start-timeout", api.DefaultBodyStartTimeout,
+		"bound on the first bytes of a request's body when the request carried no client or Bearer token")
+	fs.IntVar(&c.Conns.PerAddress, "max-conns-per-address", api.DefaultMaxConnsPerAddress,
+		"open connections per client address; more are closed when accepted")
+	fs.IntVar(&c.Conns.Total, "max-conns", 0,
+		"open connections in all; 0 means three quarters of the descriptor limit")
+	fs.StringVar(&c.HealthAddr, "health-addr", "",
+		"a second address serving only GET /healthz, outside the connection caps, so health checks answer under a flood")
 	fs.DurationVar(&l.WriteTimeout, "write-timeout", api.DefaultWriteTimeout,
 		"bound on sending a response from its first byte; event streams renew it per frame")
 	fs.IntVar(&l.MaxRounds, "max-rounds", api.DefaultMaxRounds, "LLM rounds (/instant, /continue) running at once")
@@ -63,6 +74,13 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"bytes one user's client state may take in the database")
 	fs.Int64Var(&l.MaxStateBytesPerNamespace, "max-state-bytes-per-namespace", api.DefaultMaxStateBytesPerNamespace,
 		"bytes one client-state namespace of a user may take in the database")
+	fs.Int64Var(&l.ClientStateReadBudget, "client-state-read-budget", api.DefaultClientStateReadBudget,
+		"bytes of memory all GET /client-state answers in flight may take together; a read beyond it gets 429")
+	fs.DurationVar(&c.Outbox.MaxAge, "outbox-max-age", store.DefaultOutboxMaxAge, "how long an outbox row is kept at most")
+	fs.DurationVar(&c.Outbox.AckedMaxAge, "outbox-acked-max-age", store.DefaultOutboxAckedMaxAge,
+		"how long an outbox row is kept once a device acknowledged it")
+	fs.IntVar(&c.Outbox.MaxRowsPerUser, "outbox-max-rows-per-user", store.DefaultOutboxMaxRowsPerUser,
+		"outbox rows kept per user; the housekeeping deletes the rest, delivered ones and the oldest first")
 	fs.IntVar(&c.MaxDevicesPerUser, "max-devices-per-user", store.DefaultMaxDevicesPerUser,
 		"push subscriptions one user keeps; registering another evicts the least recently updated")
 	fs.IntVar(&l.MaxPushesPerRound, "max-pushes-per-round", api.DefaultMaxPushesPerRound,
@@ -83,10 +101,13 @@ func (c limitsConfig) validate() error {
 	}{
 		{"read-header-timeout", c.ReadHeaderTimeout > 0}, {"idle-timeout", c.IdleTimeout > 0},
 		{"body-read-timeout", l.BodyReadTimeout > 0}, {"write-timeout", l.WriteTimeout > 0},
+		{"body-start-timeout", l.BodyStartTimeout > 0}, {"max-conns-per-address", c.Conns.PerAddress > 0},
+		{"max-conns", c.Conns.Total >= 0},
 		{"orphan-round-timeout", l.OrphanRoundTimeout > 0}, {"client-token-proof-max-age", l.TokenProofMaxAge > 0},
 		{"max-rounds", l.MaxRounds > 0}, {"max-rounds-per-user", l.MaxRoundsPerUser > 0},
 		{"max-rounds-per-address", l.MaxRoundsPerAddress > 0}, {"write-bytes-per-address", l.WriteBytesPerAddressPerHour > 0},
-		{"new-users-per-address", l.NewUsersPerAddressPerHour > 0},
+		{"new-users-per-address", l.NewUsersPerAddressPerHour > 0}, {"outbox-max-age", c.Outbox.MaxAge > 0},
+		{"outbox-acked-max-age", c.Outbox.AckedMaxAge > 0}, {"outbox-max-rows-per-user", c.Outbox.MaxRowsPerUser > 0}, {"client-state-read-budget", l.ClientStateReadBudget > 0},
 		{"max-orphan-rounds", l.MaxOrphanRounds > 0}, {"rate", l.RequestsPerSecond > 0}, {"rate-burst", l.Burst > 0},
 		{"user-rate", l.UserRequestsPerSecond > 0}, {"user-rate-burst", l.UserBurst > 0},
 		{"max-tasks-per-user", l.MaxTasksPerUser > 0}, {"max-state-bytes-per-user", l.MaxStateBytesPerUser > 0},
@@ -119,6 +140,23 @@ func (c limitsConfig) api() api.Limits {
 	l := c.API
 	l.RateLimitOff = c.RateLimit == "off"
 	l.TrustedProxies, _ = api.ParseTrustedProxies(c.TrustedProxies) // validated
+	return l
+}
+
+// outboxRetention is how much of the outbox the housekeeping keeps.
+type outboxRetention struct {
+	MaxAge, AckedMaxAge time.Duration
+	MaxRowsPerUser      int
+}
+
+// conns is the listener's share: Total from the descriptor limit unless
+// given.
+func (c limitsConfig) conns() api.ConnLimits {
+	l := c.Conns
+	l.TrustedProxies, _ = api.ParseTrustedProxies(c.TrustedProxies) // validated
+	if l.Total == 0 {
+		l.Total = api.DefaultMaxConns(descriptorLimit())
+	}
 	return l
 }
 

@@ -69,7 +69,17 @@ type amsgProcess struct {
 // killed when the test ends if it is still running.
 func startAmsg(t *testing.T, dataDir string, env ...string) *amsgProcess {
 	t.Helper()
+	return startAmsgWithFileLimit(t, 0, dataDir, env...)
+}
+
+// startAmsgWithFileLimit is startAmsg for a process allowed nofile open
+// descriptors (soft and hard; 0 leaves the limit as it is).
+func startAmsgWithFileLimit(t *testing.T, nofile int, dataDir string, env ...string) *amsgProcess {
+	t.Helper()
 	cmd := exec.Command(amsgBinary(t), "serve")
+	if nofile > 0 {
+		cmd = exec.Command("sh", "-c", fmt.Sprintf(`ulimit -n %d && exec "$0" serve`, nofile), amsgBinary(t))
+	}
 	cmd.Env = append(os.Environ(),
 		"AMSG_ADDR=127.0.0.1:0", "AMSG_DATA_DIR="+dataDir, "AMSG_LOG_FORMAT=json", "AMSG_LOG_LEVEL=debug",
 		"AMSG_VAPID_SUBJECT=https://amsg.example.org/contact",

@@ -60,7 +60,8 @@ func TestSilentBodyGets408(t *testing.T) {
 	const conns = 1000
 	raiseFileLimit(t, 4*conns)
 	const timeout = 3 * time.Second
-	p := startAmsg(t, filepath.Join(t.TempDir(), "data"), "AMSG_BODY_READ_TIMEOUT="+timeout.String(), "AMSG_RATE_LIMIT=off")
+	p := startAmsg(t, filepath.Join(t.TempDir(), "data"), "AMSG_BODY_READ_TIMEOUT="+timeout.String(), "AMSG_RATE_LIMIT=off",
+		"AMSG_MAX_CONNS_PER_ADDRESS=2000") // one address here; TestSilentBodyFloodLeavesHealthAnswering tests the cap
 
 	start := time.Now()
 	silent := make([]net.Conn, conns)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/builders"
 	"amsg/llm"
 	"amsg/loop"
 	"amsg/push/courier"
@@ -89,6 +90,7 @@ type server struct {
 	store       *store.Store
 	http        *http.Server
 	listener    net.Listener
+	healthz     *healthListener // nil without --health-addr
 	scheduler   *scheduler.Scheduler
 	llm         *llm.Client
 	transcripts *loop.Transcripts
@@ -115,16 +117,19 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	}
 	now := time.Now
 	st, err := store.Open(ctx, store.Config{
-		Path:              filepath.Join(cfg.DataDir, "amsg.db"),
-		DatabaseURL:       cfg.DatabaseURL,
-		DatabaseDirectURL: cfg.DatabaseDirectURL,
-		MasterKey:         cfg.MasterKey,
-		VAPIDPublicKey:    cfg.VAPIDPublicKey,
-		VAPIDPrivateKey:   cfg.VAPIDPrivateKey,
-		GenerateVAPID:     webpush.GenerateVAPIDKeys,
-		MaxDevicesPerUser: cfg.Limits.MaxDevicesPerUser,
-		Logger:            log,
-		Now:               now,
+		Path:                 filepath.Join(cfg.DataDir, "amsg.db"),
+		DatabaseURL:          cfg.DatabaseURL,
+		DatabaseDirectURL:    cfg.DatabaseDirectURL,
+		MasterKey:            cfg.MasterKey,
+		VAPIDPublicKey:       cfg.VAPIDPublicKey,
+		VAPIDPrivateKey:      cfg.VAPIDPrivateKey,
+		GenerateVAPID:        webpush.GenerateVAPIDKeys,
+		MaxDevicesPerUser:    cfg.Limits.MaxDevicesPerUser,
+		OutboxMaxAge:         cfg.Limits.Outbox.MaxAge,
+		OutboxAckedMaxAge:    cfg.Limits.Outbox.AckedMaxAge,
+		OutboxMaxRowsPerUser: cfg.Limits.Outbox.MaxRowsPerUser,
+		Logger:               log,
+		Now:                  now,
 	})
 	if err != nil {
 		closeFile(dataLock)
@@ -179,7 +184,7 @@ func (s *server) build() error {
 	if err != nil {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
-	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Logger: s.log, Now: s.now})
+	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Localize: builders.Localize, Logger: s.log, Now: s.now})
 	reg.MustRegister(deliveries.Collectors()...)
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
@@ -244,6 +249,7 @@ func (s *server) build() error {
 	if err != nil {
 		return &configError{fmt.Errorf("--addr %s: %w", s.cfg.Addr, err)}
 	}
+	s.listener = api.LimitListener(s.listener, s.cfg.Limits.conns())
 	s.http = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: s.cfg.Limits.ReadHeaderTimeout,
@@ -251,7 +257,7 @@ func (s *server) build() error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	return nil
+	return s.listenHealth(handler)
 }
 
 // run serves until ctx ends, then stops accepting requests, lets open ones
@@ -285,6 +291,8 @@ func (s *server) run(ctx context.Context) error {
 	s.scheduler.Start()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.http.Serve(s.listener) }()
+	s.serveHealth()
+	defer s.closeHealth()
 
 	var err error
 	select {

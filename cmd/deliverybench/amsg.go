@@ -182,7 +182,7 @@ func (a apiClient) scheduleFixed(ctx context.Context, base, userID string, n int
 	return a.send(ctx, http.MethodPost, base+"/api/v1/schedule-message", userID, map[string]any{
 		"contactName":   "Rei",
 		"messageType":   "fixed",
-		"userMessage":   fmt.Sprintf("Reminder %d: time for a glass of water. %s%d", n, dueMarker, due.UnixMilli()),
+		"userMessage":   fmt.Sprintf("Reminder %d: time for a glass of water, %s%d", n, dueMarker, due.UnixMilli()),
 		"firstSendTime": push.FormatTimestamp(due),
 	})
 }

@@ -29,7 +29,7 @@ const (
 
 // nodePayload is what node sends: a copy of the content push amsg sends for
 // a fixed task of this benchmark, so both encrypt the same bytes.
-const nodePayload = `{"messageKind":"content","messageType":"fixed","source":"scheduled","messageId":"msg_task_50@1795498508335_0","sessionId":"sess_task_50@1795498508335","timestamp":"2026-11-24T05:35:08.389Z","message":"Reminder 1: time for a glass of water. deliverybench-due:1795498508335","title":"来自 Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":1,"taskId":50,"taskUuid":"74804762-767a-41d2-9054-6177c4dae399","recurrenceType":"none","occurrenceMs":1795498508335,"metadata":{}}`
+const nodePayload = `{"messageKind":"content","messageType":"fixed","source":"scheduled","messageId":"msg_task_50@1795498508335_0","sessionId":"sess_task_50@1795498508335","timestamp":"2026-11-24T05:35:08.389Z","message":"Reminder 1: time for a glass of water, deliverybench-due:1795498508335","title":"From Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":1,"taskId":50,"taskUuid":"74804762-767a-41d2-9054-6177c4dae399","recurrenceType":"none","occurrenceMs":1795498508335,"metadata":{}}`
 
 // bench is one run in progress.
 type bench struct {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/notifytext"
 	"amsg/push/webpush"
 )
 
@@ -123,8 +124,16 @@ type Config struct {
 	PerOrigin    int
 	DeviceMaxAge time.Duration
 	Policy       Policy // "": PolicyVisible
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// Localize returns a payload with the notification texts amsg wrote in
+	// it in the language of tag (builders.Localize): what a device that
+	// reported a language other than English gets. nil sends every device
+	// the payload as it is.
+	Localize func(payload []byte, tag string) ([]byte, error)
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// Sleep waits between tries of a failed bookkeeping write; nil is
+	// push.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Courier delivers rounds of pushes. It is safe for concurrent use; make one
@@ -149,6 +158,9 @@ func New(sender Sender, st Store, cfg Config) *Courier {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = push.Sleep
 	}
 	return &Courier{
 		sender: sender, store: st, cfg: cfg, log: cfg.Logger, metrics: newMetrics(),
@@ -375,18 +387,18 @@ func (r *Round) DeliverLast(ctx context.Context, o Outgoing) (Result, push.Bookk
 	return res, held, err
 }
 
-// Keep writes a push's bookkeeping. The push went out, so a failed write is
-// logged and not returned: failing now would only make a producer send it
-// again.
+// Keep writes a push's bookkeeping, retrying a failed write for up to
+// KeepBound. The push went out, so a write that still fails is logged and
+// not returned: failing now would only make a producer send it again.
 func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
 	if b.Empty() {
 		return
 	}
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
-	defer cancel()
-	if err := c.store.RecordDeliveries(bctx, b); err != nil {
+	err := RetryWrite(ctx, KeepBound, c.cfg.Sleep, c.log.With("messageId", b.MessageID()), "recording a push's delivery",
+		func(ctx context.Context) error { return c.store.RecordDeliveries(ctx, b) })
+	if err != nil {
 		c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "messageId", b.MessageID(),
-			"attempts", len(b.Attempts), "err", err)
+			"attempts", len(b.Attempts), "err", err.Error())
 	}
 }
 
@@ -404,7 +416,7 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 	if o.Streamed && r.c.cfg.Policy == PolicyVisible {
 		skip = r.streaming
 	}
-	subs := r.subscriptions(&res, skip)
+	subs, languages := r.subscriptions(&res, skip)
 	if res.Streamed {
 		r.c.metrics.streamSkips.Inc()
 		if len(subs) == 0 {
@@ -421,15 +433,22 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 		o.Recorded = true
 	}
 	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source, TTL: o.TTL, Urgency: o.Urgency}
+	msgs := r.c.localized(ctx, msg, languages)
+	msgFor := func(i int) webpush.Message {
+		if msgs == nil {
+			return msg
+		}
+		return msgs[i]
+	}
 	errs := make([]error, len(subs))
 	if len(subs) == 1 {
 		// Most users have one device: sending on this goroutine spares a
 		// goroutine and a wake-up per push.
-		res.Devices[0].Delivery, errs[0] = r.c.send(ctx, r.to.UserID, subs[0], msg)
+		res.Devices[0].Delivery, errs[0] = r.c.send(ctx, r.to.UserID, subs[0], msgFor(0))
 	} else {
 		var wg sync.WaitGroup
 		for i, sub := range subs {
-			wg.Go(func() { res.Devices[i].Delivery, errs[i] = r.c.send(ctx, r.to.UserID, sub, msg) })
+			wg.Go(func() { res.Devices[i].Delivery, errs[i] = r.c.send(ctx, r.to.UserID, sub, msgFor(i)) })
 		}
 		wg.Wait()
 	}
@@ -448,16 +467,17 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 	return res, r.bookkeeping(o, &res), nil
 }
 
-// subscriptions lists the round's recipients, the request's subscription
-// first, and gives res a DeviceResult for each, in the same order. The
-// subscription whose endpoint is skip is left out, and res.Streamed set.
-func (r *Round) subscriptions(res *Result, skip string) []push.Subscription {
-	var subs []push.Subscription
+// subscriptions lists the round's recipients and their languages, the
+// request's subscription first (its language unknown), and gives res a
+// DeviceResult for each, in the same order. The subscription whose
+// endpoint is skip is left out, and res.Streamed set.
+func (r *Round) subscriptions(res *Result, skip string) (subs []push.Subscription, languages []string) {
 	if r.to.Subscription != nil {
 		if skip != "" && r.to.Subscription.Endpoint == skip {
 			res.Streamed = true
 		} else {
 			subs = append(subs, *r.to.Subscription)
+			languages = append(languages, "")
 			res.Devices = append(res.Devices, DeviceResult{})
 		}
 	}
@@ -471,14 +491,53 @@ func (r *Round) subscriptions(res *Result, skip string) []push.Subscription {
 				continue
 			}
 			subs = append(subs, d.Subscription)
+			languages = append(languages, d.Language)
 			res.Devices = append(res.Devices, DeviceResult{DeviceID: d.ID})
 		}
 	}
-	return subs
+	return subs, languages
+}
+
+// localized returns the message each recipient gets: msg, its payload in
+// the recipient's language (Config.Localize) when that is not English, made
+// once per language. It returns nil, to mean msg for all, when no
+// recipient needs another language: the usual round costs nothing.
+func (c *Courier) localized(ctx context.Context, msg webpush.Message, languages []string) []webpush.Message {
+	if c.cfg.Localize == nil {
+		return nil
+	}
+	var msgs []webpush.Message
+	var payloads map[string][]byte
+	for i, tag := range languages {
+		lang := notifytext.Language(tag)
+		if lang == notifytext.English {
+			continue
+		}
+		if msgs == nil {
+			msgs = make([]webpush.Message, len(languages))
+			for j := range msgs {
+				msgs[j] = msg
+			}
+			payloads = map[string][]byte{}
+		}
+		payload, ok := payloads[lang]
+		if !ok {
+			var err error
+			if payload, err = c.cfg.Localize(msg.Payload, lang); err != nil {
+				c.log.WarnContext(ctx, "courier: could not localize a push; it goes as it is", "messageId", msg.ID, "language", lang, "err", err)
+				payload = msg.Payload
+			}
+			payloads[lang] = payload
+		}
+		msgs[i].Payload = payload
+	}
+	return msgs
 }
 
 // send sends to one subscription within the user's and the origin's
-// bounds.
+// bounds. The origin's slot is held per request, not across the sender's
+// retry waits (issue 22: a send that held it through a backoff slowed every
+// user of a push service that answered 5xx or 429 45×).
 func (c *Courier) send(ctx context.Context, userID string, sub push.Subscription, msg webpush.Message) (webpush.Delivery, error) {
 	if userID != "" {
 		if err := c.users.acquire(ctx, userID); err != nil {
@@ -486,13 +545,18 @@ func (c *Courier) send(ctx context.Context, userID string, sub push.Subscription
 		}
 		defer c.users.release(userID)
 	}
-	origin := originOf(sub.Endpoint)
-	if err := c.origins.acquire(ctx, origin); err != nil {
-		return webpush.Delivery{Outcome: push.OutcomeFailed, Err: err}, nil
-	}
-	defer c.origins.release(origin)
+	msg.Gate = originGate{c.origins, originOf(sub.Endpoint)}
 	return c.sender.Send(ctx, sub, msg)
 }
+
+// originGate is one push service origin's slots as the sender's Gate.
+type originGate struct {
+	l      *limiter
+	origin string
+}
+
+func (g originGate) Enter(ctx context.Context) error { return g.l.acquire(ctx, g.origin) }
+func (g originGate) Leave()                          { g.l.release(g.origin) }
 
 // originOf is the push service an endpoint belongs to: scheme and host. An
 // endpoint that does not parse shares one key; the sender refuses it anyway.

@@ -465,3 +465,48 @@ func TestDeliverRecordsFirstForDevicesThatReadTheOutbox(t *testing.T) {
 		}
 	}
 }
+
+// Issue 22, finding 10: a send that waits to retry gives its push service
+// origin's slot back meanwhile, so with one slot per origin another user's
+// push to the same service goes out during the wait.
+func TestASendWaitingToRetryLetsOthersThrough(t *testing.T) {
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st := storetest.New(t)
+	sec := st.Secrets()
+	fake := pushtest.NewServer(sec.VAPIDPublicKey)
+	t.Cleanup(fake.Close)
+	var c *courier.Courier
+	var during courier.Result
+	var duringErr error
+	waits := 0
+	sender, err := webpush.NewSender(webpush.Config{VAPIDPublicKey: sec.VAPIDPublicKey, VAPIDPrivateKey: sec.VAPIDPrivateKey,
+		Subject: "mailto:ops@amsg.test", AllowPrivateEndpoints: true, MaxAttempts: 2, Logger: logger,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			if waits++; waits == 1 {
+				// Alice's send waits to retry: Bob's push to the same
+				// service must not wait for it (a bound for a broken
+				// courier only).
+				bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				defer cancel()
+				during, duringErr = c.SendPush(bctx, bob, push.SourceInstant, content(t, "msg_bob", "hi"))
+			}
+			return ctx.Err()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = courier.New(sender, st, courier.Config{PerOrigin: 1, Policy: courier.PolicyVisible, Logger: logger})
+	f := &fixture{st: st, push: fake, c: c}
+	aliceSub := fake.Subscribe()
+	f.subscribe(t, alice, aliceSub)
+	f.subscribe(t, bob, fake.Subscribe())
+	fake.Respond(aliceSub, 1, pushtest.Response{Status: http.StatusServiceUnavailable})
+
+	res, err := c.SendPush(t.Context(), alice, push.SourceInstant, content(t, "msg_alice", "hello"))
+	if err != nil || res.Delivered() != 1 {
+		t.Fatalf("alice: %+v, %v", res, err)
+	}
+	if duringErr != nil || during.Delivered() != 1 {
+		t.Fatalf("bob's push while alice's waited to retry: %+v, %v", during, duringErr)
+	}
+}

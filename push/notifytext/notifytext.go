@@ -9,7 +9,10 @@ package notifytext
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Key names one text. Its value is stable: tests and logs may name it.
@@ -20,8 +23,11 @@ type Key string
 const (
 	FromContact      Key = "fromContact"      // a reply's or reminder's title; %s the contact's name
 	DefaultTitle     Key = "defaultTitle"     // a title when there is no contact
+	DefaultBody      Key = "defaultBody"      // a body when the push has no text
 	Receiving        Key = "receiving"        // the quiet body shown while a message is still arriving
 	ToolRequestBody  Key = "toolRequestBody"  // a tool request's body; %s the contact's name
+	Thinking         Key = "thinking"         // a reasoning push's quiet body; %s the contact's name
+	Companion        Key = "companion"        // the contact's name when a push names none
 	ReplyInterrupted Key = "replyInterrupted" // an error push's title
 
 	// An approval's notification and its outcomes (issue 21).
@@ -43,6 +49,32 @@ const English = "en"
 // tables holds each language's texts by its primary subtag; each language's
 // file adds its own.
 var tables = map[string]map[Key]string{}
+
+// Languages lists the languages that have a table, English first. The
+// caller must not change the slice.
+func Languages() []string { return languages() }
+
+// languages is computed once, after every table's init.
+var languages = sync.OnceValue(func() []string {
+	out := []string{English}
+	for lang := range tables {
+		if lang != English {
+			out = append(out, lang)
+		}
+	}
+	slices.Sort(out[1:])
+	return out
+})
+
+// Tables returns a copy of every language's texts, for the service worker,
+// which picks the browser's language itself.
+func Tables() map[string]map[Key]string {
+	out := make(map[string]map[Key]string, len(tables))
+	for lang, table := range tables {
+		out[lang] = maps.Clone(table)
+	}
+	return out
+}
 
 // Language maps a BCP 47 tag (zh-CN, en-GB, zh-Hant-TW, an Accept-Language
 // value) to the language of a table: its primary subtag when a table has it,

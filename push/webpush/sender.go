@@ -82,6 +82,9 @@ type Message struct {
 	// chunks of an oversized push each get their own topic derived from it
 	// (chunkTopic), so they never replace each other.
 	Topic string
+	// Gate, when set, is entered around each request of the send, not
+	// across its retry waits.
+	Gate Gate
 }
 
 // Config configures a Sender. Zero values take the defaults shown.
@@ -96,6 +99,11 @@ type Config struct {
 	AllowPrivateEndpoints bool
 
 	Timeout time.Duration // per HTTP request, connection included; default 30 s
+	// HungAfter requests in a row to one push service origin that timed out
+	// give its next requests HungTimeout instead of Timeout, until one gets
+	// an answer; defaults DefaultHungAfter and DefaultHungTimeout.
+	HungAfter   int
+	HungTimeout time.Duration
 	// PadTo pads every encrypted body up to this many bytes (at most 4096)
 	// so its size says less about its content; 0 sends bodies at their
 	// natural size (webpush-go would pad all of them to 4096).
@@ -142,6 +150,7 @@ type Sender struct {
 	subject string // the JWT's sub claim
 	log     *slog.Logger
 	metrics *metrics
+	hangs   *hangBreaker
 }
 
 // NewSender checks cfg and builds a Sender.
@@ -155,6 +164,8 @@ func NewSender(cfg Config) (*Sender, error) {
 		return nil, err
 	}
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
+	cfg.HungAfter = cmp.Or(cfg.HungAfter, DefaultHungAfter)
+	cfg.HungTimeout = cmp.Or(cfg.HungTimeout, DefaultHungTimeout)
 	cfg.InlineBudget = cmp.Or(cfg.InlineBudget, push.MaxPayloadBytes)
 	cfg.ChunkBytes = cmp.Or(cfg.ChunkBytes, push.DefaultMultipartChunkBytes)
 	cfg.MaxAttempts = cmp.Or(cfg.MaxAttempts, 4)
@@ -196,6 +207,7 @@ func NewSender(cfg Config) (*Sender, error) {
 		cfg:     cfg,
 		policy:  policy,
 		client:  newHTTPClient(policy, cfg),
+		hangs:   newHangBreaker(cfg.HungAfter, cfg.HungTimeout),
 		signer:  signer,
 		subject: sub,
 		log:     cfg.Logger,
@@ -529,10 +541,19 @@ func (r *run) send(payload []byte, topic, label string) push.Outcome {
 		return push.OutcomeFailed
 	}
 	for try := 1; ; try++ {
+		if gate := r.o.Gate; gate != nil {
+			if err := gate.Enter(r.ctx); err != nil {
+				r.d.Err = fmt.Errorf("%scancelled waiting for a slot: %w", label, err)
+				return push.OutcomeFailed
+			}
+		}
 		at := cfg.Now()
 		start := time.Now()
 		resp, err := r.s.post(r.ctx, r, body, topic)
 		latency := time.Since(start)
+		if gate := r.o.Gate; gate != nil {
+			gate.Leave()
+		}
 		outcome, cause := classify(resp, err)
 		var wait time.Duration
 		if outcome == push.OutcomeRetry {
@@ -615,7 +636,9 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	if err != nil {
 		return response{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
+	rctx, cancel := context.WithTimeout(ctx, s.hangs.requestTimeout(r.origin, s.cfg.Timeout))
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return response{}, err
 	}
@@ -631,6 +654,7 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 		h["Topic"] = values[3:4:4]
 	}
 	resp, err := s.client.Do(req)
+	s.hangs.observe(r.origin, err, ctx)
 	if err != nil {
 		return response{}, err
 	}

@@ -191,6 +191,11 @@ func TestApprovalScreen(t *testing.T) {
 		t.Errorf("the model got %s", got)
 	}
 	p.WaitFor(`!document.querySelector('.approval button')`)
+
+	// The conversation, restored from the outbox and the transcript, shows
+	// the approval settled.
+	p.Navigate(srv.URL + "/#/chat/sess_screen")
+	p.WaitFor(`document.querySelector('.approval .approval-state') && document.querySelector('.approval .approval-state').textContent.includes('Approved')`)
 }
 
 // clickAction dispatches notificationclick with action on the notification

@@ -189,7 +189,7 @@ func deliverAndShow(t *testing.T, srv *server, p *browsertest.Page, at time.Time
 	}
 	deliverPushes(p, string(plaintext))
 	n := p.WaitNotification("the scheduled message", func(n browsertest.Notification) bool { return n.Tag == got.MessageID })
-	if n.Body != "Time for a walk." || n.Title != "来自 Rei" {
+	if n.Body != "Time for a walk." || n.Title != "From Rei" {
 		t.Errorf("notification %+v", n)
 	}
 }

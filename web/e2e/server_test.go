@@ -52,6 +52,11 @@ type serverOptions struct {
 	// policy is the courier's push policy; "" is upstream's, which the
 	// tests written before the visible policy expect.
 	policy courier.Policy
+	// strictLLM refuses request-given loopback and private model URLs, as
+	// amsg does without --allow-private-llm.
+	strictLLM bool
+	// operatorModel is the operator's model (--llm-api-url); zero for none.
+	operatorModel llm.Model
 }
 
 // newServerWith is newServer with opts.
@@ -83,7 +88,8 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 	deliveries := courier.New(sender, st, courier.Config{Policy: cmp.Or(opts.policy, courier.PolicyUpstream), Logger: log})
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
-	client := llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: log})
+	llmPolicy := llm.URLPolicy{AllowPrivate: !opts.strictLLM}
+	client := llm.NewClient(llm.Config{Policy: llmPolicy, Default: opts.operatorModel, Logger: log})
 	transcripts := loop.NewTranscripts(st, nil)
 	clk := clocktest.New(time.Now())
 	sched, err := scheduler.New(scheduler.Config{Now: clk.Now, Logger: log, PageURL: pageURL,
@@ -97,11 +103,12 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llm.URLPolicy{AllowPrivate: true}, Logger: log, PageURL: pageURL}, api.Deps{
-		Store:         st,
-		Courier:       deliveries,
-		Scheduler:     sched,
-		Instant:       &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log, PageURL: pageURL})},
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llmPolicy, Logger: log, PageURL: pageURL}, api.Deps{
+		Store:     st,
+		Courier:   deliveries,
+		Scheduler: sched,
+		Instant: &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log, PageURL: pageURL}),
+			DefaultModel: opts.operatorModel != (llm.Model{})},
 		Web:           web.Handler(),
 		AdminPage:     web.AdminHandler(),
 		ServiceWorker: sw.Handler(version),

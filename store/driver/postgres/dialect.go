@@ -29,6 +29,9 @@ var dialect = driver.Dialect{
 		quietHoursSchema,
 		idempotencySchema,
 		interruptsSchema,
+		llmCredentialsSchema,
+		languageSchema,
+		broadcastRateSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

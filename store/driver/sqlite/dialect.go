@@ -24,6 +24,9 @@ var dialect = driver.Dialect{
 		quietHoursSchema,
 		idempotencySchema,
 		interruptsSchema,
+		llmCredentialsSchema,
+		languageSchema,
+		broadcastRateSchema,
 	},
 
 	ClaimableAt: claimableAt,

@@ -230,3 +230,27 @@ CREATE INDEX interrupts_due ON interrupts (expires_at) WHERE state = 'pending';
 CREATE INDEX interrupts_user ON interrupts (user_id, session_id, iteration);
 CREATE INDEX interrupts_decided ON interrupts (decided_at) WHERE state <> 'pending';
 `
+
+// llmCredentialsSchema: a user's LLM credentials, which tasks name by
+// cred_id (credRefs) instead of carrying them; the value is the sealed JSON
+// {apiUrl, apiKey, primaryModel}.
+const llmCredentialsSchema = `
+CREATE TABLE llm_credentials (
+	user_id    TEXT NOT NULL,
+	cred_id    TEXT NOT NULL,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (user_id, cred_id)
+) STRICT;
+`
+
+// languageSchema: the language a device reported (BCP 47, "" for none),
+// which the notification texts amsg writes follow.
+const languageSchema = `
+ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
+`
+
+// broadcastRateSchema: a broadcast's pace, so a resumed one keeps it.
+const broadcastRateSchema = `
+ALTER TABLE broadcasts ADD COLUMN rate_per_second INTEGER NOT NULL DEFAULT 10;
+`

@@ -100,8 +100,11 @@ export class Client {
     }
   }
 
+  /** PUT /push-subscription, with this browser's language for the notification texts the server writes. */
   putSubscription(subscription) {
-    return this.call('PUT', 'push-subscription', { body: { subscription, updatedAt: Date.now() } });
+    const body = { subscription, updatedAt: Date.now() };
+    if (navigator.language) body.language = navigator.language;
+    return this.call('PUT', 'push-subscription', { body });
   }
 
   getSubscription() {
@@ -131,6 +134,16 @@ export class Client {
   /** POST /test-push: amsg's own; one notification to every device of the user. */
   testPush() {
     return this.call('POST', 'test-push');
+  }
+
+  /** GET /preferences: amsg's own; the user's {timeZone, quietHours, dailyLimit}. */
+  preferences() {
+    return this.call('GET', 'preferences', { encryptedResponse: true });
+  }
+
+  /** PUT /preferences: members given replace the stored ones, null clears one. */
+  putPreferences(preferences) {
+    return this.call('PUT', 'preferences', { body: preferences });
   }
 
   scheduleMessage(task) {

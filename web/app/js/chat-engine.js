@@ -67,9 +67,11 @@ export function send(app, conversation, text) {
 async function follow(app, conversation, sessionId, llm, controller) {
   const base = {
     contactName: conversation.contactName || llm.contactName,
-    apiUrl: llm.apiUrl,
-    apiKey: llm.apiKey,
-    primaryModel: llm.model,
+    // Left out when empty (JSON drops undefined): the server's own model
+    // then answers (its capability 'operator-model').
+    apiUrl: llm.apiUrl || undefined,
+    apiKey: llm.apiKey || undefined,
+    primaryModel: llm.model || undefined,
     sessionId,
     messageSubtype: 'chat',
   };

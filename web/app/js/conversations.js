@@ -226,6 +226,10 @@ export function mergeTranscript(sessionId, transcript, { contactName = '' } = {}
         case 'error':
           if (!pushed) conv.items.push({ id: pushes[0] || `error_${m.id}`, type: 'error', code: String(m.code || 'ERROR'), text: String(m.text || ''), at });
           break;
+        case 'interrupt':
+        case 'decision':
+          mergeApproval(conv, m, pushes[0], at);
+          break;
         default:
       }
     }
@@ -281,6 +285,22 @@ export function setApprovalState(interruptId, state) {
     const item = c.items.find((i) => i.type === 'approval' && i.interruptId === interruptId);
     if (item && item.state !== state) update(c, () => { item.state = state; });
   }
+}
+
+/**
+ * Merges a transcript's interrupt (an approval asked) or decision (its
+ * outcome) into conv. An approval known only from the transcript has no
+ * token: its card links to #/interrupt/<id>, which fetches it.
+ */
+function mergeApproval(conv, m, pushId, at) {
+  const i = m.interrupt && typeof m.interrupt === 'object' && typeof m.interrupt.id === 'string' ? m.interrupt : null;
+  if (!i) return;
+  let item = conv.items.find((x) => x.type === 'approval' && x.interruptId === i.id);
+  if (!item && m.type === 'interrupt') {
+    item = { id: pushId || `approval_${i.id}`, type: 'approval', at, interruptId: i.id, token: '', name: String(i.name || ''), args: '', state: 'pending' };
+    conv.items.push(item);
+  }
+  if (item && m.type === 'decision' && typeof i.state === 'string') item.state = i.state;
 }
 
 /** The approval item of interruptId and its conversation, or null. */

@@ -179,6 +179,10 @@ async function start() {
   try {
     await app.ready();
     app.catchUp();
+    const capabilities = await app.client.capabilities().catch(() => null);
+    const hadOperatorModel = settings.hasOperatorModel();
+    settings.setOperatorModel(Boolean(capabilities && Array.isArray(capabilities.features) && capabilities.features.includes('operator-model')));
+    if (settings.hasOperatorModel() !== hadOperatorModel) route(); // the chat may now start without model settings
     if (device.enabled() && device.support() === 'ok') await device.register(app.client);
   } catch (err) {
     if (err instanceof ApiError && (err.code === 'NETWORK' || err.code === 'INVALID_CLIENT_TOKEN' || err.status >= 500)) {

@@ -69,7 +69,20 @@ export function setLLM(value) {
 }
 
 export function llmReady(v = llm()) {
-  return Boolean(v.apiUrl && v.apiKey && v.model);
+  return Boolean(v.apiUrl && v.apiKey && v.model) || (operatorModel && !v.apiUrl && !v.apiKey && !v.model);
+}
+
+// Whether the server has a model of its operator's (its capability
+// 'operator-model', --llm-api-url), which a request with no API URL, key and
+// model uses: learnt from GET /capabilities on start, not stored.
+let operatorModel = false;
+
+export function setOperatorModel(value) {
+  operatorModel = Boolean(value);
+}
+
+export function hasOperatorModel() {
+  return operatorModel;
 }
 
 /** This device's registration: {endpoint, deviceId, registeredAt} or null. */

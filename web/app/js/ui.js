@@ -136,6 +136,7 @@ const friendly = {
   PUSH_SUBSCRIPTION_MISSING: 'This account has no device for notifications yet. Turn on notifications first.',
   INVALID_PUSH_SUBSCRIPTION: 'The server refused this browser’s push subscription.',
   LLM_CALL_FAILED: 'The model could not be reached or answered with an error.',
+  INVALID_API_URL: 'The server refused this model’s API URL: it calls only models on public hosts, so that no one can make it reach a private network (a model on 127.0.0.1, localhost or your LAN is refused). To use a model on your own machine, the server’s operator either starts amsg with --llm-api-url (and --llm-model) pointing at it, and you leave the API URL, key and model in Settings empty; or, on a single-user machine they trust, starts amsg with --allow-private-llm.',
   LOOP_EXCEEDED: 'The assistant used too many tool steps and stopped.',
   TASK_NOT_FOUND: 'That scheduled message no longer exists.',
   TASK_ALREADY_COMPLETED: 'That scheduled message has already been sent or has failed, so it can no longer be changed.',

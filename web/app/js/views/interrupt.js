@@ -54,7 +54,9 @@ export function approvalCard(app, approval, { onError = () => {}, onDecided = ()
     h('div.tool-title', icon('tool', { size: 18 }), h('strong', `Approve ${approval.name || 'a tool'}?`),
       h('span.muted.approval-state', ` · ${STATE_TEXT[approval.state] || approval.state}`)),
     approval.args ? h('details.tool-result', { open: pending }, h('summary', 'Arguments'), h('pre', pretty(approval.args))) : null,
-    pending ? h('div.actions', button('approve', 'Approve', true), button('deny', 'Deny', false)) : null);
+    pending ? h('div.actions', button('approve', 'Approve', true), button('deny', 'Deny', false)) : null,
+    approval.state === 'pending' && !approval.token
+      ? h('div.actions', h('a.button', { href: `#/interrupt/${encodeURIComponent(approval.interruptId)}` }, 'Answer')) : null);
 }
 
 function pretty(text) {

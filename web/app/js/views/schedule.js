@@ -86,6 +86,8 @@ export function renderList(app) {
           h('span.badge.subtle', task.recurrenceType && task.recurrenceType !== 'none' ? icon('repeat', { size: 14 }) : null, repeat),
           failed ? h('span.badge.danger', 'Failed') : null),
         note ? h('p.task-note', note) : null,
+        task.deferredUntil ? h('p.task-deferred.small', icon('clock', { size: 14 }), 'Waits for your quiet hours to end: arrives ',
+          h('time', { datetime: task.deferredUntil }, formatDateTime(Date.parse(task.deferredUntil), task.tzId || undefined))) : null,
         h('p.muted.small', Number.isFinite(next)
           ? [failed ? 'Was due ' : 'Next ', h('time', { datetime: task.nextSendAt }, formatDateTime(next, task.tzId || undefined)), ` · ${relativeTime(next)}`, task.tzId ? ` · ${task.tzId}` : '']
           : 'No next time'),

@@ -1,10 +1,12 @@
 // Settings: the model, the server token, the user id (copyable, or replaced
-// by one from another device) and the device list.
+// by one from another device), the device list, and the quiet hours and
+// daily limit the server keeps for the user.
 
 import * as device from '../device.js';
 import * as settings from '../settings.js';
 import { copyText, describeError, field, h, icon, toast } from '../ui.js';
 import { deviceList } from './devices.js';
+import { quietHoursCard } from './quiet.js';
 
 function card(id, title, description, ...children) {
   return h('section.card', { 'aria-labelledby': id }, h(`h2#${id}`, title), description ? h('p.muted', description) : null, ...children);
@@ -38,7 +40,9 @@ export function render(app) {
       setTimeout(() => { modelStatus.textContent = ''; }, 3000);
     },
   },
-  field('API URL', apiUrl, { hint: 'An OpenAI-compatible chat completions endpoint, or its base URL.' }),
+  field('API URL', apiUrl, { hint: settings.hasOperatorModel()
+    ? 'An OpenAI-compatible chat completions endpoint, or its base URL. Leave the URL, key and model empty to use this server’s own model.'
+    : 'An OpenAI-compatible chat completions endpoint, or its base URL. The server calls only public hosts; for a model on your own machine see “Local models” in amsg’s README.' }),
   h('div.field', h('label', { for: 'api-key' }, 'API key'), h('div.input-row', Object.assign(apiKey, { id: 'api-key' }), showKey)),
   field('Model', model),
   field('Assistant name', contactName, { hint: 'Shown on replies and notifications.' }),
@@ -112,6 +116,7 @@ export function render(app) {
     h('div.settings-grid',
       card('model-heading', 'Model', 'Stored only in this browser and sent to your server with each message.', modelForm),
       list.el,
+      quietHoursCard(app, card),
       identity,
       card('server-heading', 'Server', null, tokenForm)));
   return { el: view, title: 'Settings', focus: heading };

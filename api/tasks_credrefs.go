@@ -1,0 +1,140 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"amsg/push"
+	"amsg/scheduler"
+	"amsg/store"
+)
+
+// Bounds of a task's credRefs, upstream's.
+const (
+	maxCredRefs       = 16
+	maxCredRefPurpose = 64
+)
+
+var errTaskUsesCredRefs = newError(http.StatusConflict, "TASK_USES_CRED_REFS", "该任务通过 credRefs 引用凭据，请用 PUT /llm-credentials 更新凭据")
+
+// decodeCredRefs reads a task's credRefs, {<purpose>: <credId>}: an object
+// of 1 to maxCredRefs members, purposes of at most maxCredRefPurpose
+// characters without control characters, valid cred_ids. base is the
+// route's error for a bad value.
+func decodeCredRefs(raw json.RawMessage, base *Error) (map[string]string, *Error) {
+	var refs map[string]json.RawMessage
+	if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &refs) != nil {
+		return nil, withMessage(base, "credRefs 必须是 { <purpose>: <credId> } 形状的普通对象", "credRefs")
+	}
+	switch {
+	case len(refs) == 0:
+		return nil, withMessage(base, "credRefs 不能是空对象（不需要就别带这个字段）", "credRefs")
+	case len(refs) > maxCredRefs:
+		return nil, withMessage(base, fmt.Sprintf("credRefs 最多 %d 个条目", maxCredRefs), "credRefs")
+	}
+	out := make(map[string]string, len(refs))
+	for purpose, v := range refs {
+		if push.JSLength(purpose) > maxCredRefPurpose || strings.ContainsFunc(purpose, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return nil, withMessage(base, fmt.Sprintf("credRefs 的 purpose 键不能超过 %d 字符、不能含控制字符", maxCredRefPurpose), "credRefs")
+		}
+		id, ok := push.JSONString(v)
+		if !ok || store.CheckCredID(id) != nil {
+			return nil, withMessage(base, fmt.Sprintf("credRefs['%s'] 必须是 1–%d 字符、不含控制字符的 cred_id", purpose, store.MaxCredIDLen), "credRefs."+purpose)
+		}
+		out[purpose] = id
+	}
+	return out, nil
+}
+
+// hasInlineCredentials reports whether a request gives any of apiUrl,
+// apiKey and primaryModel.
+func hasInlineCredentials(f fields) bool {
+	return slices.ContainsFunc(credentialKeys, f.truthy)
+}
+
+// credRefs is the schedule step for credRefs: its shape, and never
+// together with inline credentials when it names the chat credential.
+func (v *scheduleValidator) credRefs() *Error {
+	if !v.f.given("credRefs") {
+		return nil
+	}
+	refs, err := decodeCredRefs(v.f["credRefs"], errInvalidParameters)
+	if err != nil {
+		return err
+	}
+	if refs["chat"] != "" && hasInlineCredentials(v.f) {
+		return invalidParameters("credRefs.chat 与内联的 apiUrl / apiKey / primaryModel 只能给一种", "credRefs", "apiUrl", "apiKey", "primaryModel")
+	}
+	v.req.payload.CredRefs = refs
+	return nil
+}
+
+// chatCredRef reports whether the request names the chat credential, which
+// stands in for the inline credentials.
+func (v *scheduleValidator) chatCredRef() bool {
+	chat, _ := push.JSONString(decodeFields(v.f["credRefs"])["chat"])
+	return chat != ""
+}
+
+// requireCredentials answers 409 CREDENTIAL_NOT_FOUND naming the first of
+// refs the user has no credential under.
+func (s *Server) requireCredentials(ctx context.Context, userID string, refs map[string]string) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(refs))
+	for _, purpose := range slices.Sorted(maps.Keys(refs)) {
+		ids = append(ids, refs[purpose])
+	}
+	missing, err := s.deps.Store.MissingLLMCredentials(ctx, userID, ids)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	return newError(http.StatusConflict, "CREDENTIAL_NOT_FOUND", fmt.Sprintf("凭据 %s 不存在，请先 PUT /llm-credentials", missing[0])).
+		withDetails(map[string]any{"credId": missing[0], "missingCredIds": missing})
+}
+
+// updateCredRefs reads an update's credRefs (nil when it gives none), with
+// the schedule's rules.
+func updateCredRefs(f *updateFields) (map[string]string, error) {
+	if !f.given("credRefs") {
+		return nil, nil
+	}
+	refs, err := decodeCredRefs(f.fields["credRefs"], errInvalidUpdateData)
+	if err != nil {
+		return nil, err
+	}
+	if refs["chat"] != "" && hasInlineCredentials(f.fields) {
+		return nil, invalidUpdate("credRefs.chat 与内联的 apiUrl / apiKey / primaryModel 只能给一种", "credRefs", "apiUrl", "apiKey", "primaryModel")
+	}
+	return refs, nil
+}
+
+// mergeCredRefs applies an update's credentials to a stored payload: new
+// refs replace the old; inline credentials for a task whose chat
+// credential is a reference are refused (409 TASK_USES_CRED_REFS), since
+// the reference would win at every fire.
+func mergeCredRefs(p *scheduler.Payload, f *updateFields, refs map[string]string) error {
+	if refs != nil {
+		p.CredRefs = refs
+	}
+	if p.ChatCredRef() != "" && hasInlineCredentials(f.fields) {
+		return errTaskUsesCredRefs
+	}
+	return nil
+}
+
+// withCredRefs adds credRefs to the keys an update stored, in the order
+// they were sent.
+func withCredRefs(stored []string, f *updateFields) []string {
+	kept := map[string]bool{"credRefs": true}
+	for _, k := range stored {
+		kept[k] = true
+	}
+	return slices.DeleteFunc(slices.Clone(f.keys), func(k string) bool { return !kept[k] })
+}

@@ -1,0 +1,48 @@
+package courier
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// KeepBound is how long Keep goes on retrying a push's bookkeeping: a
+// database restart takes seconds, and a write given up leaves the push
+// unrecorded (issue 22: a failed write was tried once, then the task's
+// lease ran out and the occurrence went out again 90 s later).
+const KeepBound = 30 * time.Second
+
+// Backoff of RetryWrite: the first wait, doubled up to the last.
+const (
+	retryFirstWait = 100 * time.Millisecond
+	retryMaxWait   = 5 * time.Second
+)
+
+// RetryWrite runs write until it succeeds or bound has passed, each try
+// within bookkeepingTimeout, waiting between tries with sleep (growing from
+// 100 ms to 5 s); every failure is logged with its text. It is for the
+// writes that record a push that already went out, where failing is worse
+// than waiting: write returns nil for an outcome that makes the write moot
+// (a lost lease). It returns the last error.
+func RetryWrite(ctx context.Context, bound time.Duration, sleep func(context.Context, time.Duration) error,
+	log *slog.Logger, what string, write func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
+	defer cancel()
+	wait := retryFirstWait
+	for try := 1; ; try++ {
+		tctx, tcancel := context.WithTimeout(ctx, bookkeepingTimeout)
+		err := write(tctx)
+		tcancel()
+		if err == nil {
+			if try > 1 {
+				log.InfoContext(ctx, "courier: "+what+" written after retries", "tries", try)
+			}
+			return nil
+		}
+		log.WarnContext(ctx, "courier: "+what+" failed; retrying", "try", try, "err", err.Error())
+		if sleep(ctx, wait) != nil {
+			return err
+		}
+		wait = min(2*wait, retryMaxWait)
+	}
+}

@@ -1,0 +1,48 @@
+package courier_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"amsg/push/courier"
+)
+
+// A failed write is retried with growing waits and every failure is logged
+// with its text (issue 22: the log said "err":""); the bound ends it.
+func TestRetryWrite(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	var waits []time.Duration
+	sleep := func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return ctx.Err()
+	}
+	tries := 0
+	err := courier.RetryWrite(t.Context(), time.Minute, sleep, log, "recording", func(context.Context) error {
+		if tries++; tries < 4 {
+			return errors.New("disk I/O error")
+		}
+		return nil
+	})
+	if err != nil || tries != 4 {
+		t.Fatalf("err %v after %d tries", err, tries)
+	}
+	if want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}; !slices.Equal(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	if n := strings.Count(logs.String(), `"err":"disk I/O error"`); n != 3 {
+		t.Errorf("%d failures logged with their text:\n%s", n, logs.String())
+	}
+	// Past the bound the last error is returned.
+	giveUp := func(context.Context, time.Duration) error { return context.DeadlineExceeded }
+	err = courier.RetryWrite(t.Context(), time.Minute, giveUp, log, "recording", func(context.Context) error { return errors.New("still down") })
+	if err == nil || err.Error() != "still down" {
+		t.Errorf("err %v, want the last write's", err)
+	}
+}
