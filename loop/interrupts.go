@@ -351,7 +351,7 @@ func (r *Run) requestApprovals(ctx context.Context, p *roundPusher, resp *llm.Re
 	if who != "" {
 		title = notifytext.Text(lang, notifytext.FromContact, who)
 	} else {
-		who = title
+		who = notifytext.Text(lang, notifytext.Companion)
 	}
 	var pushes []push.Push
 	var rows []store.Interrupt
