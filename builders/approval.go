@@ -59,6 +59,9 @@ type Outcome struct {
 	ToolCallID  string
 	State       string // approved, denied or expired
 	Title, Text string
+	// ContactName is the approval's, so that a device in another language
+	// recognizes its title "From <contactName>" (Localize).
+	ContactName string
 	Tag         string // the approval's
 }
 
@@ -70,7 +73,7 @@ func (b Builder) BuildOutcomePush(c Common, o Outcome) (*push.ContentPush, error
 	c.Notification = &push.Notification{Show: push.Some(push.ShowAlways), Title: push.Some(o.Title), Body: push.Some(o.Text),
 		Tag: push.Some(o.Tag), Silent: push.Some(push.SilentOn), RequireInteraction: push.Some(false)}
 	b.navigateToInterrupt(c.Notification, o.InterruptID)
-	p, _, err := b.BuildContentPush(ContentArgs{Common: c, Message: o.Text, Title: o.Title})
+	p, _, err := b.BuildContentPush(ContentArgs{Common: c, Message: o.Text, Title: o.Title, ContactName: o.ContactName})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package builders_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"amsg/builders"
 	"amsg/push"
@@ -101,5 +103,102 @@ func BenchmarkLocalize(b *testing.B) {
 		if _, err := builders.Localize(payload, "zh-CN"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// An approval and its outcomes, built in one language, reach a device in
+// another in that device's: the body (with the contact and the tool), the
+// buttons, the outcome's message; a producer's texts and a cut body stay.
+func TestLocalizeApprovals(t *testing.T) {
+	b := builders.Builder{PageURL: "https://amsg.example"}
+	common := builders.Common{MessageType: push.TypeInstant, Source: push.SourceInstant, MessageID: "m_ap", SessionID: "sess_l"}
+	call := json.RawMessage(`[{"id":"c1","type":"function","function":{"name":"send_email","arguments":"{}"}}]`)
+	approval := func(contact, title, body, approve, deny string) push.Push {
+		p, err := b.BuildApprovalPush(builders.ToolRequestArgs{Common: common, ToolCalls: call, ContactName: contact},
+			builders.Approval{InterruptID: "int_1", ToolCallID: "c1", ExpiresAt: time.Date(2026, 6, 1, 10, 0, 0, 0, time.UTC),
+				DecisionToken: "tok", Title: title, Body: body, ApproveTitle: approve, DenyTitle: deny, Tag: "amsg-session-s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	outcome := func(title, text string) push.Push {
+		p, err := b.BuildOutcomePush(common, builders.Outcome{InterruptID: "int_1", ToolCallID: "c1", State: "approved",
+			Title: title, Text: text, ContactName: "Rei", Tag: "amsg-session-s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	long := strings.Repeat("x", builders.NotificationBodyMax)
+	type texts struct{ Message, Title, Body, Actions string }
+	textsOf := func(payload []byte) texts {
+		var p struct {
+			Message      string `json:"message"`
+			Notification struct {
+				Title   string `json:"title"`
+				Body    string `json:"body"`
+				Actions []struct {
+					Action, Title string
+				} `json:"actions"`
+			} `json:"notification"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		var actions []string
+		for _, a := range p.Notification.Actions {
+			actions = append(actions, a.Action+"="+a.Title)
+		}
+		return texts{p.Message, p.Notification.Title, p.Notification.Body, strings.Join(actions, ",")}
+	}
+	for _, tt := range []struct {
+		name string
+		p    push.Push
+		tag  string
+		want texts
+	}{
+		{"an approval in Chinese", approval("Rei", "From Rei", "Rei asks for your approval: send_email", "Approve", "Deny"), "zh-CN",
+			texts{"", "来自 Rei", "Rei 请你批准：send_email", "approve=批准,deny=拒绝"}},
+		{"a Chinese approval in English", approval("Rei", "来自 Rei", "Rei 请你批准：send_email", "批准", "拒绝"), "en",
+			texts{"", "From Rei", "Rei asks for your approval: send_email", "approve=Approve,deny=Deny"}},
+		{"an approval without a contact", approval("", "New notification", "Your companion asks for your approval: send_email", "Approve", "Deny"), "zh",
+			texts{"", "新通知", "你的伙伴 请你批准：send_email", "approve=批准,deny=拒绝"}},
+		{"a body the builder cut", approval("Rei"+long, "From Rei", "Rei"+long+" asks for your approval: send_email", "Approve", "Deny"), "zh",
+			texts{"", "From Rei", ("Rei" + long)[:builders.NotificationBodyMax-len("…")] + "…", "approve=批准,deny=拒绝"}},
+		{"approved elsewhere", outcome("From Rei", "Approved on another device"), "zh-CN",
+			texts{"已在另一台设备上批准", "来自 Rei", "已在另一台设备上批准", ""}},
+		{"declined elsewhere", outcome("From Rei", "Declined on another device"), "zh-CN",
+			texts{"已在另一台设备上拒绝", "来自 Rei", "已在另一台设备上拒绝", ""}},
+		{"no longer waiting", outcome("来自 Rei", "已不再等待"), "en",
+			texts{"No longer waiting", "From Rei", "No longer waiting", ""}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			payload, err := push.Encode(tt.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := builders.Localize(payload, tt.tag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if textsOf(got) != tt.want {
+				t.Errorf("Localize(%s) = %+v, want %+v", tt.tag, textsOf(got), tt.want)
+			}
+			back, err := builders.Localize(got, tt.tag[:2])
+			if err != nil || textsOf(back) != tt.want {
+				t.Errorf("again: %+v, %v", textsOf(back), err)
+			}
+		})
+	}
+	// A producer's content push saying what an outcome says, without the
+	// interrupt member, is the producer's.
+	theirs, _, err := b.BuildContentPush(builders.ContentArgs{Common: common, Message: "Approved on another device", Title: "Rei says"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := push.Encode(theirs)
+	if got, _ := builders.Localize(payload, "zh-CN"); &got[0] != &payload[0] {
+		t.Errorf("a producer's push was changed: %s", got)
 	}
 }

@@ -316,7 +316,7 @@ func (a *Agent) OutcomePush(in *store.Interrupt) (*push.ContentPush, error) {
 		MessageID: "msg_" + push.NewUUID() + "_interrupt_" + string(in.State), SessionID: in.SessionID,
 		MessageSubtype: rs.MessageSubtype, Metadata: json.RawMessage("{}")},
 		builders.Outcome{InterruptID: in.ID, ToolCallID: in.ToolCallID, State: string(in.State), Title: rs.Title,
-			Text: notifytext.Text(rs.Language, key), Tag: rs.Tag})
+			Text: notifytext.Text(rs.Language, key), ContactName: rs.ContactName, Tag: rs.Tag})
 }
 
 // requestApprovals ends a round whose tool calls include approval tools:
