@@ -74,7 +74,7 @@ func (s *Server) handlePutClientState(w http.ResponseWriter, r *http.Request) er
 	}
 	put, err := s.deps.Store.PutClientState(r.Context(), userID, entries)
 	if err != nil {
-		return err
+		return ownerWriteError(err)
 	}
 	type stateKey struct {
 		Namespace string `json:"namespace"`
@@ -202,7 +202,11 @@ func decodeStateEntry(i int, item any, maxValueBytes int) (store.ClientStateEntr
 			return reject("INVALID_STATE_VERSION", "."+versionField+" 必须是正整数")
 		}
 	}
-	return store.ClientStateEntry{Namespace: namespace, Key: key, Value: value, UpdatedAt: guard, Delete: deletes}, nil
+	owner, err := decodeOwnerClaim(fields)
+	if refused := (*Error)(nil); errors.As(err, &refused) {
+		return reject(refused.Code, " "+refused.Message)
+	}
+	return store.ClientStateEntry{Namespace: namespace, Key: key, Value: value, UpdatedAt: guard, Delete: deletes, Owner: owner}, nil
 }
 
 // positiveInteger reads v when it is a JSON number holding an integer in 1

@@ -1,11 +1,15 @@
 package api
 
 import (
+	"bufio"
 	"compress/gzip"
+	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"amsg/web"
 )
@@ -35,5 +39,34 @@ func TestAnswersAreCompressedWhenAccepted(t *testing.T) {
 		if len(zipped.body) >= len(plain.body) {
 			t.Errorf("%s: %d bytes gzipped, %d plain", path, len(zipped.body), len(plain.body))
 		}
+	}
+}
+
+// A server-sent event leaves at once through the compressor and the
+// deadline writer, for a client that accepts gzip too.
+func TestEventsAreFlushedThroughTheCompressor(t *testing.T) {
+	s := newTestServer(t, Config{}, Deps{})
+	release := make(chan struct{})
+	events := s.deadlines(compressAnswers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		_ = http.NewResponseController(w).Flush()
+		<-release // the answer stays open until the client has the event
+	})))
+	srv := httptest.NewServer(events)
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a hang fails instead
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || line != "data: first\n" || resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("first line %q, %v, Content-Encoding %q", line, err, resp.Header.Get("Content-Encoding"))
 	}
 }

@@ -63,6 +63,7 @@ func (s *Server) handlePutCredentials(w http.ResponseWriter, r *http.Request) er
 		}
 	}
 	upserted, err := s.deps.Store.PutLLMCredentials(r.Context(), userID, entries)
+	err = ownerWriteError(err)
 	var limit *store.CredentialLimitError
 	if errors.As(err, &limit) {
 		return newError(http.StatusBadRequest, "LLM_CREDENTIALS_LIMIT_EXCEEDED", fmt.Sprintf("单用户最多存 %d 行凭据", store.MaxCredentials)).
@@ -101,7 +102,11 @@ func decodeCredentials(payload json.RawMessage) ([]store.CredentialEntry, error)
 		if problem != "" {
 			return nil, invalidParameters(fmt.Sprintf("credentials[%d].%s", i, problem), fmt.Sprintf("credentials[%d].value", i))
 		}
-		entries[i] = store.CredentialEntry{CredID: credID, Value: value}
+		owner, err := decodeOwnerClaim(decodeObject(raw))
+		if err != nil {
+			return nil, err
+		}
+		entries[i] = store.CredentialEntry{CredID: credID, Value: value, Owner: owner}
 	}
 	return entries, nil
 }

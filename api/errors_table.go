@@ -179,4 +179,32 @@ var errorTable = []errorText{
 
 	// The user's language (issue 19).
 	{"INVALID_LANGUAGE", "language must be a BCP 47 language tag such as en-US or zh-CN, at most 35 characters", "language 必须是 BCP 47 语言标签（如 en-US、zh-CN），最多 35 个字符"},
+
+	// The user's data inventory and cleanup (issue 20).
+	{"INVALID_CLOUD_FILTER", "Invalid resource filter: ownerType and ownerId go together, type must be a resource type", "资源筛选无效"},
+	{"INVALID_CLOUD_LIMIT", "limit must be an integer from 1 to 200", "每页数量必须为 1–200"},
+	{"INVALID_CLOUD_CURSOR", "Invalid inventory cursor", "分页游标无效"},
+	{"CLOUD_CURSOR_EXPIRED", "The inventory snapshot expired or the filter changed; start again without a cursor", "分页已过期或筛选变化"},
+	{"CLOUD_RECORD_NOT_FOUND", "No such cloud-data record", "云端管理记录不存在"},
+	{"INVALID_CLEANUP_MODE", "mode must be purge or retire-owner", "清理模式无效"},
+	{"INVALID_CLOUD_OWNER", "owner must be {type, id, label?}: type 1-100 and id 1-300 characters", "归属格式无效"},
+	{"INVALID_CLOUD_OWNER", "retire-owner needs an owner", "彻底移除需要明确归属"},
+	{"INVALID_CLEANUP_SELECTION", "Select at least one resource", "请选择至少一项资源"},
+	{"INVALID_CLEANUP_SELECTION", "Invalid resource types", "资源类别无效"},
+	{"INVALID_CLEANUP_SELECTION", "A purge needs resource ids or an owner", "清理需要明确资源或归属"},
+	{"INVALID_CLEANUP_SELECTION", "retire-owner cannot be narrowed to resources or types", "彻底移除不能限制资源类别"},
+	{"INVALID_CLEANUP_SELECTION", "Too many resources in one plan", "单次最多选择 1000 项资源"},
+	{"CLOUD_INVENTORY_INCOMPLETE", "The inventory is incomplete; no cleanup can be planned on it", "云端清单不完整，暂不能生成清理计划"},
+	{"CLOUD_RESOURCE_NOT_FOUND", "Some selected resources do not exist or are out of scope", "部分选中资源不存在或不属于当前范围"},
+	{"INVALID_CLEANUP_OPERATION", "planId and a non-blank idempotencyKey of at most 200 characters are required", "需要计划编号与幂等键"},
+	{"IDEMPOTENCY_CONFLICT", "This idempotency key was used for another plan", "此幂等键已用于另一计划"},
+	{"CLOUD_PLAN_EXPIRED", "The cleanup preview expired; preview again", "清理预览已过期，请重新预览"},
+	{"CLOUD_PLAN_CHANGED", "The data changed since the preview; nothing was deleted, preview again", "预览后数据已变化，请重新预览"},
+	{"CLOUD_RETIREMENT_NOT_CONFIRMED", "The owner's retirement is not confirmed yet; keep the local data and retry, or check the cleanup operations", "尚未确认云端停用，请保留本地角色并重试或查看云端操作记录。"},
+	{"INVALID_CLOUD_OWNER_ACTION", "action must be restore", "归属操作无效"},
+	{"CLOUD_CLEANUP_IN_PROGRESS", "The owner can be restored once its cleanup has finished", "清理完成后才能重新启用"},
+	{"INVALID_CLOUD_OWNER_GENERATION", "ownerGeneration must be a non-negative integer", "归属代际必须是非负整数"},
+	{"INVALID_CLOUD_KIND", "kind must be a string of at most 100 characters", "kind 必须是不超过 100 字符的字符串"},
+	{"CLOUD_OWNER_RETIRED", "The owner is retired or its generation changed; send the generation the restore returned", "归属已停用或代际已变化"},
+	{"CLOUD_OWNER_IMMUTABLE", "A resource's owner cannot be changed by an ordinary write", "已有资源的归属不能由普通写入更改"},
 }

@@ -47,9 +47,7 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 }
 
 // statusRecorder remembers the status code. Unwrap keeps
-// http.ResponseController (flushing, deadlines) working through it; Flush
-// serves wrappers that flush only what they wrap directly, as the answer
-// compressor does, so an SSE frame is not held back under it.
+// http.ResponseController (flushing, deadlines) working through it.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
@@ -61,5 +59,3 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-func (r *statusRecorder) Flush() { _ = http.NewResponseController(r.ResponseWriter).Flush() }

@@ -214,6 +214,9 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		{http.MethodPost, "/api/v1/admin/broadcasts", "", admin, 202, `{"userIds":["` + testUserID + `"],"message":"hi"}`, ""},
 		{http.MethodGet, "/api/v1/admin/deliveries/per-minute", "", admin, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/users", "", map[string]string{"Authorization": "Bearer wrong"}, 401, "", ""},
+		{http.MethodPost, "/api/v1/test-push", "", user, 200, "", ""},
+		{http.MethodDelete, "/api/v1/cancel-message?id=00000000-0000-4000-8000-000000000001", "/api/v1/cancel-message", user, 200, "", ""},
+		{http.MethodDelete, "/api/v1/admin/users/" + testUserID, "/api/v1/admin/users/{userId}", admin, 200, "", ""},
 	} {
 		name := r.method + " " + r.path
 		resp := serve(s, newRequest(r.method, r.path, r.body, r.header))

@@ -187,6 +187,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.devicesFeature(),
 		s.taskFeature(),
 		s.clientStateFeature(),
+		s.cloudDataFeature(),
 		s.outboxFeature(),
 		s.tenantFeature(),
 		s.instantFeature(),
@@ -211,7 +212,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 
 func (s *Server) mux() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.logRequests, compressAnswers)
+	// Compression first: the writers the later middleware wrap around it
+	// unwrap to it, and its Flush reaches the connection's, which server-sent
+	// events need.
+	r.Use(compressAnswers, s.logRequests)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}

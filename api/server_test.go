@@ -48,6 +48,9 @@ func newTestServer(t testing.TB, cfg Config, deps Deps) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A broadcast runs on after its POST answers: it must end before the
+	// store closes and the test's log goes (cleanups run last-in first-out).
+	t.Cleanup(s.broadcasts.wg.Wait)
 	return s
 }
 

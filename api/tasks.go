@@ -67,6 +67,10 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
+	owner, err := decodeOwnerClaim(decodeObject(body))
+	if err != nil {
+		return err
+	}
 	ctx := r.Context()
 	if err := s.admitTask(ctx, userID, req.uuid); err != nil {
 		return err
@@ -102,7 +106,7 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	}
 	instant := req.payload.MessageType == push.TypeInstant
 	n := store.NewTask{UserID: userID, UUID: req.uuid, MessageType: req.payload.MessageType, NextSendAt: req.sendAt,
-		Payload: raw, SupersedesUUID: req.supersedesUUID}
+		Payload: raw, SupersedesUUID: req.supersedesUUID, Owner: owner}
 	if instant {
 		n.LeaseUntil = s.deps.Scheduler.LeaseEnd()
 	}
@@ -111,7 +115,7 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 		return errTaskUUIDConflict
 	}
 	if err != nil {
-		return err
+		return ownerWriteError(err)
 	}
 	var supersededField *bool
 	if superseded := replaced.ID != 0; req.supersedesUUID != "" {

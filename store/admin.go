@@ -136,17 +136,20 @@ type UserDeletion struct {
 	Preferences int `json:"preferences"`
 	TokenProofs int `json:"tokenProofs"`
 	Credentials int `json:"llmCredentials"`
+	// CloudData counts the owners, ownership records and cleanup records.
+	CloudData int `json:"cloudData"`
 }
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs + d.Credentials
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs + d.Credentials + d.CloudData
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
 // their sessions), delivery log rows, preferences, daily slots,
-// idempotency keys, client token proof and LLM credentials.
+// idempotency keys, client token proof, LLM credentials and cloud-data
+// records.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -166,6 +169,9 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},
 			{`DELETE FROM client_token_proofs WHERE user_id = ?`, &d.TokenProofs},
 			{`DELETE FROM llm_credentials WHERE user_id = ?`, &d.Credentials},
+			{`DELETE FROM cloud_owned WHERE user_id = ?`, &d.CloudData},
+			{`DELETE FROM cloud_owners WHERE user_id = ?`, &d.CloudData},
+			{`DELETE FROM cloud_records WHERE user_id = ?`, &d.CloudData},
 		} {
 			res, err := tx.ExecContext(ctx, step.query, userID)
 			if err != nil {

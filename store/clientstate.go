@@ -71,6 +71,10 @@ type ClientStateEntry struct {
 	// Delete makes the entry delete its key (upstream's value: null), under
 	// the same guard; Value is then ignored.
 	Delete bool
+	// Owner is what the write says of the value's owner; nil keeps the
+	// owner it has. Either way the owner's generation is checked in the
+	// write (ErrOwnerRetired fails the whole call, see claimOwnership).
+	Owner *OwnerClaim
 }
 
 // StateKey names one client-state value.
@@ -153,10 +157,15 @@ func (s *Store) PutClientState(ctx context.Context, userID string, entries []Cli
 			var stored int64
 			err := tx.QueryRow(`SELECT updated_at FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
 				userID, e.Namespace, e.Key).Scan(&stored)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-			case err != nil:
+			exists := err == nil
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
+			}
+			if err := s.claimOwnership(ctx, tx, key, userID, "state", stateRef(e.Namespace, e.Key), e.Owner, exists); err != nil {
+				return err
+			}
+			switch {
+			case !exists:
 			case min(stored, now) > guard:
 				put.Skipped = append(put.Skipped, StateKey{e.Namespace, e.Key})
 				continue

@@ -90,6 +90,7 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 		Entries: []store.TranscriptEntry{entry("01A", "input", `{"text":"hi"}`, store.TokenUsage{Input: 3}, "m1")}}); err != nil {
 		t.Fatal(err)
 	}
+	populateCloudData(t, st, clk)
 	if err := st.CreateBroadcast(ctx, store.Broadcast{ID: "b1", Message: json.RawMessage(`{"message":"hi"}`), UserIDs: []string{alice}}); err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,9 @@ type LLMCredential struct {
 type CredentialEntry struct {
 	CredID string
 	Value  LLMCredential
+	// Owner is what the write says of the credential's owner, checked in
+	// the write (ErrOwnerRetired fails the batch, see claimOwnership).
+	Owner *OwnerClaim
 }
 
 // CredentialInfo is what a listing says of a credential: never its value.
@@ -91,7 +94,10 @@ func (s *Store) PutLLMCredentials(ctx context.Context, userID string, entries []
 		last[e.CredID] = i
 	}
 	key := s.userKey(userID)
-	type row struct{ id, sealed string }
+	type row struct {
+		id, sealed string
+		owner      *OwnerClaim
+	}
 	var rows []row
 	for i, e := range entries {
 		if last[e.CredID] != i {
@@ -101,7 +107,7 @@ func (s *Store) PutLLMCredentials(ctx context.Context, userID string, entries []
 		if err != nil {
 			return 0, err
 		}
-		rows = append(rows, row{e.CredID, key.SealAtRest(value)})
+		rows = append(rows, row{e.CredID, key.SealAtRest(value), e.Owner})
 	}
 	now := millis(s.now())
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -119,6 +125,13 @@ func (s *Store) PutLLMCredentials(ctx context.Context, userID string, entries []
 			return &CredentialLimitError{Existing: existing, Adding: adding}
 		}
 		for _, r := range rows {
+			var exists int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM llm_credentials WHERE user_id = ? AND cred_id = ?`, userID, r.id).Scan(&exists); err != nil {
+				return err
+			}
+			if err := s.claimOwnership(ctx, tx, key, userID, "credential", r.id, r.owner, exists > 0); err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO llm_credentials (user_id, cred_id, value, updated_at) VALUES (?, ?, ?, ?)
 				ON CONFLICT (user_id, cred_id) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 				userID, r.id, r.sealed, now); err != nil {

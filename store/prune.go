@@ -23,6 +23,9 @@ type Retention struct {
 type Pruned struct {
 	FinishedTasks, Outbox, DeliveryLog, Transcripts, Interrupts, Devices, Instances int
 	DailySlots, IdempotencyKeys, TokenProofs, UnknownSubscriptions                  int
+	// CloudRecords counts expired inventory snapshots, plans and finished
+	// cleanup operations, and ownership records of deleted resources.
+	CloudRecords int
 }
 
 // LogValue lists the counts under the names Prune's steps have.
@@ -32,14 +35,16 @@ func (p Pruned) LogValue() slog.Value {
 		slog.Int("deliveryLog", p.DeliveryLog), slog.Int("transcripts", p.Transcripts), slog.Int("interrupts", p.Interrupts),
 		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances), slog.Int("tokenProofs", p.TokenProofs),
 		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys),
-		slog.Int("unknownSubscriptions", p.UnknownSubscriptions))
+		slog.Int("unknownSubscriptions", p.UnknownSubscriptions),
+		slog.Int("cloudRecords", p.CloudRecords))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
 // their age: finished tasks, the outbox, the delivery log, transcripts,
 // silent devices, devices their push service does not know, dead
 // instances and stale client token proofs, each against now and its
-// retention.
+// retention, and expired cloud-data records (after continuing due
+// cleanups).
 // A failing step does not stop the others; the error joins theirs.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
 	var p Pruned
@@ -68,6 +73,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"daily slots", &p.DailySlots, olderThan(dailySlotRetention, s.PruneDailySlots)},
 		{"idempotency keys", &p.IdempotencyKeys, olderThan(IdempotencyKeyTTL, s.PruneIdempotencyKeys)},
 		{"token proofs", &p.TokenProofs, olderThan(r.TokenProofs, s.PruneTokenProofs)},
+		{"cloud data", &p.CloudRecords, func() (int, error) { return s.housekeepCloudData(ctx) }},
 	}
 	var errs []error
 	for _, step := range steps {

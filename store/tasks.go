@@ -106,6 +106,9 @@ type NewTask struct {
 	// Deferred marks NextSendAt as the end of the user's quiet hours that
 	// the task waits for (DeferredTasks).
 	Deferred bool
+	// Owner, when set, is checked and recorded in the insert's transaction
+	// (ErrOwnerRetired, see claimOwnership).
+	Owner *OwnerClaim
 }
 
 const taskColumns = `id, user_id, uuid, payload, message_type, next_send_at, lease_until, retry_after,
@@ -134,6 +137,11 @@ func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, DeletedTask, e
 		}
 		if exists > 0 {
 			return ErrTaskUUIDConflict
+		}
+		if n.Owner != nil {
+			if err := s.claimOwnership(ctx, tx, s.userKey(n.UserID), n.UserID, "task", n.UUID, n.Owner, false); err != nil {
+				return err
+			}
 		}
 		var deferred any
 		if n.Deferred {

@@ -175,6 +175,19 @@ function notifyText(key, arg) {
   return arg === undefined ? text : text.replace('%s', () => arg);
 }
 
+/**
+ * A title amsg wrote ("From <contactName>" in any language of the table, as
+ * in a payload the page bridged from its stream, which the server did not
+ * localize for this device) in this browser's language; any other title,
+ * a producer's, as it is.
+ */
+function inBrowserLanguage(title, contactName) {
+  if (!nonBlankString(title) || !nonBlankString(contactName) || !isObject(NOTIFY_TEXTS)) return title;
+  const ours = Object.values(NOTIFY_TEXTS).some((table) => isObject(table) && typeof table.fromContact === 'string' &&
+    title === table.fromContact.replace('%s', () => contactName));
+  return ours ? notifyText('fromContact', contactName) : title;
+}
+
 /** The postMessage event name for a payload, by messageKind. */
 function eventNameFor(payload) {
   switch (isObject(payload) ? payload.messageKind : undefined) {
@@ -249,7 +262,8 @@ function buildNotification(payload, now = Date.now()) {
   const data = isObject(n.data) ? { ...n.data } : isObject(payload.data) ? { ...payload.data } : {};
   if (data.payload == null) data.payload = payload;
   return {
-    title: n.title || payload.title || (payload.contactName ? notifyText('fromContact', payload.contactName) : '') || DEFAULT_TITLE,
+    title: inBrowserLanguage(n.title || payload.title, payload.contactName) ||
+      (payload.contactName ? notifyText('fromContact', payload.contactName) : '') || DEFAULT_TITLE,
     options: {
       body: bodyOrDefault(n.body || payload.body || payload.message || ''),
       icon: n.icon || payload.icon || payload.avatarUrl || DEFAULT_ICON,

@@ -32,6 +32,7 @@ var dialect = driver.Dialect{
 		llmCredentialsSchema,
 		languageSchema,
 		broadcastRateSchema,
+		cloudDataSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

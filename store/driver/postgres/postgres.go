@@ -157,8 +157,10 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 		if !retryable(err) || attempt == maxWriteAttempts {
 			return err
 		}
-		// A short random pause lets the winner commit before the rerun.
-		pause := time.Duration(mathrand.Int64N(int64(attempt) * int64(time.Millisecond)))
+		// A random pause lets the winner commit before the rerun; its bound
+		// doubles with each loss (up to 256 ms), so many writers contending
+		// for one user's rows spread out instead of colliding again.
+		pause := time.Duration(mathrand.Int64N(int64(min(1<<attempt, 256)) * int64(time.Millisecond)))
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())

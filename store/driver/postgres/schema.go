@@ -272,3 +272,40 @@ ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
 const broadcastRateSchema = `
 ALTER TABLE broadcasts ADD COLUMN rate_per_second BIGINT NOT NULL DEFAULT 10;
 `
+
+// cloudDataSchema: see SQLite's.
+const cloudDataSchema = `
+CREATE TABLE cloud_owners (
+	user_id    TEXT NOT NULL,
+	owner_key  TEXT NOT NULL,
+	owner      TEXT NOT NULL,
+	active     BIGINT NOT NULL,
+	generation BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	PRIMARY KEY (user_id, owner_key)
+);
+CREATE TABLE cloud_owned (
+	user_id    TEXT NOT NULL,
+	type       TEXT NOT NULL,
+	ref        TEXT NOT NULL,
+	owner_key  TEXT NOT NULL,
+	meta       TEXT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	PRIMARY KEY (user_id, type, ref)
+);
+CREATE TABLE cloud_records (
+	user_id         TEXT NOT NULL,
+	kind            TEXT NOT NULL CHECK (kind IN ('inventory', 'plan', 'operation')),
+	id              TEXT NOT NULL,
+	idempotency_key TEXT,
+	data            TEXT NOT NULL,
+	next_run_at     BIGINT,
+	expires_at      BIGINT,
+	created_at      BIGINT NOT NULL,
+	updated_at      BIGINT NOT NULL,
+	PRIMARY KEY (user_id, kind, id)
+);
+CREATE UNIQUE INDEX cloud_records_idempotency ON cloud_records (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX cloud_records_due ON cloud_records (next_run_at) WHERE next_run_at IS NOT NULL;
+CREATE INDEX cloud_records_expiry ON cloud_records (expires_at) WHERE expires_at IS NOT NULL;
+`

@@ -27,6 +27,7 @@ var dialect = driver.Dialect{
 		llmCredentialsSchema,
 		languageSchema,
 		broadcastRateSchema,
+		cloudDataSchema,
 	},
 
 	ClaimableAt: claimableAt,

@@ -254,3 +254,44 @@ ALTER TABLE subscriptions ADD COLUMN language TEXT NOT NULL DEFAULT '';
 const broadcastRateSchema = `
 ALTER TABLE broadcasts ADD COLUMN rate_per_second INTEGER NOT NULL DEFAULT 10;
 `
+
+// cloudDataSchema: the user's data inventory and cleanup (store/clouddata.go).
+// cloud_owners is one row per owner the user retired or restored;
+// cloud_owned one row per owned resource (its owner and kind, sealed);
+// cloud_records the inventory snapshots, cleanup plans and operations,
+// sealed. Owner keys are keyed hashes: no owner id is stored in clear.
+const cloudDataSchema = `
+CREATE TABLE cloud_owners (
+	user_id    TEXT NOT NULL,
+	owner_key  TEXT NOT NULL,
+	owner      TEXT NOT NULL, -- sealed {type, id, label}
+	active     INTEGER NOT NULL,
+	generation INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (user_id, owner_key)
+) STRICT;
+CREATE TABLE cloud_owned (
+	user_id    TEXT NOT NULL,
+	type       TEXT NOT NULL, -- the resource type: task, state, credential, preference
+	ref        TEXT NOT NULL, -- the resource's identity within its type
+	owner_key  TEXT NOT NULL, -- '' for a resource with a kind and no owner
+	meta       TEXT NOT NULL, -- sealed {owner, kind, generation}
+	updated_at INTEGER NOT NULL,
+	PRIMARY KEY (user_id, type, ref)
+) STRICT;
+CREATE TABLE cloud_records (
+	user_id         TEXT NOT NULL,
+	kind            TEXT NOT NULL CHECK (kind IN ('inventory', 'plan', 'operation')),
+	id              TEXT NOT NULL,
+	idempotency_key TEXT,
+	data            TEXT NOT NULL, -- sealed JSON
+	next_run_at     INTEGER,       -- an unfinished operation's next attempt
+	expires_at      INTEGER,
+	created_at      INTEGER NOT NULL,
+	updated_at      INTEGER NOT NULL,
+	PRIMARY KEY (user_id, kind, id)
+) STRICT;
+CREATE UNIQUE INDEX cloud_records_idempotency ON cloud_records (user_id, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX cloud_records_due ON cloud_records (next_run_at) WHERE next_run_at IS NOT NULL;
+CREATE INDEX cloud_records_expiry ON cloud_records (expires_at) WHERE expires_at IS NOT NULL;
+`

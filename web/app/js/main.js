@@ -174,15 +174,20 @@ function onNotificationClick(url, data) {
  * dropped). A device the user removed stays removed until the onboarding is
  * done again.
  */
+/** Learns from GET /capabilities whether the server has its operator's model; the chat may then start without model settings. */
+async function learnOperatorModel() {
+  const capabilities = await app.client.capabilities().catch(() => null);
+  const had = settings.hasOperatorModel();
+  settings.setOperatorModel(Boolean(capabilities && Array.isArray(capabilities.features) && capabilities.features.includes('operator-model')));
+  if (settings.hasOperatorModel() !== had) route();
+}
+
 async function start() {
   serverProblem = null;
   try {
     await app.ready();
     app.catchUp();
-    const capabilities = await app.client.capabilities().catch(() => null);
-    const hadOperatorModel = settings.hasOperatorModel();
-    settings.setOperatorModel(Boolean(capabilities && Array.isArray(capabilities.features) && capabilities.features.includes('operator-model')));
-    if (settings.hasOperatorModel() !== hadOperatorModel) route(); // the chat may now start without model settings
+    learnOperatorModel(); // not awaited: registering this device must not wait for it
     if (device.enabled() && device.support() === 'ok') await device.register(app.client);
   } catch (err) {
     if (err instanceof ApiError && (err.code === 'NETWORK' || err.code === 'INVALID_CLIENT_TOKEN' || err.status >= 500)) {
