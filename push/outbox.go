@@ -2,6 +2,7 @@ package push
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -46,6 +47,10 @@ type OutboxEntry struct {
 	CreatedAt   time.Time
 	DeliveredAt time.Time // zero until a push service accepted the push
 }
+
+// ErrStoreClosed marks a write to a store that was closed: it will never
+// succeed, so a writer that retries stops at it.
+var ErrStoreClosed = errors.New("the store is closed")
 
 // Bookkeeping is what one push's delivery leaves in the store, written in
 // one transaction: the attempts, the outbox rows of UserID it delivered, the

@@ -28,8 +28,10 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"amsg/push"
 	"amsg/store/driver"
 	"amsg/store/driver/postgres"
 	"amsg/store/driver/sqlite"
@@ -67,7 +69,7 @@ const (
 )
 
 // errClosed is a write to a closed store.
-var errClosed = errors.New("store: closed")
+var errClosed = fmt.Errorf("store: %w", push.ErrStoreClosed)
 
 // Config configures Open. Zero values take the defaults.
 type Config struct {
@@ -137,6 +139,7 @@ type Store struct {
 	checkpointer *sql.DB
 	walPath      string
 	disk         storageHealth // whether the disk refuses writes (SQLite)
+	closed       atomic.Bool   // Close was called
 	// stmts are the hot statements (preparedSQL), prepared on the writer;
 	// readStmts the hot reads (preparedRead), prepared on the read pool.
 	stmts     map[string]*sql.Stmt
@@ -282,6 +285,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.closed.Store(true)
 		s.stopWriter()
 		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
 		defer cancel()
@@ -309,6 +313,9 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	if s.writes == nil {
+		if s.closed.Load() {
+			return errClosed
+		}
 		return s.db.Write(ctx, fn)
 	}
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}

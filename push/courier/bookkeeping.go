@@ -2,8 +2,11 @@ package courier
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
+
+	"amsg/push"
 )
 
 // KeepBound is how long Keep goes on retrying a push's bookkeeping: a
@@ -33,6 +36,9 @@ func RetryWrite(ctx context.Context, bound time.Duration, sleep func(context.Con
 		tctx, tcancel := context.WithTimeout(ctx, bookkeepingTimeout)
 		err := write(tctx)
 		tcancel()
+		if errors.Is(err, push.ErrStoreClosed) {
+			return err // the process is stopping: no retry can succeed
+		}
 		if err == nil {
 			if try > 1 {
 				log.InfoContext(ctx, "courier: "+what+" written after retries", "tries", try)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"amsg/push"
 	"amsg/push/courier"
 )
 
@@ -38,6 +40,13 @@ func TestRetryWrite(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `"err":"disk I/O error"`); n != 3 {
 		t.Errorf("%d failures logged with their text:\n%s", n, logs.String())
+	}
+	// A closed store is never retried: the process is stopping.
+	waits, tries = nil, 0
+	closed := fmt.Errorf("store: %w", push.ErrStoreClosed)
+	err = courier.RetryWrite(t.Context(), time.Minute, sleep, log, "recording", func(context.Context) error { tries++; return closed })
+	if !errors.Is(err, push.ErrStoreClosed) || tries != 1 || len(waits) != 0 {
+		t.Errorf("a closed store: err %v after %d tries and %d waits", err, tries, len(waits))
 	}
 	// Past the bound the last error is returned.
 	giveUp := func(context.Context, time.Duration) error { return context.DeadlineExceeded }
