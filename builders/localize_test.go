@@ -61,23 +61,7 @@ func TestLocalize(t *testing.T) {
 		{"a tool request", tool, "zh", texts{"", "来自 Rei", "Rei 需要这台设备继续"}},
 		{"an error", fail, "zh-Hant-TW", texts{"", "回复中断了", "boom"}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			payload, err := push.Encode(tt.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := builders.Localize(payload, tt.tag)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if textsOf(got) != tt.want {
-				t.Errorf("Localize(%s) = %+v, want %+v", tt.tag, textsOf(got), tt.want)
-			}
-			back, err := builders.Localize(got, "en")
-			if err != nil || textsOf(back) != textsOf(payload) {
-				t.Errorf("back to English: %+v, %v; want %+v", textsOf(back), err, textsOf(payload))
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { localizesTo(t, tt.p, tt.tag, "en", tt.want, textsOf) })
 	}
 	payload, _ := push.Encode(theirs)
 	if got, _ := builders.Localize(payload, "zh-CN"); &got[0] != &payload[0] {
@@ -155,41 +139,26 @@ func TestLocalizeApprovals(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		p    push.Push
+		from string // the language p was built in
 		tag  string
 		want texts
 	}{
-		{"an approval in Chinese", approval("Rei", "From Rei", "Rei asks for your approval: send_email", "Approve", "Deny"), "zh-CN",
+		{"an approval in Chinese", approval("Rei", "From Rei", "Rei asks for your approval: send_email", "Approve", "Deny"), "en", "zh-CN",
 			texts{"", "来自 Rei", "Rei 请你批准：send_email", "approve=批准,deny=拒绝"}},
-		{"a Chinese approval in English", approval("Rei", "来自 Rei", "Rei 请你批准：send_email", "批准", "拒绝"), "en",
+		{"a Chinese approval in English", approval("Rei", "来自 Rei", "Rei 请你批准：send_email", "批准", "拒绝"), "zh", "en",
 			texts{"", "From Rei", "Rei asks for your approval: send_email", "approve=Approve,deny=Deny"}},
-		{"an approval without a contact", approval("", "New notification", "Your companion asks for your approval: send_email", "Approve", "Deny"), "zh",
+		{"an approval without a contact", approval("", "New notification", "Your companion asks for your approval: send_email", "Approve", "Deny"), "en", "zh",
 			texts{"", "新通知", "你的伙伴 请你批准：send_email", "approve=批准,deny=拒绝"}},
-		{"a body the builder cut", approval("Rei"+long, "From Rei", "Rei"+long+" asks for your approval: send_email", "Approve", "Deny"), "zh",
+		{"a body the builder cut", approval("Rei"+long, "From Rei", "Rei"+long+" asks for your approval: send_email", "Approve", "Deny"), "en", "zh",
 			texts{"", "From Rei", ("Rei" + long)[:builders.NotificationBodyMax-len("…")] + "…", "approve=批准,deny=拒绝"}},
-		{"approved elsewhere", outcome("From Rei", "Approved on another device"), "zh-CN",
+		{"approved elsewhere", outcome("From Rei", "Approved on another device"), "en", "zh-CN",
 			texts{"已在另一台设备上批准", "来自 Rei", "已在另一台设备上批准", ""}},
-		{"declined elsewhere", outcome("From Rei", "Declined on another device"), "zh-CN",
+		{"declined elsewhere", outcome("From Rei", "Declined on another device"), "en", "zh-CN",
 			texts{"已在另一台设备上拒绝", "来自 Rei", "已在另一台设备上拒绝", ""}},
-		{"no longer waiting", outcome("来自 Rei", "已不再等待"), "en",
+		{"no longer waiting", outcome("来自 Rei", "已不再等待"), "zh", "en",
 			texts{"No longer waiting", "From Rei", "No longer waiting", ""}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			payload, err := push.Encode(tt.p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := builders.Localize(payload, tt.tag)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if textsOf(got) != tt.want {
-				t.Errorf("Localize(%s) = %+v, want %+v", tt.tag, textsOf(got), tt.want)
-			}
-			back, err := builders.Localize(got, tt.tag[:2])
-			if err != nil || textsOf(back) != tt.want {
-				t.Errorf("again: %+v, %v", textsOf(back), err)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { localizesTo(t, tt.p, tt.tag, tt.from, tt.want, textsOf) })
 	}
 	// A producer's content push saying what an outcome says, without the
 	// interrupt member, is the producer's.
@@ -200,5 +169,26 @@ func TestLocalizeApprovals(t *testing.T) {
 	payload, _ := push.Encode(theirs)
 	if got, _ := builders.Localize(payload, "zh-CN"); &got[0] != &payload[0] {
 		t.Errorf("a producer's push was changed: %s", got)
+	}
+}
+
+// localizesTo checks that p localized to tag has the texts want, and that
+// localized back into from, the language it was built in, it has its own.
+func localizesTo[T comparable](t *testing.T, p push.Push, tag, from string, want T, textsOf func([]byte) T) {
+	t.Helper()
+	payload, err := push.Encode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := builders.Localize(payload, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if textsOf(got) != want {
+		t.Errorf("Localize(%s) = %+v, want %+v", tag, textsOf(got), want)
+	}
+	back, err := builders.Localize(got, from)
+	if err != nil || textsOf(back) != textsOf(payload) {
+		t.Errorf("back to %s: %+v, %v; want %+v", from, textsOf(back), err, textsOf(payload))
 	}
 }
