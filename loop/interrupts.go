@@ -316,7 +316,7 @@ func (a *Agent) OutcomePush(in *store.Interrupt) (*push.ContentPush, error) {
 		MessageID: "msg_" + push.NewUUID() + "_interrupt_" + string(in.State), SessionID: in.SessionID,
 		MessageSubtype: rs.MessageSubtype, Metadata: json.RawMessage("{}")},
 		builders.Outcome{InterruptID: in.ID, ToolCallID: in.ToolCallID, State: string(in.State), Title: rs.Title,
-			Text: notifytext.Text(rs.Language, key), ContactName: rs.ContactName, Tag: rs.Tag})
+			Text: notifytext.Text(notifytext.English, key), ContactName: rs.ContactName, Tag: rs.Tag})
 }
 
 // requestApprovals ends a round whose tool calls include approval tools:
@@ -345,7 +345,9 @@ func (r *Run) requestApprovals(ctx context.Context, p *roundPusher, resp *llm.Re
 	}
 	now := r.a.now()
 	expires := now.Add(r.approvals.timeout(r.a.interruptTimeout))
-	lang := r.pres.Language
+	// The push's texts are amsg's, built in English like its other texts:
+	// the courier speaks each device's language (builders.Localize).
+	lang := notifytext.English
 	title := notifytext.Text(lang, notifytext.DefaultTitle)
 	who := r.pres.ContactName
 	if who != "" {
