@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"amsg/store"
-	"amsg/store/driver/postgres"
 )
 
 // sqliteFiles are the database file and the files SQLite keeps beside it.
@@ -30,24 +28,16 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		"is an intact amsg database of a schema this amsg can open, moves amsg.db and its -wal and -shm files aside\n"+
 		"into DIR/before-restore-<time>/, installs the copy and opens it with the master key the server uses\n"+
 		"(AMSG_MASTER_KEY(_FILE), else the stored one). If it does not open, the previous database is put back.", stderr)
-	dataDir := fs.String("data-dir", "", "data directory of the server (env AMSG_DATA_DIR, default ./amsg-data)")
-	if status, done := parseFlags(fs, args); done {
+	dir, status, ok := parseDataDirAndFile(fs, args, getenv, stderr, "restore it with pg_restore or psql")
+	if !ok {
 		return status
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
-	}
-	if postgres.IsURL(getenv(envName("database-url"))) {
-		fmt.Fprintln(stderr, "amsg restore: the database is PostgreSQL (AMSG_DATABASE_URL); restore it with pg_restore or psql")
-		return 2
 	}
 	masterKey, err := secretFromEnv(getenv, "AMSG_MASTER_KEY")
 	if err != nil {
 		fmt.Fprintf(stderr, "amsg restore: %v\n", err)
 		return 2
 	}
-	r := restore{dir: cmp.Or(*dataDir, getenv(envName("data-dir")), "./amsg-data"), masterKey: masterKey,
+	r := restore{dir: dir, masterKey: masterKey,
 		log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	version, aside, err := r.run(ctx, fs.Arg(0), time.Now())
 	if err != nil {
