@@ -148,3 +148,69 @@ func TestOpenAPIErrorCodesAreTheTable(t *testing.T) {
 		t.Errorf("ErrorCode enum %v, the table %v", served, errorCodes())
 	}
 }
+
+// Every schema in the document says what it holds: an object lists its
+// members or says what its extra members are, and says whether members it
+// does not list may appear (false where the shape is closed); a schema
+// that admits any JSON says so in a description.
+func TestOpenAPISchemasAreNotLoose(t *testing.T) {
+	c := servedDocument(t, fullServer(t))
+	var walk func(at string, schema map[string]any)
+	walk = func(at string, schema map[string]any) {
+		if _, ok := schema["$ref"]; ok {
+			return
+		}
+		types := schemaTypes(schema["type"])
+		_, hasProps := schema["properties"]
+		_, hasExtra := schema["additionalProperties"]
+		_, hasAlternatives := schema["oneOf"]
+		_, hasConst := schema["const"]
+		_, hasDescription := schema["description"]
+		switch {
+		case slices.Contains(types, "object") && !hasExtra:
+			t.Errorf("%s: an object that does not say whether other members may appear", at)
+		case len(types) == 0 && !hasAlternatives && !hasConst && !hasDescription:
+			t.Errorf("%s: admits any JSON without a description", at)
+		case hasProps && !slices.Contains(types, "object"):
+			t.Errorf("%s: members without type object", at)
+		}
+		props, _ := schema["properties"].(map[string]any)
+		for name, sub := range props {
+			walk(at+"."+name, sub.(map[string]any))
+		}
+		for _, key := range []string{"items", "additionalProperties", "x-amsg-plaintext"} {
+			if sub, ok := schema[key].(map[string]any); ok {
+				walk(at+"/"+key, sub)
+			}
+		}
+		alternatives, _ := schema["oneOf"].([]any)
+		for i, sub := range alternatives {
+			walk(fmt.Sprintf("%s/oneOf[%d]", at, i), sub.(map[string]any))
+		}
+	}
+	for name, schema := range c.doc["components"].(map[string]any)["schemas"].(map[string]any) {
+		walk(name, schema.(map[string]any))
+	}
+	// Inline schemas of requests, answers and events.
+	for path, ops := range c.doc["paths"].(map[string]any) {
+		for method, op := range ops.(map[string]any) {
+			op := op.(map[string]any)
+			bodies := map[string]any{"request": op["requestBody"]}
+			for status, answer := range op["responses"].(map[string]any) {
+				bodies[status] = answer
+			}
+			for what, body := range bodies {
+				body, _ := body.(map[string]any)
+				content, _ := body["content"].(map[string]any)
+				for media, m := range content {
+					at := fmt.Sprintf("%s %s %s %s", method, path, what, media)
+					walk(at, m.(map[string]any)["schema"].(map[string]any))
+					events, _ := m.(map[string]any)["x-amsg-events"].(map[string]any)
+					for name, e := range events {
+						walk(at+" event "+name, e.(map[string]any)["schema"].(map[string]any))
+					}
+				}
+			}
+		}
+	}
+}
