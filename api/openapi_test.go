@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -111,5 +115,49 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 	if len(served) < 30 {
 		t.Fatalf("only %d routes walked: %v", len(served), served)
+	}
+}
+
+// TestOpenAPIGeneratesAGoClient runs oapi-codegen (the binary
+// AMSG_OAPI_CODEGEN names; skipped without it) on the served document and
+// vets the typed client it writes, as docs/api.md tells client developers
+// to. The generator is no dependency of amsg: the client lives in a
+// module of its own in a temporary directory.
+func TestOpenAPIGeneratesAGoClient(t *testing.T) {
+	generator := os.Getenv("AMSG_OAPI_CODEGEN")
+	if generator == "" {
+		t.Skip("AMSG_OAPI_CODEGEN is not set (go install github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2)")
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"openapi.json": do(t, fullServer(t), http.MethodGet, "/api/v1/openapi.json", nil).body,
+		"config.yaml":  "package: amsgclient\ngenerate:\n  models: true\n  client: true\noutput-options:\n  skip-prune: true\noutput: client.gen.go\n",
+		"go.mod":       "module amsgclient\n\ngo 1.26\n\nrequire github.com/oapi-codegen/runtime v1.9.0\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{generator, "-config", "config.yaml", "openapi.json"},
+		{filepath.Join(runtime.GOROOT(), "bin", "go"), "mod", "tidy"},
+		{filepath.Join(runtime.GOROOT(), "bin", "go"), "vet", "./..."},
+	} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	generated, err := os.ReadFile(filepath.Join(dir, "client.gen.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"func (t Push) AsToolRequestPush() (ToolRequestPush, error)", "type Transcript struct",
+		"func (c *ClientWithResponses) InstantWithResponse(", "type CleanupOperation struct"} {
+		if !strings.Contains(string(generated), want) {
+			t.Errorf("the generated client lacks %q", want)
+		}
 	}
 }
