@@ -152,7 +152,8 @@ func TestOpenAPIErrorCodesAreTheTable(t *testing.T) {
 // Every schema in the document says what it holds: an object lists its
 // members or says what its extra members are, and says whether members it
 // does not list may appear (false where the shape is closed); a schema
-// that admits any JSON says so in a description.
+// that admits any JSON says so in a description; a sealed body says what
+// it seals.
 func TestOpenAPISchemasAreNotLoose(t *testing.T) {
 	c := servedDocument(t, fullServer(t))
 	var walk func(at string, schema map[string]any)
@@ -204,7 +205,15 @@ func TestOpenAPISchemasAreNotLoose(t *testing.T) {
 				content, _ := body["content"].(map[string]any)
 				for media, m := range content {
 					at := fmt.Sprintf("%s %s %s %s", method, path, what, media)
-					walk(at, m.(map[string]any)["schema"].(map[string]any))
+					schema := m.(map[string]any)["schema"].(map[string]any)
+					walk(at, schema)
+					alternatives, _ := schema["oneOf"].([]any)
+					for _, alt := range append(alternatives, schema) {
+						alt := alt.(map[string]any)
+						if ref, _ := alt["$ref"].(string); strings.HasPrefix(ref, "#/components/schemas/Encrypted") && alt["x-amsg-plaintext"] == nil {
+							t.Errorf("%s: sealed, without x-amsg-plaintext to say what it seals", at)
+						}
+					}
 					events, _ := m.(map[string]any)["x-amsg-events"].(map[string]any)
 					for name, e := range events {
 						walk(at+" event "+name, e.(map[string]any)["schema"].(map[string]any))
