@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +38,7 @@ type errorCodeSource struct {
 func loadErrorCodeSource(t *testing.T) *errorCodeSource {
 	t.Helper()
 	// Export data of the package's imports, from the build cache.
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-export", "-deps", "-json=ImportPath,Export", ".")
+	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Export", ".")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -141,8 +140,8 @@ func TestOpenAPIGeneratesAGoClient(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{generator, "-config", "config.yaml", "openapi.json"},
-		{filepath.Join(runtime.GOROOT(), "bin", "go"), "mod", "tidy"},
-		{filepath.Join(runtime.GOROOT(), "bin", "go"), "vet", "./..."},
+		{"go", "mod", "tidy"},
+		{"go", "vet", "./..."},
 	} {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Dir = dir
