@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -11,41 +10,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"amsg/llm"
-	"amsg/loop"
-	"amsg/push/courier"
-	"amsg/scheduler"
-	"amsg/store/storetest"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fullServer has every feature: tasks, instant, metrics, the operator API
 // and page, the service worker.
 func fullServer(t *testing.T) *Server {
 	t.Helper()
-	return fullServerWith(t, Config{AdminToken: "t"})
-}
-
-// fullServerWith is fullServer with cfg.
-func fullServerWith(t *testing.T, cfg Config) *Server {
-	t.Helper()
-	st := storetest.New(t)
-	deliveries, _ := newTestCourier(t, st, courier.PolicyUpstream)
-	sched, err := scheduler.New(scheduler.Config{Logger: testLogger(t),
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
-		scheduler.Deps{Store: st, Courier: deliveries, LLM: llm.NewClient(llm.Config{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sched.Stop(context.Background()) })
-	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	return newTestServer(t, cfg, Deps{Store: st, Courier: deliveries, Scheduler: sched,
-		Metrics: prometheus.NewRegistry(), ServiceWorker: page, AdminPage: page,
-		Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: llm.NewClient(llm.Config{}), Transcripts: loop.NewTranscripts(st, nil)})}})
+	return newOpenAPIServer(t, Config{}).s
 }
 
 // TestOpenAPIDocumentsEveryRoute holds openapi.json to the router: every
