@@ -311,7 +311,11 @@ func TestOpenAPIErrorCodesOfEachOperation(t *testing.T) {
 				slices.Sort(missing)
 				t.Errorf("%s: x-error-codes lacks %s", name, strings.Join(missing, ", "))
 			}
-			for status := range op["x-error-codes"].(map[string]any) {
+			byStatus, ok := op["x-error-codes"].(map[string]any)
+			if !ok {
+				t.Errorf("%s: no x-error-codes (the codes it can answer, by status: {\"400\": [\"USER_ID_REQUIRED\"]})", name)
+			}
+			for status := range byStatus {
 				if _, ok := op["responses"].(map[string]any)[status]; !ok {
 					t.Errorf("%s: x-error-codes lists %s, which has no response", name, status)
 				}
