@@ -295,6 +295,21 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 	checkAdminAnswers(t, a, s)
 	checkErrorAnswers(t, a, s)
 
+	// What reached the push service is the document's Push too.
+	pushes := f.push.Pushes()
+	if len(pushes) < 5 {
+		t.Errorf("only %d pushes reached the push service", len(pushes))
+	}
+	for _, p := range pushes {
+		var v any
+		if err := json.Unmarshal(p.JSON, &v); err != nil {
+			t.Fatal(err)
+		}
+		if msg := a.doc.check(map[string]any{"$ref": "#/components/schemas/Push"}, v, "push"); msg != "" {
+			t.Errorf("%s\n%s", msg, p.JSON)
+		}
+	}
+
 	// Every operation answered both ways, but the document itself, which
 	// has no error to give.
 	for path, ops := range a.doc.doc["paths"].(map[string]any) {
