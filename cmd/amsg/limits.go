@@ -75,7 +75,7 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&l.MaxStateBytesPerNamespace, "max-state-bytes-per-namespace", api.DefaultMaxStateBytesPerNamespace,
 		"bytes one client-state namespace of a user may take in the database")
 	fs.Int64Var(&l.ClientStateReadBudget, "client-state-read-budget", api.DefaultClientStateReadBudget,
-		"bytes of memory all GET /client-state answers in flight may take together; a read beyond it gets 429")
+		"bytes of memory all GET /client-state answers in flight may take together (2 MiB each); a read beyond it gets 429")
 	fs.DurationVar(&c.Outbox.MaxAge, "outbox-max-age", store.DefaultOutboxMaxAge, "how long an outbox row is kept at most")
 	fs.DurationVar(&c.Outbox.AckedMaxAge, "outbox-acked-max-age", store.DefaultOutboxAckedMaxAge,
 		"how long an outbox row is kept once a device acknowledged it")
