@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -179,4 +181,202 @@ func constantModel(t *testing.T, reply string) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/v1"
+}
+
+// Issue 22 §1: 1 100 connections from one address that declare a body and
+// never send it (with the client token), on a server of 256 descriptors:
+// /healthz from another address every 100 connections (3 s timeout), then
+// how long a request without the token waits for its 401.
+func TestMeasureSilentBodies(t *testing.T) {
+	measuring(t)
+	const flood, nofile, token = 1100, 256, "client-token-0123456789"
+	raiseFileLimit(t, 4*flood)
+	p := startAmsgWithFileLimit(t, nofile, filepath.Join(t.TempDir(), "data"), "AMSG_CLIENT_TOKEN="+token, "AMSG_RATE_LIMIT=off")
+	addr := strings.TrimPrefix(p.URL, "http://")
+	silent := func(from, headers string) net.Conn {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 10 * time.Second}
+		conn, err := d.Dial("tcp", addr)
+		if err != nil {
+			return nil
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /api/v1/device-seen HTTP/1.1\r\nHost: amsg\r\nX-User-Id: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n%s\r\n", taskUser, headers)
+		return conn
+	}
+	health := http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var failed []string
+	for i := range flood {
+		silent("127.0.0.2", "X-Client-Token: "+token+"\r\n")
+		if i%100 == 99 {
+			start := time.Now()
+			resp, err := health.Get(p.URL + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+			}
+			if err != nil || resp.StatusCode != http.StatusOK {
+				failed = append(failed, fmt.Sprintf("%d (%s)", i+1, time.Since(start).Round(time.Millisecond)))
+			}
+		}
+	}
+	t.Logf("/healthz failed at %d of %d checks: %v", len(failed), flood/100, failed)
+	conn := silent("127.0.0.3", "")
+	if conn == nil {
+		t.Log("the request without the token could not connect")
+		return
+	}
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Logf("without the token: no answer after %s: %v", time.Since(start).Round(time.Millisecond), err)
+		return
+	}
+	t.Logf("without the token: %d after %s, Connection: close %v", resp.StatusCode, time.Since(start).Round(time.Millisecond), resp.Close)
+}
+
+// Issue 22 §3 and §4 from one address: 80 /instant at once under 80 user
+// ids while the model holds every call, then a victim's /instant from
+// another address; 300 tasks of 700 KB over 38 fresh ids; and with the
+// client token, 130 requests naming a victim's id, then the victim's own.
+func TestMeasureOneAddress(t *testing.T) {
+	measuring(t)
+	const token = "client-token-0123456789"
+	r := newTaskRig(t, "AMSG_CLIENT_TOKEN="+token)
+	release := make(chan struct{})
+	var asked atomic.Int64
+	arrived := make(chan struct{}, 200)
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		asked.Add(1)
+		arrived <- struct{}{}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(model.Close)
+	t.Cleanup(func() { close(release) })
+	p := r.start(t)
+	clientFrom := func(from string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	}
+	instant := func(c *http.Client, user string) int {
+		body, _ := json.Marshal(map[string]any{"contactName": "Rei", "completePrompt": "hi", "apiUrl": model.URL + "/v1", "apiKey": "k",
+			"primaryModel": "m", "pushSubscription": r.sub})
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/api/v1/instant", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("X-User-Id", user)
+		req.Header.Set("X-Client-Token", token)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	attacker := clientFrom("127.0.0.2")
+	refused := make(chan int, 80) // a status, or 0 for a connection closed unanswered
+	for i := range 80 {
+		go func() {
+			if status := instant(attacker, fmt.Sprintf("550e8400-e29b-41d4-a716-4466554401%02d", i)); status != http.StatusOK {
+				refused <- status
+			}
+		}()
+	}
+	// Each call either reaches the model (and is held) or is refused.
+	held, statuses := 0, map[int]int{}
+	for held+sum(statuses) < 80 {
+		select {
+		case <-arrived:
+			held++
+		case status := <-refused:
+			statuses[status]++
+		}
+	}
+	victim := make(chan int, 1)
+	go func() { victim <- instant(clientFrom("127.0.0.3"), taskUser) }()
+	select {
+	case <-arrived:
+		t.Logf("80 /instant from one address: %d rounds held, refused %v; the victim's /instant from another address reached the model", held, statuses)
+	case status := <-victim:
+		t.Logf("80 /instant from one address: %d rounds held, refused %v; the victim's /instant from another address: %d", held, statuses, status)
+	}
+
+	// 300 tasks of 700 KB over 38 ids, from an address of their own, ten a
+	// second (the issue's 300 took 34 s).
+	writer := clientFrom("127.0.0.5")
+	pace := time.NewTicker(100 * time.Millisecond)
+	defer pace.Stop()
+	ring, err := usercrypt.NewKeyring(masterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 700_000)
+	devices := map[string]push.Subscription{}
+	var stored int64
+	taken, byStatus := 0, map[string]int{}
+	start := time.Now()
+	for i := range 300 {
+		<-pace.C
+		user := fmt.Sprintf("550e8400-e29b-41d4-a716-4466554402%02d", i%38)
+		if _, ok := devices[user]; !ok {
+			devices[user] = r.push.Subscribe()
+		}
+		plaintext, _ := json.Marshal(map[string]any{"contactName": "Rei", "messageType": "fixed", "userMessage": big,
+			"firstSendTime": push.FormatTimestamp(time.Now().Add(24 * time.Hour)), "pushSubscription": devices[user]})
+		env, _ := json.Marshal(ring.UserKey(user).Seal(plaintext))
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/api/v1/schedule-message", bytes.NewReader(env))
+		for k, v := range map[string]string{"X-User-Id": user, "X-Client-Token": token, "Content-Type": "application/json",
+			"X-Payload-Encrypted": "true", "X-Encryption-Version": "1"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := writer.Do(req)
+		if err != nil { // refused from the headers: the server closed while the body was being sent
+			byStatus["connection closed"]++
+			continue
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusCreated {
+			taken++
+			stored += int64(len(big))
+			continue
+		}
+		var e struct {
+			Error struct {
+				Code    string         `json:"code"`
+				Details map[string]any `json:"details"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		byStatus[fmt.Sprintf("%d %s %v", resp.StatusCode, e.Error.Code, e.Error.Details["limit"])]++
+	}
+	t.Logf("300 tasks of 700 KB over 38 ids from one address: %d taken (%d MB of messages) in %s; refused %v",
+		taken, stored/1_000_000, time.Since(start).Round(time.Second), byStatus)
+
+	// 130 requests naming the victim's id, with the token.
+	claims := map[int]int{}
+	for range 130 {
+		req, _ := http.NewRequest(http.MethodPost, p.URL+"/api/v1/device-seen", strings.NewReader(`{"endpoint":"https://push.example/x"}`))
+		req.Header.Set("X-User-Id", taskUser)
+		req.Header.Set("X-Client-Token", token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := clientFrom("127.0.0.4").Do(req)
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		claims[resp.StatusCode]++
+	}
+	status, _, _ := r.callWith(t, p, http.MethodPut, "push-subscription", map[string]any{"subscription": r.sub}, map[string]string{"X-Client-Token": token})
+	t.Logf("130 requests naming the victim's id (answers %v); the victim's own PUT push-subscription then: %d", claims, status)
+}
+
+func sum(m map[int]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
