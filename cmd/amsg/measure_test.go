@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/pushtest"
+	"amsg/push/webpush"
 	"amsg/store/usercrypt"
 )
 
@@ -379,4 +382,144 @@ func sum(m map[int]int) int {
 		n += v
 	}
 	return n
+}
+
+// Issue 22 §10: 2 000 fixed tasks due at once for 100 users, one device
+// each, on one push service, healthy and then misbehaving (20 % 500s, 5 %
+// 429s with Retry-After: 1, 1 % requests that hang for 35 s); pushes a
+// second from the due time to the last distinct arrival.
+func TestMeasureMisbehavingPushService(t *testing.T) {
+	measuring(t)
+	for _, faulty := range []bool{false, true} {
+		t.Run(map[bool]string{false: "healthy", true: "misbehaving"}[faulty], func(t *testing.T) {
+			measurePushThroughput(t, faulty)
+		})
+	}
+}
+
+func measurePushThroughput(t *testing.T, faulty bool) {
+	const users, tasks, hang = 100, 2000, 35 * time.Second
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	const hangStatus = http.StatusAccepted // a scripted answer that stands for a hang
+	var fake *pushtest.Server
+	public, private, err := webpush.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake = pushtest.NewServerWithOptions(public, pushtest.Options{DiscardBodies: true, OnDelivered: func(m pushtest.Message) {
+		if m.Status == hangStatus {
+			select {
+			case <-time.After(hang):
+			case <-done:
+			}
+			return
+		}
+		var p struct {
+			MessageID string `json:"messageId"`
+		}
+		_ = json.Unmarshal(m.Plaintext, &p)
+		mu.Lock()
+		if _, ok := arrived[p.MessageID]; !ok {
+			arrived[p.MessageID] = m.ReceivedAt
+		}
+		mu.Unlock()
+	}})
+	t.Cleanup(fake.Close)
+	r := newTaskRig(t, "AMSG_RATE_LIMIT=off", "AMSG_LOG_LEVEL=info", "AMSG_VAPID_PUBLIC_KEY="+public, "AMSG_VAPID_PRIVATE_KEY="+private)
+	p := r.start(t)
+	ring, err := usercrypt.NewKeyring(masterKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(22, 10))
+	call := func(user, method, path string, body any) int {
+		plaintext, _ := json.Marshal(body)
+		env, _ := json.Marshal(ring.UserKey(user).Seal(plaintext))
+		req, _ := http.NewRequest(method, p.URL+"/api/v1/"+path, bytes.NewReader(env))
+		for k, v := range map[string]string{"X-User-Id": user, "Content-Type": "application/json", "X-Payload-Encrypted": "true", "X-Encryption-Version": "1"} {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ids := make([]string, users)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("550e8400-e29b-41d4-a716-4466554403%02d", i)
+		sub := fake.Subscribe()
+		if faulty {
+			for range 200 {
+				switch x := rng.Float64(); {
+				case x < 0.20:
+					fake.Respond(sub, 1, pushtest.Response{Status: http.StatusInternalServerError})
+				case x < 0.25:
+					fake.Respond(sub, 1, pushtest.Response{Status: http.StatusTooManyRequests, RetryAfter: "1"})
+				case x < 0.26:
+					fake.Respond(sub, 1, pushtest.Response{Status: hangStatus})
+				default:
+					fake.Respond(sub, 1, pushtest.Response{Status: http.StatusCreated})
+				}
+			}
+		}
+		if status := call(ids[i], http.MethodPut, "push-subscription", map[string]any{"subscription": sub}); status != http.StatusOK {
+			t.Fatalf("push-subscription: %d", status)
+		}
+	}
+	due := time.Now().Add(40 * time.Second).Truncate(time.Second)
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for n := range work {
+				if status := call(ids[n%users], http.MethodPost, "schedule-message", map[string]any{"contactName": "Rei", "messageType": "fixed",
+					"userMessage": fmt.Sprint("reminder ", n), "firstSendTime": push.FormatTimestamp(due)}); status != http.StatusCreated {
+					t.Errorf("schedule-message: %d", status)
+				}
+			}
+		})
+	}
+	for n := range tasks {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	if late := time.Since(due); late > 0 {
+		t.Logf("scheduling ended %s after the due time", late.Round(time.Millisecond))
+	}
+	// Until every push arrived, or none arrived for 45 s (a hang is 35 s).
+	count := func() (int, time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		var last time.Time
+		for _, at := range arrived {
+			if at.After(last) {
+				last = at
+			}
+		}
+		return len(arrived), last
+	}
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	seen, since := 0, time.Now()
+	for {
+		<-poll.C
+		n, _ := count()
+		if n >= tasks || time.Since(since) > 45*time.Second && time.Now().After(due) {
+			break
+		}
+		if n > seen {
+			seen, since = n, time.Now()
+		}
+	}
+	n, last := count()
+	span := last.Sub(due)
+	t.Logf("%d of %d pushes arrived, the last %s after the due time: %.0f pushes/s; %d requests to the service",
+		n, tasks, span.Round(time.Millisecond), float64(n)/span.Seconds(), fake.Counts().Requests)
 }
