@@ -10,9 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,7 +139,7 @@ func TestMeasureSteadyLoadGrowth(t *testing.T) {
 	go load(50*time.Millisecond, 10, func(n int) int {
 		u := users[n%len(users)]
 		return send(u, http.MethodPost, "schedule-message", map[string]any{"contactName": "Rei", "messageType": "fixed",
-			"userMessage": fmt.Sprintf("steady load %d: a fixed reminder of ordinary length, the kind a companion sends.", n),
+			"userMessage":   fmt.Sprintf("steady load %d: a fixed reminder of ordinary length, the kind a companion sends.", n),
 			"firstSendTime": push.FormatTimestamp(time.Now().Add(time.Second))}, true)
 	}, &scheduled)
 	go load(100*time.Millisecond, 1, func(n int) int {
@@ -494,23 +495,17 @@ func measurePushThroughput(t *testing.T, faulty bool) {
 		t.Logf("scheduling ended %s after the due time", late.Round(time.Millisecond))
 	}
 	// Until every push arrived, or none arrived for 45 s (a hang is 35 s).
-	count := func() (int, time.Time) {
+	count := func() int {
 		mu.Lock()
 		defer mu.Unlock()
-		var last time.Time
-		for _, at := range arrived {
-			if at.After(last) {
-				last = at
-			}
-		}
-		return len(arrived), last
+		return len(arrived)
 	}
 	poll := time.NewTicker(time.Second)
 	defer poll.Stop()
 	seen, since := 0, time.Now()
 	for {
 		<-poll.C
-		n, _ := count()
+		n := count()
 		if n >= tasks || time.Since(since) > 45*time.Second && time.Now().After(due) {
 			break
 		}
@@ -518,8 +513,22 @@ func measurePushThroughput(t *testing.T, faulty bool) {
 			seen, since = n, time.Now()
 		}
 	}
-	n, last := count()
-	span := last.Sub(due)
-	t.Logf("%d of %d pushes arrived, the last %s after the due time: %.0f pushes/s; %d requests to the service",
-		n, tasks, span.Round(time.Millisecond), float64(n)/span.Seconds(), fake.Counts().Requests)
+	mu.Lock()
+	var after []time.Duration
+	for _, at := range arrived {
+		after = append(after, at.Sub(due))
+	}
+	mu.Unlock()
+	slices.Sort(after)
+	// The arrival of the q-th fraction of all the pushes due, and the pace
+	// up to it.
+	at := func(q float64) string {
+		i := int(q*tasks) - 1
+		if i >= len(after) {
+			return "never"
+		}
+		return fmt.Sprintf("%s (%.0f/s)", after[i].Round(time.Millisecond), float64(i+1)/after[i].Seconds())
+	}
+	t.Logf("%d of %d pushes arrived; after the due time: half %s, 90 %% %s, 99 %% %s, all %s; %d requests to the service",
+		len(after), tasks, at(0.5), at(0.9), at(0.99), at(1), fake.Counts().Requests)
 }
