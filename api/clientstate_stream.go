@@ -68,27 +68,45 @@ func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) er
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	enc := base64.StdEncoding
-	if _, err := io.WriteString(w, `{"success":true,"encrypted":true,"version":1,"data":{"iv":"`+enc.EncodeToString(iv)+
-		`","authTag":"`+enc.EncodeToString(tag)+`","encryptedData":"`); err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	data := base64.NewEncoder(enc, w)
-	sent, err := s.sealState(r.Context(), key, iv, userID, namespace, data)
-	if err == nil && subtle.ConstantTimeCompare(sent, tag) != 1 {
-		err = errAnswerChanged
+	out := &answerWriter{w: w}
+	_, err = io.WriteString(out, `{"success":true,"encrypted":true,"version":1,"data":{"iv":"`+enc.EncodeToString(iv)+
+		`","authTag":"`+enc.EncodeToString(tag)+`","encryptedData":"`)
+	data := base64.NewEncoder(enc, out)
+	if err == nil {
+		var sent []byte
+		if sent, err = s.sealState(r.Context(), key, iv, userID, namespace, data); err == nil && subtle.ConstantTimeCompare(sent, tag) != 1 {
+			err = errAnswerChanged
+		}
 	}
 	if err == nil {
 		err = data.Close()
 	}
 	if err == nil {
-		_, err = io.WriteString(w, `"}}`+"\n")
+		_, err = io.WriteString(out, `"}}`+"\n")
 	}
-	if err != nil {
-		// The status is sent: all that is left is to cut the answer short.
+	switch {
+	case err == nil, out.failed:
+		// A client that stopped reading or went away: its connection is
+		// broken already (deadlines logs it).
+		return nil
+	default:
+		// The status is sent and the connection sound: all that is left is
+		// to cut the answer short, before its closing bytes.
 		s.log.DebugContext(r.Context(), "client-state answer cut off", "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	return nil
+}
+
+// answerWriter notes whether a write to the client failed.
+type answerWriter struct {
+	w      io.Writer
+	failed bool
+}
+
+func (a *answerWriter) Write(p []byte) (int, error) {
+	n, err := a.w.Write(p)
+	a.failed = a.failed || err != nil
+	return n, err
 }
 
 // sealState makes the plaintext of userID's answer for namespace, seals it
