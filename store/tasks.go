@@ -321,21 +321,14 @@ func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time
 	query := s.claimDueSQL()
 	args := []any{millis(now.Add(ttl)), millis(s.now()), millis(now), string(skipped), limit}
 	var tasks []Task
-	if s.dialect.ClaimOutsideWrites {
-		var rows *sql.Rows
-		if rows, err = s.writer.QueryContext(ctx, query, args...); err == nil {
-			tasks, err = s.scanTasks(rows)
-		}
-	} else {
-		err = s.write(ctx, func(tx *sql.Tx) error {
-			rows, err := s.txQuery(ctx, tx, query, args...)
-			if err != nil {
-				return err
-			}
-			tasks, err = s.scanTasks(rows)
+	err = s.writeLocked(ctx, func(tx *sql.Tx) error {
+		rows, err := s.txQuery(ctx, tx, query, args...)
+		if err != nil {
 			return err
-		})
-	}
+		}
+		tasks, err = s.scanTasks(rows)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: claim due tasks: %w", err)
 	}

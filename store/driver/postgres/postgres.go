@@ -149,11 +149,23 @@ func (db *DB) Dialect() *driver.Dialect { return &dialect }
 
 // Write runs fn in a SERIALIZABLE transaction: the store's read-then-write
 // transactions were written for SQLite's one writer, and serializable
-// isolation keeps that promise across instances. A transaction that loses a
-// conflict (or a deadlock) is rolled back and run again from the start.
+// isolation keeps that promise across instances.
 func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+	return retry(ctx, func() error { return db.inTx(ctx, sql.LevelSerializable, fn) })
+}
+
+// WriteLocked runs fn in a READ COMMITTED transaction: its statements take
+// the row locks they need, and SKIP LOCKED keeps concurrent claimers apart
+// where SERIALIZABLE would fail one of them.
+func (db *DB) WriteLocked(ctx context.Context, fn func(*sql.Tx) error) error {
+	return retry(ctx, func() error { return db.inTx(ctx, sql.LevelReadCommitted, fn) })
+}
+
+// retry runs tx, a transaction, again from the start while it loses a
+// serialization conflict or a deadlock, up to maxWriteAttempts times.
+func retry(ctx context.Context, tx func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := db.writeOnce(ctx, fn)
+		err := tx()
 		if !retryable(err) || attempt == maxWriteAttempts {
 			return err
 		}
@@ -169,8 +181,8 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 }
 
-func (db *DB) writeOnce(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
+func (db *DB) inTx(ctx context.Context, level sql.IsolationLevel, fn func(*sql.Tx) error) error {
+	tx, err := db.pool.BeginTx(ctx, &sql.TxOptions{Isolation: level})
 	if err != nil {
 		return err
 	}
