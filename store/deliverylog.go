@@ -23,13 +23,14 @@ const maxAttemptErrorBytes = 1024
 // the outbox held them are recorded there, delivered, the messages of
 // b.UserID a push service took are marked delivered (at most MaxOutboxIDs),
 // and the devices of b.UserID a push service reported gone are deleted. The
-// courier calls it once per push; the writer commits the calls of
-// concurrent deliveries together. CompleteTask writes the same with a
+// courier calls it once per push; the driver commits the calls of
+// concurrent deliveries together (each statement keys or inserts its own
+// rows, so READ COMMITTED suffices: writeLocked). CompleteTask writes the same with a
 // scheduled occurrence's completion.
 func (s *Store) RecordDeliveries(ctx context.Context, b push.Bookkeeping) error {
 	w, err := s.prepareBookkeeping(b)
 	if err == nil {
-		err = s.write(ctx, func(tx *sql.Tx) error { return w.write(ctx, tx) })
+		err = s.writeLocked(ctx, func(tx *sql.Tx) error { return w.write(ctx, tx) })
 	}
 	if err != nil {
 		return fmt.Errorf("store: record deliveries: %w", err)

@@ -69,7 +69,9 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 		return err
 	}
 	now := millis(s.now())
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	// Each upsert locks its own row (ON CONFLICT): READ COMMITTED, group
+	// committed with other deliveries' writes.
+	err = s.writeLocked(ctx, func(tx *sql.Tx) error {
 		for i, m := range messages {
 			if err := s.upsertOutbox(ctx, tx, userID, m, sealed[i], now, sql.NullInt64{}); err != nil {
 				return err

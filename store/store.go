@@ -108,16 +108,16 @@ type Config struct {
 type Store struct {
 	db      driver.Driver
 	dialect *driver.Dialect
-	writer  *sql.DB // the driver's pool for writes (SQLite: one connection)
-	reader  *sql.DB // the driver's pool for reads
+	writer  *sql.DB     // the driver's pool for writes (SQLite: one connection)
+	reader  *sql.DB     // the driver's pool for reads
 	closed  atomic.Bool // Close was called
 	// stmts are the hot statements (preparedSQL), prepared on the writer;
 	// readStmts the hot reads (preparedRead), prepared on the read pool.
 	stmts     map[string]*sql.Stmt
 	readStmts map[string]*sql.Stmt
 	log       *slog.Logger
-	now        func() time.Time
-	secrets    Secrets
+	now       func() time.Time
+	secrets   Secrets
 	// masterKeyStored: the database keeps the master key itself, not
 	// only its check value.
 	masterKeyStored bool
@@ -125,6 +125,8 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// claimed are the preferences read with the last claims.
+	claimed claimedPrefs
 
 	deliveryLogMaxAge  time.Duration
 	deliveryLogMaxRows int

@@ -95,6 +95,12 @@ type Dialect struct {
 	// skips rows another instance is claiming at the same moment instead of
 	// waiting for them.
 	ClaimDueTasks string
+	// ClaimPlan, when not "", runs in the claim's transaction before
+	// ClaimDueTasks: PostgreSQL turns bitmap scans off there, since with
+	// statistics older than a burst of inserts the planner reads and sorts
+	// every due task on each claim instead of walking tasks_due in order
+	// and stopping at the limit.
+	ClaimPlan string
 	// NotifyCancel, run in the transaction that deletes a task being
 	// delivered with the task's id as its argument, tells the other
 	// processes' ListenTasks to stop the delivery; "" where there are none.

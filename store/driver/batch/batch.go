@@ -7,6 +7,7 @@ package batch
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +25,11 @@ type Options struct {
 	// only while items keep coming.
 	MaxWait time.Duration
 	Gap     time.Duration
+	// MaxHandlers is how many batches are handled at once (at least 1).
+	// With 1 the batching goroutine handles each batch itself, so batches
+	// never overlap; with more, a batch waits for a free handler and takes
+	// the items that arrived meanwhile, up to MaxItems.
+	MaxHandlers int
 }
 
 // Batcher hands batches of the items given to Add to its handler, one
@@ -34,14 +40,17 @@ type Batcher[T any] struct {
 	items  chan T // unbuffered: an item handed over is an item the handler gets
 	stop   chan struct{}
 	done   chan struct{}
+	// handlers holds a token per batch being handled (MaxHandlers > 1).
+	handlers chan struct{}
 }
 
 // New starts a batcher that calls handle with each batch, never with an
 // empty one. handle answers its items (they usually carry a channel).
 func New[T any](opts Options, handle func([]T)) *Batcher[T] {
 	opts.MaxItems = max(opts.MaxItems, 1)
+	opts.MaxHandlers = max(opts.MaxHandlers, 1)
 	b := &Batcher[T]{opts: opts, handle: handle, items: make(chan T),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), handlers: make(chan struct{}, opts.MaxHandlers)}
 	go b.run()
 	return b
 }
@@ -57,7 +66,7 @@ func (b *Batcher[T]) Add(item T) error {
 	}
 }
 
-// Close stops the batcher once the batch in hand is handled. Items not yet
+// Close stops the batcher once the batches in hand are handled. Items not yet
 // handed over are refused (Add returns ErrClosed). Later calls do nothing.
 func (b *Batcher[T]) Close() {
 	select {
@@ -70,18 +79,36 @@ func (b *Batcher[T]) Close() {
 
 func (b *Batcher[T]) run() {
 	defer close(b.done)
-	var last time.Time // when the last batch was handled
+	var last atomic.Int64 // when the last batch was handled, Unix nanoseconds
 	for {
 		var batch []T
 		select {
 		case <-b.stop:
+			b.waitHandlers()
 			return
 		case item := <-b.items:
 			batch = append(batch, item)
 		}
-		batch = b.gather(batch, time.Since(last) < b.opts.MaxWait)
-		b.handle(batch)
-		last = time.Now()
+		batch = b.gather(batch, time.Since(time.Unix(0, last.Load())) < b.opts.MaxWait)
+		if b.opts.MaxHandlers == 1 {
+			b.handle(batch)
+			last.Store(time.Now().UnixNano())
+			continue
+		}
+		b.handlers <- struct{}{}       // wait for a free handler…
+		batch = b.gatherWaiting(batch) // …and take what arrived meanwhile
+		go func() {
+			defer func() { <-b.handlers }()
+			b.handle(batch)
+			last.Store(time.Now().UnixNano())
+		}()
+	}
+}
+
+// waitHandlers waits for the batches being handled.
+func (b *Batcher[T]) waitHandlers() {
+	for range b.opts.MaxHandlers {
+		b.handlers <- struct{}{}
 	}
 }
 

@@ -94,3 +94,34 @@ func TestBusyBatcherWaitsForItemsArrivingWithinGap(t *testing.T) {
 		t.Errorf("batches %v, want [[0] [1 2 3 4]]", got)
 	}
 }
+
+// With MaxHandlers 2, a second batch is handled while the first still is,
+// a third waits for one of them, and Close waits for all.
+func TestHandlersRunBatchesAtOnceUpToMaxHandlers(t *testing.T) {
+	started, release := make(chan int, 3), make(chan struct{})
+	var mu sync.Mutex
+	var handled []int
+	b := batch.New(batch.Options{MaxItems: 10, MaxHandlers: 2}, func(items []int) {
+		started <- items[0]
+		<-release
+		mu.Lock()
+		handled = append(handled, items...)
+		mu.Unlock()
+	})
+	for i := range 2 {
+		if err := b.Add(i); err != nil {
+			t.Fatal(err)
+		}
+		<-started // batch i is in a handler, the other still holds its own
+	}
+	if err := b.Add(2); err != nil { // taken, waiting for a free handler
+		t.Fatal(err)
+	}
+	close(release)
+	<-started
+	b.Close()
+	slices.Sort(handled)
+	if !slices.Equal(handled, []int{0, 1, 2}) {
+		t.Errorf("handled %v, want 0, 1, 2", handled)
+	}
+}

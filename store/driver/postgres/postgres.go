@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"amsg/store/driver"
+	"amsg/store/driver/batch"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,6 +44,8 @@ type DB struct {
 	// config, or, behind a transaction pooler, the direct URL's.
 	session      *sql.DB
 	listenConfig *pgx.ConnConfig
+	// locked is WriteLocked's group commit (group.go).
+	locked *batch.Batcher[*lockedWrite]
 }
 
 // ErrTransactionPooler: the database URL leads to a pooler that hands one
@@ -84,7 +87,7 @@ func Open(ctx context.Context, url, directURL string) (*DB, error) {
 		if err != nil {
 			return nil, errors.Join(err, pool.Close())
 		}
-		return &DB{pool: pool, session: pool, listenConfig: config}, nil
+		return newDB(pool, pool, config), nil
 	}
 	direct, err := pgx.ParseConfig(directURL)
 	if err != nil {
@@ -95,7 +98,13 @@ func Open(ctx context.Context, url, directURL string) (*DB, error) {
 	if err := session.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("direct database url: %w", err), session.Close(), pool.Close())
 	}
-	return &DB{pool: pool, session: session, listenConfig: direct}, nil
+	return newDB(pool, session, direct), nil
+}
+
+func newDB(pool, session *sql.DB, listenConfig *pgx.ConnConfig) *DB {
+	db := &DB{pool: pool, session: session, listenConfig: listenConfig}
+	db.startGroupCommit()
+	return db
 }
 
 // sharedSessions reports whether two connections of pool share a server
@@ -152,13 +161,6 @@ func (db *DB) Dialect() *driver.Dialect { return &dialect }
 // isolation keeps that promise across instances.
 func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	return retry(ctx, func() error { return db.inTx(ctx, sql.LevelSerializable, fn) })
-}
-
-// WriteLocked runs fn in a READ COMMITTED transaction: its statements take
-// the row locks they need, and SKIP LOCKED keeps concurrent claimers apart
-// where SERIALIZABLE would fail one of them.
-func (db *DB) WriteLocked(ctx context.Context, fn func(*sql.Tx) error) error {
-	return retry(ctx, func() error { return db.inTx(ctx, sql.LevelReadCommitted, fn) })
 }
 
 // retry runs tx, a transaction, again from the start while it loses a
@@ -228,8 +230,11 @@ func (db *DB) Exclusive(ctx context.Context, name string, fn func() error) error
 // argument, within the current schema.
 const lockKey = `hashtext(current_schema()), hashtext(?)`
 
-// Close closes the pool, and the direct connections behind a pooler.
+// Close ends the group commit (WriteLocked then returns
+// driver.ErrClosed), and closes the pool and the direct connections behind
+// a pooler.
 func (db *DB) Close() error {
+	db.locked.Close()
 	if db.session != db.pool {
 		return errors.Join(db.session.Close(), db.pool.Close())
 	}

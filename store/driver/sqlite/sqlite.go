@@ -50,8 +50,8 @@ type DB struct {
 	writes          *batch.Batcher[*writeOp]
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
-	closeOnce sync.Once
-	closeErr  error
+	closeOnce       sync.Once
+	closeErr        error
 	// The group commit's savepoint statements, prepared on the writer.
 	savepoint, rollbackToSavepoint, releaseSavepoint *sql.Stmt
 }
