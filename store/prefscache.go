@@ -125,4 +125,6 @@ type prefixScanner struct {
 	first any
 }
 
-func (p prefixScanner) Scan(dest ...any) error { return p.rows.Scan(append([]any{p.first}, dest...)...) }
+func (p prefixScanner) Scan(dest ...any) error {
+	return p.rows.Scan(append([]any{p.first}, dest...)...)
+}
