@@ -60,10 +60,15 @@ func (s *Store) prepareBookkeeping(b push.Bookkeeping) (*bookkeepingWrite, error
 }
 
 func (w *bookkeepingWrite) write(ctx context.Context, tx *sql.Tx) error {
-	s, b := w.s, w.b
-	if err := s.insertAttempts(ctx, tx, b.Attempts); err != nil {
+	if err := w.s.insertAttempts(ctx, tx, w.b.Attempts); err != nil {
 		return err
 	}
+	return w.writeMarks(ctx, tx)
+}
+
+// writeMarks is write but for the attempts: the outbox and the devices.
+func (w *bookkeepingWrite) writeMarks(ctx context.Context, tx *sql.Tx) error {
+	s, b := w.s, w.b
 	for i, m := range b.Record {
 		if err := s.upsertOutbox(ctx, tx, b.UserID, m, w.sealed[i], w.now, sql.NullInt64{Int64: w.now, Valid: true}); err != nil {
 			return err
@@ -86,14 +91,32 @@ var insertAttemptSQL = preparedSQL(`INSERT INTO delivery_log
 	(at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 
+// maxAttemptRows bounds the rows of one multi-row insert into the
+// delivery log (10 arguments each, well under either dialect's limit).
+const maxAttemptRows = 100
+
+// insertAttempts inserts attempts into the delivery log, many rows to a
+// statement: a statement's fixed cost (a round trip, on PostgreSQL the
+// executor's start and the locks of the table and its indexes) is paid
+// once for them.
 func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.Attempt) error {
-	for _, a := range attempts {
-		at := a.At
-		if at.IsZero() {
-			at = s.now()
+	for len(attempts) > 0 {
+		chunk := attempts[:min(len(attempts), maxAttemptRows)]
+		attempts = attempts[len(chunk):]
+		query := insertAttemptSQL
+		if len(chunk) > 1 {
+			query += strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)-1)
 		}
-		if _, err := s.txExec(ctx, tx, insertAttemptSQL, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
-			a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes)); err != nil {
+		args := make([]any, 0, 10*len(chunk))
+		for _, a := range chunk {
+			at := a.At
+			if at.IsZero() {
+				at = s.now()
+			}
+			args = append(args, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
+				a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
+		}
+		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
 		}
 	}

@@ -29,6 +29,7 @@ import (
 
 	"amsg/push"
 	"amsg/store/driver"
+	"amsg/store/driver/batch"
 	"amsg/store/usercrypt"
 )
 
@@ -125,6 +126,9 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// completions batches the completions of one-off occurrences
+	// (completions.go).
+	completions *batch.Batcher[*completion]
 	// claimed are the preferences read with the last claims.
 	claimed claimedPrefs
 
@@ -207,6 +211,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(err, s.db.Close())
 	}
+	s.startCompletions()
 	return s, nil
 }
 
@@ -226,6 +231,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.completions.Close()
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("store: close: %w", err)
 		}

@@ -418,16 +418,17 @@ func (s *Store) releaseLease(ctx context.Context, tx *sql.Tx, l Lease) error {
 // (RecordDeliveries), written in the same transaction, whatever becomes of
 // the task: the push went out. If the task's owner rescheduled it while it
 // was being delivered, the new time stands: only the lease is released, and
-// the result is ErrLeaseLost.
+// the result is ErrLeaseLost. One-off occurrences are completed in batches
+// (completions.go).
 func (s *Store) CompleteTask(ctx context.Context, l Lease, next time.Time, last push.Bookkeeping) error {
 	w, err := s.prepareBookkeeping(last)
 	if err != nil {
 		return fmt.Errorf("store: task %d: %w", l.TaskID, err)
 	}
-	with := func(tx *sql.Tx) error { return w.write(ctx, tx) }
 	if next.IsZero() {
-		return s.finishWith(ctx, l, with, completeOneOffSQL)
+		return s.completeOneOff(ctx, l, w)
 	}
+	with := func(tx *sql.Tx) error { return w.write(ctx, tx) }
 	return s.finishWith(ctx, l, with, completeRecurringSQL, millis(next), millis(s.now()))
 }
 

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"amsg/push"
 	"amsg/push/webpush"
@@ -27,5 +30,49 @@ func TestWriteAfterCloseFails(t *testing.T) {
 	}
 	if err := st.RecordDeliveries(t.Context(), push.Bookkeeping{Attempts: []push.Attempt{{MessageID: "m"}}}); !errors.Is(err, errClosed) {
 		t.Errorf("write after Close: %v, want errClosed", err)
+	}
+}
+
+// A batch of one-off completions is one write: the fenced ones are
+// deleted, the one whose fence fails keeps its task and gets ErrLeaseLost,
+// and every attempt is written.
+func TestCompleteBatchFencesEachCompletion(t *testing.T) {
+	st := openInternal(t)
+	ctx := t.Context()
+	now := time.Now()
+	var batch []*completion
+	for i := range 3 {
+		task, _, err := st.InsertTask(ctx, NewTask{UserID: "u", UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
+			MessageType: push.TypeFixed, NextSendAt: now, Payload: json.RawMessage(`{"userMessage":"hi"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := st.prepareBookkeeping(push.Bookkeeping{UserID: "u", Attempts: []push.Attempt{{MessageID: fmt.Sprintf("m%d", i), Outcome: push.OutcomeDelivered}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, &completion{ctx: ctx, l: task.Lease(), w: w, done: make(chan error, 1)})
+	}
+	claimed, err := st.ClaimDueTasks(ctx, now, time.Minute, 3)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	for i, task := range claimed {
+		if i < 2 { // the first two complete under their lease; the third under none
+			batch[i].l = task.Lease()
+		}
+	}
+	st.completeBatch(batch)
+	for i, c := range batch {
+		err := <-c.done
+		if want := i == 2; errors.Is(err, ErrLeaseLost) != want || (!want && err != nil) {
+			t.Errorf("completion %d: %v", i, err)
+		}
+		if attempts, err := st.Attempts(ctx, fmt.Sprintf("m%d", i)); err != nil || len(attempts) != 1 {
+			t.Errorf("attempts of m%d = %v, %v", i, attempts, err)
+		}
+	}
+	if n, err := st.PendingTasks(ctx, "u"); err != nil || n != 1 {
+		t.Errorf("pending tasks %d, %v; want the unfenced one", n, err)
 	}
 }

@@ -16,8 +16,8 @@ import (
 // trips overlap with the next group's).
 const (
 	maxGroupWrites = 128
-	groupWait      = 2 * time.Millisecond
-	groupGap       = 300 * time.Microsecond
+	groupWait      = 5 * time.Millisecond
+	groupGap       = time.Millisecond
 	groupHandlers  = 2
 	// groupTimeout bounds one group's transaction: it runs for every
 	// caller in it, so no one caller's context may end it.
