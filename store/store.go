@@ -369,13 +369,6 @@ func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...a
 	return tx.QueryContext(ctx, query, args...)
 }
 
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
-}
-
 // millis is how times are stored: INTEGER milliseconds UTC.
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
