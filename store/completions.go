@@ -5,121 +5,74 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"amsg/push"
-	"amsg/store/driver/batch"
 )
 
-// One-off occurrences are completed in batches: each batch is one write
-// (grouped by the driver with the others waiting) whose delivery-log rows
-// go in one multi-row insert and whose fenced deletes are one statement,
-// so the fixed cost of a statement is paid once a batch rather than twice
-// a push (issue 24). A batch takes the completions waiting when a handler
-// is free; none waits for company.
-const (
-	maxCompletionBatch    = 64
-	completionHandlers    = 4
-	completionBatchExpiry = 30 * time.Second // bounds a batch's write, which no one caller's context may end
-)
+// One-off occurrences are completed in batches (batches.go): each batch is
+// one write whose delivery-log rows go in one multi-row insert and whose
+// fenced deletes are one statement.
 
-// completion is one CompleteTask of a one-off occurrence waiting for its
-// batch.
+// completion is one CompleteTask of a one-off occurrence.
 type completion struct {
-	ctx  context.Context
-	l    Lease
-	w    *bookkeepingWrite
-	done chan error
+	l Lease
+	w *bookkeepingWrite
 }
 
-func (s *Store) startCompletions() {
-	s.completions = batch.New(batch.Options{MaxItems: maxCompletionBatch, MaxHandlers: completionHandlers}, s.completeBatch)
+func (s *Store) newCompletions() *writeBatch[completion] {
+	return newWriteBatch(s, s.completeMany, s.completeAlone, wrapTaskError)
 }
 
-// completeOneOff is CompleteTask for a one-off occurrence: it waits for
-// its batch, and returns what CompleteTask returns.
-func (s *Store) completeOneOff(ctx context.Context, l Lease, w *bookkeepingWrite) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("store: task %d: %w", l.TaskID, err)
+// completeAlone completes c in a write of its own, as CompleteTask did
+// before completions were batched.
+func (s *Store) completeAlone(ctx context.Context, c completion) error {
+	return s.finishWith(ctx, c.l, func(tx *sql.Tx) error { return c.w.write(ctx, tx) }, completeOneOffSQL)
+}
+
+// completeMany completes cs in tx: their attempts and outbox records in
+// multi-row statements, their outbox and device marks, the tasks deleted under their fences in
+// one statement, and the lease released of each whose fence failed
+// (ErrLeaseLost).
+func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) ([]error, error) {
+	var attempts []push.Attempt
+	var records [][]any
+	for _, c := range cs {
+		attempts = append(attempts, c.w.b.Attempts...)
+		records = c.w.recordRows(records)
 	}
-	c := &completion{ctx: ctx, l: l, w: w, done: make(chan error, 1)}
-	if err := s.completions.Add(c); err != nil {
-		return fmt.Errorf("store: task %d: %w", l.TaskID, errClosed)
+	if err := s.insertAttempts(ctx, tx, attempts); err != nil {
+		return nil, err
 	}
-	return <-c.done
-}
-
-// completeAlone completes c in a write of its own: the path of a lone
-// completion, and of every completion of a batch whose write failed, so
-// that one completion's failure is its own.
-func (s *Store) completeAlone(c *completion) error {
-	return s.finishWith(c.ctx, c.l, func(tx *sql.Tx) error { return c.w.write(c.ctx, tx) }, completeOneOffSQL)
-}
-
-// completeBatch is the completions' handler: one write for the batch, or,
-// if it fails, one write per completion.
-func (s *Store) completeBatch(batch []*completion) {
-	live := batch[:0:0]
-	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			c.done <- fmt.Errorf("store: task %d: %w", c.l.TaskID, err)
+	if err := s.upsertOutboxRows(ctx, tx, records); err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if err := c.w.writeMarks(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	deleted, err := s.deleteLeased(ctx, tx, cs)
+	if err != nil {
+		return nil, err
+	}
+	outcomes := make([]error, len(cs))
+	for i, c := range cs {
+		if deleted[c.l.TaskID] {
 			continue
 		}
-		live = append(live, c)
+		if err := s.releaseLease(ctx, tx, c.l); err != nil {
+			return nil, err
+		}
+		outcomes[i] = ErrLeaseLost
 	}
-	if len(live) == 1 {
-		live[0].done <- s.completeAlone(live[0])
-		return
-	}
-	if len(live) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), completionBatchExpiry)
-	defer cancel()
-	var deleted map[int64]bool
-	err := s.writeLocked(ctx, func(tx *sql.Tx) error {
-		var attempts []push.Attempt
-		for _, c := range live {
-			attempts = append(attempts, c.w.b.Attempts...)
-		}
-		if err := s.insertAttempts(ctx, tx, attempts); err != nil {
-			return err
-		}
-		for _, c := range live {
-			if err := c.w.writeMarks(ctx, tx); err != nil {
-				return err
-			}
-		}
-		var err error
-		if deleted, err = s.deleteLeased(ctx, tx, live); err != nil {
-			return err
-		}
-		for _, c := range live {
-			if !deleted[c.l.TaskID] {
-				if err := s.releaseLease(ctx, tx, c.l); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	for _, c := range live {
-		switch {
-		case err != nil:
-			c.done <- s.completeAlone(c)
-		case !deleted[c.l.TaskID]:
-			c.done <- ErrLeaseLost
-		default:
-			c.done <- nil
-		}
-	}
+	return outcomes, nil
 }
 
 // deleteLeased deletes the one-off tasks the completions lease, each
 // fenced as completeOneOffSQL fences one, and returns the ids it deleted.
 // The id list lets either database find the rows by primary key before it
 // checks the fences.
-func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []*completion) (map[int64]bool, error) {
+func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (map[int64]bool, error) {
 	ids := strings.Repeat("?, ", len(cs)-1) + "?"
 	fences := strings.Repeat("(id = ? AND lease_until = ? AND next_send_at = ?) OR ", len(cs)-1) +
 		"(id = ? AND lease_until = ? AND next_send_at = ?)"

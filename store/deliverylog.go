@@ -63,17 +63,27 @@ func (w *bookkeepingWrite) write(ctx context.Context, tx *sql.Tx) error {
 	if err := w.s.insertAttempts(ctx, tx, w.b.Attempts); err != nil {
 		return err
 	}
-	return w.writeMarks(ctx, tx)
-}
-
-// writeMarks is write but for the attempts: the outbox and the devices.
-func (w *bookkeepingWrite) writeMarks(ctx context.Context, tx *sql.Tx) error {
-	s, b := w.s, w.b
-	for i, m := range b.Record {
-		if err := s.upsertOutbox(ctx, tx, b.UserID, m, w.sealed[i], w.now, sql.NullInt64{Int64: w.now, Valid: true}); err != nil {
+	for _, row := range w.recordRows(nil) {
+		if _, err := w.s.txExec(ctx, tx, upsertOutboxSQL, row...); err != nil {
 			return err
 		}
 	}
+	return w.writeMarks(ctx, tx)
+}
+
+// recordRows appends to rows the outbox rows of the pushes sent before the
+// outbox held them (b.Record), delivered.
+func (w *bookkeepingWrite) recordRows(rows [][]any) [][]any {
+	for i, m := range w.b.Record {
+		rows = append(rows, upsertOutboxArgs(w.b.UserID, m, w.sealed[i], w.now, sql.NullInt64{Int64: w.now, Valid: true}))
+	}
+	return rows
+}
+
+// writeMarks marks the outbox messages delivered and deletes the devices
+// gone.
+func (w *bookkeepingWrite) writeMarks(ctx context.Context, tx *sql.Tx) error {
+	s, b := w.s, w.b
 	for _, id := range b.Delivered {
 		if _, err := s.txExec(ctx, tx, markOutboxDeliveredSQL, w.now, b.UserID, id); err != nil {
 			return err

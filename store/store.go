@@ -29,7 +29,6 @@ import (
 
 	"amsg/push"
 	"amsg/store/driver"
-	"amsg/store/driver/batch"
 	"amsg/store/usercrypt"
 )
 
@@ -127,8 +126,10 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 	// completions batches the completions of one-off occurrences
-	// (completions.go).
-	completions *batch.Batcher[*completion]
+	// (completions.go, batches.go).
+	completions *writeBatch[completion]
+	// appends batches AppendOutbox (outbox.go).
+	appends *writeBatch[outboxAppend]
 	// claimed are the preferences read with the last claims.
 	claimed claimedPrefs
 
@@ -211,7 +212,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(err, s.db.Close())
 	}
-	s.startCompletions()
+	s.completions, s.appends = s.newCompletions(), s.newAppends()
 	return s, nil
 }
 
@@ -231,7 +232,8 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.completions.Close()
+		s.completions.close()
+		s.appends.close()
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("store: close: %w", err)
 		}

@@ -426,7 +426,7 @@ func (s *Store) CompleteTask(ctx context.Context, l Lease, next time.Time, last 
 		return fmt.Errorf("store: task %d: %w", l.TaskID, err)
 	}
 	if next.IsZero() {
-		return s.completeOneOff(ctx, l, w)
+		return s.completions.write(ctx, completion{l: l, w: w})
 	}
 	with := func(tx *sql.Tx) error { return w.write(ctx, tx) }
 	return s.finishWith(ctx, l, with, completeRecurringSQL, millis(next), millis(s.now()))
