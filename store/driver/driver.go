@@ -59,6 +59,10 @@ type Driver interface {
 	// missed cancel is noticed by the lease heartbeat. SQLite's one process
 	// wakes and cancels itself, so its ListenTasks only waits for ctx.
 	ListenTasks(ctx context.Context, wake func(), cancelled func(taskID int64)) error
+	// Commits is how many write transactions the driver has committed
+	// (a group of writes counts once): the benchmarks divide it by the
+	// pushes to tell how well writes are grouped.
+	Commits() uint64
 	// Close stops the writes, runs what the database wants run last (SQLite:
 	// PRAGMA optimize, a TRUNCATE checkpoint) and releases the database.
 	Close() error

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	mathrand "math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"amsg/store/driver"
@@ -45,7 +46,9 @@ type DB struct {
 	session      *sql.DB
 	listenConfig *pgx.ConnConfig
 	// locked is WriteLocked's group commit (group.go).
-	locked *batch.Batcher[*lockedWrite]
+	locked  *batch.Batcher[*lockedWrite]
+	commits atomic.Uint64 // write transactions committed
+
 }
 
 // ErrTransactionPooler: the database URL leads to a pooler that hands one
@@ -191,8 +194,15 @@ func (db *DB) inTx(ctx context.Context, level sql.IsolationLevel, fn func(*sql.T
 	if err := fn(tx); err != nil {
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	db.commits.Add(1)
+	return nil
 }
+
+// Commits is how many write transactions this process has committed.
+func (db *DB) Commits() uint64 { return db.commits.Load() }
 
 // Probe runs fn as a write: each transaction takes a pooled connection the
 // pool has checked, and the server is the one thing to reach.

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"amsg/store/driver"
@@ -50,6 +51,7 @@ type DB struct {
 	writes          *batch.Batcher[*writeOp]
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
+	commits         atomic.Uint64 // transactions the writer committed
 	closeOnce       sync.Once
 	closeErr        error
 	// The group commit's savepoint statements, prepared on the writer.

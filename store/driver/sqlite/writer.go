@@ -124,6 +124,9 @@ func (db *DB) commitBatch(ops []*writeOp) {
 	db.commitGroup(writes)
 }
 
+// Commits is how many transactions the writer has committed.
+func (db *DB) Commits() uint64 { return db.commits.Load() }
+
 func (db *DB) walPath() string { return db.path + "-wal" }
 
 // truncateWAL checkpoints the whole WAL and empties it, waiting (up to the
@@ -202,6 +205,9 @@ func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
 		}
 	}
 	commitErr := tx.Commit()
+	if commitErr == nil {
+		db.commits.Add(1)
+	}
 	db.disk.note(commitOutcome(commitErr, errs...))
 	for i, op := range group {
 		if errs[i] == nil {
