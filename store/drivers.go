@@ -34,3 +34,11 @@ func openDriver(ctx context.Context, cfg Config, log *slog.Logger) (driver.Drive
 	}
 	return sqlite.Open(ctx, cfg.Path, log)
 }
+
+// IsPostgresURL reports whether s names a PostgreSQL database
+// (postgres:// or postgresql://), which Config.DatabaseURL must.
+func IsPostgresURL(s string) bool { return postgres.IsURL(s) }
+
+// ErrTransactionPooler: Config.DatabaseURL leads to a transaction pooler
+// and no Config.DatabaseDirectURL was given (postgres.ErrTransactionPooler).
+var ErrTransactionPooler = postgres.ErrTransactionPooler
