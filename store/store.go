@@ -6,10 +6,14 @@
 // (store/driver/sqlite, store/driver/postgres) opens the database, runs the
 // transactions and holds the SQL the dialects disagree on.
 //
-// Writes go through the driver (driver.Driver.Write): on SQLite a group
-// commit on its one writer connection, on PostgreSQL a serializable
-// transaction of its own on the pool. The hot statements are prepared once.
-// openDriver is the one place that picks a driver.
+// Writes go through the driver: on SQLite a group commit on its one writer
+// connection; on PostgreSQL a serializable transaction of its own on the
+// pool (driver.Driver.Write), or, for the delivery path's writes whose
+// statements lock their own rows, a READ COMMITTED group commit
+// (driver.Driver.WriteLocked). Outbox appends and one-off completions are
+// batched by the store too, into multi-row statements (batches.go). The
+// hot statements are prepared once. openDriver is the one place that picks
+// a driver.
 //
 // Times are INTEGER milliseconds UTC. Columns the standard keeps encrypted
 // are sealed with the user's key in the standard's at-rest format; callers
