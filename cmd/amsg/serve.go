@@ -24,7 +24,6 @@ import (
 	"amsg/push/webpush"
 	"amsg/scheduler"
 	"amsg/store"
-	"amsg/store/driver/postgres"
 	"amsg/sw"
 	"amsg/web"
 
@@ -133,7 +132,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	})
 	if err != nil {
 		closeFile(dataLock)
-		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) || errors.Is(err, postgres.ErrTransactionPooler) {
+		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) || errors.Is(err, store.ErrTransactionPooler) {
 			return nil, &configError{err}
 		}
 		return nil, err
