@@ -149,6 +149,7 @@ type Store struct {
 	writes     chan *writeOp
 	stopWrites chan struct{}
 	writesDone chan struct{}
+	commits    atomic.Uint64 // transactions the committer committed (SQLite)
 	log        *slog.Logger
 	now        func() time.Time
 	secrets    Secrets
@@ -517,6 +518,9 @@ func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
 		}
 	}
 	commitErr := tx.Commit()
+	if commitErr == nil {
+		s.commits.Add(1)
+	}
 	s.disk.note(commitOutcome(commitErr, errs...))
 	for i, op := range group {
 		if errs[i] == nil {

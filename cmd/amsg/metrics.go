@@ -79,3 +79,13 @@ func dueTasksGauge(st *store.Store, now func() time.Time, log *slog.Logger) prom
 		return float64(n)
 	})
 }
+
+// storeCommitsCounter counts the SQLite writer's commits, each of one write
+// or a group of them (always 0 on PostgreSQL: pg_stat_database counts
+// those).
+func storeCommitsCounter(st *store.Store) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "amsg_store_commits_total",
+		Help: "Transactions the SQLite writer committed, each holding one write or a group of them (0 on PostgreSQL).",
+	}, func() float64 { return float64(st.Commits()) })
+}

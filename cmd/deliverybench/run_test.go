@@ -38,7 +38,7 @@ func TestSmoke(t *testing.T) {
 	report := out.String()
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`amsg \(scheduled\) +50 pushes in +[0-9.]+ s`),
-		regexp.MustCompile(`due-to-delivered at 100 tasks/s: p50 \S+, p99 \S+, max \S+`),
+		regexp.MustCompile(`due-to-delivered \(100 tasks/s\): first \S+, p50 \S+, p99 \S+, max \S+; [0-9.]+ commits/push`),
 		regexp.MustCompile(`amsg peak RSS: [1-9][0-9]* MiB`),
 	} {
 		if !want.MatchString(report) {
@@ -47,5 +47,35 @@ func TestSmoke(t *testing.T) {
 	}
 	if strings.Contains(report, "node web-push") && !strings.Contains(report, "skipping") {
 		t.Errorf("node ran despite --skip-node:\n%s", report)
+	}
+}
+
+// TestSmokePostgres runs one instance, then two, on a database the
+// benchmark creates on AMSG_TEST_DATABASE_URL's server, and reports the
+// server's commits and CPU and what the second instance adds.
+func TestSmokePostgres(t *testing.T) {
+	url := os.Getenv("AMSG_TEST_DATABASE_URL")
+	if testing.Short() || url == "" {
+		t.Skip("builds and runs amsg on PostgreSQL: set AMSG_TEST_DATABASE_URL")
+	}
+	o, err := parseOptions([]string{"-short", "--skip-node", "-n", "40", "--database-url", url, "--instances", "2", "--coordination"}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := run(ctx, o, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	report := out.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`1 instance\(s\): due-to-delivered \(burst\): .*; [0-9.]*[1-9][0-9.]* commits/push; PostgreSQL CPU [0-9.]+ s`),
+		regexp.MustCompile(`2 instance\(s\): due-to-delivered \(burst\): .*; [0-9.]*[1-9][0-9.]* commits/push; PostgreSQL CPU [0-9.]+ s`),
+		regexp.MustCompile(`coordination: 2 instances against 1: [-+][0-9]+ µs amsg CPU/push, [-+][0-9]+ µs database CPU/push`),
+	} {
+		if !want.MatchString(report) {
+			t.Errorf("the report lacks %s:\n%s", want, report)
+		}
 	}
 }
