@@ -150,8 +150,11 @@ type Scheduler struct {
 	usersMu   sync.Mutex
 	userTasks map[string]int
 	llmSlots  chan struct{} // one token per LLM call under way
-	freed     chan struct{} // signalled when a delivery ends
-	wake      chan struct{} // signalled by Wake
+	// writing has one token per delivery whose pushes are out and whose
+	// outcome is being written (slotHold.handOff), Concurrency at most.
+	writing chan struct{}
+	freed   chan struct{} // signalled when a delivery ends
+	wake    chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
 	// period is over. stopping is closed when Stop begins.
@@ -202,6 +205,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		now:        cfg.Now,
 		slots:      make(chan struct{}, cfg.Concurrency),
 		llmSlots:   make(chan struct{}, cfg.LLMConcurrency),
+		writing:    make(chan struct{}, cfg.Concurrency),
 		userTasks:  map[string]int{},
 		freed:      make(chan struct{}, 1),
 		wake:       make(chan struct{}, 1),
@@ -344,9 +348,9 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 		taken = append(taken, t)
 		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		if !s.launch(func() {
-			defer s.release()
-			defer s.dropUser(t.UserID)
-			s.logResult(s.process(t))
+			h := &slotHold{s: s, userID: t.UserID}
+			defer h.done()
+			s.logResult(s.process(t, h))
 		}) {
 			s.release()
 			s.dropUser(t.UserID)
@@ -437,6 +441,45 @@ func (s *Scheduler) release() {
 	}
 }
 
+// slotHold is what one delivery holds of the scheduler's bounds: a slot,
+// and its user's share when the background loop started it. Once its
+// pushes are out, handOff trades them for a token of writing, so the next
+// task is claimed and sent while this one's outcome waits for its commit
+// (which the store groups with the others'): claiming, sending and
+// committing overlap instead of taking turns in each slot.
+type slotHold struct {
+	s       *Scheduler
+	userID  string // "" for Tick's deliveries, which count no user
+	writing bool
+}
+
+// handOff gives back the slot for a token of writing, waiting for one
+// while Concurrency outcomes are being written.
+func (h *slotHold) handOff() {
+	if h.writing {
+		return
+	}
+	h.s.writing <- struct{}{}
+	h.writing = true
+	h.freeSlot()
+}
+
+// done gives back what h still holds.
+func (h *slotHold) done() {
+	if h.writing {
+		<-h.s.writing
+		return
+	}
+	h.freeSlot()
+}
+
+func (h *slotHold) freeSlot() {
+	if h.userID != "" {
+		h.s.dropUser(h.userID)
+	}
+	h.s.release()
+}
+
 // Tick runs one tick now, as POST /send-notifications does: it claims up to
 // FetchLimit due tasks, delivers them within the concurrency bound, prunes
 // old rows and returns the summary of the standard's tick.
@@ -462,8 +505,9 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		if !acquired || !s.launch(func() {
 			defer wg.Done()
-			defer s.release()
-			results[i] = s.process(t)
+			h := &slotHold{s: s}
+			defer h.done()
+			results[i] = s.process(t, h)
 		}) {
 			if acquired {
 				s.release()
@@ -578,8 +622,9 @@ func (h *heldLease) end() (store.Lease, bool) {
 	return h.lease, h.lost
 }
 
-// process delivers one claimed occurrence and records its outcome.
-func (s *Scheduler) process(t store.Task) result {
+// process delivers one claimed occurrence and records its outcome, handing
+// h's slot off (slotHold.handOff) before it writes.
+func (s *Scheduler) process(t store.Task, h *slotHold) result {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	defer cancel(nil)
 	defer s.track(t.ID, cancel)()
@@ -599,6 +644,7 @@ func (s *Scheduler) process(t store.Task) result {
 	}
 	if perr == nil && s.stale(t, started) {
 		lease, _ := held.end()
+		h.handOff()
 		return s.expire(t, lease, rec, started)
 	}
 	var sent int
@@ -608,6 +654,7 @@ func (s *Scheduler) process(t store.Task) result {
 		sent, last, err = s.fire(ctx, t, p, rec)
 	}
 	lease, lost := held.end()
+	h.handOff()
 	switch {
 	case err != nil && (cancelled(ctx) || lost && s.deleted(t)):
 		// Cancelled: told at once, or, when the notification was missed,
