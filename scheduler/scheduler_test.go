@@ -960,3 +960,20 @@ func TestADatabaseBlipAfterThePushDoesNotSendItAgain(t *testing.T) {
 		t.Fatalf("%d pushes, want 1", n)
 	}
 }
+
+// While tasks keep falling due, the loop claims TrickleWait after the next
+// one's time, so one claim takes the tasks of that span; after a quiet
+// spell it claims at the time itself.
+func TestTheLoopGroupsATrickleByTrickleWait(t *testing.T) {
+	h := newHarness(t, Config{Tick: time.Hour, TrickleWait: 7 * time.Millisecond})
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, h.clk.Now().Add(10*time.Millisecond))
+	if got := h.sched.untilNextDue(time.Hour, false); got != 10*time.Millisecond {
+		t.Errorf("after a quiet spell the loop waits %s, want 10ms", got)
+	}
+	if got := h.sched.untilNextDue(time.Hour, true); got != 17*time.Millisecond {
+		t.Errorf("in a trickle the loop waits %s, want 17ms", got)
+	}
+	if got := h.sched.untilNextDue(5*time.Millisecond, true); got != 5*time.Millisecond {
+		t.Errorf("the wait %s passed the tick of 5ms", got)
+	}
+}
