@@ -179,6 +179,8 @@ type Scheduler struct {
 	lastCleanup time.Time
 
 	deliveries deliveries // the occurrences under way, for Cancel
+	// segmentCache keeps recurring fixed tasks' split texts (segments.go).
+	segmentCache segmentCache
 }
 
 // New checks deps and applies the defaults.
