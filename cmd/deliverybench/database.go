@@ -25,9 +25,13 @@ import (
 // are pg_stat_database's xact_commit of a database made for the phase, so
 // other clients of the server are not counted; its CPU is the sum over the
 // server processes that serve that database (its backends, autovacuum
-// workers included) and the shared background ones (checkpointer, WAL
-// writer, …, which other databases' work also moves), read from /proc: the
-// server must run on this machine for it.
+// workers included), the shared background ones (checkpointer, WAL writer,
+// …) and the postmaster with the children it reaped (sessions that ended
+// during the phase, a pool's surplus connections among them), read from
+// /proc: the server must run on this machine for it. The shared processes
+// count other databases' work too, and the ended sessions are reported
+// apart, with how many sessions the phase's database opened: on a server
+// other clients use, they are mostly theirs.
 
 // commitsMetric is amsg's counter of its SQLite writer's commits.
 const commitsMetric = "amsg_store_commits_total"
@@ -108,43 +112,49 @@ func (p *postgresProbe) dbName(ctx context.Context) (string, error) {
 	return name, err
 }
 
-// commits reads the phase database's committed transactions.
-func (p *postgresProbe) commits(ctx context.Context) (int64, error) {
+// counts reads the phase database's committed transactions and the
+// sessions it has had.
+func (p *postgresProbe) counts(ctx context.Context) (commits, sessions int64, err error) {
 	name, err := p.dbName(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int64
-	err = p.admin.QueryRow(ctx, "SELECT xact_commit FROM pg_stat_database WHERE datname = $1", name).Scan(&n)
-	return n, err
+	err = p.admin.QueryRow(ctx, "SELECT xact_commit, sessions FROM pg_stat_database WHERE datname = $1", name).Scan(&commits, &sessions)
+	return commits, sessions, err
 }
 
 // processCPU reads the CPU time so far of every server process that
-// serves the phase's database or the whole server, by pid.
-func (p *postgresProbe) processCPU(ctx context.Context) (map[int]time.Duration, error) {
+// serves the phase's database or the whole server, by pid, and of the
+// sessions that ended (the postmaster's reaped children).
+func (p *postgresProbe) processCPU(ctx context.Context) (live map[int]time.Duration, ended time.Duration, err error) {
 	name, err := p.dbName(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	rows, err := p.admin.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = $1 OR backend_type <> 'client backend'", name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	cpu := make(map[int]time.Duration, len(pids))
+	live = make(map[int]time.Duration, len(pids))
+	postmaster := 0
 	for _, pid := range pids {
 		// A backend may end between the query and the read: it is left out.
-		if t, err := processCPU(int(pid)); err == nil {
-			cpu[int(pid)] = t
+		if t, parent, err := ownCPU(int(pid)); err == nil {
+			live[int(pid)] = t
+			postmaster = parent
 		}
 	}
-	if len(cpu) == 0 {
-		return nil, fmt.Errorf("none of the server's %d processes is readable in /proc: is PostgreSQL on this machine?", len(pids))
+	if postmaster == 0 {
+		return nil, 0, fmt.Errorf("none of the server's %d processes is readable in /proc: is PostgreSQL on this machine?", len(pids))
 	}
-	return cpu, nil
+	if ended, err = reapedCPU(postmaster); err != nil {
+		return nil, 0, fmt.Errorf("the postmaster: %w", err)
+	}
+	return live, ended, nil
 }
 
 // cpuBetween is the CPU the processes of after used since before: the

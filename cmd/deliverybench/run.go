@@ -65,6 +65,10 @@ type phase struct {
 	instances int
 	commits   int64
 	dbCPU     time.Duration
+	// PostgreSQL: sessions its database opened, and the CPU of the
+	// server's sessions that ended (any database's).
+	sessions   int64
+	dbEndedCPU time.Duration
 }
 
 func (p phase) rate() float64 { return perSecond(p.pushes, p.elapsed) }
@@ -387,7 +391,7 @@ func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings, round, count i
 				b.logf("warning: %v", err)
 			}
 		}
-		after, err := b.pg.commits(ctx)
+		after, _, err := b.pg.counts(ctx)
 		if err != nil {
 			return phase{}, err
 		}
@@ -437,7 +441,8 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	}
 	p = phase{name: "amsg (scheduled)", pushes: res.Delivered, elapsed: time.Unix(0, res.Last).Sub(start),
 		cpu: after.amsgCPU - before.amsgCPU, serviceCPU: after.serviceCPU - before.serviceCPU,
-		instances: len(instances), commits: after.commits - before.commits, dbCPU: cpuBetween(before.dbCPU, after.dbCPU)}
+		instances: len(instances), commits: after.commits - before.commits, dbCPU: cpuBetween(before.dbCPU, after.dbCPU),
+		sessions: after.sessions - before.sessions, dbEndedCPU: after.dbEndedCPU - before.dbEndedCPU}
 	if before.commits < 0 || after.commits < 0 {
 		p.commits = -1
 	}
@@ -522,6 +527,8 @@ type mark struct {
 	amsgCPU, serviceCPU time.Duration
 	commits             int64                 // -1 when unknown
 	dbCPU               map[int]time.Duration // PostgreSQL's processes, by pid
+	dbEndedCPU          time.Duration         // its ended sessions'
+	sessions            int64
 }
 
 // mark reads the CPU of amsg's processes and the push service's, and the
@@ -534,10 +541,10 @@ func (b *bench) mark(ctx context.Context, instances []*amsgInstance, pids []int)
 		return m, err
 	}
 	if b.pg != nil {
-		if m.dbCPU, err = b.pg.processCPU(ctx); err != nil {
+		if m.dbCPU, m.dbEndedCPU, err = b.pg.processCPU(ctx); err != nil {
 			return m, err
 		}
-		m.commits, err = b.pg.commits(ctx)
+		m.commits, m.sessions, err = b.pg.counts(ctx)
 		return m, err
 	}
 	if m.commits, err = scrapeCommits(ctx, b.control, instances); err != nil {
@@ -668,7 +675,8 @@ func (b *bench) reportDatabase(p phase) {
 		fmt.Fprintf(b.out, "; %.3f commits/push", float64(p.commits)/float64(max(p.pushes, 1)))
 	}
 	if b.pg != nil {
-		fmt.Fprintf(b.out, "; PostgreSQL CPU %.2f s = %.0f µs/push", p.dbCPU.Seconds(), perPush(p.dbCPU, p.pushes))
+		fmt.Fprintf(b.out, "; PostgreSQL CPU %.2f s = %.0f µs/push, and %.0f µs/push in ended sessions (%d of them this database's)",
+			p.dbCPU.Seconds(), perPush(p.dbCPU, p.pushes), perPush(p.dbEndedCPU, p.pushes), p.sessions)
 	}
 	fmt.Fprintln(b.out)
 }

@@ -68,6 +68,21 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
+// The ended children's CPU is fields 16 and 17 (cutime, cstime).
+func TestStatTicksWithChildren(t *testing.T) {
+	fields, err := parseStat([]byte("77 (postgres) S 1 77 77 0 -1 4194560 1000 0 0 0 250 31 500 19 20 0 9 0 100 0 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := statTicks(fields, 16, 17)
+	if err != nil || got != 5190*time.Millisecond {
+		t.Errorf("statTicks(16, 17) = %s, %v; want 5.19s (519 ticks)", got, err)
+	}
+	if fields[4-3] != "1" {
+		t.Errorf("parent field %q, want 1", fields[4-3])
+	}
+}
+
 func TestParseVmHWM(t *testing.T) {
 	status := "Name:\tamsg\nVmPeak:\t  900000 kB\nVmHWM:\t   30720 kB\nVmRSS:\t   20000 kB\n"
 	got, err := parseVmHWM([]byte(status))
