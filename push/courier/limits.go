@@ -17,13 +17,16 @@ import (
 // holder until that holder leaves: a burst to a push service nobody is
 // sending to then opens one connection, which HTTP/2 shares with the rest,
 // instead of a TLS handshake per request racing for the cores. A push alone
-// (a trickle) waits for nothing, and a first request that hangs holds the
-// others back for openAfter at most.
+// (a trickle) waits for nothing, a first request that hangs holds the
+// others back for openAfter at most, and a key whose last holder left
+// within warmFor opens at once: its connection is still there.
 type limiter struct {
 	per         int
 	opensSlowly bool
+	now         func() time.Time
 	mu          sync.Mutex
 	keys        map[string]*slots
+	left        map[string]time.Time // when a slowly opening key's last holder left
 }
 
 type slots struct {
@@ -37,15 +40,22 @@ type slots struct {
 }
 
 // openAfter bounds how long a slow limiter's key waits for its first
-// holder: a TLS handshake and one request take a few milliseconds.
-const openAfter = 250 * time.Millisecond
+// holder: a TLS handshake and one request take a few milliseconds. warmFor
+// is how long a key stays warm after its last holder left: less than the
+// 90 s the sender's transport keeps an idle connection. At most maxWarm
+// keys are remembered.
+const (
+	openAfter = 250 * time.Millisecond
+	warmFor   = 60 * time.Second
+	maxWarm   = 10_000
+)
 
 func newLimiter(per int) *limiter { return &limiter{per: per, keys: map[string]*slots{}} }
 
-// newSlowLimiter is newLimiter whose keys open slowly.
-func newSlowLimiter(per int) *limiter {
+// newSlowLimiter is newLimiter whose keys open slowly, on now's clock.
+func newSlowLimiter(per int, now func() time.Time) *limiter {
 	l := newLimiter(per)
-	l.opensSlowly = true
+	l.opensSlowly, l.now, l.left = true, now, map[string]time.Time{}
 	return l
 }
 
@@ -63,7 +73,7 @@ func (l *limiter) acquire(ctx context.Context, key string) error {
 	first := s == nil
 	if first {
 		s = &slots{ch: make(chan struct{}, l.per), open: openAtOnce, opened: true}
-		if l.opensSlowly {
+		if left, ok := l.left[key]; l.opensSlowly && (!ok || l.now().Sub(left) >= warmFor) {
 			s.open, s.opened = make(chan struct{}), false
 			s.timer = time.AfterFunc(openAfter, func() { l.openKey(s) })
 		}
@@ -98,6 +108,23 @@ func (l *limiter) release(key string) {
 	l.unref(key, s)
 }
 
+// rememberLeft notes that key's last holder left now; past maxWarm keys,
+// the cold ones are forgotten, and if all are warm, all of them.
+func (l *limiter) rememberLeft(key string) {
+	now := l.now()
+	if len(l.left) >= maxWarm {
+		for k, t := range l.left {
+			if now.Sub(t) >= warmFor {
+				delete(l.left, k)
+			}
+		}
+		if len(l.left) >= maxWarm {
+			clear(l.left)
+		}
+	}
+	l.left[key] = now
+}
+
 // openKey lets the waiters of a slowly opening key in.
 func (l *limiter) openKey(s *slots) {
 	l.mu.Lock()
@@ -114,6 +141,9 @@ func (l *limiter) unref(key string, s *slots) {
 	defer l.mu.Unlock()
 	if s.refs--; s.refs == 0 {
 		delete(l.keys, key)
+		if l.opensSlowly {
+			l.rememberLeft(key)
+		}
 	}
 }
 
