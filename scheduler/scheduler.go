@@ -160,7 +160,7 @@ type Scheduler struct {
 	// writing has one token per delivery whose pushes are out and whose
 	// outcome is being written (slotHold.handOff), Concurrency at most.
 	writing chan struct{}
-	freed   chan struct{} // signalled when a delivery ends
+	freed   chan struct{} // signalled when a delivery gives back its slot
 	wake    chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
