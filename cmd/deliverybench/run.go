@@ -65,6 +65,9 @@ type phase struct {
 	instances int
 	commits   int64
 	dbCPU     time.Duration
+	// waited is how long amsg's threads were runnable but not running:
+	// the share of the phase the machine's other work took from it.
+	waited time.Duration
 	// PostgreSQL: sessions its database opened, and the CPU of the
 	// server's sessions that ended (any database's).
 	sessions   int64
@@ -440,7 +443,7 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 		return p, 0, err
 	}
 	p = phase{name: "amsg (scheduled)", pushes: res.Delivered, elapsed: time.Unix(0, res.Last).Sub(start),
-		cpu: after.amsgCPU - before.amsgCPU, serviceCPU: after.serviceCPU - before.serviceCPU,
+		cpu: after.amsgCPU - before.amsgCPU, serviceCPU: after.serviceCPU - before.serviceCPU, waited: after.amsgWaited - before.amsgWaited,
 		instances: len(instances), commits: after.commits - before.commits, dbCPU: cpuBetween(before.dbCPU, after.dbCPU),
 		sessions: after.sessions - before.sessions, dbEndedCPU: after.dbEndedCPU - before.dbEndedCPU}
 	if before.commits < 0 || after.commits < 0 {
@@ -525,6 +528,7 @@ func (b *bench) scheduleThroughAmsg(ctx context.Context, instances []*amsgInstan
 // mark is what the processes of an amsg phase have used at one instant.
 type mark struct {
 	amsgCPU, serviceCPU time.Duration
+	amsgWaited          time.Duration         // runnable, waiting for a CPU
 	commits             int64                 // -1 when unknown
 	dbCPU               map[int]time.Duration // PostgreSQL's processes, by pid
 	dbEndedCPU          time.Duration         // its ended sessions'
@@ -536,6 +540,13 @@ type mark struct {
 func (b *bench) mark(ctx context.Context, instances []*amsgInstance, pids []int) (m mark, err error) {
 	if m.amsgCPU, err = cpuOf(pids...); err != nil {
 		return m, err
+	}
+	for _, pid := range pids {
+		wait, err := runQueueWait(pid)
+		if err != nil {
+			return m, err
+		}
+		m.amsgWaited += wait
 	}
 	if m.serviceCPU, err = cpuOf(b.pushService.Pid()); err != nil {
 		return m, err
@@ -669,8 +680,8 @@ func (b *bench) reportDatabase(p phase) {
 		what = fmt.Sprintf("%d tasks/s", b.o.Rate)
 	}
 	at := func(pct float64) time.Duration { return percentile(p.latencies, pct).Round(100 * time.Microsecond) }
-	fmt.Fprintf(b.out, "  %d instance(s): due-to-delivered (%s): first %s, p50 %s, p99 %s, max %s",
-		p.instances, what, at(0), at(50), at(99), at(100))
+	fmt.Fprintf(b.out, "  %d instance(s): due-to-delivered (%s): first %s, p50 %s, p99 %s, max %s; runnable but waiting for a CPU %.0f%% of a core",
+		p.instances, what, at(0), at(50), at(99), at(100), 100*p.waited.Seconds()/p.elapsed.Seconds())
 	if p.commits >= 0 {
 		fmt.Fprintf(b.out, "; %.3f commits/push", float64(p.commits)/float64(max(p.pushes, 1)))
 	}

@@ -160,3 +160,41 @@ func parseVmHWM(status []byte) (int64, error) {
 	}
 	return 0, fmt.Errorf("/proc status has no VmHWM line")
 }
+
+// runQueueWait returns how long the threads of pid have waited, runnable,
+// for a CPU so far (the second field of each /proc/pid/task/*/schedstat):
+// the time a busy machine kept from a process that had work. A thread that
+// ended is not counted.
+func runQueueWait(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the threads of process %d: %w", pid, err)
+	}
+	var total time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		wait, err := parseSchedstatWait(b)
+		if err != nil {
+			return 0, err
+		}
+		total += wait
+	}
+	return total, nil
+}
+
+// parseSchedstatWait reads the run-queue wait (nanoseconds, the second
+// field) of a schedstat line.
+func parseSchedstatWait(line []byte) (time.Duration, error) {
+	fields := strings.Fields(string(line))
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("schedstat line %q has %d fields, want 3", line, len(fields))
+	}
+	ns, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("schedstat wait %q is not a count of nanoseconds", fields[1])
+	}
+	return time.Duration(ns), nil
+}

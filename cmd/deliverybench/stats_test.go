@@ -167,3 +167,15 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("with latencies, one push without a due time: %+v", res)
 	}
 }
+
+func TestParseSchedstatWait(t *testing.T) {
+	got, err := parseSchedstatWait([]byte("550824 371647 1\n"))
+	if err != nil || got != 371647*time.Nanosecond {
+		t.Errorf("parseSchedstatWait = %s, %v; want 371.647µs", got, err)
+	}
+	for _, bad := range []string{"", "550824", "550824 x 1", "1 -5 1"} {
+		if _, err := parseSchedstatWait([]byte(bad)); err == nil {
+			t.Errorf("parseSchedstatWait(%q) succeeded", bad)
+		}
+	}
+}
