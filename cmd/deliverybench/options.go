@@ -89,8 +89,9 @@ Scenarios:
             for --duration (default 1000/s for 20s, 100 users)
 
 Every amsg phase reports due-to-delivered percentiles (measured by the push
-service against the due time each message's text carries) and the database's
-commits per push: the SQLite writer's transactions (amsg_store_commits_total),
+service against the due time each message's text carries), how long amsg's
+threads waited for a CPU while runnable (a busy machine's share), and the
+database's commits per push: the SQLite writer's transactions (amsg_store_commits_total),
 or on PostgreSQL pg_stat_database's xact_commit of a database created for the
 phase, with the CPU of the server's processes (read from /proc, so the server
 must run on this machine). --instances N starts N amsg serve processes on
