@@ -80,12 +80,11 @@ func dueTasksGauge(st *store.Store, now func() time.Time, log *slog.Logger) prom
 	})
 }
 
-// storeCommitsCounter counts the SQLite writer's commits, each of one write
-// or a group of them (always 0 on PostgreSQL: pg_stat_database counts
-// those).
+// storeCommitsCounter counts the store's write transactions, each of one
+// write or a group of them (store.Store.Commits).
 func storeCommitsCounter(st *store.Store) prometheus.Collector {
 	return prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "amsg_store_commits_total",
-		Help: "Transactions the SQLite writer committed, each holding one write or a group of them (0 on PostgreSQL).",
+		Help: "Write transactions the store committed, each holding one write or a group of them.",
 	}, func() float64 { return float64(st.Commits()) })
 }
