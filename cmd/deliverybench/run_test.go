@@ -28,7 +28,7 @@ func TestSmoke(t *testing.T) {
 	report := runReport(t, 2*time.Minute, "-short", "--skip-node", "--scenario", "latency", "-n", "50", "--rate", "100")
 	reportHas(t, report,
 		`amsg \(scheduled\) +50 pushes in +[0-9.]+ s`,
-		`due-to-delivered \(100 tasks/s\): first \S+, p50 \S+, p99 \S+, max \S+; [0-9.]+ commits/push`,
+		`due-to-delivered \(100 tasks/s\): first \S+, p50 \S+, p99 \S+, max \S+; runnable but waiting for a CPU [0-9]+% of a core; [0-9.]+ commits/push`,
 		`amsg peak RSS: [1-9][0-9]* MiB`)
 	if strings.Contains(report, "node web-push") && !strings.Contains(report, "skipping") {
 		t.Errorf("node ran despite --skip-node:\n%s", report)
