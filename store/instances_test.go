@@ -108,7 +108,7 @@ func TestWatchTasksHearsAnotherInstance(t *testing.T) {
 func TestLeaderFailsOver(t *testing.T) {
 	a, b, url := openTwice(t, store.Config{})
 	ctx := t.Context()
-	la, lb := a.Leader("housekeeping"), b.Leader("housekeeping")
+	la, lb := a.Leader("housekeeping", time.Minute), b.Leader("housekeeping", time.Minute)
 	t.Cleanup(func() { la.Release(); lb.Release() })
 	check := func(l store.Leader) bool {
 		t.Helper()

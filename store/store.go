@@ -83,6 +83,10 @@ type Config struct {
 	// start lock, leadership and LISTEN use it, and the pool prepares no
 	// statements on the server.
 	DatabaseDirectURL string
+	// DatabasePooler is "transaction" when DatabaseURL goes through a
+	// transaction pooler; "" detects one. Behind one, without
+	// DatabaseDirectURL, the database is poll-only (Store.PollOnly).
+	DatabasePooler string
 
 	// MasterKey is 64 hex characters. Empty: the stored key, else a new one
 	// (stored). Given: it must pass the stored check value
@@ -251,7 +255,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // open opens the driver cfg names; on SQLite it starts the committer.
 func (s *Store) open(ctx context.Context, cfg Config) error {
 	if cfg.DatabaseURL != "" {
-		db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL)
+		db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL, cfg.DatabasePooler)
 		if err != nil {
 			return err
 		}

@@ -33,6 +33,7 @@ var dialect = driver.Dialect{
 		languageSchema,
 		broadcastRateSchema,
 		cloudDataSchema,
+		leaseSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
