@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ const walkthroughLaunch = `launch() {
 	n=$(ls "$WALK" | grep -c '^instance-.*\.log$' || true)
 	log="$WALK/instance-$n.log"
 	env | grep '^AMSG_' >"$WALK/instance-$n.env" || true
-	setsid "$@" 2>"$log" </dev/null &
+	setsid "$@" >/dev/null 2>"$log" </dev/null &
 	local pid=$!
 	# grep ends the pipeline at the line; tail's SIGPIPE is no failure.
 	if ! (set +o pipefail; timeout 30 tail -n +1 --pid="$pid" -f "$log" | grep -q -m1 '"msg":"amsg listening"'); then
@@ -102,10 +103,58 @@ stop() {
 }
 case "$*" in
 daemon-reload) ;;
+"reload nginx") nginx -s reload ;;
 "enable --now amsg" | "start amsg") start ;;
 "stop amsg") stop ;;
 "restart amsg") stop; start ;;
 *) echo "systemctl stand-in: $* is not part of the walkthrough" >&2; exit 1 ;;
+esac
+`
+
+// walkthroughNginx is the machine's nginx: its configuration is the
+// sites enabled under $WALK_ROOT/etc/nginx, on the walk's ports and with
+// their paths under the root, in front of the service's address. reload
+// starts it the first time (Debian's package would have).
+const walkthroughNginx = `#!/bin/bash
+set -euo pipefail
+source "$WALK/launch.sh"
+dir="$WALK/nginx"
+build() {
+	mkdir -p "$dir/sites"
+	rm -f "$dir/sites/"*
+	local upstream
+	upstream=$(awk -v pid="$(cat "$WALK/service.pid")" '$1 == pid {print $2}' "$WALK/instances")
+	for f in "$WALK_ROOT"/etc/nginx/sites-enabled/*; do
+		sed -e "s#/etc/#$WALK_ROOT/etc/#g" -e "s# 80;# $WALK_HTTP_PORT;#" -e "s#:80;#:$WALK_HTTP_PORT;#" \
+			-e "s# 443 # $WALK_HTTPS_PORT #" -e "s#:443 #:$WALK_HTTPS_PORT #" -e "s#127.0.0.1:8080#$upstream#" \
+			"$f" >"$dir/sites/$(basename "$f")"
+	done
+	cat >"$dir/nginx.conf" <<EOF
+pid $dir/nginx.pid;
+error_log stderr notice;
+events {}
+http {
+	access_log off;
+	client_body_temp_path $dir;
+	proxy_temp_path $dir;
+	fastcgi_temp_path $dir;
+	uwsgi_temp_path $dir;
+	scgi_temp_path $dir;
+	include $dir/sites/*;
+}
+EOF
+}
+case "$*" in
+-t) build; exec "$NGINX_REAL" -t -p "$dir" -c "$dir/nginx.conf" ;;
+"-s reload")
+	build
+	if [ -s "$dir/nginx.pid" ]; then exec "$NGINX_REAL" -p "$dir" -c "$dir/nginx.conf" -s reload; fi
+	setsid "$NGINX_REAL" -p "$dir" -c "$dir/nginx.conf" -g "daemon off;" >/dev/null 2>"$dir/error.log" </dev/null &
+	echo $! >"$dir/master.pid"
+	if ! (set +o pipefail; timeout 30 tail -n +1 --pid=$! -f "$dir/error.log" | grep -q -m1 'start worker processes'); then
+		echo "nginx did not start:" >&2; cat "$dir/error.log" >&2; exit 1
+	fi ;;
+*) echo "nginx stand-in: $* is not part of the walkthrough" >&2; exit 1 ;;
 esac
 `
 
@@ -175,7 +224,7 @@ func newWalk(t *testing.T) *walk {
 		t.Fatal(err)
 	}
 	for name, text := range map[string]string{"launch.sh": walkthroughLaunch, "bin/amsg": walkthroughAmsg,
-		"bin/systemctl": walkthroughSystemctl, "bin/go": walkthroughGo} {
+		"bin/systemctl": walkthroughSystemctl, "bin/go": walkthroughGo, "bin/nginx": walkthroughNginx} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -185,8 +234,9 @@ func newWalk(t *testing.T) *walk {
 		// The machine's log as the test reads it, and its pushes to the
 		// fake push service on loopback.
 		"AMSG_LOG_FORMAT=json", "AMSG_ALLOW_PRIVATE_ENDPOINTS=true",
-		// Port 8080 templated where no --addr says it.
-		"AMSG_ADDR=127.0.0.1:0")
+		// Port 8080 templated where no --addr says it; each request's
+		// log line, with the client address amsg counts.
+		"AMSG_ADDR=127.0.0.1:0", "AMSG_LOG_LEVEL=debug")
 	t.Cleanup(func() { w.stopAll() })
 	return w
 }
@@ -235,7 +285,7 @@ func (w *walk) run(t *testing.T, name, block string) {
 
 // instance is an amsg the walk started: its address and environment.
 type instance struct {
-	pid, url string
+	pid, url, n string
 	env      map[string]string
 }
 
@@ -255,13 +305,19 @@ func (w *walk) instances(t *testing.T) []instance {
 				env[k] = v
 			}
 		}
-		out = append(out, instance{pid: f[0], url: "http://" + f[1], env: env})
+		out = append(out, instance{pid: f[0], url: "http://" + f[1], n: f[2], env: env})
 	}
 	return out
 }
 
-// stopAll ends every instance the walk started that still runs.
+// stopAll ends every instance the walk started that still runs, and its
+// nginx.
 func (w *walk) stopAll() {
+	if pid, err := os.ReadFile(filepath.Join(w.dir, "nginx", "master.pid")); err == nil {
+		stop := exec.Command("bash", "-c", `source "$WALK/launch.sh"; if kill -0 "$1" 2>/dev/null; then stop_pid "$1"; fi`, "stop", strings.TrimSpace(string(pid)))
+		stop.Env = w.env
+		_ = stop.Run()
+	}
 	list, _ := os.ReadFile(filepath.Join(w.dir, "instances"))
 	for _, line := range strings.Split(strings.TrimSpace(string(list)), "\n") {
 		if f := strings.Fields(line); len(f) == 3 {
@@ -391,6 +447,7 @@ func TestReadmeWalkthroughSystemdProxyAndBackups(t *testing.T) {
 	if inst.env["AMSG_TRUSTED_PROXIES"] != "127.0.0.1,::1" || len(inst.env["AMSG_CLIENT_TOKEN"]) != 64 {
 		t.Fatalf("the service runs without the proxy's settings: %v", inst.env)
 	}
+	w.behindNginx(t, blocks["nginx"], inst)
 	d := w.newDevice(t, inst)
 	d.register(t, inst)
 	w.run(t, "backups", blocks["backups"])
@@ -399,5 +456,72 @@ func TestReadmeWalkthroughSystemdProxyAndBackups(t *testing.T) {
 	d.testPush(t, restored)
 	if moved, _ := filepath.Glob(filepath.Join(w.root, "var/lib/amsg/before-restore-*/amsg.db")); len(moved) != 1 {
 		t.Errorf("the database before the restore was not kept aside: %v", moved)
+	}
+}
+
+// behindNginx puts nginx in front of the service as the README says, with
+// certbot's certificate for the host name the README's block names, and
+// checks that amsg counts a client through it by its real address.
+func (w *walk) behindNginx(t *testing.T, block string, inst instance) {
+	t.Helper()
+	nginx := requireTool(t, "nginx")
+	m := regexp.MustCompile(`(?m)^host=(\S+)$`).FindStringSubmatch(block)
+	if m == nil {
+		t.Fatal("README's nginx walkthrough names no host")
+	}
+	host := m[1]
+	certs := filepath.Join(w.root, "etc/letsencrypt/live", host)
+	if err := os.MkdirAll(certs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeCertificate(t, certs)
+	if err := os.MkdirAll(filepath.Join(w.root, "etc/nginx/sites-enabled"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	httpsPort := freePort(t)
+	w.env = append(w.env, "NGINX_REAL="+nginx, fmt.Sprintf("WALK_HTTP_PORT=%d", freePort(t)), fmt.Sprintf("WALK_HTTPS_PORT=%d", httpsPort))
+	w.run(t, "nginx", block)
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("https://%s:%d/api/v1/vapid-public-key", host, httpsPort), nil)
+	req.Header.Set("X-Forwarded-For", spoofedAddress)
+	req.Header.Set("X-Client-Token", inst.env["AMSG_CLIENT_TOKEN"])
+	client := clientFrom("127.0.0.2", httpsPort)
+	client.Transport.(*http.Transport).TLSClientConfig.ServerName = host
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("through nginx: %d", resp.StatusCode)
+	}
+	// The line is written once the answer has left: read the log until
+	// it is there.
+	var clients []string
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for len(clients) == 0 {
+		log, err := os.ReadFile(filepath.Join(w.dir, "instance-"+inst.n+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(log), "\n") {
+			var l map[string]any
+			if json.Unmarshal([]byte(line), &l) == nil && l["msg"] == "request" && l["route"] == "/api/v1/vapid-public-key" {
+				clients = append(clients, fmt.Sprint(l["client"]))
+			}
+		}
+		if len(clients) > 0 {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("amsg logged no request through nginx within 10 s")
+		}
+	}
+	if !slices.Contains(clients, "127.0.0.2") || slices.Contains(clients, spoofedAddress) {
+		t.Errorf("amsg counted the client through nginx as %v, want 127.0.0.2", clients)
 	}
 }
