@@ -286,7 +286,7 @@ func (w *walk) run(t *testing.T, name, block string) {
 // instance is an amsg the walk started: its address and environment.
 type instance struct {
 	pid, url, n string
-	env      map[string]string
+	env         map[string]string
 }
 
 func (w *walk) instances(t *testing.T) []instance {
