@@ -23,14 +23,7 @@ func TestLeaseLeaderFailsOverAndFences(t *testing.T) {
 	ctx := t.Context()
 	la, lb := a.Leader("housekeeping", time.Hour), b.Leader("housekeeping", time.Hour)
 	t.Cleanup(func() { la.Release(); lb.Release() })
-	check := func(l store.Leader) bool {
-		t.Helper()
-		ok, err := l.Check(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
+	check := func(l store.Leader) bool { return leads(t, l) }
 	if !check(la) || check(lb) || !check(la) {
 		t.Fatal("the first candidate does not lead, the second does too, or the leader lost its renewal")
 	}
