@@ -36,8 +36,13 @@ func startPgBouncer(t *testing.T, direct string) string {
 		t.Fatal(err)
 	}
 	const port = 6432
+	// A test schema's search path is set on every server connection.
+	connect := ""
+	if schema := cfg.RuntimeParams["search_path"]; schema != "" {
+		connect = " connect_query='SET search_path TO " + schema + "'"
+	}
 	ini := fmt.Sprintf(`[databases]
-amsg = host=%s port=%d dbname=%s user=%s connect_query='SET search_path TO %s'
+amsg = host=%s port=%d dbname=%s user=%s%s
 
 [pgbouncer]
 listen_port = %d
@@ -49,7 +54,7 @@ default_pool_size = 4
 max_client_conn = 200
 pidfile = %s/pgbouncer.pid
 admin_users = %s
-`, cfg.Host, cfg.Port, cfg.Database, cfg.User, cfg.RuntimeParams["search_path"], port, dir, dir, dir, cfg.User)
+`, cfg.Host, cfg.Port, cfg.Database, cfg.User, connect, port, dir, dir, dir, cfg.User)
 	for name, text := range map[string]string{"pgbouncer.ini": ini, "users.txt": fmt.Sprintf("%q \"\"\n", cfg.User)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)

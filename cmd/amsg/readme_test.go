@@ -207,6 +207,7 @@ type walk struct {
 	env             []string
 	database        string // its name
 	url             string // the README's database URL, filled in
+	pooled          string // the README's PgBouncer URL, filled in
 }
 
 func newWalk(t *testing.T) *walk {
@@ -273,6 +274,8 @@ func (w *walk) run(t *testing.T, name, block string) {
 	}
 	r := strings.NewReplacer(
 		"postgres://amsg:secret@db.internal/amsg?sslmode=require", w.url,
+		"postgres://amsg:secret@db.internal:5432/amsg", w.url,
+		"postgres://amsg:secret@pgbouncer.internal:6432/amsg", w.pooled,
 		"createdb amsg", "createdb "+w.database,
 		"/usr/local/bin/", w.root+"/usr/local/bin/", "/etc/", w.root+"/etc/",
 		"/var/lib/amsg", w.root+"/var/lib/amsg", "/var/backups/", w.root+"/var/backups/")
@@ -416,6 +419,32 @@ func TestReadmeWalkthroughScalingOut(t *testing.T) {
 	d := w.newDevice(t, insts[0])
 	d.register(t, insts[0])
 	d.testPush(t, insts[1])
+}
+
+// Scaling out through PgBouncer in transaction mode, as each of the
+// README's two ways says: the scaling-out block with the pooler's addresses
+// in place of the database's, two instances, a push across them.
+func TestReadmeWalkthroughThroughPgBouncer(t *testing.T) {
+	blocks := readmeWalkthroughs(t)
+	for _, way := range []string{"pgbouncer-direct", "pgbouncer-poll-only"} {
+		t.Run(way, func(t *testing.T) {
+			w := newWalk(t)
+			w.withDatabase(t)
+			pooled := startPgBouncer(t, w.url)
+			lines := strings.Split(strings.TrimSpace(blocks["scaling-out"]), "\n")
+			serve := lines[len(lines)-1]
+			script := strings.Join(lines[:len(lines)-1], "\n") + "\n" + blocks[way] + serve + "\n" + serve + "\n"
+			w.pooled = pooled
+			w.run(t, way, script)
+			insts := w.instances(t)
+			if len(insts) != 2 {
+				t.Fatalf("%d instances running, want 2", len(insts))
+			}
+			d := w.newDevice(t, insts[0])
+			d.register(t, insts[0])
+			d.testPush(t, insts[1])
+		})
+	}
 }
 
 // Moving a SQLite deployment up: a quick-start directory with a device,
