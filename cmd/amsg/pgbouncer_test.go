@@ -150,6 +150,22 @@ func pgbouncerTransactions(t *testing.T, pooled string) int64 {
 	return 0
 }
 
+// listeners counts the server sessions whose last statement was a LISTEN
+// on the task channel of c's schema.
+func (c *cluster) listeners(t *testing.T) int {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(c.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := c.raw(t).QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND strpos(query, $1) > 0`,
+		cfg.RuntimeParams["search_path"]+".amsg_tasks").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // deliversOnceEach fires the burst c.burst inserted and checks that every
 // occurrence was pushed exactly once, and that no instance logged a failure
 // or a prepared statement.
@@ -196,6 +212,9 @@ func TestTwoInstancesThroughPgBouncerDeliver(t *testing.T) {
 			t.Errorf("an instance with a direct URL logged %v", lines[0])
 		}
 	}
+	if n := c.listeners(t); n != 2 {
+		t.Errorf("%d sessions LISTEN for the two instances, want 2 on the direct URL", n)
+	}
 }
 
 // Issue 23, problem 6, without a direct URL: through PgBouncer in
@@ -230,6 +249,9 @@ func TestTwoInstancesThroughPgBouncerPollOnly(t *testing.T) {
 	c.deliversOnceEach(t, users*perUser, a, b)
 	if after := pgbouncerTransactions(t, pooled); after-before < users*perUser {
 		t.Errorf("PgBouncer ran %d transactions while %d pushes were delivered", after-before, users*perUser)
+	}
+	if n := c.listeners(t); n != 0 {
+		t.Errorf("%d sessions LISTEN in poll-only mode", n)
 	}
 	a.Kill(t)
 	if line := b.WaitLogs(t, "housekeeping leadership", 2, 30*time.Second)[1]; line["leads"] != true {
