@@ -405,13 +405,39 @@ func (d *device) testPush(t *testing.T, inst instance) {
 // Scaling out: a new database, two instances on it; a device registered
 // through one gets a push sent through the other.
 func TestReadmeWalkthroughScalingOut(t *testing.T) {
-	blocks := readmeWalkthroughs(t)
 	w := newWalk(t)
 	w.withDatabase(t)
-	block := blocks["scaling-out"]
-	lines := strings.Split(strings.TrimSpace(block), "\n")
-	// "on each machine, as many as you like": a second instance.
-	w.run(t, "scaling-out", block+lines[len(lines)-1]+"\n")
+	w.scaleOut(t, readmeWalkthroughs(t), "")
+}
+
+// Scaling out through PgBouncer in transaction mode, as each of the
+// README's two ways says: the scaling-out block with the pooler's addresses
+// in place of the database's.
+func TestReadmeWalkthroughThroughPgBouncer(t *testing.T) {
+	blocks := readmeWalkthroughs(t)
+	for _, way := range []string{"pgbouncer-direct", "pgbouncer-poll-only"} {
+		t.Run(way, func(t *testing.T) {
+			w := newWalk(t)
+			w.withDatabase(t)
+			w.pooled = startPgBouncer(t, w.url)
+			w.scaleOut(t, blocks, way)
+		})
+	}
+}
+
+// scaleOut runs the scaling-out block with the block called also (if any)
+// before its last line, amsg serve, which it runs twice ("on each machine,
+// as many as you like"), and checks that a device registered through the
+// first instance gets a push sent through the second.
+func (w *walk) scaleOut(t *testing.T, blocks map[string]string, also string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(blocks["scaling-out"]), "\n")
+	serve := lines[len(lines)-1]
+	script := strings.Join(lines[:len(lines)-1], "\n") + "\n" + blocks[also] + serve + "\n" + serve + "\n"
+	if also != "" && blocks[also] == "" {
+		t.Fatalf("README has no walkthrough %s", also)
+	}
+	w.run(t, strings.TrimSpace("scaling-out "+also), script)
 	insts := w.instances(t)
 	if len(insts) != 2 {
 		t.Fatalf("%d instances running, want 2", len(insts))
@@ -419,32 +445,6 @@ func TestReadmeWalkthroughScalingOut(t *testing.T) {
 	d := w.newDevice(t, insts[0])
 	d.register(t, insts[0])
 	d.testPush(t, insts[1])
-}
-
-// Scaling out through PgBouncer in transaction mode, as each of the
-// README's two ways says: the scaling-out block with the pooler's addresses
-// in place of the database's, two instances, a push across them.
-func TestReadmeWalkthroughThroughPgBouncer(t *testing.T) {
-	blocks := readmeWalkthroughs(t)
-	for _, way := range []string{"pgbouncer-direct", "pgbouncer-poll-only"} {
-		t.Run(way, func(t *testing.T) {
-			w := newWalk(t)
-			w.withDatabase(t)
-			pooled := startPgBouncer(t, w.url)
-			lines := strings.Split(strings.TrimSpace(blocks["scaling-out"]), "\n")
-			serve := lines[len(lines)-1]
-			script := strings.Join(lines[:len(lines)-1], "\n") + "\n" + blocks[way] + serve + "\n" + serve + "\n"
-			w.pooled = pooled
-			w.run(t, way, script)
-			insts := w.instances(t)
-			if len(insts) != 2 {
-				t.Fatalf("%d instances running, want 2", len(insts))
-			}
-			d := w.newDevice(t, insts[0])
-			d.register(t, insts[0])
-			d.testPush(t, insts[1])
-		})
-	}
 }
 
 // Moving a SQLite deployment up: a quick-start directory with a device,
