@@ -195,7 +195,7 @@ func (s *server) build() error {
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(dueTasksGauge(s.store, s.now, s.log))
+	reg.MustRegister(dueTasksGauge(s.store, s.now, s.log), storeCommitsCounter(s.store))
 	policy := llm.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
 	s.llm = llm.NewClient(llm.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
 		Policy: policy, Default: s.cfg.Limits.defaultModel()})

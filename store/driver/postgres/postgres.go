@@ -12,9 +12,11 @@ import (
 	"fmt"
 	mathrand "math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"amsg/store/driver"
+	"amsg/store/driver/batch"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,6 +48,9 @@ type DB struct {
 	// pollOnly: behind a transaction pooler without a direct URL
 	// (leader_lease.go); session and listenConfig are unused.
 	pollOnly bool
+	// locked is WriteLocked's group commit (group.go).
+	locked  *batch.Batcher[*lockedWrite]
+	commits atomic.Uint64 // write transactions committed
 }
 
 // PoolerTransaction declares that the database URL goes through a
@@ -90,7 +95,9 @@ func Open(ctx context.Context, url, directURL, pooler string) (*DB, error) {
 				}
 			}
 		}
-		return &DB{pool: pool, session: pool, listenConfig: config, pollOnly: pooled}, nil
+		db := newDB(pool, pool, config)
+		db.pollOnly = pooled
+		return db, nil
 	}
 	direct, err := pgx.ParseConfig(directURL)
 	if err != nil {
@@ -101,7 +108,13 @@ func Open(ctx context.Context, url, directURL, pooler string) (*DB, error) {
 	if err := session.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("direct database url: %w", err), session.Close(), pool.Close())
 	}
-	return &DB{pool: pool, session: session, listenConfig: direct}, nil
+	return newDB(pool, session, direct), nil
+}
+
+func newDB(pool, session *sql.DB, listenConfig *pgx.ConnConfig) *DB {
+	db := &DB{pool: pool, session: session, listenConfig: listenConfig}
+	db.startGroupCommit()
+	return db
 }
 
 // openPool opens the pool of config and checks that it answers; pooled
@@ -171,11 +184,16 @@ func (db *DB) Dialect() *driver.Dialect { return &dialect }
 
 // Write runs fn in a SERIALIZABLE transaction: the store's read-then-write
 // transactions were written for SQLite's one writer, and serializable
-// isolation keeps that promise across instances. A transaction that loses a
-// conflict (or a deadlock) is rolled back and run again from the start.
+// isolation keeps that promise across instances.
 func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+	return retry(ctx, func() error { return db.inTx(ctx, sql.LevelSerializable, fn) })
+}
+
+// retry runs tx, a transaction, again from the start while it loses a
+// serialization conflict or a deadlock, up to maxWriteAttempts times.
+func retry(ctx context.Context, tx func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := db.writeOnce(ctx, fn)
+		err := tx()
 		if !retryable(err) || attempt == maxWriteAttempts {
 			return err
 		}
@@ -191,16 +209,23 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 }
 
-func (db *DB) writeOnce(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
+func (db *DB) inTx(ctx context.Context, level sql.IsolationLevel, fn func(*sql.Tx) error) error {
+	tx, err := db.pool.BeginTx(ctx, &sql.TxOptions{Isolation: level})
 	if err != nil {
 		return err
 	}
 	if err := fn(tx); err != nil {
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	db.commits.Add(1)
+	return nil
 }
+
+// Commits is how many write transactions this process has committed.
+func (db *DB) Commits() uint64 { return db.commits.Load() }
 
 // Probe runs fn as a write: each transaction takes a pooled connection the
 // pool has checked, and the server is the one thing to reach.
@@ -241,8 +266,11 @@ func (db *DB) Exclusive(ctx context.Context, name string, fn func() error) error
 // argument, within the current schema.
 const lockKey = `hashtext(current_schema()), hashtext(?)`
 
-// Close closes the pool, and the direct connections behind a pooler.
+// Close ends the group commit (WriteLocked then returns
+// driver.ErrClosed), and closes the pool and the direct connections behind
+// a pooler.
 func (db *DB) Close() error {
+	db.locked.Close()
 	if db.session != db.pool {
 		return errors.Join(db.session.Close(), db.pool.Close())
 	}
