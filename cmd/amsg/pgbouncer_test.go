@@ -204,8 +204,10 @@ func TestTwoInstancesThroughPgBouncerDeliver(t *testing.T) {
 	a, b := c.start(t, through...), c.start(t, through...)
 	before := pgbouncerTransactions(t, pooled)
 	c.deliversOnceEach(t, users*perUser, a, b)
-	if after := pgbouncerTransactions(t, pooled); after-before < users*perUser {
-		t.Errorf("PgBouncer ran %d transactions while %d pushes were delivered", after-before, users*perUser)
+	// The writes of many pushes share one transaction (group commit): at
+	// least one went through PgBouncer, the instances' only path for data.
+	if after := pgbouncerTransactions(t, pooled); after == before {
+		t.Errorf("PgBouncer ran no transaction while %d pushes were delivered", users*perUser)
 	}
 	for _, p := range []*amsgProcess{a, b} {
 		if lines := p.Logs("poll-only"); len(lines) > 0 {
@@ -247,8 +249,10 @@ func TestTwoInstancesThroughPgBouncerPollOnly(t *testing.T) {
 	}
 	before := pgbouncerTransactions(t, pooled)
 	c.deliversOnceEach(t, users*perUser, a, b)
-	if after := pgbouncerTransactions(t, pooled); after-before < users*perUser {
-		t.Errorf("PgBouncer ran %d transactions while %d pushes were delivered", after-before, users*perUser)
+	// The writes of many pushes share one transaction (group commit): at
+	// least one went through PgBouncer, the instances' only path for data.
+	if after := pgbouncerTransactions(t, pooled); after == before {
+		t.Errorf("PgBouncer ran no transaction while %d pushes were delivered", users*perUser)
 	}
 	if n := c.listeners(t); n != 0 {
 		t.Errorf("%d sessions LISTEN in poll-only mode", n)
