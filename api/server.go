@@ -79,6 +79,9 @@ type Deps struct {
 	Courier *courier.Courier
 	// Scheduler delivers tasks; the task endpoints need it.
 	Scheduler *scheduler.Scheduler
+	// Broadcasts sends the operator's broadcasts (SendBroadcast is their
+	// sender); required with Config.AdminToken.
+	Broadcasts *scheduler.Broadcasts
 	// Metrics receives the HTTP metrics; /metrics serves its gatherer.
 	Metrics *prometheus.Registry
 	// Web serves the PWA's files (GET and HEAD only); nil serves none.
@@ -134,8 +137,7 @@ type Server struct {
 	health     healthCheck
 	handler    http.Handler
 
-	broadcasts broadcastRunner // the operator's broadcasts this process sends
-	resumes    *resumeRunner   // loops resumed after an approval; nil without the instant path
+	resumes *resumeRunner // loops resumed after an approval; nil without the instant path
 
 	untrustedForward sync.Once // requestlog.go
 }
@@ -157,6 +159,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.builder = builders.Builder{Now: s.now, PageURL: cfg.PageURL}
 	if deps.Store == nil || deps.Courier == nil {
 		return nil, errors.New("api: a store and a dispatcher are required")
+	}
+	if cfg.AdminToken != "" && deps.Broadcasts == nil {
+		return nil, errors.New("api: the operator API needs Broadcasts")
 	}
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = 1 << 20
