@@ -198,8 +198,8 @@ func (s *Server) handleAdminSend(w http.ResponseWriter, r *http.Request) error {
 }
 
 // adminSend builds one content push and sends it to every device of userID
-// through adminDeliver, then reads each device's outcome from the delivery
-// log. A user without devices is PUSH_SUBSCRIPTION_MISSING.
+// through adminDeliver, answering each device's outcome from the round's
+// result. A user without devices is PUSH_SUBSCRIPTION_MISSING.
 func (s *Server) adminSend(ctx context.Context, userID string, m adminMessage) (adminSendResult, error) {
 	return s.adminSendAs(ctx, userID, m, adminPushIDs{})
 }
@@ -222,24 +222,25 @@ func (s *Server) adminSendAs(ctx context.Context, userID string, m adminMessage,
 	if guarded, handled, err := s.guardAdminMessage(ctx, userID, m, p); handled || err != nil {
 		return guarded, err
 	}
-	derr := s.adminDeliver(ctx, userID, p)
+	sent, derr := s.adminDeliver(ctx, userID, p)
 	res.Delivered = derr == nil
-	attempts, err := s.deps.Store.Attempts(ctx, p.MessageID)
-	if err != nil {
-		return res, err
-	}
-	byDevice := map[int64]int{}
-	for _, a := range attempts {
-		i, seen := byDevice[a.DeviceID]
-		if !seen {
-			i = len(res.Devices)
-			byDevice[a.DeviceID] = i
-			res.Devices = append(res.Devices, deviceOutcome{DeviceID: a.DeviceID})
-		}
-		res.Devices[i] = deviceOutcome{DeviceID: a.DeviceID, PushHost: a.PushHost, Outcome: a.Outcome,
-			Status: a.Status, Tries: res.Devices[i].Tries + 1, Error: a.Error}
-	}
+	res.Devices = deviceOutcomes(sent)
 	return res, nil
+}
+
+// deviceOutcomes is each device's last attempt, with its number of tries,
+// from the round's result: what the delivery log recorded of it.
+func deviceOutcomes(sent courier.Result) []deviceOutcome {
+	out := []deviceOutcome{}
+	for _, d := range sent.Devices {
+		if len(d.Attempts) == 0 {
+			continue
+		}
+		last := d.Attempts[len(d.Attempts)-1]
+		out = append(out, deviceOutcome{DeviceID: d.DeviceID, PushHost: last.PushHost, Outcome: last.Outcome,
+			Status: last.Status, Tries: len(d.Attempts), Error: last.Error})
+	}
+	return out
 }
 
 // adminPushIDs are the message and session ids of an operator's push;
@@ -289,17 +290,17 @@ func (s *Server) buildAdminPush(m adminMessage, ids adminPushIDs) (*push.Content
 
 // adminDeliver is the operator's one way into delivery: a courier round of
 // one push (outbox, fan-out, delivery log).
-func (s *Server) adminDeliver(ctx context.Context, userID string, p push.Push) error {
+func (s *Server) adminDeliver(ctx context.Context, userID string, p push.Push) (courier.Result, error) {
 	res, err := s.deps.Courier.SendPush(ctx, userID, push.SourceInstant, p)
 	switch {
 	case errors.Is(err, courier.ErrNoRecipients):
-		return errSubscriptionMissing
+		return res, errSubscriptionMissing
 	case err != nil:
-		return &deliveryError{err: err}
+		return res, &deliveryError{err: err}
 	case res.Delivered() == 0:
-		return deliveryFailure(res)
+		return res, deliveryFailure(res)
 	}
-	return nil
+	return res, nil
 }
 
 // adminBroadcastRequest is POST /admin/broadcasts's body: userIds, or all.
