@@ -212,11 +212,11 @@ func (s *Server) adminSendAs(ctx context.Context, userID string, m adminMessage,
 		return adminSendResult{}, err
 	}
 	res := adminSendResult{MessageID: p.MessageID, Devices: []deviceOutcome{}}
-	devices, err := s.deps.Store.Devices(ctx, userID)
+	devices, err := s.deps.Store.CountDevices(ctx, userID)
 	if err != nil {
 		return res, err
 	}
-	if len(devices) == 0 {
+	if devices == 0 {
 		return res, errSubscriptionMissing
 	}
 	if guarded, handled, err := s.guardAdminMessage(ctx, userID, m, p); handled || err != nil {
