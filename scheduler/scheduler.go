@@ -29,6 +29,7 @@ import (
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
+	"amsg/push/tracing"
 	"amsg/store"
 )
 
@@ -327,11 +328,12 @@ func (s *Scheduler) Wake() {
 // claimAndStart claims up to n due tasks and starts delivering them,
 // logging each result.
 func (s *Scheduler) claimAndStart(n int) (int, error) {
-	now := s.now()
+	now, began := s.now(), claimBegins()
 	tasks, err := s.deps.Store.ClaimDueTasksExcept(s.runCtx, now, s.cfg.LeaseTTL, n, s.busyUsers())
 	if err != nil {
 		return 0, err
 	}
+	c := claimEnded(began, len(tasks))
 	taken := tasks[:0:0]
 	var surplus []store.Lease
 	for _, t := range tasks {
@@ -346,7 +348,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 		if !s.launch(func() {
 			defer s.release()
 			defer s.dropUser(t.UserID)
-			s.logResult(s.process(t))
+			s.logResult(s.process(t, c))
 		}) {
 			s.release()
 			s.dropUser(t.UserID)
@@ -441,11 +443,12 @@ func (s *Scheduler) release() {
 // FetchLimit due tasks, delivers them within the concurrency bound, prunes
 // old rows and returns the summary of the standard's tick.
 func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
-	start := s.now()
+	start, began := s.now(), claimBegins()
 	tasks, err := s.deps.Store.ClaimDueTasks(ctx, start, s.cfg.LeaseTTL, s.cfg.FetchLimit)
 	if err != nil {
 		return Summary{}, err
 	}
+	c := claimEnded(began, len(tasks))
 	s.observeClaims(tasks, start)
 	results := make([]result, len(tasks))
 	var wg sync.WaitGroup
@@ -463,7 +466,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 		if !acquired || !s.launch(func() {
 			defer wg.Done()
 			defer s.release()
-			results[i] = s.process(t)
+			results[i] = s.process(t, c)
 		}) {
 			if acquired {
 				s.release()
@@ -578,10 +581,13 @@ func (h *heldLease) end() (store.Lease, bool) {
 	return h.lease, h.lost
 }
 
-// process delivers one claimed occurrence and records its outcome.
-func (s *Scheduler) process(t store.Task) result {
+// process delivers one claimed occurrence, which c claimed, and records its
+// outcome.
+func (s *Scheduler) process(t store.Task, c claim) (r result) {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	defer cancel(nil)
+	ctx, span := traceOccurrence(ctx, t, c)
+	defer func() { traceResult(span, r) }()
 	defer s.track(t.ID, cancel)()
 	held := s.hold(t.Lease(), func() { cancel(nil) })
 	started := s.now()
@@ -622,9 +628,9 @@ func (s *Scheduler) process(t store.Task) result {
 		return s.releaseLease(lease)
 	}
 	if err != nil {
-		return s.failed(t, lease, rec, err)
+		return s.failed(ctx, t, lease, rec, err)
 	}
-	return s.delivered(t, lease, rec, sent, started, last)
+	return s.delivered(ctx, t, lease, rec, sent, started, last)
 }
 
 // stale reports whether the occurrence is too late to deliver: more than
@@ -659,11 +665,11 @@ func (s *Scheduler) expire(t store.Task, l store.Lease, rec Recurrence, now time
 // permanent or the retries of its kind are spent (MaxGenerationRetries for
 // an LLM failure, MaxDeliveryRetries otherwise), skip the occurrence
 // (recurring) or fail the task (one-off).
-func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err error) result {
+func (s *Scheduler) failed(ctx context.Context, t store.Task, l store.Lease, rec Recurrence, err error) result {
 	if until, ok := deferredUntil(err); ok {
 		return s.deferred(t, l, until)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	ctx, cancel := context.WithTimeout(tracing.Detached(ctx), bookkeepingTimeout)
 	defer cancel()
 	now := s.now()
 	v := failure(err)
@@ -697,7 +703,7 @@ func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err erro
 // delivered records a delivered occurrence, with the bookkeeping of its
 // last push: a one-off task is deleted, a recurring one advances from its
 // nominal time.
-func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time, last push.Bookkeeping) result {
+func (s *Scheduler) delivered(ctx context.Context, t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time, last push.Bookkeeping) result {
 	r := result{taskID: t.ID, kind: resultDeleted, sent: sent, late: started.Sub(t.NextSendAt)}
 	var next time.Time
 	if rec.Recurring() {
@@ -705,7 +711,7 @@ func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent 
 		next, _ = rec.NextAfter(t.NextSendAt, s.now())
 		r.next = next
 	}
-	if err := s.complete(l, next, last); err != nil {
+	if err := s.complete(ctx, l, next, last); err != nil {
 		return result{taskID: t.ID, kind: resultCleanupFailed, reason: err.Error(), updateError: err.Error(), sent: sent}
 	}
 	return r
@@ -716,8 +722,8 @@ func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent 
 // if the write still fails the lease runs out and the occurrence is sent
 // again with the same ids, which the service worker drops but which wake
 // the device twice.
-func (s *Scheduler) complete(l store.Lease, next time.Time, last push.Bookkeeping) error {
-	return courier.RetryWrite(context.Background(), s.cfg.LeaseTTL, s.cfg.Sleep, s.log.With("taskId", l.TaskID),
+func (s *Scheduler) complete(ctx context.Context, l store.Lease, next time.Time, last push.Bookkeeping) error {
+	return courier.RetryWrite(tracing.Detached(ctx), s.cfg.LeaseTTL, s.cfg.Sleep, s.log.With("taskId", l.TaskID),
 		"recording a delivered occurrence", func(ctx context.Context) error {
 			err := s.deps.Store.CompleteTask(ctx, l, next, last)
 			if errors.Is(err, store.ErrLeaseLost) {

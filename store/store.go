@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/tracing"
 	"amsg/store/driver"
 	"amsg/store/driver/postgres"
 	"amsg/store/driver/sqlite"
@@ -308,10 +309,12 @@ func (s *Store) Close() error {
 // before issuing another statement (the writer has one connection), and
 // must not call write. On PostgreSQL it is the driver's serializable
 // transaction, which may run fn more than once (driver.Driver.Write).
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	ctx, span := tracing.Start(ctx, "store.write")
+	defer func() { s.traceWrite(span, err) }()
 	if s.writes == nil {
 		if s.closed.Load() {
 			return errClosed

@@ -1,0 +1,21 @@
+package store
+
+import "amsg/push/tracing"
+
+// traceWrite ends a write's span (push/tracing): the wait for the writer,
+// the transaction it shared with the writes committed together, and the
+// commit. The error's kind only: its text may quote a row.
+func (s *Store) traceWrite(span tracing.Span, err error) {
+	if !span.Recording() {
+		return
+	}
+	system := "postgresql"
+	if s.writes != nil {
+		system = "sqlite"
+	}
+	span.Str("db.system.name", system)
+	if err != nil {
+		span.Fail("write failed")
+	}
+	span.End()
+}
