@@ -11,6 +11,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // record turns tracing on for the test, into memory.
@@ -176,6 +177,31 @@ func BenchmarkSpan(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			span(ctx)
+		}
+	})
+}
+
+// FuzzExtract feeds Extract traceparent and tracestate headers as a caller
+// may send them: it never panics, and what it accepts is a valid remote
+// parent carrying the header's own trace id.
+func FuzzExtract(f *testing.F) {
+	f.Add("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "congo=t61rcWkgMzE")
+	f.Add("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", "")
+	f.Add("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "a=b,c=d")
+	f.Add("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", "")
+	f.Add("00-00000000000000000000000000000000-0000000000000000-01", "")
+	f.Add(strings.Repeat("0", 600), strings.Repeat("k=v,", 200))
+	provider := sdktrace.NewTracerProvider()
+	enable(provider)
+	defer tracer.Store(nil)
+	f.Fuzz(func(t *testing.T, traceparent, tracestate string) {
+		ctx := Extract(context.Background(), http.Header{"Traceparent": {traceparent}, "Tracestate": {tracestate}})
+		sc := trace.SpanContextFromContext(ctx)
+		if !sc.IsValid() {
+			return
+		}
+		if !sc.IsRemote() || !strings.Contains(strings.ToLower(traceparent), sc.TraceID().String()) {
+			t.Fatalf("%q became %v", traceparent, sc)
 		}
 	})
 }
