@@ -64,16 +64,21 @@ func Setup(ctx context.Context, getenv func(string) string, version string, log 
 		log.Warn("tracing: exporting spans failed", "err", err)
 	}))
 	provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
-	enable(provider)
+	Use(provider)
 	log.Info("tracing: exporting spans over OTLP/HTTP", "service", serviceName(res))
 	return func(ctx context.Context) error {
-		tracer.Store(nil)
+		Use(nil)
 		return provider.Shutdown(ctx)
 	}, nil
 }
 
-// enable turns tracing on with provider's tracer.
-func enable(provider *sdktrace.TracerProvider) {
+// Use records spans with provider from now on, or, given nil, turns
+// tracing off: Setup's, and a benchmark's that measures tracing's cost.
+func Use(provider *sdktrace.TracerProvider) {
+	if provider == nil {
+		tracer.Store(nil)
+		return
+	}
 	t := provider.Tracer(scope)
 	tracer.Store(&t)
 }

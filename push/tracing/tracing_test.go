@@ -19,9 +19,9 @@ func record(t *testing.T) *tracetest.SpanRecorder {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	enable(provider)
+	Use(provider)
 	t.Cleanup(func() {
-		tracer.Store(nil)
+		Use(nil)
 		_ = provider.Shutdown(context.Background())
 	})
 	return rec
@@ -167,9 +167,9 @@ func BenchmarkSpan(b *testing.B) {
 	})
 	b.Run("on", func(b *testing.B) {
 		provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-		enable(provider)
+		Use(provider)
 		defer func() {
-			tracer.Store(nil)
+			Use(nil)
 			_ = provider.Shutdown(context.Background())
 		}()
 		ctx, root := Root(context.Background(), "POST /api/v1/instant", time.Time{})
@@ -192,8 +192,8 @@ func FuzzExtract(f *testing.F) {
 	f.Add("00-00000000000000000000000000000000-0000000000000000-01", "")
 	f.Add(strings.Repeat("0", 600), strings.Repeat("k=v,", 200))
 	provider := sdktrace.NewTracerProvider()
-	enable(provider)
-	defer tracer.Store(nil)
+	Use(provider)
+	defer Use(nil)
 	f.Fuzz(func(t *testing.T, traceparent, tracestate string) {
 		ctx := Extract(context.Background(), http.Header{"Traceparent": {traceparent}, "Tracestate": {tracestate}})
 		sc := trace.SpanContextFromContext(ctx)
