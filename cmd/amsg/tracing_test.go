@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -47,28 +44,11 @@ func TestTracesOneTracePerInstantRoundAndPerScheduledOccurrence(t *testing.T) {
 	r.register(t, p)
 
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	instant := func(traceparent string) {
-		body, _ := json.Marshal(map[string]any{"contactName": "Rei", "completePrompt": "hi", "apiUrl": llm.APIURL(),
-			"apiKey": "k", "primaryModel": "m", "pushSubscription": r.sub})
-		req, _ := http.NewRequest(http.MethodPost, p.URL+"/api/v1/instant", strings.NewReader(string(body)))
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Content-Type", "application/json")
-		if traceparent != "" {
-			req.Header.Set("Traceparent", traceparent)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("/instant = %d %s", resp.StatusCode, got)
-		}
-	}
-	instant("00-" + callerTrace + "-" + callerSpan + "-01")
+	instant := map[string]any{"contactName": "Rei", "completePrompt": "hi", "apiUrl": llm.APIURL(),
+		"apiKey": "k", "primaryModel": "m", "pushSubscription": r.sub}
+	postInstant(t, p.URL, map[string]string{"Traceparent": "00-" + callerTrace + "-" + callerSpan + "-01"}, instant)
 	waitPushes(t, r.push, 1, 20*time.Second)
-	instant("")
+	postInstant(t, p.URL, nil, instant)
 	waitPushes(t, r.push, 2, 20*time.Second)
 	r.schedule(t, p, map[string]any{"contactName": "Rei", "messageType": "prompted", "completePrompt": "good morning",
 		"apiUrl": llm.APIURL(), "apiKey": "k", "primaryModel": "m", "firstSendTime": push.FormatTimestamp(time.Now().Add(time.Second))})

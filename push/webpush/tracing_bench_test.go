@@ -2,8 +2,6 @@ package webpush
 
 import (
 	"context"
-	"crypto/x509"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -23,17 +21,10 @@ func BenchmarkDeliveryTracing(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	child := startPushService(b, public)
+	child, sender := startDeliveryBench(b, public, private)
 	defer child.stop(b)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(child.hello.CertPEM)
 	subs := child.hello.Subs
 	msg := contentPush("msg_bench", 480)
-	sender, err := NewSender(Config{VAPIDPublicKey: public, VAPIDPrivateKey: private, Subject: "ops@example.org",
-		AllowPrivateEndpoints: true, RootCAs: pool, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
 	send := func(i int) {
 		ctx, root := tracing.Root(context.Background(), "bench", time.Time{})
 		d, err := sender.Send(ctx, subs[i%len(subs)], msg)
