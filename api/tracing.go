@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"amsg/push/tracing"
 )
@@ -21,7 +20,7 @@ func (s *Server) traceRequests(next http.Handler) http.Handler {
 			return
 		}
 		method := metricMethod(r.Method)
-		ctx, span := tracing.Root(tracing.Extract(r.Context(), r.Header), method, time.Time{})
+		ctx, span := tracing.Serve(r.Context(), r.Header, method)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		r = r.WithContext(ctx)
 		defer func() {

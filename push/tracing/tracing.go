@@ -8,7 +8,7 @@
 // given and a zero Span, whose methods return at once, so the delivery
 // path allocates nothing for it (TestOffAllocatesNothing).
 //
-// A trace begins at a Root (an HTTP request, a scheduled occurrence); Start
+// A trace begins at a request (Serve) or a scheduled occurrence (Root); Start
 // makes a span only inside one, so work outside any trace (housekeeping,
 // heartbeats, a claim's own write) makes no spans of its own.
 package tracing
@@ -39,15 +39,28 @@ func Enabled() bool { return tracer.Load() != nil }
 // work is outside any trace; every method of the zero Span does nothing.
 type Span struct{ s trace.Span }
 
-// Root starts a span that begins a trace unless ctx carries one already (a
-// parent from Extract, or an enclosing span): an HTTP request, a scheduled
-// occurrence. A zero start means now.
+// Root starts a span that begins a trace unless ctx carries one already:
+// a scheduled occurrence's. A zero start means now.
 func Root(ctx context.Context, name string, start time.Time) (context.Context, Span) {
+	return root(ctx, name, start, trace.SpanKindInternal)
+}
+
+// Serve starts the span of an incoming request, a server span that
+// continues the trace the request's W3C traceparent (and tracestate) names,
+// or begins one when it names none or is malformed.
+func Serve(ctx context.Context, h http.Header, name string) (context.Context, Span) {
+	if tracer.Load() == nil {
+		return ctx, Span{}
+	}
+	return root(extract(ctx, h), name, time.Time{}, trace.SpanKindServer)
+}
+
+func root(ctx context.Context, name string, start time.Time, kind trace.SpanKind) (context.Context, Span) {
 	t := tracer.Load()
 	if t == nil {
 		return ctx, Span{}
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(kind)}
 	if !start.IsZero() {
 		opts = append(opts, trace.WithTimestamp(start))
 	}
@@ -135,11 +148,9 @@ func (s Span) Bool(key string, value bool) {
 	}
 }
 
-// Extract returns ctx with the remote parent that the W3C traceparent (and
-// tracestate) of h names, so the next Root continues the caller's trace.
-// A missing or malformed traceparent leaves ctx as it is.
-func Extract(ctx context.Context, h http.Header) context.Context {
-	if tracer.Load() == nil || h.Get("Traceparent") == "" {
+// extract returns ctx with the remote parent that h's traceparent names.
+func extract(ctx context.Context, h http.Header) context.Context {
+	if h.Get("Traceparent") == "" {
 		return ctx
 	}
 	return w3c.Extract(ctx, propagation.HeaderCarrier(h))

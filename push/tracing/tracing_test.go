@@ -42,7 +42,7 @@ func TestOffAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	h := http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
 	allocs := testing.AllocsPerRun(100, func() {
-		rctx, root := Root(Extract(ctx, h), "GET /x", time.Time{})
+		rctx, root := Serve(ctx, h, "GET /x")
 		span(rctx)
 		Inject(rctx, h)
 		root.End()
@@ -92,10 +92,10 @@ func TestStartMakesSpansOnlyInsideATrace(t *testing.T) {
 	}
 }
 
-func TestExtractContinuesTheCallersTraceAndInjectPassesItOn(t *testing.T) {
+func TestServeContinuesTheCallersTraceAndInjectPassesItOn(t *testing.T) {
 	rec := record(t)
 	in := http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
-	ctx, root := Root(Extract(context.Background(), in), "POST /api/v1/instant", time.Time{})
+	ctx, root := Serve(context.Background(), in, "POST /api/v1/instant")
 	out := http.Header{}
 	Inject(ctx, out)
 	root.End()
@@ -113,10 +113,10 @@ func TestExtractContinuesTheCallersTraceAndInjectPassesItOn(t *testing.T) {
 	}
 }
 
-func TestExtractIgnoresAMalformedTraceparent(t *testing.T) {
+func TestServeIgnoresAMalformedTraceparent(t *testing.T) {
 	rec := record(t)
 	for _, tp := range []string{"garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01", strings.Repeat("0", 4096)} {
-		_, root := Root(Extract(context.Background(), http.Header{"Traceparent": {tp}}), "GET /", time.Time{})
+		_, root := Serve(context.Background(), http.Header{"Traceparent": {tp}}, "GET /")
 		root.End()
 	}
 	for _, s := range rec.Ended() {
@@ -181,7 +181,7 @@ func BenchmarkSpan(b *testing.B) {
 	})
 }
 
-// FuzzExtract feeds Extract traceparent and tracestate headers as a caller
+// FuzzExtract feeds extract traceparent and tracestate headers as a caller
 // may send them: it never panics, and what it accepts is a valid remote
 // parent carrying the header's own trace id.
 func FuzzExtract(f *testing.F) {
@@ -195,7 +195,7 @@ func FuzzExtract(f *testing.F) {
 	Use(provider)
 	defer Use(nil)
 	f.Fuzz(func(t *testing.T, traceparent, tracestate string) {
-		ctx := Extract(context.Background(), http.Header{"Traceparent": {traceparent}, "Tracestate": {tracestate}})
+		ctx := extract(context.Background(), http.Header{"Traceparent": {traceparent}, "Tracestate": {tracestate}})
 		sc := trace.SpanContextFromContext(ctx)
 		if !sc.IsValid() {
 			return
