@@ -61,7 +61,7 @@ func Setup(ctx context.Context, getenv func(string) string, version string, log 
 		return off, fmt.Errorf("trace resource: %w", err)
 	}
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("tracing: exporting spans failed", "err", err)
+		log.Warn("tracing: OpenTelemetry reported an error (an export that failed, a bad OTEL_* setting)", "err", err)
 	}))
 	provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	Use(provider)
