@@ -9,9 +9,9 @@ func (s *Store) traceWrite(span tracing.Span, err error) {
 	if !span.Recording() {
 		return
 	}
-	system := "postgresql"
-	if s.writes != nil {
-		system = "sqlite"
+	system := s.dialect.Name
+	if system == "postgres" {
+		system = "postgresql" // the OpenTelemetry name
 	}
 	span.Str("db.system.name", system)
 	if err != nil {
