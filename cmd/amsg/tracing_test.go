@@ -116,9 +116,15 @@ func TestTracesOneTracePerInstantRoundAndPerScheduledOccurrence(t *testing.T) {
 	if !completedInTrace(trace) {
 		t.Error("the occurrence's trace has no store write after its push: its completion is not in it")
 	}
-	for _, s := range collector.Named("llm.call") {
-		if s.TraceID != occ.TraceID && s.TraceID != requests[0].TraceID && s.TraceID != requests[1].TraceID {
-			t.Errorf("an LLM call in a trace of its own: %v", s)
+	for _, name := range []string{"llm.call", "push.send"} {
+		spans := collector.Named(name)
+		if len(spans) != 3 {
+			t.Errorf("%d %s spans exported, want 3: two rounds and one occurrence", len(spans), name)
+		}
+		for _, s := range spans {
+			if s.TraceID != occ.TraceID && s.TraceID != requests[0].TraceID && s.TraceID != requests[1].TraceID {
+				t.Errorf("%s in a trace of its own: %v", name, s)
+			}
 		}
 	}
 
