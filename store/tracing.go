@@ -2,9 +2,10 @@ package store
 
 import "amsg/push/tracing"
 
-// traceWrite ends a write's span (push/tracing): the wait for the writer,
-// the transaction it shared with the writes committed together, and the
-// commit. The error's kind only: its text may quote a row.
+// traceWrite ends the span of a write (store.write) or of a write the store
+// batches with others (store.batch), push/tracing: the wait for the writer
+// or the batch, the transaction it shared with the writes committed
+// together, and the commit. The error's kind only: its text may quote a row.
 func (s *Store) traceWrite(span tracing.Span, err error) {
 	if !span.Recording() {
 		return

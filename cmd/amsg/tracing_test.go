@@ -22,7 +22,7 @@ func completedInTrace(trace map[string]tracingtest.Span) bool {
 		}
 	}
 	for _, s := range trace {
-		if s.Name == "store.write" && pushed != 0 && s.Start >= pushed {
+		if (s.Name == "store.write" || s.Name == "store.batch") && pushed != 0 && s.Start >= pushed {
 			return true
 		}
 	}
