@@ -57,6 +57,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer, getenv func(
 		debug.SetGCPercent(defaultGCPercent)
 	}
 	log := newLogger(cfg, stderr)
+	stopTracing, ok := startTracing(ctx, getenv, log, stderr)
+	if !ok {
+		return 2
+	}
+	defer stopTracing()
 	srv, err := openServer(ctx, cfg, log)
 	if err != nil {
 		var cfgErr *configError
