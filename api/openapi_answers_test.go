@@ -508,7 +508,7 @@ func checkAdminAnswers(t *testing.T, a *answerCheck, s *Server) {
 		body: `{"userIds":["` + testUserID + `"],"message":"hi"}`, status: 202})
 	var b struct{ BroadcastID string }
 	decodeData(t, resp.body, &b)
-	s.broadcasts.wg.Wait()
+	s.deps.Broadcasts.Wait()
 	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/admin/broadcasts", header: admin, status: 200})
 	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/admin/broadcasts/" + b.BroadcastID, header: admin, status: 200})
 	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/admin/broadcasts/none", header: admin, status: 404})

@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"amsg/push"
+	"amsg/push/tracing"
 )
 
 // Urgency is the RFC 8030 Urgency header.
@@ -310,7 +311,9 @@ func (s *Sender) Send(ctx context.Context, sub push.Subscription, msg Message) (
 	if err != nil {
 		return Delivery{}, err
 	}
+	ctx, span := tracing.Start(ctx, "push.send")
 	d := s.deliver(ctx, sub, o)
+	traceDelivery(span, d, msg)
 	s.logDelivery(d, msg.ID)
 	return d, nil
 }
