@@ -1,13 +1,17 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
+
+	"amsg/push"
 )
 
 // Message events are the story of each message told outward (issue 25):
@@ -212,4 +216,93 @@ func (s *Store) messageEventsMaxRows() int {
 		return s.messageEventsCap
 	}
 	return DefaultMessageEventsMaxRows
+}
+
+// deliveryEvents tell what one push's delivery (b) did to its messages,
+// stamped now where an attempt has no time: queued for a push recorded
+// only now, sent once the push went to any push service, then per attempt
+// accepted, gone or failed with the push service's status (outcome "retry"
+// when another try follows), and deferred for a push held back. A delivery
+// without a user (an /instant request's own subscription) has no story.
+func deliveryEvents(b push.Bookkeeping, now time.Time) []MessageEvent {
+	if b.UserID == "" {
+		return nil
+	}
+	events := make([]MessageEvent, 0, len(b.Record)+len(b.Attempts)+len(b.Deferred)+1)
+	for _, m := range b.Record {
+		events = append(events, MessageEvent{At: now, UserID: b.UserID, MessageID: m.MessageID, Type: EventQueued})
+	}
+	sent := map[string]bool{}
+	for _, a := range b.Attempts {
+		if !sent[a.MessageID] {
+			sent[a.MessageID] = true
+			events = append(events, MessageEvent{At: cmp.Or(a.At, now), UserID: b.UserID, MessageID: a.MessageID, Type: EventSent})
+		}
+		events = append(events, attemptEvent(b.UserID, a, now))
+	}
+	for _, id := range b.Deferred {
+		events = append(events, MessageEvent{At: now, UserID: b.UserID, MessageID: id, Type: EventDeferred, Detail: deferredDailyLimit})
+	}
+	return events
+}
+
+// deferredDailyLimit is the detail of a push the daily limit held back.
+var deferredDailyLimit = json.RawMessage(`{"reason":"daily_limit"}`)
+
+// attemptEvent is what one attempt tells: accepted, gone or failed, with
+// the push service's host and status.
+func attemptEvent(userID string, a push.Attempt, now time.Time) MessageEvent {
+	e := MessageEvent{At: cmp.Or(a.At, now), UserID: userID, MessageID: a.MessageID, Type: EventFailed}
+	switch a.Outcome {
+	case push.OutcomeDelivered:
+		e.Type = EventAccepted
+	case push.OutcomeGone:
+		e.Type = EventGone
+	}
+	if a.DeviceID != 0 {
+		e.DeviceID = strconv.FormatInt(a.DeviceID, 10)
+	}
+	detail := attemptDetail{PushHost: a.PushHost, Status: a.Status, Try: a.Try}
+	if e.Type == EventFailed {
+		detail.Outcome = string(a.Outcome)
+	}
+	e.Detail, _ = json.Marshal(detail) // cannot fail: strings and numbers
+	return e
+}
+
+// attemptDetail is the detail of an attempt's event.
+type attemptDetail struct {
+	PushHost string `json:"pushHost,omitempty"`
+	Status   int    `json:"status,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
+	Try      int    `json:"try,omitempty"`
+}
+
+// queuedEvents are the events of userID's messages recorded in the outbox
+// before they are sent.
+func queuedEvents(userID string, messages []OutboxMessage, now time.Time) []MessageEvent {
+	events := make([]MessageEvent, len(messages))
+	for i, m := range messages {
+		events[i] = MessageEvent{At: now, UserID: userID, MessageID: m.MessageID, Type: EventQueued}
+	}
+	return events
+}
+
+// ackedEvents runs query (AckOutbox's) in tx with now, userID and ids and
+// returns an acknowledged event of userID for each message id it returns.
+func (s *Store) ackedEvents(ctx context.Context, tx *sql.Tx, query string, now time.Time, userID, ids string) ([]MessageEvent, error) {
+	rows, err := tx.QueryContext(ctx, query, millis(now), userID, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var events []MessageEvent
+	for rows.Next() {
+		e := MessageEvent{UserID: userID, Type: EventAcknowledged}
+		if err := rows.Scan(&e.MessageID); err != nil {
+			return nil, err
+		}
+		events = append(events, e)
+	}
+	return events, rows.Err()
 }

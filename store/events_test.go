@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"amsg/push"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -148,4 +149,86 @@ func TestDeleteUserDeletesItsMessageEvents(t *testing.T) {
 	if got, _ := st.MessageTimeline(ctx, bob, "m1"); len(got) != 1 {
 		t.Errorf("bob's timeline = %+v, want his event kept", got)
 	}
+}
+
+// A push's story comes from the writes that already record it: the outbox
+// row (queued), the delivery bookkeeping (sent, then per attempt accepted,
+// failed or gone, and deferred), the acknowledgement.
+func TestDeliveryWritesTellTheMessagesStory(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now})
+	ctx := t.Context()
+	if err := st.AppendOutbox(ctx, alice, []store.OutboxMessage{outboxMessage("m1", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	at := clk.now.Add(time.Second)
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{UserID: alice, Delivered: []string{"m1"}, Gone: []int64{3}, Attempts: []push.Attempt{
+		{At: at, MessageID: "m1", UserID: alice, DeviceID: 1, PushHost: "fcm.googleapis.com", Try: 1, Status: 201, Outcome: push.OutcomeDelivered},
+		{At: at, MessageID: "m1", UserID: alice, DeviceID: 2, PushHost: "push.example", Try: 1, Status: 503, Outcome: push.OutcomeRetry},
+		{At: at, MessageID: "m1", UserID: alice, DeviceID: 3, PushHost: "push.example", Try: 1, Status: 410, Outcome: push.OutcomeGone},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{UserID: alice, Deferred: []string{"m2"}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a repeated ack changes nothing and tells nothing new
+		if _, err := st.AckOutbox(ctx, alice, []string{"m1", "never-sent"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got, err := st.MessageTimeline(ctx, alice, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"queued  {}",
+		"sent  {}",
+		`accepted 1 {"pushHost":"fcm.googleapis.com","status":201,"try":1}`,
+		`failed 2 {"pushHost":"push.example","status":503,"outcome":"retry","try":1}`,
+		`gone 3 {"pushHost":"push.example","status":410,"try":1}`,
+		"acknowledged  {}",
+	}
+	if summary := summarize(got); !reflect.DeepEqual(summary, want) {
+		t.Errorf("timeline of m1:\n got %q\nwant %q", summary, want)
+	}
+	if !got[1].At.Equal(at) || !got[0].At.Equal(clk.now) {
+		t.Errorf("queued at %v and sent at %v, want %v and the attempt's %v", got[0].At, got[1].At, clk.now, at)
+	}
+	deferred, err := st.MessageTimeline(ctx, alice, "m2")
+	if want := []string{`deferred  {"reason":"daily_limit"}`}; err != nil || !reflect.DeepEqual(summarize(deferred), want) {
+		t.Errorf("timeline of m2 = %q, %v; want %q", summarize(deferred), err, want)
+	}
+}
+
+// A delivery's bookkeeping handed to a task's completion writes the same
+// story in the completion's transaction.
+func TestCompletedTaskTellsItsLastPushStory(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now})
+	ctx := t.Context()
+	insertTask(t, st, alice, 1, clk.now)
+	lease := claimOne(t, st, clk.now)
+	if err := st.CompleteTask(ctx, lease, time.Time{}, push.Bookkeeping{UserID: alice, Record: []store.OutboxMessage{outboxMessage("m_last", 0)},
+		Attempts: []push.Attempt{{MessageID: "m_last", UserID: alice, DeviceID: 4, Try: 1, Status: 201, Outcome: push.OutcomeDelivered}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.MessageTimeline(ctx, alice, "m_last")
+	if want := []string{"queued  {}", "sent  {}", `accepted 4 {"status":201,"try":1}`}; err != nil || !reflect.DeepEqual(summarize(got), want) {
+		t.Errorf("timeline = %q, %v; want %q", summarize(got), err, want)
+	}
+}
+
+// summarize writes each event as "type device detail".
+func summarize(events []store.MessageEvent) []string {
+	var out []string
+	for _, e := range events {
+		detail := string(e.Detail)
+		if detail == "" {
+			detail = "{}"
+		}
+		out = append(out, e.Type+" "+e.DeviceID+" "+detail)
+	}
+	return out
 }

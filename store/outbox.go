@@ -58,7 +58,7 @@ type OutboxPage struct {
 }
 
 // AppendOutbox records a batch of finalized pushes for userID before they are
-// sent, in one transaction. A messageId already recorded for the user is a
+// sent, in one transaction, with their queued events. A messageId already recorded for the user is a
 // retry of the same push: its payload and created_at are replaced and it
 // counts as undelivered again, unless the client already acknowledged it,
 // in which case the row is left as it is. Messages are checked first; an
@@ -68,14 +68,15 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 	if err != nil {
 		return err
 	}
-	now := millis(s.now())
+	at := s.now()
+	now, events := millis(at), queuedEvents(userID, messages, at)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		for i, m := range messages {
 			if err := s.upsertOutbox(ctx, tx, userID, m, sealed[i], now, sql.NullInt64{}); err != nil {
 				return err
 			}
 		}
-		return nil
+		return s.insertMessageEvents(ctx, tx, events, at)
 	})
 	if err != nil {
 		return fmt.Errorf("store: append outbox: %w", err)
@@ -139,8 +140,8 @@ func isJSONObject(b []byte) bool {
 	return json.Valid(b) && push.JSONKind(b) == '{'
 }
 
-// AckOutbox records that userID's client received these pushes and returns
-// how many rows that changed: ids already acknowledged or never recorded
+// AckOutbox records that userID's client received these pushes, with an
+// acknowledged event for each, and returns how many rows that changed: ids already acknowledged or never recorded
 // count nothing, so a repeated ack returns 0. Every id must be non-blank
 // (JavaScript trim), else ErrInvalidOutbox.
 func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []string) (int, error) {
@@ -150,7 +151,8 @@ func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []strin
 		}
 	}
 	n, err := s.updateOutbox(ctx, `UPDATE message_outbox SET acked_at = ?
-		WHERE user_id = ? AND acked_at IS NULL AND message_id IN (`+s.dialect.InJSONArray+`)`, userID, messageIDs)
+		WHERE user_id = ? AND acked_at IS NULL AND message_id IN (`+s.dialect.InJSONArray+`)
+		RETURNING message_id`, userID, messageIDs)
 	if err != nil {
 		return 0, fmt.Errorf("store: ack outbox: %w", err)
 	}
@@ -184,8 +186,10 @@ func (s *Store) DeleteAllOutbox(ctx context.Context, userID string) (int, error)
 // markOutboxDeliveredSQL marks one message delivered: now, userID, messageID.
 var markOutboxDeliveredSQL = preparedSQL(`UPDATE message_outbox SET delivered_at = ? WHERE user_id = ? AND message_id = ?`)
 
-// updateOutbox runs query with now, userID and messageIDs as a JSON array,
-// and returns the rows changed.
+// updateOutbox runs query, which returns the message id of each row it
+// changes, with now, userID and messageIDs as a JSON array, appends an
+// acknowledged event for each of those rows in the same write, and returns
+// how many there were.
 func (s *Store) updateOutbox(ctx context.Context, query, userID string, messageIDs []string) (int, error) {
 	if len(messageIDs) > MaxOutboxIDs {
 		return 0, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, len(messageIDs), MaxOutboxIDs)
@@ -197,7 +201,17 @@ func (s *Store) updateOutbox(ctx context.Context, query, userID string, messageI
 	if err != nil {
 		return 0, err
 	}
-	return s.execCount(ctx, "", query, millis(s.now()), userID, string(ids))
+	var acked int
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		events, err := s.ackedEvents(ctx, tx, query, now, userID, string(ids))
+		acked = len(events)
+		if err != nil {
+			return err
+		}
+		return s.insertMessageEvents(ctx, tx, events, now)
+	})
+	return acked, err
 }
 
 // UnackedOutbox returns up to limit (1 to MaxOutboxPage) of userID's
