@@ -162,6 +162,10 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		MessageType: push.TypeFixed, NextSendAt: time.Now().Add(time.Hour), Payload: json.RawMessage(`{"contactName":"Rei","userMessage":"walk"}`)}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.deps.Store.AppendMessageEvents(ctx, store.MessageEvent{UserID: testUserID, MessageID: "m1", DeviceID: "1", Type: store.EventClicked,
+		Detail: json.RawMessage(`{"action":"reply"}`)}); err != nil {
+		t.Fatal(err)
+	}
 	user := map[string]string{"X-User-Id": testUserID}
 	admin := map[string]string{"Authorization": "Bearer t"}
 	subscription := `{"subscription":{"endpoint":"http://127.0.0.1:9/push/y","keys":{"p256dh":"BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM","auth":"tBHItJI5svbpez7KI4CCXg"}}}`
@@ -213,6 +217,11 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 		{http.MethodPost, "/api/v1/admin/send", "", admin, 200, `{"userId":"` + testUserID + `","message":"hi"}`, ""},
 		{http.MethodPost, "/api/v1/admin/broadcasts", "", admin, 202, `{"userIds":["` + testUserID + `"],"message":"hi"}`, ""},
 		{http.MethodGet, "/api/v1/admin/deliveries/per-minute", "", admin, 200, "", ""},
+		{http.MethodGet, "/api/v1/messages/m1/status", "/api/v1/messages/{messageId}/status", user, 200, "", ""},
+		{http.MethodGet, "/api/v1/messages/m-none/status", "/api/v1/messages/{messageId}/status", user, 404, "", ""},
+		{http.MethodPost, "/api/v1/receipts", "", map[string]string{"Content-Type": "application/json"}, 400, `{"receipts":[]}`, ""},
+		{http.MethodGet, "/api/v1/admin/messages/m1/timeline?userId=" + testUserID, "/api/v1/admin/messages/{messageId}/timeline", admin, 200, "", ""},
+		{http.MethodGet, "/api/v1/admin/messages/per-day", "", admin, 200, "", ""},
 		{http.MethodGet, "/api/v1/admin/users", "", map[string]string{"Authorization": "Bearer wrong"}, 401, "", ""},
 		{http.MethodPost, "/api/v1/test-push", "", user, 200, "", ""},
 		{http.MethodDelete, "/api/v1/cancel-message?id=00000000-0000-4000-8000-000000000001", "/api/v1/cancel-message", user, 200, "", ""},

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"amsg/push"
@@ -260,7 +259,7 @@ func attemptEvent(userID string, a push.Attempt, now time.Time) MessageEvent {
 		e.Type = EventGone
 	}
 	if a.DeviceID != 0 {
-		e.DeviceID = strconv.FormatInt(a.DeviceID, 10)
+		e.DeviceID = DeviceIDString(a.DeviceID)
 	}
 	detail := attemptDetail{PushHost: a.PushHost, Status: a.Status, Try: a.Try}
 	if e.Type == EventFailed {
@@ -305,4 +304,42 @@ func (s *Store) ackedEvents(ctx context.Context, tx *sql.Tx, query string, now t
 		events = append(events, e)
 	}
 	return events, rows.Err()
+}
+
+// DayCount is how many events of one type happened on one UTC day.
+type DayCount struct {
+	Day   time.Time // midnight UTC
+	Type  string
+	Count int
+}
+
+// EventsPerDay counts the events of types since since, per UTC day and
+// type, oldest day first: the operator's daily chart of sent, shown and
+// clicked messages.
+func (s *Store) EventsPerDay(ctx context.Context, since time.Time, types []string) ([]DayCount, error) {
+	names, err := json.Marshal(types)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.reader.QueryContext(ctx, `SELECT at / 86400000 AS day, type, count(*) FROM message_events
+		WHERE at >= ? AND type IN (`+s.dialect.InJSONArray+`) GROUP BY at / 86400000, type ORDER BY day, type`,
+		millis(since), string(names))
+	if err != nil {
+		return nil, fmt.Errorf("store: events per day: %w", err)
+	}
+	defer rows.Close()
+	var counts []DayCount
+	for rows.Next() {
+		var c DayCount
+		var day int64
+		if err := rows.Scan(&day, &c.Type, &c.Count); err != nil {
+			return nil, fmt.Errorf("store: events per day: %w", err)
+		}
+		c.Day = fromMillis(day * 86400000)
+		counts = append(counts, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: events per day: %w", err)
+	}
+	return counts, nil
 }

@@ -232,3 +232,70 @@ func summarize(events []store.MessageEvent) []string {
 	}
 	return out
 }
+
+// A receipt reported twice counts once, per device and type.
+func TestRecordReceiptsCountsARepeatOnce(t *testing.T) {
+	st := storetest.New(t)
+	ctx := t.Context()
+	d, err := st.PutSubscription(ctx, alice, subscriptionJSON("https://push.example/a"), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := st.DeviceOwner(ctx, d.ID); err != nil || owner != alice {
+		t.Errorf("DeviceOwner = %q, %v; want alice", owner, err)
+	}
+	if id, err := st.DeviceAt(ctx, "https://push.example/a"); err != nil || id != d.ID {
+		t.Errorf("DeviceAt = %d, %v; want %d", id, err, d.ID)
+	}
+	if _, err := st.DeviceOwner(ctx, d.ID+1); !errors.Is(err, store.ErrUnknownDevice) {
+		t.Errorf("DeviceOwner(unknown) = %v, want ErrUnknownDevice", err)
+	}
+	if _, err := st.DeviceAt(ctx, "https://push.example/none"); !errors.Is(err, store.ErrUnknownDevice) {
+		t.Errorf("DeviceAt(unknown) = %v, want ErrUnknownDevice", err)
+	}
+	device := store.DeviceIDString(d.ID)
+	shown := store.MessageEvent{UserID: alice, MessageID: "m1", DeviceID: device, Type: store.EventShown}
+	clicked := store.MessageEvent{UserID: alice, MessageID: "m1", DeviceID: device, Type: store.EventClicked, Detail: json.RawMessage(`{"action":"reply"}`)}
+	otherDevice := shown
+	otherDevice.DeviceID = "999"
+	first, err := st.RecordReceipts(ctx, []store.MessageEvent{shown, clicked, shown})
+	if err != nil || !reflect.DeepEqual(first, []bool{true, true, false}) {
+		t.Fatalf("RecordReceipts = %v, %v; want the repeat in the batch skipped", first, err)
+	}
+	again, err := st.RecordReceipts(ctx, []store.MessageEvent{clicked, otherDevice})
+	if err != nil || !reflect.DeepEqual(again, []bool{false, true}) {
+		t.Errorf("RecordReceipts(again) = %v, %v; want the repeat skipped and another device's recorded", again, err)
+	}
+	got, _ := st.MessageTimeline(ctx, alice, "m1")
+	want := []string{"shown " + device + " {}", "clicked " + device + ` {"action":"reply"}`, "shown 999 {}"}
+	if !reflect.DeepEqual(summarize(got), want) {
+		t.Errorf("timeline = %q, want %q", summarize(got), want)
+	}
+}
+
+func TestEventsPerDayCountsTheChartsTypes(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now})
+	ctx := t.Context()
+	day1 := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
+	day2 := day1.Add(2 * time.Minute)
+	var events []store.MessageEvent
+	for _, e := range []struct {
+		at  time.Time
+		typ string
+	}{{day1, store.EventSent}, {day1, store.EventSent}, {day1, store.EventShown}, {day2, store.EventClicked}, {day2, store.EventQueued}, {day1.Add(-48 * time.Hour), store.EventSent}} {
+		events = append(events, store.MessageEvent{At: e.at, UserID: alice, MessageID: "m", Type: e.typ})
+	}
+	if err := st.AppendMessageEvents(ctx, events...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.EventsPerDay(ctx, day1.Add(-24*time.Hour), []string{store.EventSent, store.EventShown, store.EventClicked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mar1, mar2 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
+	want := []store.DayCount{{mar1, store.EventSent, 2}, {mar1, store.EventShown, 1}, {mar2, store.EventClicked, 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("EventsPerDay = %+v, want %+v", got, want)
+	}
+}
