@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -188,8 +189,29 @@ func (s *Scheduler) deferred(t store.Task, l store.Lease, until time.Time) resul
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	r := result{taskID: t.ID, kind: resultDeferred, next: until}
-	if err := s.deps.Store.DeferTask(ctx, l, until); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+	if err := s.deps.Store.DeferTask(ctx, l, until); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			return r
+		}
 		return result{taskID: t.ID, kind: resultUpdateFailed, reason: fmt.Sprintf("defer for quiet hours: %v", err), updateError: err.Error()}
 	}
+	s.tellDeferred(ctx, t, until)
 	return r
+}
+
+// tellDeferred records the deferral in the timeline of the occurrence the
+// release will send, under the id its pushes' ids start with
+// (messageIDBase): what an app that asks after it learns. A failure is
+// logged: the deferral itself is written.
+func (s *Scheduler) tellDeferred(ctx context.Context, t store.Task, until time.Time) {
+	detail, _ := json.Marshal(struct {
+		Reason   string `json:"reason"`
+		Until    string `json:"until"`
+		TaskUUID string `json:"taskUuid"`
+	}{"quiet_hours", push.FormatTimestamp(until), t.UUID}) // cannot fail: strings
+	err := s.deps.Store.AppendMessageEvents(ctx, store.MessageEvent{UserID: t.UserID, MessageID: messageIDBase(t.ID, until),
+		Type: store.EventDeferred, Detail: detail})
+	if err != nil {
+		s.log.WarnContext(ctx, "scheduler: could not record a deferral in the message's timeline", "taskId", t.ID, "err", err.Error())
+	}
 }
