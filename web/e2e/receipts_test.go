@@ -67,6 +67,35 @@ func TestReceiptsTellTheMessagesStory(t *testing.T) {
 	if len(got) == 0 || got[0] != "queued@" {
 		t.Errorf("timeline %q; want it to start queued", got)
 	}
+
+	// The operator page charts the day's sent, shown and clicked messages
+	// and shows the message's timeline.
+	admin := b.NewPage()
+	admin.Navigate(srv.URL + "/admin")
+	admin.Eval(`(() => {
+		document.getElementById('token').value = `+strconv.Quote(adminToken)+`;
+		document.getElementById('signin-form').requestSubmit();
+	})()`, nil)
+	admin.WaitFor(`document.querySelectorAll('#days-chart rect').length === 3`)
+	var legend string
+	admin.Eval(`document.getElementById('days-legend').textContent`, &legend)
+	if legend != "Sent: 1Shown: 1Clicked: 1" {
+		t.Errorf("the daily chart's legend reads %q", legend)
+	}
+	admin.Eval(`(() => {
+		document.getElementById('timeline-user').value = `+strconv.Quote(user)+`;
+		document.getElementById('timeline-message').value = `+strconv.Quote(pushed.MessageID)+`;
+		document.getElementById('timeline-form').requestSubmit();
+	})()`, nil)
+	admin.WaitFor(`document.getElementById('timeline-result').textContent.endsWith('now clicked.')`)
+	var rows string
+	admin.Eval(`[...document.querySelectorAll('#timeline tbody tr')].map((r) => r.cells[1].textContent).join(' ')`, &rows)
+	if rows != "queued sent accepted shown clicked" {
+		t.Errorf("the operator's timeline lists %q", rows)
+	}
+	if errs := b.TakeConsoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %v", errs)
+	}
 }
 
 // statusAnswer is GET /messages/{id}/status's data.
