@@ -11,7 +11,6 @@ import (
 	"amsg/push"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
-	"amsg/push/webpush"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -28,15 +27,7 @@ type receiptFixture struct {
 func newReceiptFixture(t *testing.T) *receiptFixture {
 	t.Helper()
 	st := storetest.New(t)
-	sec := st.Secrets()
-	fake := pushtest.NewServer(sec.VAPIDPublicKey)
-	t.Cleanup(fake.Close)
-	sender, err := webpush.NewSender(webpush.Config{VAPIDPublicKey: sec.VAPIDPublicKey, VAPIDPrivateKey: sec.VAPIDPrivateKey,
-		Subject: "https://amsg.example.org/contact", AllowPrivateEndpoints: true, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := courier.New(sender, st, courier.Config{Receipts: st.ReceiptSigner(), Logger: testLogger(t)})
+	c, fake := newTestCourierWith(t, st, courier.Config{Receipts: st.ReceiptSigner()})
 	f := &receiptFixture{s: newTestServer(t, Config{AdminToken: testAdminToken}, Deps{Store: st, Courier: c}), st: st, fake: fake}
 	for range 2 {
 		raw, _ := json.Marshal(fake.Subscribe())
