@@ -299,3 +299,28 @@ func TestEventsPerDayCountsTheChartsTypes(t *testing.T) {
 		t.Errorf("EventsPerDay = %+v, want %+v", got, want)
 	}
 }
+
+// A user's data inventory counts its messages' events with the delivery
+// log, and purging that resource deletes them.
+func TestCloudInventoryHoldsTheMessageEvents(t *testing.T) {
+	st := storetest.New(t)
+	ctx := t.Context()
+	if err := st.AppendMessageEvents(ctx, store.MessageEvent{UserID: cloudUser, MessageID: "m1", Type: store.EventQueued},
+		store.MessageEvent{UserID: cloudUser, MessageID: "m1", DeviceID: "1", Type: store.EventShown}); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := st.CloudInventory(ctx, cloudUser)
+	if err != nil || len(inv.Resources) != 1 || inv.Resources[0].Type != "delivery-log" || inv.Resources[0].Label != "delivery log (0 attempts, 2 message events)" {
+		t.Fatalf("inventory %+v, %v; want the events as the delivery log", inv.Resources, err)
+	}
+	plan, err := st.CreateCleanupPlan(ctx, cloudUser, store.PlanRequest{Mode: store.ModePurge, ResourceIDs: []string{inv.Resources[0].ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op, err := st.StartCleanup(ctx, cloudUser, plan.ID, "purge-events"); err != nil || op.Status != store.OperationCompleted {
+		t.Fatalf("purge: %+v, %v", op, err)
+	}
+	if left, err := st.MessageTimeline(ctx, cloudUser, "m1"); err != nil || len(left) != 0 {
+		t.Errorf("after the purge the timeline holds %+v, %v", left, err)
+	}
+}
