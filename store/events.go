@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"amsg/push"
@@ -124,22 +125,40 @@ func checkMessageEvent(e MessageEvent) error {
 	return nil
 }
 
-var insertMessageEventSQL = preparedSQL(`INSERT INTO message_events (at, user_id, message_id, device_id, type, detail)
-	VALUES (?, ?, ?, ?, ?, ?)`)
+// insertMessageEventsSQL[k-1] inserts k events in one statement: a push's
+// delivery tells two or three, and one statement costs less than several.
+var insertMessageEventsSQL = func() []string {
+	const row = `(?, ?, ?, ?, ?, ?)`
+	queries := make([]string, maxEventsPerStatement)
+	for k := range queries {
+		queries[k] = preparedSQL(`INSERT INTO message_events (at, user_id, message_id, device_id, type, detail) VALUES ` +
+			strings.Repeat(row+", ", k) + row)
+	}
+	return queries
+}()
+
+// maxEventsPerStatement bounds the rows of one insert of events.
+const maxEventsPerStatement = 4
 
 // insertMessageEvents writes checked events in tx, those with no time at
 // now: the part of a write that already records something else.
 func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []MessageEvent, now time.Time) error {
-	for _, e := range events {
-		at := e.At
-		if at.IsZero() {
-			at = now
+	for len(events) > 0 {
+		batch := events[:min(len(events), maxEventsPerStatement)]
+		events = events[len(batch):]
+		args := make([]any, 0, 6*len(batch))
+		for _, e := range batch {
+			at := e.At
+			if at.IsZero() {
+				at = now
+			}
+			detail := "{}"
+			if e.Detail != nil {
+				detail = string(e.Detail)
+			}
+			args = append(args, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail)
 		}
-		detail := "{}"
-		if e.Detail != nil {
-			detail = string(e.Detail)
-		}
-		if _, err := s.txExec(ctx, tx, insertMessageEventSQL, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail); err != nil {
+		if _, err := s.txExec(ctx, tx, insertMessageEventsSQL[len(batch)-1], args...); err != nil {
 			return err
 		}
 	}
@@ -231,10 +250,10 @@ func deliveryEvents(b push.Bookkeeping, now time.Time) []MessageEvent {
 	for _, m := range b.Record {
 		events = append(events, MessageEvent{At: now, UserID: b.UserID, MessageID: m.MessageID, Type: EventQueued})
 	}
-	sent := map[string]bool{}
+	var sent []string // a push's attempts share its one message id: no map needed
 	for _, a := range b.Attempts {
-		if !sent[a.MessageID] {
-			sent[a.MessageID] = true
+		if !slices.Contains(sent, a.MessageID) {
+			sent = append(sent, a.MessageID)
 			events = append(events, MessageEvent{At: cmp.Or(a.At, now), UserID: b.UserID, MessageID: a.MessageID, Type: EventSent})
 		}
 		events = append(events, attemptEvent(b.UserID, a, now))
