@@ -96,8 +96,8 @@ func TestQuietHoursDeferUntilTheWindowEndsAndReleaseOneNotificationPerConversati
 		if !deferred[task.ID].Equal(morning) {
 			t.Errorf("task %d deferred until %s; want %s", task.ID, deferred[task.ID], morning)
 		}
-		// The timeline of the occurrence the release sends tells why it waits.
-		events, err := h.st.MessageTimeline(ctx, alice, messageIDBase(task.ID, morning))
+		// The timeline of the release's first push tells why it waits.
+		events, err := h.st.MessageTimeline(ctx, alice, OccurrenceMessageID(task.ID, morning))
 		want := `{"reason":"quiet_hours","until":"` + push.FormatTimestamp(morning) + `","taskUuid":"` + task.UUID + `"}`
 		if err != nil || len(events) != 1 || events[0].Type != store.EventDeferred || string(events[0].Detail) != want {
 			t.Errorf("task %d's timeline = %+v, %v; want one deferred %s", task.ID, events, err, want)
