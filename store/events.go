@@ -168,9 +168,11 @@ func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []Me
 // MessageEventsAfter returns up to limit (1 to MaxMessageEventsPage)
 // events with Seq above afterSeq, in Seq order: how a consumer follows
 // every event, keeping the last Seq it handled as its cursor. Seq is the
-// order the rows were inserted in; on PostgreSQL with several instances
-// writing, a row may commit after one with a higher Seq, so a consumer
-// that must see every row re-reads a little behind its cursor.
+// order the rows were inserted in. On SQLite, with its one writer, that is
+// also the order they commit in; on PostgreSQL writes run concurrently (in
+// one instance and across several), so a row may commit after one with a
+// higher Seq, and a consumer that must see every row re-reads behind its
+// cursor (or skips a gap in Seq only once it is older than a write takes).
 func (s *Store) MessageEventsAfter(ctx context.Context, afterSeq int64, limit int) ([]MessageEvent, error) {
 	if afterSeq < 0 || limit < 1 || limit > MaxMessageEventsPage {
 		return nil, fmt.Errorf("store: message events after: %w: after %d, limit %d", ErrInvalidMessageEvent, afterSeq, limit)
