@@ -24,7 +24,7 @@ type receiptFixture struct {
 	devices []push.Device
 }
 
-func newReceiptFixture(t *testing.T) *receiptFixture {
+func newReceiptFixture(t testing.TB) *receiptFixture {
 	t.Helper()
 	st := storetest.New(t)
 	c, fake := newTestCourierWith(t, st, courier.Config{Receipts: st.ReceiptSigner()})
@@ -42,7 +42,7 @@ func newReceiptFixture(t *testing.T) *receiptFixture {
 
 // sendPush sends a content push to the user's devices and returns the
 // receipt token each device's copy carried, by device id.
-func (f *receiptFixture) sendPush(t *testing.T, id string) map[int64]string {
+func (f *receiptFixture) sendPush(t testing.TB, id string) map[int64]string {
 	t.Helper()
 	before := len(f.fake.Pushes())
 	p, err := push.Decode([]byte(`{"messageKind":"content","messageType":"instant","source":"instant","messageId":"` + id +
@@ -249,4 +249,41 @@ func TestAdminSeesTimelinesAndTheDailyChart(t *testing.T) {
 	if got := send(f.s, http.MethodGet, "/api/v1/admin/messages/per-day", "", nil); got.status != http.StatusUnauthorized {
 		t.Errorf("chart without the operator token = %d", got.status)
 	}
+}
+
+// Whatever a worker (or anyone) posts to /receipts gets an envelope, never
+// a 5xx, and a refused body writes nothing.
+func FuzzReceipts(f *testing.F) {
+	fx := newReceiptFixture(f)
+	tokens := fx.sendPush(f, "msg_1")
+	tok := tokens[fx.devices[0].ID]
+	for _, seed := range []string{
+		`{"receipts":[` + report("msg_1", tok, "shown", "") + `]}`,
+		`{"endpoint":"` + fx.devices[1].Subscription.Endpoint + `","receipts":[` + report("msg_1", tok, "clicked", "x") + `]}`,
+		`{"receipts":[` + report("msg_2", tok, "dismissed", "") + `]}`,
+		`{"receipts":[{"messageId":"msg_1","token":"1.AAAAAAAAAAAAAAAAAAAAAA","type":"shown"}]}`,
+		`{"receipts":null}`, `[]`, `{`, "",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		before, err := fx.st.MessageEventsAfter(t.Context(), 0, store.MaxMessageEventsPage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := postReceipts(fx.s, body)
+		var env struct {
+			Success *bool `json:"success"`
+		}
+		if r.status >= 500 || json.Unmarshal([]byte(r.body), &env) != nil || env.Success == nil {
+			t.Fatalf("POST /receipts %q: %d %s", body, r.status, r.body)
+		}
+		after, err := fx.st.MessageEventsAfter(t.Context(), 0, store.MaxMessageEventsPage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.status != http.StatusOK && len(after) != len(before) {
+			t.Fatalf("a refused body (%d %s) wrote %d events", r.status, r.body, len(after)-len(before))
+		}
+	})
 }
