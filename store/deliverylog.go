@@ -51,7 +51,7 @@ type bookkeepingWrite struct {
 
 func (s *Store) prepareBookkeeping(b push.Bookkeeping) (*bookkeepingWrite, error) {
 	if len(b.Delivered) > MaxOutboxIDs || len(b.Record) > MaxOutboxIDs || len(b.Deferred) > MaxOutboxIDs {
-		return nil, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, len(b.Delivered)+len(b.Record), MaxOutboxIDs)
+		return nil, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, max(len(b.Delivered), len(b.Record), len(b.Deferred)), MaxOutboxIDs)
 	}
 	sealed, err := s.sealOutbox(b.UserID, b.Record)
 	if err != nil {

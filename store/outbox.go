@@ -58,10 +58,10 @@ type OutboxPage struct {
 }
 
 // AppendOutbox records a batch of finalized pushes for userID before they are
-// sent, in one transaction, with their queued events. A messageId already recorded for the user is a
-// retry of the same push: its payload and created_at are replaced and it
-// counts as undelivered again, unless the client already acknowledged it,
-// in which case the row is left as it is. Messages are checked first; an
+// sent, with their queued events, in one transaction. A messageId already
+// recorded for the user is a retry of the same push: its payload and
+// created_at are replaced and it counts as undelivered again, unless the
+// client already acknowledged it, in which case the row is left as it is. Messages are checked first; an
 // invalid one fails the batch with ErrInvalidOutbox and nothing is written.
 func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []OutboxMessage) error {
 	sealed, err := s.sealOutbox(userID, messages)
@@ -141,8 +141,9 @@ func isJSONObject(b []byte) bool {
 }
 
 // AckOutbox records that userID's client received these pushes, with an
-// acknowledged event for each, and returns how many rows that changed: ids already acknowledged or never recorded
-// count nothing, so a repeated ack returns 0. Every id must be non-blank
+// acknowledged event for each, and returns how many rows that changed: ids
+// already acknowledged or never recorded count nothing, so a repeated ack
+// returns 0 (and tells nothing again). Every id must be non-blank
 // (JavaScript trim), else ErrInvalidOutbox.
 func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []string) (int, error) {
 	for _, id := range messageIDs {
