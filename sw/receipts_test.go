@@ -21,6 +21,9 @@ func TestReceiptsWaitOfflineAndGoInOneBatchWithTheNextPush(t *testing.T) {
 		return true;
 	})()`, nil)
 	p.WaitForWorker(`self.__amsgTest.queuedReceipts().then((q) => q.length === 2)`)
+	// The flushes that failed have ended: none is still on its way when the
+	// server comes back.
+	p.WaitForWorker(`self.__amsgTest.receiptFlushesDone()`)
 
 	srv.offline.Store(false)
 	p.DeliverPushJSON(map[string]any{"messageKind": "content", "messageId": "m-plain", "message": "no token"})

@@ -1724,6 +1724,7 @@ self.__amsgTest = Object.freeze({
   approvalsSettled: () => approvalsSettled,
   receiptOf,
   receiptBatchesSettled: () => receiptBatchesSettled,
+  receiptFlushesDone: () => receiptFlushChain.then(() => true),
   queuedReceipts: () => transact(RECEIPTS_DB, [RECEIPT_QUEUE], 'readonly', (tx) => req(tx.objectStore(RECEIPT_QUEUE).getAll())),
   pushesSettled: () => pushesSettled,
   notificationsShown: () => notificationsShown,
