@@ -21,8 +21,9 @@ import (
 // operator; MessageEventsAfter reads every event in Seq order for
 // consumers that follow the table (webhooks). Events on the delivery path
 // are written inside the write that records the attempt, so they cost no
-// commit of their own. Rows live as long as the outbox keeps a message
-// (Config.OutboxMaxAge), bounded in number by Config.MessageEventsMaxRows.
+// commit of their own. A message's events go with its outbox row when the
+// outbox's retention deletes it (CleanupOutbox), and live at most
+// Config.OutboxMaxAge, bounded in number by Config.MessageEventsMaxRows.
 
 // The types of a message's events.
 const (
@@ -366,4 +367,28 @@ func (s *Store) EventsPerDay(ctx context.Context, since time.Time, types []strin
 		return nil, fmt.Errorf("store: events per day: %w", err)
 	}
 	return counts, nil
+}
+
+// deleteOutboxRows deletes the outbox rows where (a condition on
+// message_outbox, with args) selects, and their messages' events, in one
+// write: a message's story goes with its outbox row. It returns how many
+// outbox rows it deleted; what names the step in errors.
+func (s *Store) deleteOutboxRows(ctx context.Context, what, where string, args ...any) (int, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM message_events WHERE (user_id, message_id) IN (
+			SELECT user_id, message_id FROM message_outbox WHERE `+where+`)`, args...); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM message_outbox WHERE `+where, args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: %s: %w", what, err)
+	}
+	return int(n), nil
 }

@@ -324,3 +324,26 @@ func TestCloudInventoryHoldsTheMessageEvents(t *testing.T) {
 		t.Errorf("after the purge the timeline holds %+v, %v", left, err)
 	}
 }
+
+// A message's story goes with its outbox row when the outbox's retention
+// deletes it; other messages' stay.
+func TestCleanupOutboxDeletesTheEventsOfTheRowsItDeletes(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now, OutboxMaxRowsPerUser: 1})
+	ctx := t.Context()
+	appendOutbox(t, st, alice, outboxMessage("m_old", 1))
+	clk.Add(time.Second)
+	appendOutbox(t, st, alice, outboxMessage("m_new", 2))
+	if err := st.RecordDeliveries(ctx, push.Bookkeeping{UserID: alice, Delivered: []string{"m_old", "m_new"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.CleanupOutbox(ctx); err != nil || n != 1 {
+		t.Fatalf("CleanupOutbox = %d, %v; want the older row over the cap", n, err)
+	}
+	if old, err := st.MessageTimeline(ctx, alice, "m_old"); err != nil || len(old) != 0 {
+		t.Errorf("m_old's timeline = %+v, %v; want it gone with its row", old, err)
+	}
+	if kept, err := st.MessageTimeline(ctx, alice, "m_new"); err != nil || len(kept) != 1 {
+		t.Errorf("m_new's timeline = %+v, %v; want its queued event kept", kept, err)
+	}
+}

@@ -348,22 +348,23 @@ func (s *Store) DiscardUndeliveredBurst(ctx context.Context, userID, idPrefix st
 // acknowledged longer ago than the first and any row created longer ago
 // than the second (a push service keeps a push four weeks at most), then
 // each user's rows over the cap, delivered or acknowledged ones first,
-// oldest first, and returns how many. The housekeeping calls it.
+// oldest first, each with its message's events, and returns how many rows.
+// The housekeeping calls it.
 func (s *Store) CleanupOutbox(ctx context.Context) (int, error) {
 	now := s.now()
-	aged, err := s.execCount(ctx, "cleanup outbox", `DELETE FROM message_outbox WHERE acked_at < ? OR created_at < ?`,
+	aged, err := s.deleteOutboxRows(ctx, "cleanup outbox", `acked_at < ? OR created_at < ?`,
 		millis(now.Add(-s.outboxAckedMaxAge)), millis(now.Add(-s.outboxMaxAge)))
 	if err != nil {
 		return aged, err
 	}
-	capped, err := s.execCount(ctx, "cap outbox", capOutboxSQL, s.outboxMaxRows, s.outboxMaxRows)
+	capped, err := s.deleteOutboxRows(ctx, "cap outbox", cappedOutboxSQL, s.outboxMaxRows, s.outboxMaxRows)
 	return aged + capped, err
 }
 
-// capOutboxSQL deletes each user's outbox rows past the first ? kept:
+// cappedOutboxSQL selects each user's outbox rows past the first ? kept:
 // undelivered ones before the rest, newest first (issue 22: with no cap per
 // user the outbox grew 21 MiB a minute under steady load).
-const capOutboxSQL = `DELETE FROM message_outbox WHERE id IN (
+const cappedOutboxSQL = `id IN (
 	SELECT id FROM (
 		SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id
 			ORDER BY CASE WHEN delivered_at IS NULL AND acked_at IS NULL THEN 0 ELSE 1 END, id DESC) AS kept
