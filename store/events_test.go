@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -345,5 +346,27 @@ func TestCleanupOutboxDeletesTheEventsOfTheRowsItDeletes(t *testing.T) {
 	}
 	if kept, err := st.MessageTimeline(ctx, alice, "m_new"); err != nil || len(kept) != 1 {
 		t.Errorf("m_new's timeline = %+v, %v; want its queued event kept", kept, err)
+	}
+}
+
+// Appends written together in one batch each tell their queued event once.
+func TestConcurrentAppendsTellEachMessageQueuedOnce(t *testing.T) {
+	st := storetest.New(t)
+	ctx := t.Context()
+	const n = 40
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- st.AppendOutbox(ctx, alice, []store.OutboxMessage{outboxMessage(fmt.Sprintf("m%d", i), i)}) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		got, err := st.MessageTimeline(ctx, alice, fmt.Sprintf("m%d", i))
+		if err != nil || len(got) != 1 || got[0].Type != store.EventQueued {
+			t.Errorf("m%d's timeline = %+v, %v; want one queued event", i, got, err)
+		}
 	}
 }
