@@ -356,7 +356,9 @@ func TestConcurrentAppendsTellEachMessageQueuedOnce(t *testing.T) {
 	const n = 40
 	errs := make(chan error, n)
 	for i := range n {
-		go func() { errs <- st.AppendOutbox(ctx, alice, []store.OutboxMessage{outboxMessage(fmt.Sprintf("m%d", i), i)}) }()
+		go func() {
+			errs <- st.AppendOutbox(ctx, alice, []store.OutboxMessage{outboxMessage(fmt.Sprintf("m%d", i), i)})
+		}()
 	}
 	for range n {
 		if err := <-errs; err != nil {
