@@ -50,6 +50,8 @@ func (s *Server) adminRoutes() []adminRoute {
 		{http.MethodGet, "/api/v1/admin/tasks", s.handleAdminTasks},
 		{http.MethodGet, "/api/v1/admin/deliveries/failed", s.handleAdminFailed},
 		{http.MethodGet, "/api/v1/admin/deliveries/per-minute", s.handleAdminPerMinute},
+		{http.MethodGet, "/api/v1/admin/messages/per-day", s.handleAdminMessagesPerDay},
+		{http.MethodGet, "/api/v1/admin/messages/{messageId}/timeline", s.handleAdminMessageTimeline},
 	}
 }
 

@@ -27,8 +27,8 @@ const (
 	// AMSG_CLIENT_TOKEN is set, with amsg-instant's codes and messages.
 	authInstant
 	// authDecisionToken routes check a credential of their own, an
-	// interrupt's decision token, and nothing else: a service worker
-	// answering a notification has only that.
+	// interrupt's decision token or a push's receipt token, and nothing
+	// else: a service worker answering a notification has only that.
 	authDecisionToken
 )
 

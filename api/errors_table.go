@@ -207,4 +207,11 @@ var errorTable = []errorText{
 	{"INVALID_CLOUD_KIND", "kind must be a string of at most 100 characters", "kind 必须是不超过 100 字符的字符串"},
 	{"CLOUD_OWNER_RETIRED", "The owner is retired or its generation changed; send the generation the restore returned", "归属已停用或代际已变化"},
 	{"CLOUD_OWNER_IMMUTABLE", "A resource's owner cannot be changed by an ordinary write", "已有资源的归属不能由普通写入更改"},
+
+	// Message timelines and receipts (issue 25).
+	{"MESSAGE_NOT_FOUND", "No such message, or its story is past retention", "消息不存在，或它的记录已过保留期"},
+	{"INVALID_RECEIPTS", "Invalid receipt batch: receipts must be 1-50 reports {messageId, token, type: shown|clicked|dismissed, action?} (details: index, reason)", "回执批次格式无效"},
+	{"RECEIPT_TOKEN_INVALID", "The receipt token is not one the server issued for this message and device (details: index)", "回执令牌无效：不是服务器为这条消息和设备签发的"},
+	{"RECEIPT_OTHER_DEVICE", "The receipt token belongs to another device than the reporting endpoint's (details: index)", "回执令牌属于另一台设备"},
+	{"RECEIPT_DEVICE_UNKNOWN", "The reporting device is not registered (unknown endpoint)", "报告回执的设备未登记（endpoint 未知）"},
 }

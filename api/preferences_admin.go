@@ -71,6 +71,9 @@ func (s *Server) deferAdminMessage(ctx context.Context, userID string, m adminMe
 	if err != nil {
 		return adminSendResult{}, err
 	}
+	if err := s.deps.Store.AppendMessageEvents(ctx, scheduler.DeferredEvent(userID, task.ID, task.UUID, until)); err != nil {
+		s.log.WarnContext(ctx, "could not record a deferral in the message's timeline", "taskUuid", task.UUID, "err", err.Error())
+	}
 	return adminSendResult{MessageID: scheduler.OccurrenceMessageID(task.ID, until), Devices: []deviceOutcome{},
 		DeferredUntil: push.FormatTimestamp(until), TaskUUID: task.UUID}, nil
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,15 @@ func TestAdminSendRespectsQuietHoursAndTheDailyLimit(t *testing.T) {
 	page, err := e.st.UnackedOutbox(ctx, testUserID, 0, 10)
 	if err != nil || len(page.Entries) != 3 || page.Entries[2].MessageID != res.MessageID {
 		t.Fatalf("outbox %+v, %v; want the three sends, the last outbox only", page.Entries, err)
+	}
+	// The messages' timelines say why they waited (issue 25).
+	for id, want := range map[string]string{held.MessageID: "quiet_hours", res.MessageID: "daily_limit"} {
+		events, err := e.st.MessageTimeline(ctx, testUserID, id)
+		if err != nil || !slices.ContainsFunc(events, func(ev store.MessageEvent) bool {
+			return ev.Type == store.EventDeferred && strings.Contains(string(ev.Detail), `"reason":"`+want+`"`)
+		}) {
+			t.Errorf("timeline of %s = %+v, %v; want it deferred by %s", id, events, err, want)
+		}
 	}
 }
 

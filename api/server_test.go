@@ -69,6 +69,13 @@ func testLogger(t testing.TB) *slog.Logger {
 // sending to a fake push service that verifies and decrypts what arrives.
 func newTestCourier(t testing.TB, st *store.Store, policy courier.Policy) (*courier.Courier, *pushtest.Server) {
 	t.Helper()
+	return newTestCourierWith(t, st, courier.Config{Policy: policy})
+}
+
+// newTestCourierWith is newTestCourier with the courier configured by cfg
+// (its logger set to the test's).
+func newTestCourierWith(t testing.TB, st *store.Store, cfg courier.Config) (*courier.Courier, *pushtest.Server) {
+	t.Helper()
 	sec := st.Secrets()
 	fake := pushtest.NewServer(sec.VAPIDPublicKey)
 	t.Cleanup(fake.Close)
@@ -79,7 +86,8 @@ func newTestCourier(t testing.TB, st *store.Store, policy courier.Policy) (*cour
 	if err != nil {
 		t.Fatal(err)
 	}
-	return courier.New(sender, st, courier.Config{Policy: policy, Logger: testLogger(t)}), fake
+	cfg.Logger = testLogger(t)
+	return courier.New(sender, st, cfg), fake
 }
 
 type response struct {

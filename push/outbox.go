@@ -54,19 +54,23 @@ var ErrStoreClosed = errors.New("the store is closed")
 
 // Bookkeeping is what one push's delivery leaves in the store, written in
 // one transaction: the attempts, the outbox rows of UserID it delivered, the
-// devices of UserID push services reported gone, and the pushes that were
-// sent before the outbox held them (recorded now, already delivered).
+// devices of UserID push services reported gone, the pushes that were
+// sent before the outbox held them (recorded now, already delivered), and
+// the pushes of UserID held back from Web Push (the daily limit: recorded
+// in the outbox only). The store tells each message's story (its events)
+// from them in the same write.
 type Bookkeeping struct {
 	UserID    string
 	Record    []OutboxMessage
 	Delivered []string
 	Gone      []int64
 	Attempts  []Attempt
+	Deferred  []string
 }
 
 // Empty reports bookkeeping with nothing to write.
 func (b Bookkeeping) Empty() bool {
-	return len(b.Record) == 0 && len(b.Delivered) == 0 && len(b.Gone) == 0 && len(b.Attempts) == 0
+	return len(b.Record) == 0 && len(b.Delivered) == 0 && len(b.Gone) == 0 && len(b.Attempts) == 0 && len(b.Deferred) == 0
 }
 
 // MessageID is the push the bookkeeping is about, for logs; "" when it has
@@ -79,6 +83,8 @@ func (b Bookkeeping) MessageID() string {
 		return b.Delivered[0]
 	case len(b.Attempts) > 0:
 		return b.Attempts[0].MessageID
+	case len(b.Deferred) > 0:
+		return b.Deferred[0]
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -188,8 +189,34 @@ func (s *Scheduler) deferred(t store.Task, l store.Lease, until time.Time) resul
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
 	r := result{taskID: t.ID, kind: resultDeferred, next: until}
-	if err := s.deps.Store.DeferTask(ctx, l, until); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+	if err := s.deps.Store.DeferTask(ctx, l, until); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			return r
+		}
 		return result{taskID: t.ID, kind: resultUpdateFailed, reason: fmt.Sprintf("defer for quiet hours: %v", err), updateError: err.Error()}
 	}
+	s.tellDeferred(ctx, t, until)
 	return r
+}
+
+// tellDeferred records the deferral in the timeline of the occurrence's
+// first push, which the release sends (DeferredEvent). A failure is
+// logged: the deferral itself is written.
+func (s *Scheduler) tellDeferred(ctx context.Context, t store.Task, until time.Time) {
+	if err := s.deps.Store.AppendMessageEvents(ctx, DeferredEvent(t.UserID, t.ID, t.UUID, until)); err != nil {
+		s.log.WarnContext(ctx, "scheduler: could not record a deferral in the message's timeline", "taskId", t.ID, "err", err.Error())
+	}
+}
+
+// DeferredEvent is the deferred event of task taskID (uuid taskUUID) of
+// userID held by quiet hours until until, in the timeline of the message
+// its release sends first (OccurrenceMessageID): what an app that asks
+// after that message learns.
+func DeferredEvent(userID string, taskID int64, taskUUID string, until time.Time) store.MessageEvent {
+	detail, _ := json.Marshal(struct {
+		Reason   string `json:"reason"`
+		Until    string `json:"until"`
+		TaskUUID string `json:"taskUuid"`
+	}{"quiet_hours", push.FormatTimestamp(until), taskUUID}) // cannot fail: strings
+	return store.MessageEvent{UserID: userID, MessageID: OccurrenceMessageID(taskID, until), Type: store.EventDeferred, Detail: detail}
 }

@@ -96,6 +96,12 @@ func TestQuietHoursDeferUntilTheWindowEndsAndReleaseOneNotificationPerConversati
 		if !deferred[task.ID].Equal(morning) {
 			t.Errorf("task %d deferred until %s; want %s", task.ID, deferred[task.ID], morning)
 		}
+		// The timeline of the release's first push tells why it waits.
+		events, err := h.st.MessageTimeline(ctx, alice, OccurrenceMessageID(task.ID, morning))
+		want := `{"reason":"quiet_hours","until":"` + push.FormatTimestamp(morning) + `","taskUuid":"` + task.UUID + `"}`
+		if err != nil || len(events) != 1 || events[0].Type != store.EventDeferred || string(events[0].Detail) != want {
+			t.Errorf("task %d's timeline = %+v, %v; want one deferred %s", task.ID, events, err, want)
+		}
 	}
 
 	h.clk.Set(morning.Add(-time.Second))
@@ -163,6 +169,19 @@ func TestDailyLimitKeepsTheRestOutOfWebPushButInTheOutbox(t *testing.T) {
 	page, err := h.st.UnackedOutbox(ctx, alice, 0, 20)
 	if err != nil || len(page.Entries) != 5 {
 		t.Fatalf("outbox holds %d, %v; want all 5", len(page.Entries), err)
+	}
+	deferred := 0
+	for _, e := range page.Entries {
+		events, err := h.st.MessageTimeline(ctx, alice, e.MessageID)
+		if err != nil || len(events) == 0 {
+			t.Fatalf("timeline of %s: %+v, %v", e.MessageID, events, err)
+		}
+		if last := events[len(events)-1]; last.Type == store.EventDeferred && string(last.Detail) == `{"reason":"daily_limit"}` {
+			deferred++
+		}
+	}
+	if deferred != 2 {
+		t.Errorf("%d messages' timelines end deferred by the daily limit, want the 2 over it", deferred)
 	}
 	// 09:00 UTC is 18:00 in Tokyo; 15:00 UTC is the next day there.
 	h.clk.Set(start.Add(6 * time.Hour))

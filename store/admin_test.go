@@ -133,7 +133,7 @@ func TestDeleteUserRemovesEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d != (store.UserDeletion{Devices: 1, Tasks: 1, ClientState: 1, Outbox: 1, Sessions: 1, Attempts: 1, TokenProofs: 1}) {
+	if d != (store.UserDeletion{Devices: 1, Tasks: 1, ClientState: 1, Outbox: 1, Sessions: 1, Attempts: 1, Events: 1, TokenProofs: 1}) {
 		t.Fatalf("DeleteUser = %+v, want one row of each", d)
 	}
 	if users, _ := st.Users(ctx, "", 10); len(users) != 1 || users[0].UserID != bob {

@@ -426,22 +426,32 @@ func removeTranscript(ctx context.Context, tx *sql.Tx, userID, ref string) error
 	return err
 }
 
-// listDeliveryLog shows the user's delivery log as one resource: its rows
-// are attempts, not things the user made.
+// listDeliveryLog shows the user's delivery log and its messages' events
+// (their timelines) as one resource: their rows are attempts and what
+// became of pushes, not things the user made.
 func listDeliveryLog(ctx context.Context, tx *sql.Tx, userID string, _ int) ([]storedResource, error) {
-	var n, size int64
+	var attempts, events, size int64
 	var last sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT count(*), CAST(coalesce(sum(length(message_id) + length(push_host) + length(outcome) + length(error)), 0) AS BIGINT), max(at)
-		FROM delivery_log WHERE user_id = ?`, userID).Scan(&n, &size, &last)
-	if err != nil || n == 0 {
+	err := tx.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM delivery_log WHERE user_id = ?),
+		(SELECT count(*) FROM message_events WHERE user_id = ?),
+		CAST((SELECT coalesce(sum(length(message_id) + length(push_host) + length(outcome) + length(error)), 0) FROM delivery_log WHERE user_id = ?)
+			+ (SELECT coalesce(sum(length(message_id) + length(device_id) + length(type) + length(detail)), 0) FROM message_events WHERE user_id = ?) AS BIGINT),
+		(SELECT max(at) FROM (SELECT max(at) AS at FROM delivery_log WHERE user_id = ?
+			UNION ALL SELECT max(at) FROM message_events WHERE user_id = ?) latest)`,
+		userID, userID, userID, userID, userID, userID).Scan(&attempts, &events, &size, &last)
+	if err != nil || attempts+events == 0 {
 		return nil, err
 	}
-	return []storedResource{{ref: "all", label: fmt.Sprintf("delivery log (%d attempts)", n), byteSize: size,
-		updatedAt: last.Int64, version: fmt.Sprintf("%d/%d", n, last.Int64)}}, nil
+	return []storedResource{{ref: "all", label: fmt.Sprintf("delivery log (%d attempts, %d message events)", attempts, events), byteSize: size,
+		updatedAt: last.Int64, version: fmt.Sprintf("%d/%d/%d", attempts, events, last.Int64)}}, nil
 }
 
 func removeDeliveryLog(ctx context.Context, tx *sql.Tx, userID, _ string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM delivery_log WHERE user_id = ?`, userID)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_log WHERE user_id = ?`, userID); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM message_events WHERE user_id = ?`, userID)
 	return err
 }
 

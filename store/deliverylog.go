@@ -22,10 +22,11 @@ const maxAttemptErrorBytes = 1024
 // transaction: the attempts go to the delivery log, the pushes sent before
 // the outbox held them are recorded there, delivered, the messages of
 // b.UserID a push service took are marked delivered (at most MaxOutboxIDs),
-// and the devices of b.UserID a push service reported gone are deleted. The
-// courier calls it once per push; the driver commits the calls of
-// concurrent deliveries together (each statement keys or inserts its own
-// rows, so READ COMMITTED suffices: writeLocked). CompleteTask writes the same with a
+// the devices of b.UserID a push service reported gone are deleted, and the
+// messages' events (deliveryEvents) are appended. The courier calls it once
+// per push; the driver commits the calls of concurrent deliveries together
+// (each statement keys or inserts its own rows, so READ COMMITTED suffices:
+// writeLocked). CompleteTask writes the same with a
 // scheduled occurrence's completion.
 func (s *Store) RecordDeliveries(ctx context.Context, b push.Bookkeeping) error {
 	w, err := s.prepareBookkeeping(b)
@@ -46,17 +47,19 @@ type bookkeepingWrite struct {
 	b      push.Bookkeeping
 	sealed []string // b.Record's payloads
 	now    int64
+	events []MessageEvent
 }
 
 func (s *Store) prepareBookkeeping(b push.Bookkeeping) (*bookkeepingWrite, error) {
-	if len(b.Delivered) > MaxOutboxIDs || len(b.Record) > MaxOutboxIDs {
-		return nil, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, len(b.Delivered)+len(b.Record), MaxOutboxIDs)
+	if len(b.Delivered) > MaxOutboxIDs || len(b.Record) > MaxOutboxIDs || len(b.Deferred) > MaxOutboxIDs {
+		return nil, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, max(len(b.Delivered), len(b.Record), len(b.Deferred)), MaxOutboxIDs)
 	}
 	sealed, err := s.sealOutbox(b.UserID, b.Record)
 	if err != nil {
 		return nil, err
 	}
-	return &bookkeepingWrite{s: s, b: b, sealed: sealed, now: millis(s.now())}, nil
+	now := s.now()
+	return &bookkeepingWrite{s: s, b: b, sealed: sealed, now: millis(now), events: deliveryEvents(b, now)}, nil
 }
 
 func (w *bookkeepingWrite) write(ctx context.Context, tx *sql.Tx) error {
@@ -94,7 +97,7 @@ func (w *bookkeepingWrite) writeMarks(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	return nil
+	return s.insertMessageEvents(ctx, tx, w.events, fromMillis(w.now))
 }
 
 var insertAttemptSQL = preparedSQL(`INSERT INTO delivery_log

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"amsg/push"
 )
@@ -58,18 +59,21 @@ type OutboxPage struct {
 }
 
 // AppendOutbox records a batch of finalized pushes for userID before they are
-// sent, in one transaction. A messageId already recorded for the user is a
-// retry of the same push: its payload and created_at are replaced and it
-// counts as undelivered again, unless the client already acknowledged it,
-// in which case the row is left as it is. Messages are checked first; an
-// invalid one fails the batch with ErrInvalidOutbox and nothing is written.
+// sent, with their queued events, in one transaction. A messageId already
+// recorded for the user is a retry of the same push: its payload and
+// created_at are replaced and it counts as undelivered again, unless the
+// client already acknowledged it, in which case the row is left as it is.
+// Messages are checked first; an invalid one fails the batch with
+// ErrInvalidOutbox and nothing is written.
 // Concurrent appends are written together (batches.go).
 func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []OutboxMessage) error {
 	sealed, err := s.sealOutbox(userID, messages)
 	if err != nil {
 		return err
 	}
-	return s.appends.write(ctx, outboxAppend{userID: userID, messages: messages, sealed: sealed, now: millis(s.now())})
+	at := s.now()
+	return s.appends.write(ctx, outboxAppend{userID: userID, messages: messages, sealed: sealed, now: millis(at),
+		events: queuedEvents(userID, messages, at)})
 }
 
 // outboxAppend is one AppendOutbox, checked and sealed.
@@ -78,6 +82,7 @@ type outboxAppend struct {
 	messages []OutboxMessage
 	sealed   []string
 	now      int64
+	events   []MessageEvent // the messages' queued events
 }
 
 func (s *Store) newAppends() *writeBatch[outboxAppend] {
@@ -95,7 +100,7 @@ func (s *Store) appendAlone(ctx context.Context, a outboxAppend) error {
 				return err
 			}
 		}
-		return nil
+		return s.insertMessageEvents(ctx, tx, a.events, fromMillis(a.now))
 	})
 	if err != nil {
 		return fmt.Errorf("store: append outbox: %w", err)
@@ -111,12 +116,17 @@ var errRepeatedInBatch = errors.New("a message appears twice in one batch")
 // appendMany writes the appends in multi-row upserts.
 func (s *Store) appendMany(ctx context.Context, tx *sql.Tx, as []outboxAppend) ([]error, error) {
 	var rows [][]any
+	var events []MessageEvent
 	for _, a := range as {
 		for i, m := range a.messages {
 			rows = append(rows, upsertOutboxArgs(a.userID, m, a.sealed[i], a.now, sql.NullInt64{}))
 		}
+		events = append(events, a.events...)
 	}
-	return make([]error, len(as)), s.upsertOutboxRows(ctx, tx, rows)
+	if err := s.upsertOutboxRows(ctx, tx, rows); err != nil {
+		return nil, err
+	}
+	return make([]error, len(as)), s.insertMessageEvents(ctx, tx, events, time.Time{}) // queued events carry their time
 }
 
 // upsertOutboxRows runs upsertOutbox for rows (upsertOutboxArgs), many
@@ -220,9 +230,10 @@ func isJSONObject(b []byte) bool {
 	return json.Valid(b) && push.JSONKind(b) == '{'
 }
 
-// AckOutbox records that userID's client received these pushes and returns
-// how many rows that changed: ids already acknowledged or never recorded
-// count nothing, so a repeated ack returns 0. Every id must be non-blank
+// AckOutbox records that userID's client received these pushes, with an
+// acknowledged event for each, and returns how many rows that changed: ids
+// already acknowledged or never recorded count nothing, so a repeated ack
+// returns 0 (and tells nothing again). Every id must be non-blank
 // (JavaScript trim), else ErrInvalidOutbox.
 func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []string) (int, error) {
 	for _, id := range messageIDs {
@@ -231,7 +242,8 @@ func (s *Store) AckOutbox(ctx context.Context, userID string, messageIDs []strin
 		}
 	}
 	n, err := s.updateOutbox(ctx, `UPDATE message_outbox SET acked_at = ?
-		WHERE user_id = ? AND acked_at IS NULL AND message_id IN (`+s.dialect.InJSONArray+`)`, userID, messageIDs)
+		WHERE user_id = ? AND acked_at IS NULL AND message_id IN (`+s.dialect.InJSONArray+`)
+		RETURNING message_id`, userID, messageIDs)
 	if err != nil {
 		return 0, fmt.Errorf("store: ack outbox: %w", err)
 	}
@@ -265,8 +277,10 @@ func (s *Store) DeleteAllOutbox(ctx context.Context, userID string) (int, error)
 // markOutboxDeliveredSQL marks one message delivered: now, userID, messageID.
 var markOutboxDeliveredSQL = preparedSQL(`UPDATE message_outbox SET delivered_at = ? WHERE user_id = ? AND message_id = ?`)
 
-// updateOutbox runs query with now, userID and messageIDs as a JSON array,
-// and returns the rows changed.
+// updateOutbox runs query, which returns the message id of each row it
+// changes, with now, userID and messageIDs as a JSON array, appends an
+// acknowledged event for each of those rows in the same write, and returns
+// how many there were.
 func (s *Store) updateOutbox(ctx context.Context, query, userID string, messageIDs []string) (int, error) {
 	if len(messageIDs) > MaxOutboxIDs {
 		return 0, fmt.Errorf("%w: %d message ids, limit %d", ErrInvalidOutbox, len(messageIDs), MaxOutboxIDs)
@@ -278,7 +292,17 @@ func (s *Store) updateOutbox(ctx context.Context, query, userID string, messageI
 	if err != nil {
 		return 0, err
 	}
-	return s.execCount(ctx, "", query, millis(s.now()), userID, string(ids))
+	var acked int
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		events, err := s.ackedEvents(ctx, tx, query, now, userID, string(ids))
+		acked = len(events)
+		if err != nil {
+			return err
+		}
+		return s.insertMessageEvents(ctx, tx, events, now)
+	})
+	return acked, err
 }
 
 // UnackedOutbox returns up to limit (1 to MaxOutboxPage) of userID's
@@ -414,22 +438,23 @@ func (s *Store) DiscardUndeliveredBurst(ctx context.Context, userID, idPrefix st
 // acknowledged longer ago than the first and any row created longer ago
 // than the second (a push service keeps a push four weeks at most), then
 // each user's rows over the cap, delivered or acknowledged ones first,
-// oldest first, and returns how many. The housekeeping calls it.
+// oldest first, each with its message's events, and returns how many rows.
+// The housekeeping calls it.
 func (s *Store) CleanupOutbox(ctx context.Context) (int, error) {
 	now := s.now()
-	aged, err := s.execCount(ctx, "cleanup outbox", `DELETE FROM message_outbox WHERE acked_at < ? OR created_at < ?`,
+	aged, err := s.deleteOutboxRows(ctx, "cleanup outbox", `acked_at < ? OR created_at < ?`,
 		millis(now.Add(-s.outboxAckedMaxAge)), millis(now.Add(-s.outboxMaxAge)))
 	if err != nil {
 		return aged, err
 	}
-	capped, err := s.execCount(ctx, "cap outbox", capOutboxSQL, s.outboxMaxRows, s.outboxMaxRows)
+	capped, err := s.deleteOutboxRows(ctx, "cap outbox", cappedOutboxSQL, s.outboxMaxRows, s.outboxMaxRows)
 	return aged + capped, err
 }
 
-// capOutboxSQL deletes each user's outbox rows past the first ? kept:
+// cappedOutboxSQL selects each user's outbox rows past the first ? kept:
 // undelivered ones before the rest, newest first (issue 22: with no cap per
 // user the outbox grew 21 MiB a minute under steady load).
-const capOutboxSQL = `DELETE FROM message_outbox WHERE id IN (
+const cappedOutboxSQL = `id IN (
 	SELECT id FROM (
 		SELECT id, ROW_NUMBER() OVER (PARTITION BY user_id
 			ORDER BY CASE WHEN delivered_at IS NULL AND acked_at IS NULL THEN 0 ELSE 1 END, id DESC) AS kept

@@ -53,6 +53,8 @@ type testServer struct {
 	echos  []string
 	seen   []deviceSeen
 	outbox []map[string]any // GET /api/v1/outbox entries, served in one encrypted page
+	// receipts are the bodies of POST /api/v1/receipts.
+	receipts []string
 }
 
 // deviceSeen is one POST /api/v1/device-seen as the server saw it.
@@ -115,6 +117,13 @@ func newTestServer(t *testing.T, version string) *testServer {
 		io.WriteString(w, `{"success":true,"data":{"seen":true}}`)
 	})
 	mux.HandleFunc("GET /api/v1/outbox", s.serveOutbox)
+	mux.HandleFunc("POST /api/v1/receipts", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.receipts = append(s.receipts, string(body))
+		s.mu.Unlock()
+		io.WriteString(w, `{"success":true,"data":{"recorded":1,"duplicates":0}}`)
+	})
 	mux.Handle("GET /", page)
 
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

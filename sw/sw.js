@@ -40,6 +40,8 @@
  *                                database; both create the same single store.
  *                              key 'outboxCursor.<userId>', WRITTEN BY THE WORKER: the outbox
  *                                cursor up to which it looked for the whole of a truncated push
+ *   amsg-receipts (v1)          store `queue` {key: '<token> <type>', report, queuedAt}: receipts not yet
+ *                                accepted by POST /receipts (see Receipts below)
  *
  * Visible pushes (iOS revokes a subscription after a few Web Pushes that show nothing)
  *   A Web Push always shows a notification while no window is visible: content as amsg-sw does,
@@ -64,6 +66,12 @@
  *   '/#/chat/<sessionId>' when data.payload carries a sessionId; else '/'. A window of this origin
  *   whose URL equals the target apart from the fragment is focused (exact match, then the focused
  *   one, then the first) and told NOTIFICATION_CLICKED so it can route; otherwise a window opens.
+ *
+ * Receipts
+ *   A push carrying receiptToken (amsg stamps one per device) is reported to POST /receipts:
+ *   'shown' once its notification is shown, 'clicked' {action} on notificationclick, 'dismissed' on
+ *   notificationclose; batched, kept in IndexedDB while offline, flushed on the next push, sync
+ *   ('amsg-flush-receipts') or activation. A push without a token reports nothing.
  *
  * App shell
  *   On install the same-origin paths listed by GET /app-shell.json are precached in
@@ -1001,6 +1009,8 @@ async function handleWebPush(payload) {
     result = { duplicate: false, shown: false, payload };
   }
   if (!result.shown) await ensureShown(result.payload, apple).catch((err) => console.error(LOG, 'showNotification failed', err));
+  const receipts = result.shown && !result.duplicate ? reportReceipt(result.payload, 'shown') : flushReceipts();
+  await receipts.catch((err) => console.warn(LOG, 'could not report a push shown', err));
   let config = null;
   try {
     config = await readClientConfig();
@@ -1438,6 +1448,118 @@ async function decideFromNotification(notification, payload, decision) {
 }
 
 // ---------------------------------------------------------------------------
+// Receipts (issue 25): a push amsg sent to a registered device carries
+// receiptToken, with which this worker reports it 'shown' once its
+// notification is shown, 'clicked' (with the action, if any) and 'dismissed'
+// (notificationclose). Reports wait in IndexedDB (amsg-receipts, keyed by
+// token and type, so a report is queued once) and go to POST /receipts in
+// batches of at most RECEIPT_BATCH, at once and again on the next push,
+// sync or activation while the server cannot be reached. The server's
+// answer settles a batch: 2xx (a repeat counts once there) and 4xx (a
+// refusal that a retry would repeat) leave the queue, anything else waits.
+
+const RECEIPTS_DB = {
+  name: 'amsg-receipts',
+  version: 1,
+  upgrade(db) {
+    if (!db.objectStoreNames.contains('queue')) db.createObjectStore('queue', { keyPath: 'key' });
+  },
+};
+const RECEIPT_QUEUE = 'queue';
+const RECEIPT_BATCH = 50;
+// Bounds the queue of a device long offline: reports past it are dropped.
+const RECEIPT_QUEUE_MAX = 500;
+const RECEIPT_SYNC_TAG = 'amsg-flush-receipts';
+let receiptFlushChain = Promise.resolve();
+// Batches the server settled: the signal tests wait on.
+let receiptBatchesSettled = 0;
+
+/** The report of type (with action) on payload, or undefined for a push that carries no token. */
+function receiptOf(payload, type, action) {
+  if (!isObject(payload) || !nonBlankString(payload.receiptToken) || !nonBlankString(payload.messageId)) return undefined;
+  const report = { messageId: payload.messageId, token: payload.receiptToken, type };
+  if (type === 'clicked' && nonBlankString(action)) report.action = action.slice(0, 128);
+  return report;
+}
+
+/** Queues the report of type on payload, if it carries a token, and flushes the queue. */
+async function reportReceipt(payload, type, action) {
+  const report = receiptOf(payload, type, action);
+  if (!report) return;
+  await transact(RECEIPTS_DB, [RECEIPT_QUEUE], 'readwrite', async (tx) => {
+    const queue = tx.objectStore(RECEIPT_QUEUE);
+    if ((await req(queue.count())) >= RECEIPT_QUEUE_MAX) return;
+    await req(queue.put({ key: `${report.token} ${type}`, report, queuedAt: Date.now() }));
+  });
+  await flushReceipts();
+}
+
+/** Reports a notification event (click or close) under the event's lifetime. */
+function reportNotificationEvent(event, type) {
+  const data = event.notification.data;
+  const work = reportReceipt(isObject(data) ? data.payload : undefined, type, event.action)
+    .catch((err) => console.warn(LOG, `could not report a notification ${type}`, err));
+  try {
+    event.waitUntil(work);
+  } catch {
+    // An event DevTools or a test dispatched cannot be extended; the work still runs.
+  }
+}
+
+/** Flushes the queued receipts; calls run one after another so no batch is sent twice. */
+function flushReceipts() {
+  receiptFlushChain = receiptFlushChain.then(flushReceiptsOnce, flushReceiptsOnce);
+  return receiptFlushChain;
+}
+
+async function flushReceiptsOnce() {
+  try {
+    const entries = await transact(RECEIPTS_DB, [RECEIPT_QUEUE], 'readonly', (tx) => req(tx.objectStore(RECEIPT_QUEUE).getAll()));
+    if (entries.length === 0) return;
+    entries.sort((a, b) => a.queuedAt - b.queuedAt);
+    const config = await readClientConfig().catch(() => null);
+    const api = isObject(config) && nonBlankString(config.apiBase) ? config : { apiBase: '/api/v1' };
+    const subscription = await self.registration.pushManager.getSubscription().catch(() => null);
+    for (let i = 0; i < entries.length; i += RECEIPT_BATCH) {
+      const batch = entries.slice(i, i + RECEIPT_BATCH);
+      const body = { receipts: batch.map((e) => e.report) };
+      if (subscription && nonBlankString(subscription.endpoint)) body.endpoint = subscription.endpoint;
+      let status = 0;
+      try {
+        const response = await fetch(apiURL(api, 'receipts'), {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        status = response.status;
+      } catch {
+        // Offline: status stays 0 and the batch waits.
+      }
+      if (!((status >= 200 && status < 300) || (status >= 400 && status < 500))) {
+        await registerReceiptSync();
+        return;
+      }
+      if (status >= 400) console.warn(LOG, 'receipts refused', status);
+      await transact(RECEIPTS_DB, [RECEIPT_QUEUE], 'readwrite', async (tx) => {
+        const queue = tx.objectStore(RECEIPT_QUEUE);
+        for (const e of batch) await req(queue.delete(e.key));
+      });
+      receiptBatchesSettled += 1;
+    }
+  } catch (err) {
+    console.warn(LOG, 'receipt flush failed', err);
+  }
+}
+
+async function registerReceiptSync() {
+  try {
+    if (self.registration.sync) await self.registration.sync.register(RECEIPT_SYNC_TAG);
+  } catch {
+    // Background Sync is optional; the next push or activation flushes too.
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Event wiring.
 
 self.addEventListener('install', (event) => {
@@ -1447,6 +1569,7 @@ self.addEventListener('install', (event) => {
 });
 
 self.addEventListener('activate', (event) => {
+  event.waitUntil(flushReceipts());
   event.waitUntil((async () => {
     const names = await caches.keys();
     await Promise.all(names
@@ -1554,13 +1677,19 @@ async function handleEnqueue(event) {
 
 self.addEventListener('sync', (event) => {
   if (event.tag === QUEUE_SYNC_TAG) event.waitUntil(flushQueue());
+  if (event.tag === RECEIPT_SYNC_TAG) event.waitUntil(flushReceipts());
 });
 
 self.addEventListener('notificationclick', (event) => {
   event.notification.close();
+  reportNotificationEvent(event, 'clicked');
   if (event.action === 'dismiss' || handleApprovalAction(event)) return;
   event.waitUntil(openFromNotification(event.notification.data)
     .catch((err) => console.error(LOG, 'notification click failed', err)));
+});
+
+self.addEventListener('notificationclose', (event) => {
+  reportNotificationEvent(event, 'dismissed');
 });
 
 self.addEventListener('pushsubscriptionchange', (event) => {
@@ -1593,6 +1722,10 @@ self.__amsgTest = Object.freeze({
   approvalOf,
   withApprovalActions,
   approvalsSettled: () => approvalsSettled,
+  receiptOf,
+  receiptBatchesSettled: () => receiptBatchesSettled,
+  receiptFlushesDone: () => receiptFlushChain.then(() => true),
+  queuedReceipts: () => transact(RECEIPTS_DB, [RECEIPT_QUEUE], 'readonly', (tx) => req(tx.objectStore(RECEIPT_QUEUE).getAll())),
   pushesSettled: () => pushesSettled,
   notificationsShown: () => notificationsShown,
   deliveryRecord: (key) => transact(DEDUPE_DB, [DEDUPE_STORE], 'readonly', (tx) => req(tx.objectStore(DEDUPE_STORE).get(key))),

@@ -174,6 +174,7 @@ Commands (AMSG_ADMIN_TOKEN and --server / AMSG_SERVER as for amsg send):
   broadcast-status ID         a broadcast's progress
   resume ID                   continue a stopped broadcast after its cursor
   delete-user USER            delete a user and everything stored for them
+  timeline USER MESSAGE       what became of one of the user's messages, event by event
 
 Answers print as tables; --json prints the API's data as JSON, for scripts.
 `
@@ -200,7 +201,7 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return code
 	}
 	rest := fs.Args()
-	needs := map[string]int{"users": 0, "devices": 1, "tasks": 0, "failed": 0, "broadcast-status": 1, "resume": 1, "delete-user": 1}
+	needs := map[string]int{"users": 0, "devices": 1, "tasks": 0, "failed": 0, "broadcast-status": 1, "resume": 1, "delete-user": 1, "timeline": 2}
 	n, known := needs[args[0]]
 	switch {
 	case args[0] == "broadcast":
@@ -236,6 +237,8 @@ func runAdmin(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		method, path = http.MethodPost, "/api/v1/admin/broadcasts/"+url.PathEscape(rest[0])+"/resume"
 	case "delete-user":
 		method, path = http.MethodDelete, "/api/v1/admin/users/"+url.PathEscape(rest[0])
+	case "timeline":
+		path = "/api/v1/admin/messages/" + url.PathEscape(rest[1]) + "/timeline?userId=" + url.QueryEscape(rest[0])
 	case "broadcast":
 		req := map[string]any{"message": strings.Join(rest, " "), "title": *title, "all": *all}
 		if *users != "" {

@@ -65,6 +65,11 @@ func TestSendCommandDeliversAContentPush(t *testing.T) {
 		strings.Contains(out, "{") {
 		t.Fatalf("amsg admin users: exit %d\n%s", code, out)
 	}
+	// The push's story, event by event (issue 25).
+	code, out, _ = runCLI(t, env, "admin", "timeline", taskUser, got.MessageID)
+	if code != 0 || !strings.Contains(out, "queued") || !strings.Contains(out, "accepted") || strings.Contains(out, "{\n") {
+		t.Fatalf("amsg admin timeline: exit %d\n%s", code, out)
+	}
 	if code, _, errOut = runCLI(t, []string{"AMSG_SERVER=" + p.URL, "AMSG_ADMIN_TOKEN=wrong"}, "send", "--user", taskUser, "x"); code != 1 ||
 		!strings.Contains(errOut, "INVALID_ADMIN_TOKEN") {
 		t.Fatalf("wrong token: exit %d %s", code, errOut)

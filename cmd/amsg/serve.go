@@ -193,7 +193,8 @@ func (s *server) build() error {
 	if err != nil {
 		return &configError{fmt.Errorf("--vapid-subject / VAPID keys: %w", err)}
 	}
-	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Localize: builders.Localize, Logger: s.log, Now: s.now})
+	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Localize: builders.Localize,
+		Receipts: s.store.ReceiptSigner(), Logger: s.log, Now: s.now})
 	reg.MustRegister(deliveries.Collectors()...)
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.

@@ -23,6 +23,7 @@ import (
 
 	"amsg/push"
 	"amsg/push/notifytext"
+	"amsg/push/receipt"
 	"amsg/push/webpush"
 )
 
@@ -129,6 +130,9 @@ type Config struct {
 	// reported a language other than English gets. nil sends every device
 	// the payload as it is.
 	Localize func(payload []byte, tag string) ([]byte, error)
+	// Receipts, when set, stamps each push to a stored device with its
+	// receipt token (withReceipt); nil sends payloads as built.
+	Receipts *receipt.Signer
 	Logger   *slog.Logger
 	Now      func() time.Time
 	// Sleep waits between tries of a failed bookkeeping write; nil is
@@ -407,10 +411,14 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 	res := Result{MessageID: o.MessageID}
 	if !r.c.cfg.Policy.Sends(o.Kind) || r.to.OutboxOnly {
 		res.Withheld = true
-		if o.Recorded {
-			return res, push.Bookkeeping{}, nil
+		var held push.Bookkeeping
+		if r.to.OutboxOnly && r.to.UserID != "" {
+			held = push.Bookkeeping{UserID: r.to.UserID, Deferred: []string{o.MessageID}}
 		}
-		return res, push.Bookkeeping{}, r.Record(ctx, []push.OutboxMessage{o.OutboxMessage})
+		if o.Recorded {
+			return res, held, nil
+		}
+		return res, held, r.Record(ctx, []push.OutboxMessage{o.OutboxMessage})
 	}
 	skip := ""
 	if o.Streamed && r.c.cfg.Policy == PolicyVisible {
@@ -435,10 +443,11 @@ func (r *Round) deliver(ctx context.Context, o Outgoing) (Result, push.Bookkeepi
 	msg := webpush.Message{ID: o.MessageID, Kind: o.Kind, Payload: o.Payload, Source: r.source, TTL: o.TTL, Urgency: o.Urgency}
 	msgs := r.c.localized(ctx, msg, languages)
 	msgFor := func(i int) webpush.Message {
-		if msgs == nil {
-			return msg
+		m := msg
+		if msgs != nil {
+			m = msgs[i]
 		}
-		return msgs[i]
+		return r.c.withReceipt(m, r.to.UserID, res.Devices[i].DeviceID)
 	}
 	errs := make([]error, len(subs))
 	if len(subs) == 1 {

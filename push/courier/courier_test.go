@@ -43,6 +43,13 @@ func (c *countingStore) Devices(ctx context.Context, userID string) ([]push.Devi
 
 func newFixture(t *testing.T, policy courier.Policy) *fixture {
 	t.Helper()
+	return newFixtureWith(t, courier.Config{Policy: policy})
+}
+
+// newFixtureWith is newFixture with the courier configured by cfg (its
+// logger set to the test's).
+func newFixtureWith(t *testing.T, cfg courier.Config) *fixture {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st := storetest.New(t)
 	sec := st.Secrets()
@@ -54,8 +61,8 @@ func newFixture(t *testing.T, policy courier.Policy) *fixture {
 		t.Fatal(err)
 	}
 	reads := &countingStore{Store: st}
-	return &fixture{st: st, reads: reads, push: fake,
-		c: courier.New(sender, reads, courier.Config{Policy: policy, Logger: logger})}
+	cfg.Logger = logger
+	return &fixture{st: st, reads: reads, push: fake, c: courier.New(sender, reads, cfg)}
 }
 
 func (f *fixture) subscribe(t *testing.T, userID string, sub push.Subscription) push.Device {

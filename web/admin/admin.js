@@ -196,6 +196,53 @@ function renderUsers(data) {
   'No users yet.', 5);
 }
 
+// The daily chart of messages (issue 25): per UTC day, one bar each for
+// sent, shown and clicked, on one scale.
+const DAY_TYPES = ['sent', 'shown', 'clicked'];
+const DAY_LABELS = { sent: 'Sent', shown: 'Shown', clicked: 'Clicked' };
+function renderDays(data) {
+  const width = 1440;
+  const height = 150;
+  const days = data.days;
+  const totals = Object.fromEntries(DAY_TYPES.map((k) => [k, 0]));
+  let peak = 1;
+  for (const d of days) for (const k of DAY_TYPES) { totals[k] += d.counts[k] || 0; peak = Math.max(peak, d.counts[k] || 0); }
+  const chart = svg('svg', { viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: 'none', role: 'img' });
+  chart.setAttribute('aria-label', `Messages per day since ${data.since.slice(0, 10)}: ${DAY_TYPES.map((k) => `${totals[k]} ${k}`).join(', ')}.`);
+  chart.append(svg('line', { class: 'axis', x1: 0, x2: width, y1: height + 0.5, y2: height + 0.5 }));
+  const slot = width / Math.max(days.length, 7);
+  const bar = Math.max(2, (slot - 8) / DAY_TYPES.length);
+  days.forEach((d, i) => DAY_TYPES.forEach((k, j) => {
+    const n = d.counts[k] || 0;
+    if (!n) return;
+    const h = Math.max(2, (n / peak) * (height - 4));
+    chart.append(svg('rect', { class: `e-${k}`, x: i * slot + 4 + j * bar, y: height - h, width: bar, height: h }));
+  }));
+  const axis = el('div', { class: 'chart-axis', 'aria-hidden': 'true' }, ...days.map((d) => el('span', {}, d.day.slice(5))));
+  $('days-chart').replaceChildren(chart, axis);
+  $('days-legend').replaceChildren(...DAY_TYPES.map((k) => el('li', {}, el('span', { class: `swatch e-${k}`, 'aria-hidden': 'true' }), `${DAY_LABELS[k]}: ${totals[k]}`)));
+}
+
+async function showTimeline(userId, messageId) {
+  const result = $('timeline-result');
+  result.className = 'result';
+  result.textContent = 'Loading…';
+  try {
+    const data = await api('GET', `messages/${encodeURIComponent(messageId)}/timeline?userId=${encodeURIComponent(userId)}`);
+    result.textContent = `${data.events.length} events; now ${data.status}.`;
+    $('timeline').hidden = false;
+    fillTable($('timeline'), data.events.map((e) => el('tr', {},
+      el('td', { class: 'nowrap' }, when(e.at)),
+      el('td', {}, el('span', { class: 'pill' }, e.type)),
+      el('td', { class: 'num' }, e.deviceId || '—'),
+      el('td', { class: 'err' }, e.detail ? JSON.stringify(e.detail) : ''))), 'No events.', 4);
+  } catch (err) {
+    $('timeline').hidden = true;
+    result.className = 'result bad';
+    result.textContent = err.message;
+  }
+}
+
 function renderTasks(data) {
   fillTable($('tasks'), data.tasks.map((t) => el('tr', {},
     el('td', {}, t.contactName || '—'),
@@ -209,10 +256,11 @@ function renderTasks(data) {
 async function refresh() {
   setStatus('Loading…');
   try {
-    const [perMinute, failed, users, tasks] = await Promise.all([
+    const [perMinute, failed, users, tasks, days] = await Promise.all([
       api('GET', 'deliveries/per-minute?hours=24'), api('GET', 'deliveries/failed?hours=24'),
-      api('GET', 'users?limit=200'), api('GET', 'tasks?limit=200')]);
+      api('GET', 'users?limit=200'), api('GET', 'tasks?limit=200'), api('GET', 'messages/per-day?days=14')]);
     renderChart(perMinute);
+    renderDays(days);
     renderFailed(failed);
     renderUsers(users);
     renderTasks(tasks);
@@ -256,6 +304,10 @@ $('signin-form').addEventListener('submit', async (event) => {
   showDashboard();
 });
 $('sign-out').addEventListener('click', () => signOut());
+$('timeline-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  showTimeline($('timeline-user').value.trim(), $('timeline-message').value.trim());
+});
 $('refresh').addEventListener('click', () => refresh());
 $('send-form').addEventListener('submit', async (event) => {
   event.preventDefault();

@@ -57,6 +57,8 @@ type serverOptions struct {
 	strictLLM bool
 	// operatorModel is the operator's model (--llm-api-url); zero for none.
 	operatorModel llm.Model
+	// receipts stamps pushes with receipt tokens, as cmd/amsg does.
+	receipts bool
 }
 
 // newServerWith is newServer with opts.
@@ -85,7 +87,11 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deliveries := courier.New(sender, st, courier.Config{Policy: cmp.Or(opts.policy, courier.PolicyUpstream), Logger: log})
+	courierCfg := courier.Config{Policy: cmp.Or(opts.policy, courier.PolicyUpstream), Logger: log}
+	if opts.receipts {
+		courierCfg.Receipts = st.ReceiptSigner()
+	}
+	deliveries := courier.New(sender, st, courierCfg)
 	// One LLM client and transcript writer for the scheduler and the
 	// instant path, as cmd/amsg has them.
 	llmPolicy := llm.URLPolicy{AllowPrivate: !opts.strictLLM}

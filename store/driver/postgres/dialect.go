@@ -35,6 +35,7 @@ var dialect = driver.Dialect{
 		cloudDataSchema,
 		pendingTasksSchema,
 		leaseSchema,
+		messageEventsSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
@@ -55,7 +56,7 @@ var dialect = driver.Dialect{
 
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
-		resetIdentity("tasks"), resetIdentity("transcript_sessions"),
+		resetIdentity("tasks"), resetIdentity("transcript_sessions"), resetIdentity("message_events"),
 	},
 
 	Tables: `SELECT table_name::text FROM information_schema.tables

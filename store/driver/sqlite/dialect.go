@@ -30,6 +30,7 @@ var dialect = driver.Dialect{
 		cloudDataSchema,
 		pendingTasksSchema,
 		leaseSchema,
+		messageEventsSchema,
 	},
 
 	ClaimableAt: claimableAt,

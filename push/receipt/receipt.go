@@ -1,0 +1,116 @@
+// Package receipt mints and checks the per-push receipt tokens with which
+// amsg's service worker reports that a push was shown, clicked or dismissed
+// (issue 25). A token names the device the push went to and carries an
+// HMAC-SHA256, under a key of the server's, over the user, the message and
+// that device, so a report can only be about a push the server sent to the
+// device that reports it: it needs no user key, it cannot be forged, and a
+// token of one message or device does not pass for another. The courier
+// stamps each push with its device's token (Stamp); the receipts endpoint
+// parses reports (DecodeBatch) and checks their tokens (Signer.Check).
+package receipt
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// Field is the member of a push's JSON object that carries its token.
+const Field = "receiptToken"
+
+// Bounds of a token.
+const (
+	// macBytes is the HMAC kept: 128 bits, as a session cookie's.
+	macBytes = 16
+	// MaxTokenBytes bounds a token: a device id of at most 19 digits, a
+	// dot and the base64url MAC.
+	MaxTokenBytes = 19 + 1 + 22
+)
+
+// ErrMalformed reports a token that is not one amsg mints.
+var ErrMalformed = errors.New("receipt: malformed token")
+
+// Signer mints and checks tokens under one key. It is safe for concurrent
+// use.
+type Signer struct{ key []byte }
+
+// NewSigner returns a signer with key, which the server derives from its
+// master key so that tokens stay valid across restarts and instances.
+func NewSigner(key [32]byte) *Signer { return &Signer{key: key[:]} }
+
+// String keeps the key out of logs.
+func (s *Signer) String() string { return "receipt.Signer{redacted}" }
+
+// Token is the token of userID's push messageID to device deviceID (a
+// stored device's id, above 0).
+func (s *Signer) Token(userID, messageID string, deviceID int64) string {
+	id := strconv.FormatInt(deviceID, 10)
+	return id + "." + base64.RawURLEncoding.EncodeToString(s.mac(userID, messageID, id))
+}
+
+// Check reports whether token is the one Token gives for userID, messageID
+// and deviceID, in constant time.
+func (s *Signer) Check(token, userID, messageID string, deviceID int64) bool {
+	_, mac, err := Parse(token)
+	return err == nil && hmac.Equal(mac, s.mac(userID, messageID, strconv.FormatInt(deviceID, 10)))
+}
+
+// mac is the HMAC over the three names, each length-prefixed so that no
+// two triples share an input.
+func (s *Signer) mac(userID, messageID, deviceID string) []byte {
+	h := hmac.New(sha256.New, s.key)
+	for _, part := range []string{userID, messageID, deviceID} {
+		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part))
+	}
+	return h.Sum(nil)[:macBytes]
+}
+
+// Parse splits a token into the device it names and its MAC, or returns
+// ErrMalformed.
+func Parse(token string) (deviceID int64, mac []byte, err error) {
+	if len(token) > MaxTokenBytes {
+		return 0, nil, ErrMalformed
+	}
+	id, encoded, ok := strings.Cut(token, ".")
+	if !ok || id == "" || id[0] == '0' || id[0] == '+' || id[0] == '-' {
+		return 0, nil, ErrMalformed
+	}
+	deviceID, err = strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return 0, nil, ErrMalformed
+	}
+	mac, err = base64.RawURLEncoding.Strict().DecodeString(encoded)
+	if err != nil || len(mac) != macBytes {
+		return 0, nil, ErrMalformed
+	}
+	return deviceID, mac, nil
+}
+
+// Stamp returns payload, a push's JSON object, with token added as its
+// last member. It does not check payload: the courier stamps pushes the
+// builders made.
+func Stamp(payload []byte, token string) []byte {
+	end := len(payload) - 1
+	for end > 0 && payload[end] != '}' {
+		end--
+	}
+	if end <= 0 {
+		return payload
+	}
+	out := make([]byte, 0, len(payload)+len(Field)+len(token)+6)
+	out = append(out, payload[:end]...)
+	if !isEmptyObject(payload[:end]) {
+		out = append(out, ',')
+	}
+	out = append(out, `"`+Field+`":"`+token+`"}`...)
+	return out
+}
+
+// isEmptyObject reports whether head, an object up to its closing brace,
+// has no member.
+func isEmptyObject(head []byte) bool {
+	return strings.TrimSpace(string(head)) == "{"
+}
