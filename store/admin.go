@@ -131,6 +131,7 @@ type UserDeletion struct {
 	Outbox      int `json:"outbox"`
 	Sessions    int `json:"sessions"`
 	Attempts    int `json:"deliveryLog"`
+	Events      int `json:"messageEvents"`
 	// Preferences counts the preferences row, the daily slots and the
 	// idempotency keys.
 	Preferences int `json:"preferences"`
@@ -142,12 +143,12 @@ type UserDeletion struct {
 
 // Total is every row removed.
 func (d UserDeletion) Total() int {
-	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Preferences + d.TokenProofs + d.Credentials + d.CloudData
+	return d.Devices + d.Tasks + d.ClientState + d.Outbox + d.Sessions + d.Attempts + d.Events + d.Preferences + d.TokenProofs + d.Credentials + d.CloudData
 }
 
 // DeleteUser removes everything stored for userID in one transaction: its
 // devices, tasks, client state, outbox, transcripts (their entries go with
-// their sessions), delivery log rows, preferences, daily slots,
+// their sessions), delivery log rows, message events, preferences, daily slots,
 // idempotency keys, client token proof, LLM credentials and cloud-data
 // records.
 func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, error) {
@@ -164,6 +165,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM message_outbox WHERE user_id = ?`, &d.Outbox},
 			{`DELETE FROM transcript_sessions WHERE owner = ?`, &d.Sessions},
 			{`DELETE FROM delivery_log WHERE user_id = ?`, &d.Attempts},
+			{`DELETE FROM message_events WHERE user_id = ?`, &d.Events},
 			{`DELETE FROM user_preferences WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM proactive_pushes WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},

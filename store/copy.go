@@ -14,7 +14,7 @@ var copiedTables = []string{
 	"subscriptions", "delivery_log", "client_state", "message_outbox", "tasks",
 	"transcript_sessions", "transcript_entries", "broadcasts", "client_token_proofs",
 	"user_preferences", "proactive_pushes", "idempotency_keys", "interrupts", "llm_credentials",
-	"cloud_owners", "cloud_owned", "cloud_records",
+	"cloud_owners", "cloud_owned", "cloud_records", "message_events",
 }
 
 // notCopiedTables: the destination has its own schema version; Open stored

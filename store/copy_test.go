@@ -116,6 +116,10 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 		Body: json.RawMessage(`{}`), CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := st.AppendMessageEvents(ctx, store.MessageEvent{UserID: alice, MessageID: "m1", DeviceID: "1", Type: store.EventShown,
+		Detail: json.RawMessage(`{"action":"open"}`)}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func rawPostgres(t *testing.T, url string) *sql.DB {

@@ -23,6 +23,9 @@ type Retention struct {
 type Pruned struct {
 	FinishedTasks, Outbox, DeliveryLog, Transcripts, Interrupts, Devices, Instances int
 	DailySlots, IdempotencyKeys, TokenProofs, UnknownSubscriptions                  int
+	// MessageEvents counts events older than the outbox keeps a message
+	// or beyond Config.MessageEventsMaxRows.
+	MessageEvents int
 	// CloudRecords counts expired inventory snapshots, plans and finished
 	// cleanup operations, and ownership records of deleted resources.
 	CloudRecords int
@@ -36,13 +39,13 @@ func (p Pruned) LogValue() slog.Value {
 		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances), slog.Int("tokenProofs", p.TokenProofs),
 		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys),
 		slog.Int("unknownSubscriptions", p.UnknownSubscriptions),
-		slog.Int("cloudRecords", p.CloudRecords))
+		slog.Int("messageEvents", p.MessageEvents), slog.Int("cloudRecords", p.CloudRecords))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
-// their age: finished tasks, the outbox, the delivery log, transcripts,
-// silent devices, devices their push service does not know, dead
-// instances and stale client token proofs, each against now and its
+// their age: finished tasks, the outbox, the delivery log, message events,
+// transcripts, silent devices, devices their push service does not know,
+// dead instances and stale client token proofs, each against now and its
 // retention, and expired cloud-data records (after continuing due
 // cleanups).
 // A failing step does not stop the others; the error joins theirs.
@@ -64,6 +67,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"finished tasks", &p.FinishedTasks, olderThan(r.FinishedTasks, s.DeleteFinishedTasks)},
 		{"outbox", &p.Outbox, func() (int, error) { return s.CleanupOutbox(ctx) }},
 		{"delivery log", &p.DeliveryLog, func() (int, error) { return s.PruneDeliveryLog(ctx) }},
+		{"message events", &p.MessageEvents, func() (int, error) { return s.PruneMessageEvents(ctx) }},
 		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
 		// An answered approval lives as long as the transcript that records it.
 		{"interrupts", &p.Interrupts, olderThan(r.Transcripts, s.PruneInterrupts)},

@@ -82,7 +82,7 @@ func TestSchemaReportOnEitherDialect(t *testing.T) {
 		}
 	}
 	want := []string{"broadcasts", "client_state", "client_token_proofs", "cloud_owned", "cloud_owners", "cloud_records", "delivery_log", "idempotency_keys", "instances",
-		"interrupts", "llm_credentials", "message_outbox", "proactive_pushes", "schema_version", "secrets", "subscriptions", "tasks", "transcript_entries",
+		"interrupts", "llm_credentials", "message_events", "message_outbox", "proactive_pushes", "schema_version", "secrets", "subscriptions", "tasks", "transcript_entries",
 		"transcript_sessions", "user_preferences"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tables = %v, want %v", names, want)
@@ -98,6 +98,7 @@ func TestSchemaReportOnEitherDialect(t *testing.T) {
 		"client_state [user_id namespace key]":   {Table: "client_state", Columns: []string{"user_id", "namespace", "key"}, Unique: true, Origin: "pk"},
 		"transcript_entries [at]":                {Table: "transcript_entries", Columns: []string{"at"}, Origin: "c"},
 		"subscriptions [user_id updated_at]":     {Table: "subscriptions", Columns: []string{"user_id", "updated_at"}, Origin: "c"},
+		"message_events [user_id message_id id]": {Table: "message_events", Columns: []string{"user_id", "message_id", "id"}, Origin: "c"},
 		"tasks [updated_at]":                     {Table: "tasks", Columns: []string{"updated_at"}, Partial: true, Origin: "c"},
 		"transcript_sessions [owner session_id]": {Table: "transcript_sessions", Columns: []string{"owner", "session_id"}, Unique: true, Origin: "u"},
 	} {

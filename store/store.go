@@ -123,6 +123,9 @@ type Config struct {
 	// the rows over it, delivered or acknowledged ones first, oldest first
 	// (default DefaultOutboxMaxRowsPerUser).
 	OutboxMaxRowsPerUser int
+	// MessageEventsMaxRows caps the message events: Prune deletes the
+	// oldest beyond it (default DefaultMessageEventsMaxRows).
+	MessageEventsMaxRows int
 
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
@@ -167,6 +170,7 @@ type Store struct {
 	outboxAckedMaxAge  time.Duration
 	outboxMaxAge       time.Duration
 	outboxMaxRows      int
+	messageEventsCap   int // Config.MessageEventsMaxRows; see messageEventsMaxRows
 }
 
 // Open opens the PostgreSQL database at cfg.DatabaseURL, or else (creating
@@ -196,6 +200,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		outboxAckedMaxAge:  cfg.OutboxAckedMaxAge,
 		outboxMaxAge:       cfg.OutboxMaxAge,
 		outboxMaxRows:      cfg.OutboxMaxRowsPerUser,
+		messageEventsCap:   cfg.MessageEventsMaxRows,
 	}
 	if s.log == nil {
 		s.log = slog.Default()

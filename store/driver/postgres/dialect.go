@@ -33,6 +33,7 @@ var dialect = driver.Dialect{
 		languageSchema,
 		broadcastRateSchema,
 		cloudDataSchema,
+		messageEventsSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
@@ -53,7 +54,7 @@ var dialect = driver.Dialect{
 
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
-		resetIdentity("tasks"), resetIdentity("transcript_sessions"),
+		resetIdentity("tasks"), resetIdentity("transcript_sessions"), resetIdentity("message_events"),
 	},
 
 	Tables: `SELECT table_name::text FROM information_schema.tables

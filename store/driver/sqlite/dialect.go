@@ -28,6 +28,7 @@ var dialect = driver.Dialect{
 		languageSchema,
 		broadcastRateSchema,
 		cloudDataSchema,
+		messageEventsSchema,
 	},
 
 	ClaimableAt: claimableAt,

@@ -295,3 +295,21 @@ CREATE UNIQUE INDEX cloud_records_idempotency ON cloud_records (user_id, idempot
 CREATE INDEX cloud_records_due ON cloud_records (next_run_at) WHERE next_run_at IS NOT NULL;
 CREATE INDEX cloud_records_expiry ON cloud_records (expires_at) WHERE expires_at IS NOT NULL;
 `
+
+// messageEventsSchema: the story of each message (store/events.go), one row
+// per event; message_events_message serves a message's timeline, the
+// primary key the readers that follow every event, message_events_at the
+// pruning.
+const messageEventsSchema = `
+CREATE TABLE message_events (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	at         INTEGER NOT NULL,
+	user_id    TEXT NOT NULL,
+	message_id TEXT NOT NULL, -- '' for an event about no one message
+	device_id  TEXT NOT NULL, -- '' for an event about no one device
+	type       TEXT NOT NULL,
+	detail     TEXT NOT NULL  -- JSON object
+) STRICT;
+CREATE INDEX message_events_message ON message_events (user_id, message_id, id);
+CREATE INDEX message_events_at ON message_events (at);
+`
