@@ -34,6 +34,7 @@ var dialect = driver.Dialect{
 		broadcastRateSchema,
 		cloudDataSchema,
 		messageEventsSchema,
+		webhooksSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
@@ -55,6 +56,7 @@ var dialect = driver.Dialect{
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
 		resetIdentity("tasks"), resetIdentity("transcript_sessions"), resetIdentity("message_events"),
+		resetIdentity("webhook_deliveries"),
 	},
 
 	Tables: `SELECT table_name::text FROM information_schema.tables
