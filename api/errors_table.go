@@ -207,4 +207,10 @@ var errorTable = []errorText{
 	{"INVALID_CLOUD_KIND", "kind must be a string of at most 100 characters", "kind 必须是不超过 100 字符的字符串"},
 	{"CLOUD_OWNER_RETIRED", "The owner is retired or its generation changed; send the generation the restore returned", "归属已停用或代际已变化"},
 	{"CLOUD_OWNER_IMMUTABLE", "A resource's owner cannot be changed by an ordinary write", "已有资源的归属不能由普通写入更改"},
+
+	// Signed webhooks (issue 25).
+	{"INVALID_WEBHOOK_URL", "url must be an https URL of a public host, without credentials (details: reason)", "webhook 地址无效：须为公网主机的 https 地址，且不带凭据（见 details.reason）"},
+	{"INVALID_WEBHOOK_EVENT", "events must list known webhook event types, each once (details: eventType, known)", "webhook 事件类型无效：须为已知类型且不重复（见 details）"},
+	{"WEBHOOK_NOT_FOUND", "No webhook endpoint has this id", "webhook 端点不存在"},
+	{"WEBHOOK_LIMIT_EXCEEDED", "Too many webhook endpoints (details: limit)", "webhook 端点数量已达上限"},
 }

@@ -21,6 +21,7 @@ import (
 	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
+	"amsg/scheduler/webhook"
 	"amsg/store"
 
 	"github.com/go-chi/chi/v5"
@@ -68,6 +69,10 @@ type Config struct {
 	// LLMPolicy vets the apiUrl a request or task gives (400
 	// INVALID_API_URL); the LLM client enforces it again when it dials.
 	LLMPolicy llm.URLPolicy
+	// WebhookPolicy vets the receivers the operator registers (400
+	// INVALID_WEBHOOK_URL); the webhook sender enforces it again when it
+	// dials.
+	WebhookPolicy webhook.URLPolicy
 }
 
 // Deps are the components the handlers use.

@@ -37,6 +37,16 @@ type Refusal struct {
 	Why     string // RefusedAddress's reason, with its article
 }
 
+// Reason words the refusal of host as the URL checks give it: "host h is
+// a loopback address (…)", or "host h resolves to a, a private-use address
+// (…)".
+func (r *Refusal) Reason(host string) string {
+	if r.Literal {
+		return fmt.Sprintf("host %s is %s", host, r.Why)
+	}
+	return fmt.Sprintf("host %s resolves to %s, %s", host, r.Addr, r.Why)
+}
+
 // IsLocalName reports whether host is localhost or a name under it, which
 // always means this machine whatever a resolver says.
 func IsLocalName(host string) bool {

@@ -128,12 +128,10 @@ func (p EndpointPolicy) CheckEndpoint(ctx context.Context, endpoint string) erro
 		return invalid("endpoint", "host %s does not resolve", host)
 	case err != nil:
 		return err
-	case refusal == nil:
-		return nil
-	case refusal.Literal:
-		return invalid("endpoint", "host %s is %s", host, refusal.Why)
+	case refusal != nil:
+		return invalid("endpoint", "%s", refusal.Reason(host))
 	}
-	return invalid("endpoint", "host %s resolves to %s, %s", host, refusal.Addr, refusal.Why)
+	return nil
 }
 
 // parseEndpoint applies the checks that need no network: a bounded absolute
