@@ -23,6 +23,7 @@ import (
 	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
+	"amsg/scheduler/webhook"
 	"amsg/store"
 	"amsg/store/driver/postgres"
 	"amsg/sw"
@@ -99,6 +100,9 @@ type server struct {
 	instance    string   // cluster.go
 	housekeeper store.Leader
 	api         *api.Server // resumes broadcasts on the leader
+	// webhooks sends while this instance holds webhooksLeader (webhooks.go).
+	webhooks       *webhook.Dispatcher
+	webhooksLeader store.Leader
 	// now is the one clock: the store, the sender, the courier, the
 	// transcripts, the agent, the scheduler and the API all read it.
 	now func() time.Time
@@ -204,6 +208,9 @@ func (s *server) build() error {
 	if err := s.newScheduler(deliveries, observeLateness); err != nil {
 		return err
 	}
+	if err := s.newWebhooks(context.Background()); err != nil {
+		return err
+	}
 	// The worker's version hashes the page's files, so a build with a new
 	// page is a byte-different worker: browsers update it and it re-caches
 	// the offline shell.
@@ -221,6 +228,7 @@ func (s *server) build() error {
 		AdminToken:            s.cfg.AdminToken,
 		Limits:                s.cfg.Limits.api(),
 		LLMPolicy:             policy,
+		WebhookPolicy:         webhook.URLPolicy{AllowPrivate: s.cfg.Webhooks.AllowPrivate},
 		Logger:                s.log,
 		PageURL:               s.cfg.Notifications.PublicURL,
 		Now:                   s.now,
@@ -269,6 +277,9 @@ func (s *server) run(ctx context.Context) error {
 	if s.cfg.AllowPrivateEndpoints {
 		s.log.Warn("private push endpoints are allowed: development and tests only")
 	}
+	if s.cfg.Webhooks.AllowPrivate {
+		s.log.Warn("webhook endpoints may be loopback and private hosts (--webhook-allow-private)")
+	}
 	if s.cfg.Limits.AllowPrivateLLM {
 		s.log.Warn("requests may name loopback and private LLM endpoints (--allow-private-llm): any caller can reach this machine's network through apiUrl")
 	}
@@ -284,6 +295,7 @@ func (s *server) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.runInstance(background) })
 	wg.Go(func() { s.watchTasks(background) })
+	wg.Go(func() { s.runWebhooks(background) })
 	// Expired approvals are looked for on the scheduler's tick; every
 	// instance looks, and each expiry is settled by one (store fence).
 	wg.Go(func() { s.api.WatchInterrupts(background, s.cfg.Tick) })

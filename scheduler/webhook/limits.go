@@ -50,6 +50,9 @@ const (
 // ErrInvalidConfig reports a setting out of its bounds.
 var ErrInvalidConfig = errors.New("webhook: invalid setting")
 
+// Validate reports a setting of c out of its bounds, as New would.
+func (c Config) Validate() error { return c.check() }
+
 // check fills the defaults of c's zero fields and refuses absurd settings
 // with the bound they break.
 func (c *Config) check() error {
