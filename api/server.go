@@ -200,6 +200,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.preferencesFeature(),
 		s.interruptsFeature(),
 		s.credentialsFeature(),
+		s.webhooksFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody

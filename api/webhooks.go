@@ -24,6 +24,12 @@ import (
 // EnvWebhookID is the id of the endpoint AMSG_WEBHOOK_URL configures.
 const EnvWebhookID = "env"
 
+// webhooksFeature advertises signed webhooks; their routes are the
+// operator's (webhookRoutes), mounted with the other admin routes.
+func (s *Server) webhooksFeature() feature {
+	return feature{capabilities: []string{"signed-webhooks"}}
+}
+
 func (s *Server) webhookRoutes() []adminRoute {
 	return []adminRoute{
 		{http.MethodPost, "/api/v1/admin/webhooks", s.handleAdminWebhookCreate},

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,9 @@ func decodeWebhookAnswer(t *testing.T, r response) webhookAnswer {
 
 func TestAdminWebhooksRegisterListDelete(t *testing.T) {
 	s, st := webhookServer(t)
+	if !slices.Contains(s.features, "signed-webhooks") {
+		t.Errorf("capabilities %v lack signed-webhooks", s.features)
+	}
 	r := adminDo(s, http.MethodPost, "/api/v1/admin/webhooks", `{"url":"https://93.184.215.14/hooks/amsg","events":["message.sent","device.gone"],"batch":true}`)
 	if r.status != http.StatusCreated {
 		t.Fatalf("POST: %d %s", r.status, r.body)
