@@ -53,6 +53,26 @@ func IsLocalName(host string) bool {
 	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
+// MapResolver answers from a map of host names to addresses, for tests and
+// fixed setups; a name not in it does not resolve.
+type MapResolver map[string][]string
+
+func (m MapResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	addrs, ok := m[host]
+	if !ok {
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ip)
+	}
+	return out, nil
+}
+
 // CheckHost judges host: an IP literal by itself, a name by every address r
 // (net.DefaultResolver when nil) resolves it to. It returns nil, nil when
 // every address is public; a failed lookup is an error wrapping
@@ -98,10 +118,13 @@ func RefusePrivate(refused error) func(network, address string, c syscall.RawCon
 	}
 }
 
-// ResolvingDial resolves the host with r and dials its addresses in turn,
-// for a client whose names a test resolver answers; the dialer's Control
-// still checks each address.
-func ResolvingDial(d *net.Dialer, r Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// Dial is d's DialContext, or, when r is set (a test's names), one that
+// resolves the host with r and dials its addresses in turn; the dialer's
+// Control still checks each address.
+func Dial(d *net.Dialer, r Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if r == nil {
+		return d.DialContext
+	}
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {

@@ -6,28 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"testing"
 )
 
-// fakeResolver answers from a map; unknown hosts do not resolve.
-type fakeResolver map[string][]string
-
-func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	addrs, ok := f[host]
-	if !ok {
-		return nil, errors.New("no such host")
-	}
-	var out []netip.Addr
-	for _, a := range addrs {
-		out = append(out, netip.MustParseAddr(a))
-	}
-	return out, nil
-}
-
 func TestCheckHost(t *testing.T) {
-	r := fakeResolver{
+	r := MapResolver{
 		"push.example.com":  {"142.250.74.106"},
 		"mixed.example.com": {"142.250.74.106", "10.1.2.3"},
 		"empty.example.com": {},
@@ -83,7 +67,7 @@ func TestRefusePrivateDial(t *testing.T) {
 	errMine := errors.New("my endpoint refused")
 	dialer := &net.Dialer{Control: RefusePrivate(errMine)}
 	named := strings.Replace(srv.URL, "127.0.0.1", "hook.example.net", 1)
-	client := &http.Client{Transport: &http.Transport{DialContext: ResolvingDial(dialer, fakeResolver{"hook.example.net": {"127.0.0.1"}})}}
+	client := &http.Client{Transport: &http.Transport{DialContext: Dial(dialer, MapResolver{"hook.example.net": {"127.0.0.1"}})}}
 	for _, u := range []string{srv.URL, named} {
 		_, err := client.Get(u)
 		if !errors.Is(err, errMine) || !strings.Contains(err.Error(), "loopback") {

@@ -241,14 +241,10 @@ func uniformJitter(n time.Duration) time.Duration {
 // the endpoint policy to the resolved address.
 func newHTTPClient(policy EndpointPolicy, cfg Config) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: policy.dialControl}
-	dial := dialer.DialContext
-	if cfg.Resolver != nil {
-		dial = netguard.ResolvingDial(dialer, cfg.Resolver)
-	}
 	return &http.Client{
 		Timeout: cfg.Timeout,
 		Transport: &http.Transport{
-			DialContext:           dial,
+			DialContext:           netguard.Dial(dialer, cfg.Resolver),
 			TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs},
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          4 * cfg.MaxConnsPerHost,

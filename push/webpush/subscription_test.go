@@ -9,28 +9,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"amsg/push"
+	"amsg/push/netguard"
 )
-
-// fakeResolver answers from a map; unknown hosts do not resolve.
-type fakeResolver map[string][]string
-
-func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	addrs, ok := f[host]
-	if !ok {
-		return nil, errors.New("no such host")
-	}
-	var out []netip.Addr
-	for _, a := range addrs {
-		out = append(out, netip.MustParseAddr(a))
-	}
-	return out, nil
-}
 
 func validKeys(t testing.TB) push.SubscriptionKeys {
 	t.Helper()
@@ -94,7 +79,7 @@ func TestCheckKeys(t *testing.T) {
 }
 
 func TestCheckEndpoint(t *testing.T) {
-	resolver := fakeResolver{
+	resolver := netguard.MapResolver{
 		"fcm.googleapis.com":    {"142.250.74.106", "2a00:1450:4001:82a::200a"},
 		"updates.push.services": {"34.117.35.28"},
 		"rebind.example.org":    {"34.117.35.28", "10.0.0.7"},
@@ -167,7 +152,7 @@ func TestCheckEndpoint(t *testing.T) {
 }
 
 func TestCheckSubscription(t *testing.T) {
-	p := EndpointPolicy{Resolver: fakeResolver{"fcm.googleapis.com": {"142.250.74.106"}}}
+	p := EndpointPolicy{Resolver: netguard.MapResolver{"fcm.googleapis.com": {"142.250.74.106"}}}
 	sub := push.Subscription{Endpoint: "https://fcm.googleapis.com/fcm/send/abc", Keys: validKeys(t)}
 	if err := p.CheckSubscription(context.Background(), sub); err != nil {
 		t.Fatal(err)
@@ -193,7 +178,7 @@ func TestDialRefusesPrivateAddress(t *testing.T) {
 		t.Errorf("strict client reached %s: err = %v", srv.URL, err)
 	}
 	// A name a resolver points at loopback is refused at the dial too.
-	cfg.Resolver = fakeResolver{"push.example.net": {"127.0.0.1"}}
+	cfg.Resolver = netguard.MapResolver{"push.example.net": {"127.0.0.1"}}
 	named := strings.Replace(srv.URL, "127.0.0.1", "push.example.net", 1)
 	if _, err := newHTTPClient(EndpointPolicy{}, cfg).Post(named, "application/octet-stream", nil); !errors.Is(err, ErrRefusedAddress) {
 		t.Errorf("strict client with a resolver reached %s: err = %v", named, err)
@@ -252,7 +237,7 @@ func FuzzCheckEndpoint(f *testing.F) {
 	for _, s := range []string{"https://fcm.googleapis.com/fcm/send/abc", "http://127.0.0.1:8080/x", "https://[::1]/", "https://a.invalid", "%", "https://x:99999/"} {
 		f.Add(s)
 	}
-	public := fakeResolver{"fcm.googleapis.com": {"142.250.74.106"}}
+	public := netguard.MapResolver{"fcm.googleapis.com": {"142.250.74.106"}}
 	f.Fuzz(func(t *testing.T, endpoint string) {
 		err := EndpointPolicy{Resolver: public}.CheckEndpoint(context.Background(), endpoint)
 		if err != nil && !errors.Is(err, ErrInvalidSubscription) {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"amsg/push/netguard"
 	"amsg/scheduler/webhook"
 )
 
@@ -60,19 +60,8 @@ func TestParseSecretRefuses(t *testing.T) {
 	}
 }
 
-// fakeResolver answers from a map; unknown hosts do not resolve.
-type fakeResolver map[string]string
-
-func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	a, ok := f[host]
-	if !ok {
-		return nil, errors.New("no such host")
-	}
-	return []netip.Addr{netip.MustParseAddr(a)}, nil
-}
-
 func TestURLPolicy(t *testing.T) {
-	r := fakeResolver{"hooks.example.com": "93.184.215.14", "intranet.example.com": "10.0.0.8", "metadata.example.com": "169.254.169.254"}
+	r := netguard.MapResolver{"hooks.example.com": {"93.184.215.14"}, "intranet.example.com": {"10.0.0.8"}, "metadata.example.com": {"169.254.169.254"}}
 	strict, open := webhook.URLPolicy{Resolver: r}, webhook.URLPolicy{AllowPrivate: true, Resolver: r}
 	for _, tt := range []struct {
 		policy webhook.URLPolicy

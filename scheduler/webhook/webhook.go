@@ -130,14 +130,10 @@ func newClient(cfg Config) *http.Client {
 	if !cfg.AllowPrivate {
 		dialer.Control = netguard.RefusePrivate(ErrRefusedAddress)
 	}
-	dial := dialer.DialContext
-	if cfg.Resolver != nil {
-		dial = netguard.ResolvingDial(dialer, cfg.Resolver)
-	}
 	return &http.Client{
 		Timeout: cfg.Timeout,
 		Transport: &http.Transport{
-			DialContext:           dial,
+			DialContext:           netguard.Dial(dialer, cfg.Resolver),
 			ForceAttemptHTTP2:     true,
 			MaxConnsPerHost:       cfg.Concurrency,
 			MaxIdleConnsPerHost:   cfg.Concurrency,
