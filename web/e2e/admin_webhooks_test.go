@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,13 +32,7 @@ func TestAdminPageShowsGivenUpWebhooks(t *testing.T) {
 	}
 
 	b := browsertest.New(t, browsertest.Config{})
-	p := b.NewPage()
-	p.Navigate(srv.URL + "/admin")
-	p.WaitFor(`!document.getElementById('signin').hidden`)
-	p.Eval(`(() => {
-		document.getElementById('token').value = `+strconv.Quote(adminToken)+`;
-		document.getElementById('signin-form').requestSubmit();
-	})()`, nil)
+	p := signInAdmin(b, srv.URL)
 	p.WaitFor(`document.querySelectorAll('#webhooks tbody tr:not(.empty)').length > 0`)
 	var cells []string
 	p.Eval(`[...document.querySelectorAll('#webhooks tbody tr td')].map((td) => td.textContent)`, &cells)
