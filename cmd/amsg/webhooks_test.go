@@ -179,6 +179,9 @@ func TestWebhookReceiverDownThenBackProcess(t *testing.T) {
 	if failed := waitSettled(t, p, 10*time.Second); failed != 0 {
 		t.Errorf("after delivery: %d failed", failed)
 	}
+	if logged := p.Logs(strings.TrimPrefix(rcv.secret, "whsec_")); len(logged) > 0 {
+		t.Errorf("the webhook secret is in the log: %v", logged)
+	}
 	rcv.mu.Lock()
 	defer rcv.mu.Unlock()
 	if rcv.tries != 2 || len(rcv.accepted) != 1 {
