@@ -224,16 +224,13 @@ func (s *Store) AddWebhookDeliveries(ctx context.Context, from, to int64, delive
 				return fmt.Errorf("%w: %w", ErrWebhookCursorMoved, err)
 			}
 		}
-		for _, d := range deliveries {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries
+		return execEach(ctx, tx, `INSERT INTO webhook_deliveries
 				(endpoint_id, event_seq, message_key, payload, state, attempts, next_at, created_at, last_status, last_error)
 				VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, 0, '')
-				ON CONFLICT (endpoint_id, event_seq) DO NOTHING`,
-				d.EndpointID, d.EventSeq, d.MessageKey, string(d.Payload), now, now); err != nil {
-				return err
-			}
-		}
-		return nil
+				ON CONFLICT (endpoint_id, event_seq) DO NOTHING`, len(deliveries), func(i int) []any {
+			d := deliveries[i]
+			return []any{d.EndpointID, d.EventSeq, d.MessageKey, string(d.Payload), now, now}
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("store: add webhook deliveries: %w", err)
@@ -297,15 +294,12 @@ func (s *Store) RecordWebhookTry(ctx context.Context, ids []int64, try WebhookTr
 	if len(try.Error) > MaxWebhookErrorBytes {
 		try.Error = try.Error[:MaxWebhookErrorBytes]
 	}
+	lastError := strings.ToValidUTF8(try.Error, "?")
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_at = ?,
-				finished_at = ?, last_status = ?, last_error = ? WHERE id = ?`,
-				try.State, millis(try.NextAt), finished, try.Status, strings.ToValidUTF8(try.Error, "?"), id); err != nil {
-				return err
-			}
-		}
-		return nil
+		return execEach(ctx, tx, `UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_at = ?,
+				finished_at = ?, last_status = ?, last_error = ? WHERE id = ?`, len(ids), func(i int) []any {
+			return []any{try.State, millis(try.NextAt), finished, try.Status, lastError, ids[i]}
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("store: record webhook try: %w", err)
@@ -377,6 +371,25 @@ func (s *Store) WebhookHealth(ctx context.Context) (map[string]WebhookHealth, er
 func (s *Store) PruneWebhookDeliveries(ctx context.Context, cutoff time.Time) (int, error) {
 	return s.execCount(ctx, "prune webhook deliveries",
 		`DELETE FROM webhook_deliveries WHERE finished_at IS NOT NULL AND finished_at < ?`, millis(cutoff))
+}
+
+// execEach runs query n times in tx, with args(i) the i-th time, prepared
+// once.
+func execEach(ctx context.Context, tx *sql.Tx, query string, n int, args func(i int) []any) error {
+	if n == 0 {
+		return nil
+	}
+	st, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for i := range n {
+		if _, err := st.ExecContext(ctx, args(i)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // millisTime scans an integer of epoch milliseconds into a time.Time.

@@ -107,7 +107,7 @@ type fixture struct {
 	d   *webhook.Dispatcher
 }
 
-func newFixture(t *testing.T, cfg webhook.Config) fixture {
+func newFixture(t testing.TB, cfg webhook.Config) fixture {
 	t.Helper()
 	clk := clocktest.New(time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC))
 	st := storetest.Open(t, store.Config{Now: clk.Now})
@@ -123,7 +123,7 @@ func newFixture(t *testing.T, cfg webhook.Config) fixture {
 	return fixture{st, clk, d}
 }
 
-func (f fixture) endpoint(t *testing.T, id, url string, batch bool, events ...string) string {
+func (f fixture) endpoint(t testing.TB, id, url string, batch bool, events ...string) string {
 	t.Helper()
 	secret := webhook.GenerateSecret()
 	if _, err := f.st.PutWebhookEndpoint(t.Context(), store.WebhookEndpoint{ID: id, URL: url, Events: events, Secret: secret, Batch: batch}); err != nil {
@@ -132,7 +132,7 @@ func (f fixture) endpoint(t *testing.T, id, url string, batch bool, events ...st
 	return secret
 }
 
-func (f fixture) events(t *testing.T, events ...store.MessageEvent) {
+func (f fixture) events(t testing.TB, events ...store.MessageEvent) {
 	t.Helper()
 	for i := range events {
 		if events[i].UserID == "" {
@@ -144,7 +144,7 @@ func (f fixture) events(t *testing.T, events ...store.MessageEvent) {
 	}
 }
 
-func (f fixture) pass(t *testing.T) {
+func (f fixture) pass(t testing.TB) {
 	t.Helper()
 	if err := f.d.Pass(t.Context()); err != nil {
 		t.Fatal(err)
