@@ -21,7 +21,7 @@ const (
 	MessageAcknowledged = "message.acknowledged" // the client acknowledged it in the outbox
 	TaskFailed          = "task.failed"          // a scheduled task failed for good
 	InterruptDecided    = "interrupt.decided"    // a tool request was approved, denied or expired
-	DeviceGone          = "device.gone"          // a device's subscription was removed (404/410, expiry)
+	DeviceGone          = "device.gone"          // the push service said a device is gone (404/410); amsg removed it
 )
 
 // EventTypes are every webhook event type, in the order the docs list them.
