@@ -211,6 +211,7 @@ func (s *server) build() error {
 	if err := s.newWebhooks(context.Background()); err != nil {
 		return err
 	}
+	reg.MustRegister(s.webhooks.Collectors()...)
 	// The worker's version hashes the page's files, so a build with a new
 	// page is a byte-different worker: browsers update it and it re-caches
 	// the offline shell.

@@ -33,6 +33,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"amsg/push/netguard"
 	"amsg/store"
 )
@@ -93,6 +95,7 @@ type Dispatcher struct {
 	cfg    Config
 	client *http.Client
 	log    *slog.Logger
+	tries  *prometheus.CounterVec // metrics.go
 
 	fanMu     sync.Mutex
 	fannedOut map[int64]bool // events at most reread behind the cursor already fanned out
@@ -117,7 +120,7 @@ func New(st Store, cfg Config) (*Dispatcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Dispatcher{st: st, cfg: cfg, client: newClient(cfg), log: cfg.Logger,
+	return &Dispatcher{st: st, cfg: cfg, client: newClient(cfg), log: cfg.Logger, tries: newTries(),
 		fannedOut: map[int64]bool{}, sending: map[string]bool{}}, nil
 }
 
@@ -346,6 +349,7 @@ func (d *Dispatcher) send(ctx context.Context, ep store.WebhookEndpoint, key []b
 		}
 	}
 	try := d.judge(now, oldest, batch[0].Attempts, status, err)
+	d.countTry(ep.ID, try)
 	if try.State == store.WebhookFailed {
 		d.log.Warn("webhooks: a delivery was given up", "endpoint", ep.ID, "webhookId", id, "status", status, "err", err)
 	}

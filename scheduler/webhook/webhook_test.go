@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"amsg/push/clocktest"
@@ -236,6 +238,19 @@ func TestReceiverDownThenBack(t *testing.T) {
 	}
 	if len(got) != 6 {
 		t.Errorf("received %d webhooks (%v), want 6", len(got), order)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.d.Collectors()...)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]float64{}
+	for _, m := range families[0].GetMetric() {
+		counted[m.GetLabel()[0].GetValue()+" "+m.GetLabel()[1].GetValue()] = m.GetCounter().GetValue()
+	}
+	if want := map[string]float64{"wh_a done": 6, "wh_a pending": float64(tries[len(tries)-1])}; !maps.Equal(counted, want) {
+		t.Errorf("amsg_webhook_tries_total %v, want %v", counted, want)
 	}
 	f.pass(t)
 	if again := rcv.received(); len(again) != len(got) {
