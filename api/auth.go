@@ -53,23 +53,26 @@ func (c tokenComparer) mac(b []byte) []byte {
 }
 
 // authorize checks the credentials mode requires. It runs before anything
-// else in a handler.
-func (s *Server) authorize(mode authMode, r *http.Request) error {
+// else in a handler. provenUser is the user a Bearer token was minted for
+// when the request names that user (see bearerProvesUser).
+func (s *Server) authorize(mode authMode, r *http.Request) (provenUser string, err error) {
 	switch mode {
 	case authClient:
 		if s.cfg.ClientToken == "" {
-			return nil
+			return "", nil
 		}
 		got := strings.TrimSpace(r.Header.Get("X-Client-Token"))
 		if got == "" || !s.tokens.equal(got, s.cfg.ClientToken) {
-			return errInvalidClientToken
+			return "", errInvalidClientToken
 		}
 		s.proofs.record(r.Context(), proofUser(r), s.cfg.ClientToken)
 	case authInstant:
 		if s.cfg.TokenSigningKey != "" {
-			if err := verifyBearer(r.Header.Get("Authorization"), s.cfg.TokenSigningKey, s.now()); err != nil {
-				return err
+			subject, err := verifyBearer(r.Header.Get("Authorization"), s.cfg.TokenSigningKey, s.now())
+			if err != nil {
+				return "", err
 			}
+			provenUser = bearerProvesUser(subject, r)
 		}
 		if s.cfg.ClientToken != "" {
 			got := strings.TrimSpace(r.Header.Get("X-Client-Token"))
@@ -80,22 +83,35 @@ func (s *Server) authorize(mode authMode, r *http.Request) error {
 				// rotated no longer suffices.
 				ok, err := s.proofs.holds(r.Context(), proofUser(r), s.cfg.ClientToken)
 				if err != nil {
-					return err
+					return "", err
 				}
 				if ok {
-					return nil
+					return provenUser, nil
 				}
 			}
 			if got == "" {
-				return newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "缺少 X-Client-Token")
+				return "", newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "缺少 X-Client-Token")
 			}
 			if !s.tokens.equal(got, s.cfg.ClientToken) {
-				return newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "X-Client-Token 无效")
+				return "", newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "X-Client-Token 无效")
 			}
 			s.proofs.record(r.Context(), proofUser(r), s.cfg.ClientToken)
 		}
 	}
-	return nil
+	return provenUser, nil
+}
+
+// bearerProvesUser is the request's X-User-Id when the Bearer token that
+// checked out was minted for that user (its tid, amsg token --subject): the
+// operator signed it, so the request proved it is that user, as an
+// envelope opened under the user key does. A token for a tenant or for
+// nobody proves no user: charging the id it names would let any holder of
+// a shared token lock that user out (issue 22 §4).
+func bearerProvesUser(subject string, r *http.Request) string {
+	if user := proofUser(r); subject != "" && subject == user {
+		return user
+	}
+	return ""
 }
 
 // requiresCredential reports whether mode asks a request for a credential
@@ -120,54 +136,57 @@ const tokenAlg = "HS256"
 // verifyBearer checks an amsg-instant HMAC bearer token: three base64url
 // parts, a header naming HS256, an HS256 signature over "<header>.<payload>"
 // with the signing key, and claims v == 1 and exp in the future but no
-// further than MaxTokenTTL. Like upstream it ignores iat, nbf, aud, tid and
-// typ; unlike upstream it reads the header's alg.
-func verifyBearer(header, signingKey string, now time.Time) error {
+// further than MaxTokenTTL. Like upstream it ignores iat, nbf, aud and typ;
+// unlike upstream it reads the header's alg. It returns the token's tid
+// (its subject; empty when absent or not a string).
+func verifyBearer(header, signingKey string, now time.Time) (subject string, err error) {
 	header = strings.TrimSpace(header)
 	if len(header) < 7 || !strings.EqualFold(header[:7], "bearer ") {
-		return unauthorized("缺少 Authorization: Bearer <token>")
+		return "", unauthorized("缺少 Authorization: Bearer <token>")
 	}
 	token := strings.TrimSpace(header[7:])
 	if token == "" {
-		return unauthorized("空 Bearer token")
+		return "", unauthorized("空 Bearer token")
 	}
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return unauthorized("token 格式无效")
+		return "", unauthorized("token 格式无效")
 	}
 	sig, err := decodeBase64URL(parts[2])
 	if err != nil {
-		return unauthorized("token 签名格式无效")
+		return "", unauthorized("token 签名格式无效")
 	}
 	m := hmac.New(sha256.New, []byte(signingKey))
 	m.Write([]byte(parts[0] + "." + parts[1]))
 	if !hmac.Equal(sig, m.Sum(nil)) {
-		return unauthorized("token 签名无效")
+		return "", unauthorized("token 签名无效")
 	}
 	var head struct {
 		Alg string `json:"alg"`
 	}
 	if b, err := decodeBase64URL(parts[0]); err != nil || json.Unmarshal(b, &head) != nil || head.Alg != tokenAlg {
-		return unauthorized("token 格式无效")
+		return "", unauthorized("token 格式无效")
 	}
 	payload, err := decodeBase64URL(parts[1])
 	if err != nil {
-		return unauthorized("token payload 解析失败")
+		return "", unauthorized("token payload 解析失败")
 	}
 	// Numbers only: upstream compares with ===, so the string "1" fails.
 	var claims struct {
 		V   any `json:"v"`
 		Exp any `json:"exp"`
+		TID any `json:"tid"`
 	}
 	if err := json.Unmarshal(payload, &claims); err != nil {
-		return unauthorized("token payload 解析失败")
+		return "", unauthorized("token payload 解析失败")
 	}
 	v, _ := claims.V.(float64)
 	exp, _ := claims.Exp.(float64)
 	if v != 1 || exp <= float64(now.Unix()) || exp > float64(now.Add(MaxTokenTTL).Unix()) {
-		return unauthorized("token 已过期或无效")
+		return "", unauthorized("token 已过期或无效")
 	}
-	return nil
+	subject, _ = claims.TID.(string)
+	return subject, nil
 }
 
 // SignToken mints a Bearer token for /instant and /continue that

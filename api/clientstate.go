@@ -224,40 +224,6 @@ func positiveInteger(v any) (int64, bool) {
 	return int64(f), true
 }
 
-func (s *Server) handleGetClientState(w http.ResponseWriter, r *http.Request) error {
-	userID, err := requireUserID(r)
-	if err != nil {
-		return err
-	}
-	namespace := r.URL.Query().Get("namespace")
-	weight, err := s.stateAnswerWeight(r, userID, namespace)
-	if err != nil {
-		return err
-	}
-	if !s.stateReads.take(weight) {
-		return stateReadsBusy(w)
-	}
-	defer s.stateReads.give(weight)
-	entries, err := s.deps.Store.ClientState(r.Context(), userID, namespace)
-	if err := stateNamespaceError(err); err != nil {
-		return err
-	}
-	type entryJSON struct {
-		Namespace string `json:"namespace"`
-		Key       string `json:"key"`
-		Value     string `json:"value"`
-		UpdatedAt int64  `json:"updatedAt"`
-	}
-	out := make([]entryJSON, len(entries))
-	for i, e := range entries {
-		out[i] = entryJSON{Namespace: e.Namespace, Key: e.Key, Value: e.Value, UpdatedAt: e.UpdatedAt}
-	}
-	return s.writeEncrypted(w, userID, struct {
-		Namespace string      `json:"namespace"`
-		Entries   []entryJSON `json:"entries"`
-	}{namespace, out})
-}
-
 // handleDeleteClientState deletes the namespace ?namespace= names (with its
 // slice rows), or without the parameter all of the user's state. A
 // parameter that is present but blank or invalid is refused rather than

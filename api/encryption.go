@@ -88,7 +88,7 @@ func (s *Server) openBody(w http.ResponseWriter, r *http.Request, userID string,
 	case err != nil:
 		return nil, errDecryptionFailed
 	}
-	if err := s.chargeUser(w, userID); err != nil {
+	if err := s.chargeUser(w, r, userID); err != nil {
 		return nil, err
 	}
 	return payload, nil

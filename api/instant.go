@@ -64,7 +64,7 @@ func onlyPost(http.ResponseWriter, *http.Request) error {
 type instantCall struct {
 	req    *instantRequest
 	userID string         // "" when the request names no user
-	proven bool           // the body opened under userID's key
+	proven bool           // the body opened under userID's key, or a Bearer token minted for userID came with it
 	round  *courier.Round // the round's recipients, resolved once
 	owner  loop.Owner
 }
@@ -136,7 +136,8 @@ func (s *Server) readInstantCall(w http.ResponseWriter, r *http.Request, decode 
 	if userID == "" {
 		owner = loop.SubscriptionOwner(q.subscription.Endpoint)
 	}
-	return &instantCall{req: q, userID: userID, proven: encrypted, round: round, owner: owner}, nil
+	proven := encrypted || userID != "" && chargedUser(r) == userID
+	return &instantCall{req: q, userID: userID, proven: proven, round: round, owner: owner}, nil
 }
 
 func (s *Server) handleInstant(w http.ResponseWriter, r *http.Request) error {

@@ -66,7 +66,8 @@ type Limits struct {
 	MaxStateBytesPerUser      int64
 	MaxStateBytesPerNamespace int64
 	// ClientStateReadBudget bounds the memory the GET /client-state
-	// answers in flight take together (limits_memory.go).
+	// answers in flight take together (limits_memory.go,
+	// clientstate_stream.go).
 	ClientStateReadBudget int64
 	// MaxPushesPerRound caps the pushes one LLM round may send (each goes
 	// to every device of the user): a round that would send more fails.

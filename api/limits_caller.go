@@ -83,16 +83,26 @@ func (l *callerLimits) admit(w http.ResponseWriter, r *http.Request, address str
 // largest body any route takes (PUT /client-state's default).
 const maxRequestBody = 16 << 20
 
-// chargeUser charges a request to userID once it proved it is that user
-// (its encrypted envelope opened under the user key).
-func (s *Server) chargeUser(w http.ResponseWriter, userID string) error {
-	if s.limits == nil {
+// chargeUser charges a request to userID once it proved it is that user (a
+// Bearer token minted for the user, or its encrypted envelope opened under
+// the user key), once a request whichever proofs it carries.
+func (s *Server) chargeUser(w http.ResponseWriter, r *http.Request, userID string) error {
+	if s.limits == nil || chargedUser(r) == userID {
 		return nil
 	}
 	if ok, wait := s.limits.byUser.allow(userID); !ok {
 		return rateLimited(w, wait, "requestsPerUser")
 	}
 	return nil
+}
+
+// chargedUserKey marks in a request's context the user it was charged to.
+type chargedUserKey struct{}
+
+// chargedUser is the user r proved it is and was charged to, if any.
+func chargedUser(r *http.Request) string {
+	user, _ := r.Context().Value(chargedUserKey{}).(string)
+	return user
 }
 
 // callerAddress is the rate-limit key of the request's client address.

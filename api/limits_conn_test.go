@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -136,58 +135,5 @@ func TestLimitListener(t *testing.T) {
 	dial("127.0.0.2")
 	if c := <-accepted; c == nil {
 		t.Fatal("no place given back")
-	}
-}
-
-// Issue 22, finding 2: GET /client-state answers in flight share a memory
-// budget. A reader that stalls holds its answer's weight; another large
-// read meanwhile gets 429, a small one still fits; once the stalled reader
-// has its answer the budget is free again.
-func TestClientStateReadsShareAMemoryBudget(t *testing.T) {
-	s := newTestServer(t, Config{Limits: Limits{ClientStateReadBudget: 20 << 20, WriteTimeout: 10 * time.Minute, RateLimitOff: true}}, Deps{})
-	big := strings.Repeat("x", 4<<20)
-	const other, small = "123e4567-e89b-42d3-a456-426614174000", "9b2f1c3e-4d5a-4b6c-8d7e-0f1a2b3c4d5e"
-	for user, value := range map[string]string{testUserID: big, other: big, small: "v"} {
-		if got := putState(t, s, user, map[string]any{"entries": []map[string]any{{"namespace": "ns", "key": "k", "value": value, "updatedAt": 1}}}); got.status != http.StatusOK {
-			t.Fatalf("put: %d %s", got.status, got.body)
-		}
-	}
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	addr := strings.TrimPrefix(srv.URL, "http://")
-	stalled, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stalled.Close()
-	fmt.Fprintf(stalled, "GET /api/v1/client-state?namespace=ns HTTP/1.1\r\nHost: amsg\r\nX-User-Id: %s\r\nConnection: close\r\n\r\n", testUserID)
-	// The stalled answer (~8 MiB of base64) cannot fit the socket buffers:
-	// its handler holds the budget until the reader reads. Wait until it
-	// does.
-	get := func(user string) *http.Response {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/client-state?namespace=ns", nil)
-		req.Header.Set("X-User-Id", user)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
-	for s.stateReads.spent() == 0 {
-		runtime.Gosched()
-	}
-	if resp := get(other); resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("a second large read while one stalls: %d", resp.StatusCode)
-	}
-	if resp := get(small); resp.StatusCode != http.StatusOK {
-		t.Fatalf("a small read while one stalls: %d", resp.StatusCode)
-	}
-	if _, err := io.Copy(io.Discard, stalled); err != nil {
-		t.Fatal(err)
-	}
-	if resp := get(other); resp.StatusCode != http.StatusOK {
-		t.Fatalf("the second large read once the first was read: %d", resp.StatusCode)
 	}
 }

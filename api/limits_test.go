@@ -368,3 +368,58 @@ func TestAddressWriteBudgetAndNewUsers(t *testing.T) {
 		t.Fatalf("an hour later = %d %s", got.status, got.body)
 	}
 }
+
+// Issue 22 §4: a Bearer token minted for the user (amsg token --subject
+// <user id>) proves the request is that user, as an opened envelope does:
+// such requests spend the user's bucket from any address, once a request
+// even when the body is sealed too. A token minted for someone else, or
+// for no one, proves nothing of the id it names, so it never spends (and
+// cannot lock out) that user.
+func TestABearerTokenForTheUserSpendsTheUsersBucket(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	const key = "signing-key-0123456789"
+	s := newTestServer(t, Config{TokenSigningKey: key, Now: func() time.Time { return now },
+		Limits: Limits{UserRequestsPerSecond: 1, UserBurst: 3}}, Deps{Instant: &Instant{Agent: loop.NewAgent(loop.AgentConfig{})}})
+	mint := func(subject string) string {
+		token, err := SignToken(key, subject, now, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + token
+	}
+	instant := func(i int, bearer string, sealed bool) response {
+		var req *http.Request
+		if sealed {
+			req = encryptedRequest(t, http.MethodPost, "/api/v1/instant", testUserID, map[string]any{})
+		} else {
+			req = newRequest(http.MethodPost, "/api/v1/instant", `{}`, map[string]string{"X-User-Id": testUserID, "Content-Type": "application/json"})
+		}
+		req.Header.Set("Authorization", bearer)
+		req.RemoteAddr = fmt.Sprintf("192.0.2.%d:1", i+1)
+		return serve(s, req)
+	}
+	userLimited := func(got response) bool {
+		return got.status == http.StatusTooManyRequests && strings.Contains(got.body, `"limit":"requestsPerUser"`)
+	}
+	for i, subject := range []string{"", "tenant-1", "123e4567-e89b-42d3-a456-426614174000", strings.ToUpper(testUserID)} {
+		for j := range 5 {
+			if got := instant(10*i+j, mint(subject), false); userLimited(got) {
+				t.Fatalf("a token for %q naming the user, request %d: %d %s", subject, j, got.status, got.body)
+			}
+		}
+	}
+	own := mint(testUserID)
+	// One sealed request with the user's token is charged once: two plain
+	// ones still fit the burst of three, and the next is over it.
+	if got := instant(100, own, true); userLimited(got) {
+		t.Fatalf("a sealed request with the user's token: %d %s", got.status, got.body)
+	}
+	for i := range 2 {
+		if got := instant(101+i, own, false); userLimited(got) {
+			t.Fatalf("request %d with the user's token: %d %s", i, got.status, got.body)
+		}
+	}
+	if got := instant(103, own, false); !userLimited(got) {
+		t.Fatalf("a fourth request with the user's token within the second: %d %s", got.status, got.body)
+	}
+}

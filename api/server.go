@@ -6,6 +6,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -248,9 +249,17 @@ func (s *Server) mux() http.Handler {
 // envelope.
 func (s *Server) serve(rt route) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := s.authorize(rt.auth, r); err != nil {
+		provenUser, err := s.authorize(rt.auth, r)
+		if err != nil {
 			s.writeError(w, r, err)
 			return
+		}
+		if provenUser != "" {
+			if err := s.chargeUser(w, r, provenUser); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), chargedUserKey{}, provenUser))
 		}
 		if s.requiresCredential(rt.auth) {
 			extendBodyDeadline(r)

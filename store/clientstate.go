@@ -2,7 +2,6 @@ package store
 
 import (
 	"amsg/push"
-	"amsg/store/usercrypt"
 
 	"context"
 	"database/sql"
@@ -275,110 +274,30 @@ func stateRootCount(value string) (int, bool) {
 // another) is left out, and so is a row that does not decrypt (logged): a
 // reader gets whole values or none. A namespace that is blank or holds a
 // control character is refused (ErrStateNameBlank, ErrStateNameReserved);
-// the internal slice rows are not readable directly.
+// the internal slice rows are not readable directly. It holds the whole
+// namespace: WalkClientState reads one without.
 func (s *Store) ClientState(ctx context.Context, userID, namespace string) ([]ClientStateEntry, error) {
-	// The standard checks no length here: a long name is simply not found.
-	switch {
-	case push.IsJSBlank(namespace):
-		return nil, fmt.Errorf("store: client state: %w", ErrStateNameBlank)
-	case strings.ContainsFunc(namespace, isStateControl):
-		return nil, fmt.Errorf("store: client state: %w", ErrStateNameReserved)
-	}
-	// One read transaction: roots and slices come from one snapshot, so a
-	// concurrent write cannot make a whole value look torn.
-	tx, err := s.reader.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("store: client state: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	roots, err := queryStateRows(ctx, tx, `SELECT key, value, updated_at FROM client_state
-		WHERE user_id = ? AND namespace = ? ORDER BY key`, userID, namespace)
-	if err != nil {
-		return nil, fmt.Errorf("store: client state: %w", err)
-	}
-	key := s.userKey(userID)
-	entries := make([]ClientStateEntry, 0, len(roots))
-	for _, root := range roots {
-		var value string
-		var ok bool
-		if count, chunked := stateRootCount(root.value); chunked {
-			value, ok, err = s.joinStateSlices(ctx, tx, key, userID, namespace, root, count)
-			if err != nil {
-				return nil, fmt.Errorf("store: client state: %w", err)
+	var entries []ClientStateEntry
+	var err error
+	// A value replaced while it was read is read again.
+	for range 3 {
+		entries = []ClientStateEntry{}
+		err = s.WalkClientState(ctx, userID, namespace, func(key string, updatedAt int64, text StateValueText) error {
+			var value strings.Builder
+			if err := text(func(piece []byte) error { value.Write(piece); return nil }); err != nil {
+				return err
 			}
-		} else {
-			plaintext, err := key.OpenAtRest(root.value)
-			if err != nil {
-				s.log.Warn("store: skipping a client-state value that does not decrypt", "userId", userID, "namespace", namespace, "err", err)
-			}
-			value, ok = string(plaintext), err == nil
-		}
-		if ok {
-			entries = append(entries, ClientStateEntry{Namespace: namespace, Key: root.key, Value: value, UpdatedAt: root.updatedAt})
+			entries = append(entries, ClientStateEntry{Namespace: namespace, Key: key, Value: value.String(), UpdatedAt: updatedAt})
+			return nil
+		})
+		if !errors.Is(err, ErrStateChanged) {
+			break
 		}
 	}
-	return entries, nil
-}
-
-type stateRow struct {
-	key, value string
-	updatedAt  int64
-}
-
-func queryStateRows(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]stateRow, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []stateRow
-	for rows.Next() {
-		var r stateRow
-		if err := rows.Scan(&r.key, &r.value, &r.updatedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-// joinStateSlices reassembles a chunked value, opening its slices with key
-// (userID's); ok is false when its slice set is incomplete, stale or
-// undecryptable.
-func (s *Store) joinStateSlices(ctx context.Context, tx *sql.Tx, key usercrypt.Key, userID, namespace string, root stateRow, count int) (value string, ok bool, err error) {
-	prefix := root.key + stateSep
-	rows, err := queryStateRows(ctx, tx, `SELECT key, value, updated_at FROM client_state
-		WHERE user_id = ? AND namespace = ? AND key > ? AND key < ?`,
-		userID, stateChunkNSPfx+namespace, prefix, root.key+stateSliceKeyStop)
-	if err != nil || len(rows) < count {
-		return "", false, err
-	}
-	// Only existing rows are indexed, so a forged count allocates nothing.
-	sealed := make([]string, count)
-	found, size := 0, 0
-	for _, r := range rows {
-		i, err := strconv.Atoi(strings.TrimPrefix(r.key, prefix))
-		if err != nil || i < 0 || i >= count || r.key != prefix+strconv.Itoa(i) || r.updatedAt != root.updatedAt {
-			continue
-		}
-		sealed[i] = r.value
-		found++
-		size += len(r.value) / 2 // hex: about twice the plaintext
-	}
-	if found != count {
-		return "", false, nil
-	}
-	var b strings.Builder
-	b.Grow(size)
-	for _, v := range sealed {
-		plaintext, err := key.OpenAtRest(v)
-		if err != nil {
-			s.log.Warn("store: skipping a chunked client-state value whose slice does not decrypt", "userId", userID, "namespace", namespace, "err", err)
-			return "", false, nil
-		}
-		b.Write(plaintext)
-	}
-	return b.String(), true, nil
+	return entries, nil
 }
 
 // DeleteClientState deletes all of userID's client state, slice rows

@@ -9,6 +9,7 @@ import (
 
 	"amsg/api"
 	"amsg/llm"
+	"amsg/push/webpush"
 	"amsg/store"
 )
 
@@ -25,6 +26,10 @@ type limitsConfig struct {
 	Conns             api.ConnLimits // Total 0: from the descriptor limit
 	Outbox            outboxRetention
 	HealthAddr        string // "" for none
+	// PushHungAfter and PushHungTimeout are the push sender's hang
+	// breaker (webpush.Config.HungAfter, HungTimeout).
+	PushHungAfter   int
+	PushHungTimeout time.Duration
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -44,6 +49,10 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"open connections per client address; more are closed when accepted")
 	fs.IntVar(&c.Conns.Total, "max-conns", 0,
 		"open connections in all; 0 means three quarters of the descriptor limit")
+	fs.IntVar(&c.PushHungAfter, "push-hung-after", webpush.DefaultHungAfter,
+		"requests in a row to one push service that time out before its requests get --push-hung-timeout")
+	fs.DurationVar(&c.PushHungTimeout, "push-hung-timeout", webpush.DefaultHungTimeout,
+		"request timeout for a push service that stopped answering, until one of its requests gets an answer")
 	fs.StringVar(&c.HealthAddr, "health-addr", "",
 		"a second address serving only GET /healthz, outside the connection caps, so health checks answer under a flood")
 	fs.DurationVar(&l.WriteTimeout, "write-timeout", api.DefaultWriteTimeout,
@@ -75,7 +84,7 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.Int64Var(&l.MaxStateBytesPerNamespace, "max-state-bytes-per-namespace", api.DefaultMaxStateBytesPerNamespace,
 		"bytes one client-state namespace of a user may take in the database")
 	fs.Int64Var(&l.ClientStateReadBudget, "client-state-read-budget", api.DefaultClientStateReadBudget,
-		"bytes of memory all GET /client-state answers in flight may take together; a read beyond it gets 429")
+		"bytes of memory all GET /client-state answers in flight may take together (2 MiB each); a read beyond it gets 429")
 	fs.DurationVar(&c.Outbox.MaxAge, "outbox-max-age", store.DefaultOutboxMaxAge, "how long an outbox row is kept at most")
 	fs.DurationVar(&c.Outbox.AckedMaxAge, "outbox-acked-max-age", store.DefaultOutboxAckedMaxAge,
 		"how long an outbox row is kept once a device acknowledged it")
@@ -102,7 +111,7 @@ func (c limitsConfig) validate() error {
 		{"read-header-timeout", c.ReadHeaderTimeout > 0}, {"idle-timeout", c.IdleTimeout > 0},
 		{"body-read-timeout", l.BodyReadTimeout > 0}, {"write-timeout", l.WriteTimeout > 0},
 		{"body-start-timeout", l.BodyStartTimeout > 0}, {"max-conns-per-address", c.Conns.PerAddress > 0},
-		{"max-conns", c.Conns.Total >= 0},
+		{"max-conns", c.Conns.Total >= 0}, {"push-hung-after", c.PushHungAfter > 0}, {"push-hung-timeout", c.PushHungTimeout > 0},
 		{"orphan-round-timeout", l.OrphanRoundTimeout > 0}, {"client-token-proof-max-age", l.TokenProofMaxAge > 0},
 		{"max-rounds", l.MaxRounds > 0}, {"max-rounds-per-user", l.MaxRoundsPerUser > 0},
 		{"max-rounds-per-address", l.MaxRoundsPerAddress > 0}, {"write-bytes-per-address", l.WriteBytesPerAddressPerHour > 0},

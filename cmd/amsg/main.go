@@ -115,7 +115,7 @@ func runToken(args []string, stdout, stderr io.Writer, getenv func(string) strin
 	fs := flag.NewFlagSet("amsg token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ttl := fs.Duration("ttl", 30*24*time.Hour, "how long the token is valid")
-	subject := fs.String("subject", "", "who the token is for (recorded in the token, not checked)")
+	subject := fs.String("subject", "", "who the token is for; a user id makes the token proof of that user for the per-user limits")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

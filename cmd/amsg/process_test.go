@@ -23,9 +23,14 @@ var (
 	binaryErr  error
 )
 
-// amsgBinary builds ./cmd/amsg into a temporary directory, once.
+// amsgBinary builds ./cmd/amsg into a temporary directory, once, or returns
+// AMSG_TEST_AMSG_BINARY, a build to measure instead (another commit's, for a
+// figure before a change).
 func amsgBinary(t *testing.T) string {
 	t.Helper()
+	if other := os.Getenv("AMSG_TEST_AMSG_BINARY"); other != "" {
+		return other
+	}
 	binaryOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "amsg-bin-")
 		if err != nil {

@@ -181,6 +181,8 @@ func (s *server) build() error {
 		VAPIDPrivateKey:       sec.VAPIDPrivateKey,
 		Subject:               s.cfg.VAPIDSubject,
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
+		HungAfter:             s.cfg.Limits.PushHungAfter,
+		HungTimeout:           s.cfg.Limits.PushHungTimeout,
 		Registerer:            reg,
 		Logger:                s.log,
 		Now:                   s.now,
