@@ -3,8 +3,6 @@ package scheduler
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,11 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"amsg/llm"
-	"amsg/push"
-	"amsg/push/courier"
 	"amsg/push/pushtest"
-	"amsg/push/webpush"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -37,36 +31,9 @@ func BenchmarkBacklog(b *testing.B) {
 		dir := b.TempDir()
 		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 		st := storetest.Open(b, store.Config{Path: filepath.Join(dir, "amsg.db"), Logger: logger})
-		sec := st.Secrets()
-		fake := pushtest.NewServer(sec.VAPIDPublicKey)
-		sender, err := webpush.NewSender(webpush.Config{VAPIDPublicKey: sec.VAPIDPublicKey, VAPIDPrivateKey: sec.VAPIDPrivateKey,
-			Subject: "https://amsg.example.org/contact", AllowPrivateEndpoints: true, Logger: logger})
-		if err != nil {
-			b.Fatal(err)
-		}
-		userIDs := make([]string, users)
-		for i := range userIDs {
-			userIDs[i] = fmt.Sprintf("%08x-0000-4000-8000-000000000000", i)
-			raw, _ := json.Marshal(fake.Subscribe())
-			if _, err := st.PutSubscription(b.Context(), userIDs[i], raw, time.Time{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		due := time.Now().Add(-time.Second)
-		for i := range tasks {
-			payload := fmt.Sprintf(`{"contactName":"Rei","avatarUrl":null,"messageType":"fixed","messageSubtype":"chat",`+
-				`"userMessage":"第%d条提醒：该喝水了","firstSendTime":"%s","recurrenceType":"none","tzId":null,"metadata":{}}`,
-				i, push.FormatTimestamp(due))
-			if _, _, err := st.InsertTask(b.Context(), store.NewTask{UserID: userIDs[i%users], UUID: push.NewUUID(),
-				MessageType: push.TypeFixed, NextSendAt: due, Payload: json.RawMessage(payload)}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		sched, err := New(Config{Logger: logger}, Deps{Store: st, Courier: courier.New(sender, st, courier.Config{Policy: courier.PolicyUpstream, Logger: logger}),
-			LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})})
-		if err != nil {
-			b.Fatal(err)
-		}
+		fake := pushtest.NewServer(st.Secrets().VAPIDPublicKey)
+		fillBacklog(b, st, fake, tasks, users)
+		sched := newBenchScheduler(b, st, logger)
 
 		b.StartTimer()
 		start := time.Now()

@@ -31,7 +31,7 @@ func (s *Scheduler) CommitOccurrence(ctx context.Context, t store.Task) error {
 	if err != nil {
 		return nil
 	}
-	burst, err := s.build(t, p, rec, "", *p.UserMessage)
+	burst, err := s.build(t, p, rec, "", *p.UserMessage, true)
 	if err != nil || len(burst) == 1 {
 		return err
 	}

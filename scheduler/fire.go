@@ -125,7 +125,7 @@ func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Tas
 		if p.UserMessage == nil {
 			return nil, false, nil, textError("Invalid instant message: no content source available")
 		}
-		if burst, err = s.build(task, p, rec, "", *p.UserMessage); err != nil || len(burst) == 1 {
+		if burst, err = s.build(task, p, rec, "", *p.UserMessage, true); err != nil || len(burst) == 1 {
 			// A lone push an earlier attempt delivered goes again under its
 			// id, which the service worker drops: no read needed.
 			return burst, false, nil, err
@@ -165,7 +165,7 @@ func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.
 	if err != nil {
 		return nil, round, err
 	}
-	if burst, err = s.build(task, p, rec, resp.reasoning, resp.text); err != nil {
+	if burst, err = s.build(task, p, rec, resp.reasoning, resp.text, false); err != nil {
 		return nil, round, err
 	}
 	round.Reasoning, round.Text = resp.reasoning, resp.text
@@ -259,19 +259,12 @@ func (s *Scheduler) content(ctx context.Context, p Payload) (*contentResult, err
 }
 
 // build makes the pushes of one occurrence: the reasoning push, then one
-// content push per segment of text.
-func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning, text string) ([]outgoing, error) {
-	splitter, err := llm.ParseSplitPattern(p.SplitPattern)
+// content push per segment of text. stored says text is the task's own
+// (not an LLM answer), whose segments a recurring task keeps.
+func (s *Scheduler) build(task store.Task, p Payload, rec Recurrence, reasoning, text string, stored bool) ([]outgoing, error) {
+	segments, err := s.segments(task, p, rec, text, stored)
 	if err != nil {
-		return nil, fmt.Errorf("splitPattern: %w", err)
-	}
-	segments, err := splitter.Split(text)
-	if errors.Is(err, llm.ErrSplitTimeout) || errors.Is(err, llm.ErrSplitInputTooLarge) {
-		s.log.Warn("scheduler: splitPattern gave up; sending the text as one message", "taskId", task.ID, "err", err)
-		segments, err = []string{text}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("splitPattern: %w", err)
+		return nil, err
 	}
 
 	occurrence := task.NextSendAt

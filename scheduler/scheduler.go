@@ -41,6 +41,7 @@ const (
 	DefaultLLMConcurrency    = 8
 	DefaultPerUserTasks      = 8
 	DefaultFetchLimit        = 50
+	DefaultTrickleWait       = 4 * time.Millisecond
 	DefaultPushInterval      = 1500 * time.Millisecond
 	DefaultStaleAfter        = 60 * time.Minute
 	DefaultRetryBackoff      = 2 * time.Minute
@@ -75,6 +76,12 @@ type Config struct {
 	PerUserTasks int
 	// FetchLimit bounds the tasks one Tick call claims.
 	FetchLimit int
+	// TrickleWait is how long after the next task's time the loop claims
+	// while tasks keep falling due (its last claim found some): one claim,
+	// and one group commit of their outcomes, then takes every task of that
+	// span instead of one each, for at most this much more lateness. A
+	// task after a quiet spell is claimed at its time. Negative: none.
+	TrickleWait time.Duration
 	// PushInterval is the pause between the pushes of one burst.
 	PushInterval time.Duration
 	// StaleAfter is how late an occurrence may be delivered; later ones are
@@ -150,8 +157,11 @@ type Scheduler struct {
 	usersMu   sync.Mutex
 	userTasks map[string]int
 	llmSlots  chan struct{} // one token per LLM call under way
-	freed     chan struct{} // signalled when a delivery ends
-	wake      chan struct{} // signalled by Wake
+	// writing has one token per delivery whose pushes are out and whose
+	// outcome is being written (slotHold.handOff), Concurrency at most.
+	writing chan struct{}
+	freed   chan struct{} // signalled when a delivery gives back its slot
+	wake    chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
 	// period is over. stopping is closed when Stop begins.
@@ -169,6 +179,8 @@ type Scheduler struct {
 	lastCleanup time.Time
 
 	deliveries deliveries // the occurrences under way, for Cancel
+	// segmentCache keeps recurring fixed tasks' split texts (segments.go).
+	segmentCache segmentCache
 }
 
 // New checks deps and applies the defaults.
@@ -183,6 +195,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	cfg.LLMConcurrency = cmp.Or(cfg.LLMConcurrency, DefaultLLMConcurrency)
 	cfg.PerUserTasks = cmp.Or(cfg.PerUserTasks, DefaultPerUserTasks)
 	cfg.FetchLimit = cmp.Or(cfg.FetchLimit, DefaultFetchLimit)
+	cfg.TrickleWait = max(cmp.Or(cfg.TrickleWait, DefaultTrickleWait), 0)
 	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
@@ -202,6 +215,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		now:        cfg.Now,
 		slots:      make(chan struct{}, cfg.Concurrency),
 		llmSlots:   make(chan struct{}, cfg.LLMConcurrency),
+		writing:    make(chan struct{}, cfg.Concurrency),
 		userTasks:  map[string]int{},
 		freed:      make(chan struct{}, 1),
 		wake:       make(chan struct{}, 1),
@@ -282,7 +296,7 @@ func (s *Scheduler) loop() {
 		} else if backlog = n == free; backlog {
 			freed = s.freed
 		} else {
-			wait = s.untilNextDue(wait)
+			wait = s.untilNextDue(wait, n > 0)
 		}
 		timer.Reset(wait)
 		select {
@@ -301,8 +315,8 @@ func (s *Scheduler) claimBatch() int { return min(max(cap(s.slots)/4, 1), 32) }
 
 // untilNextDue shortens wait to when the next pending task becomes
 // claimable, so a task fires within milliseconds of its time rather than
-// at the next tick.
-func (s *Scheduler) untilNextDue(wait time.Duration) time.Duration {
+// at the next tick; TrickleWait later while tasks keep falling due.
+func (s *Scheduler) untilNextDue(wait time.Duration, trickle bool) time.Duration {
 	next, ok, err := s.deps.Store.NextClaimableAt(s.runCtx)
 	if err != nil {
 		s.log.Error("scheduler: looking up the next due task failed", "err", err)
@@ -311,7 +325,11 @@ func (s *Scheduler) untilNextDue(wait time.Duration) time.Duration {
 	if !ok {
 		return wait
 	}
-	return max(min(wait, next.Sub(s.now())), 0)
+	until := next.Sub(s.now())
+	if trickle {
+		until += s.cfg.TrickleWait
+	}
+	return max(min(wait, until), 0)
 }
 
 // Wake makes the background loop look for due tasks now; the API calls it
@@ -344,9 +362,9 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 		taken = append(taken, t)
 		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		if !s.launch(func() {
-			defer s.release()
-			defer s.dropUser(t.UserID)
-			s.logResult(s.process(t))
+			h := &slotHold{s: s, userID: t.UserID}
+			defer h.done()
+			s.logResult(s.process(t, h))
 		}) {
 			s.release()
 			s.dropUser(t.UserID)
@@ -437,6 +455,45 @@ func (s *Scheduler) release() {
 	}
 }
 
+// slotHold is what one delivery holds of the scheduler's bounds: a slot,
+// and its user's share when the background loop started it. Once its
+// pushes are out, handOff trades them for a token of writing, so the next
+// task is claimed and sent while this one's outcome waits for its commit
+// (which the store groups with the others'): claiming, sending and
+// committing overlap instead of taking turns in each slot.
+type slotHold struct {
+	s       *Scheduler
+	userID  string // "" for Tick's deliveries, which count no user
+	writing bool
+}
+
+// handOff gives back the slot for a token of writing, waiting for one
+// while Concurrency outcomes are being written.
+func (h *slotHold) handOff() {
+	if h.writing {
+		return
+	}
+	h.s.writing <- struct{}{}
+	h.writing = true
+	h.freeSlot()
+}
+
+// done gives back what h still holds.
+func (h *slotHold) done() {
+	if h.writing {
+		<-h.s.writing
+		return
+	}
+	h.freeSlot()
+}
+
+func (h *slotHold) freeSlot() {
+	if h.userID != "" {
+		h.s.dropUser(h.userID)
+	}
+	h.s.release()
+}
+
 // Tick runs one tick now, as POST /send-notifications does: it claims up to
 // FetchLimit due tasks, delivers them within the concurrency bound, prunes
 // old rows and returns the summary of the standard's tick.
@@ -462,8 +519,9 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		if !acquired || !s.launch(func() {
 			defer wg.Done()
-			defer s.release()
-			results[i] = s.process(t)
+			h := &slotHold{s: s}
+			defer h.done()
+			results[i] = s.process(t, h)
 		}) {
 			if acquired {
 				s.release()
@@ -578,8 +636,9 @@ func (h *heldLease) end() (store.Lease, bool) {
 	return h.lease, h.lost
 }
 
-// process delivers one claimed occurrence and records its outcome.
-func (s *Scheduler) process(t store.Task) result {
+// process delivers one claimed occurrence and records its outcome, handing
+// h's slot off (slotHold.handOff) before it writes.
+func (s *Scheduler) process(t store.Task, h *slotHold) result {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	defer cancel(nil)
 	defer s.track(t.ID, cancel)()
@@ -599,6 +658,7 @@ func (s *Scheduler) process(t store.Task) result {
 	}
 	if perr == nil && s.stale(t, started) {
 		lease, _ := held.end()
+		h.handOff()
 		return s.expire(t, lease, rec, started)
 	}
 	var sent int
@@ -608,6 +668,7 @@ func (s *Scheduler) process(t store.Task) result {
 		sent, last, err = s.fire(ctx, t, p, rec)
 	}
 	lease, lost := held.end()
+	h.handOff()
 	switch {
 	case err != nil && (cancelled(ctx) || lost && s.deleted(t)):
 		// Cancelled: told at once, or, when the notification was missed,

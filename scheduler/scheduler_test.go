@@ -960,3 +960,62 @@ func TestADatabaseBlipAfterThePushDoesNotSendItAgain(t *testing.T) {
 		t.Fatalf("%d pushes, want 1", n)
 	}
 }
+
+// While tasks keep falling due, the loop claims TrickleWait after the next
+// one's time, so one claim takes the tasks of that span; after a quiet
+// spell it claims at the time itself.
+func TestTheLoopGroupsATrickleByTrickleWait(t *testing.T) {
+	h := newHarness(t, Config{Tick: time.Hour, TrickleWait: 7 * time.Millisecond})
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, h.clk.Now().Add(10*time.Millisecond))
+	if got := h.sched.untilNextDue(time.Hour, false); got != 10*time.Millisecond {
+		t.Errorf("after a quiet spell the loop waits %s, want 10ms", got)
+	}
+	if got := h.sched.untilNextDue(time.Hour, true); got != 17*time.Millisecond {
+		t.Errorf("in a trickle the loop waits %s, want 17ms", got)
+	}
+	if got := h.sched.untilNextDue(5*time.Millisecond, true); got != 5*time.Millisecond {
+		t.Errorf("the wait %s passed the tick of 5ms", got)
+	}
+}
+
+// A delivery gives its slot back once its pushes are out: while one task's
+// outcome waits to be written (here a failing write waits to be retried),
+// the only slot already delivers the next task.
+func TestTheNextTaskIsSentWhileTheLastOneCommits(t *testing.T) {
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	h := newHarness(t, Config{Concurrency: 1, Tick: time.Hour, Sleep: func(ctx context.Context, d time.Duration) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return ctx.Err()
+	}})
+	db, err := sql.Open("sqlite", "file:"+h.path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the harness stops the scheduler: the held writes then succeed
+		_, _ = db.Exec(`DROP TRIGGER IF EXISTS blip`)
+		_ = db.Close()
+		close(release)
+	})
+	h.subscribe(alice)
+	h.subscribe(bob)
+	if _, err := db.Exec(`CREATE TRIGGER blip BEFORE INSERT ON delivery_log BEGIN SELECT RAISE(ABORT, 'injected write failure'); END`); err != nil {
+		t.Fatal(err)
+	}
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("first")}, start)
+	h.sched.Start()
+	<-entered // alice's push is out; its outcome waits for a retry
+	h.insert(bob, Payload{MessageType: push.TypeFixed, UserMessage: str("second")}, start)
+	h.sched.Wake()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := h.push.WaitPushes(ctx, 2); err != nil {
+		t.Fatalf("bob's task waited for alice's outcome to be written: %v", err)
+	}
+}

@@ -23,13 +23,14 @@ const maxAttemptErrorBytes = 1024
 // the outbox held them are recorded there, delivered, the messages of
 // b.UserID a push service took are marked delivered (at most MaxOutboxIDs),
 // and the devices of b.UserID a push service reported gone are deleted. The
-// courier calls it once per push; the writer commits the calls of
-// concurrent deliveries together. CompleteTask writes the same with a
+// courier calls it once per push; the driver commits the calls of
+// concurrent deliveries together (each statement keys or inserts its own
+// rows, so READ COMMITTED suffices: writeLocked). CompleteTask writes the same with a
 // scheduled occurrence's completion.
 func (s *Store) RecordDeliveries(ctx context.Context, b push.Bookkeeping) error {
 	w, err := s.prepareBookkeeping(b)
 	if err == nil {
-		err = s.write(ctx, func(tx *sql.Tx) error { return w.write(ctx, tx) })
+		err = s.writeLocked(ctx, func(tx *sql.Tx) error { return w.write(ctx, tx) })
 	}
 	if err != nil {
 		return fmt.Errorf("store: record deliveries: %w", err)
@@ -59,15 +60,30 @@ func (s *Store) prepareBookkeeping(b push.Bookkeeping) (*bookkeepingWrite, error
 }
 
 func (w *bookkeepingWrite) write(ctx context.Context, tx *sql.Tx) error {
-	s, b := w.s, w.b
-	if err := s.insertAttempts(ctx, tx, b.Attempts); err != nil {
+	if err := w.s.insertAttempts(ctx, tx, w.b.Attempts); err != nil {
 		return err
 	}
-	for i, m := range b.Record {
-		if err := s.upsertOutbox(ctx, tx, b.UserID, m, w.sealed[i], w.now, sql.NullInt64{Int64: w.now, Valid: true}); err != nil {
+	for _, row := range w.recordRows(nil) {
+		if _, err := w.s.txExec(ctx, tx, upsertOutboxSQL, row...); err != nil {
 			return err
 		}
 	}
+	return w.writeMarks(ctx, tx)
+}
+
+// recordRows appends to rows the outbox rows of the pushes sent before the
+// outbox held them (b.Record), delivered.
+func (w *bookkeepingWrite) recordRows(rows [][]any) [][]any {
+	for i, m := range w.b.Record {
+		rows = append(rows, upsertOutboxArgs(w.b.UserID, m, w.sealed[i], w.now, sql.NullInt64{Int64: w.now, Valid: true}))
+	}
+	return rows
+}
+
+// writeMarks marks the outbox messages delivered and deletes the devices
+// gone.
+func (w *bookkeepingWrite) writeMarks(ctx context.Context, tx *sql.Tx) error {
+	s, b := w.s, w.b
 	for _, id := range b.Delivered {
 		if _, err := s.txExec(ctx, tx, markOutboxDeliveredSQL, w.now, b.UserID, id); err != nil {
 			return err
@@ -89,14 +105,32 @@ var insertAttemptSQL = preparedSQL(`INSERT INTO delivery_log
 	(at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 
+// maxAttemptRows bounds the rows of one multi-row insert into the
+// delivery log (10 arguments each, well under either dialect's limit).
+const maxAttemptRows = 100
+
+// insertAttempts inserts attempts into the delivery log, many rows to a
+// statement: a statement's fixed cost (a round trip, on PostgreSQL the
+// executor's start and the locks of the table and its indexes) is paid
+// once for them.
 func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.Attempt) error {
-	for _, a := range attempts {
-		at := a.At
-		if at.IsZero() {
-			at = s.now()
+	for len(attempts) > 0 {
+		chunk := attempts[:min(len(attempts), maxAttemptRows)]
+		attempts = attempts[len(chunk):]
+		query := insertAttemptSQL
+		if len(chunk) > 1 {
+			query += strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)-1)
 		}
-		if _, err := s.txExec(ctx, tx, insertAttemptSQL, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
-			a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes)); err != nil {
+		args := make([]any, 0, 10*len(chunk))
+		for _, a := range chunk {
+			at := a.At
+			if at.IsZero() {
+				at = s.now()
+			}
+			args = append(args, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
+				a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
+		}
+		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
 		}
 	}

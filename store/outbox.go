@@ -63,15 +63,35 @@ type OutboxPage struct {
 // counts as undelivered again, unless the client already acknowledged it,
 // in which case the row is left as it is. Messages are checked first; an
 // invalid one fails the batch with ErrInvalidOutbox and nothing is written.
+// Concurrent appends are written together (batches.go).
 func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []OutboxMessage) error {
 	sealed, err := s.sealOutbox(userID, messages)
 	if err != nil {
 		return err
 	}
-	now := millis(s.now())
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		for i, m := range messages {
-			if err := s.upsertOutbox(ctx, tx, userID, m, sealed[i], now, sql.NullInt64{}); err != nil {
+	return s.appends.write(ctx, outboxAppend{userID: userID, messages: messages, sealed: sealed, now: millis(s.now())})
+}
+
+// outboxAppend is one AppendOutbox, checked and sealed.
+type outboxAppend struct {
+	userID   string
+	messages []OutboxMessage
+	sealed   []string
+	now      int64
+}
+
+func (s *Store) newAppends() *writeBatch[outboxAppend] {
+	return newWriteBatch(s, s.appendMany, s.appendAlone,
+		func(_ outboxAppend, err error) error { return fmt.Errorf("store: append outbox: %w", err) })
+}
+
+// appendAlone writes a in a write of its own. Each upsert locks its own
+// row (ON CONFLICT): READ COMMITTED, group committed with other
+// deliveries' writes.
+func (s *Store) appendAlone(ctx context.Context, a outboxAppend) error {
+	err := s.writeLocked(ctx, func(tx *sql.Tx) error {
+		for i, m := range a.messages {
+			if err := s.upsertOutbox(ctx, tx, a.userID, m, a.sealed[i], a.now, sql.NullInt64{}); err != nil {
 				return err
 			}
 		}
@@ -82,6 +102,56 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 	}
 	return nil
 }
+
+// errRepeatedInBatch: two writes of a batch name the same outbox message,
+// which one multi-row upsert may not change twice; the batch is written
+// write by write instead.
+var errRepeatedInBatch = errors.New("a message appears twice in one batch")
+
+// appendMany writes the appends in multi-row upserts.
+func (s *Store) appendMany(ctx context.Context, tx *sql.Tx, as []outboxAppend) ([]error, error) {
+	var rows [][]any
+	for _, a := range as {
+		for i, m := range a.messages {
+			rows = append(rows, upsertOutboxArgs(a.userID, m, a.sealed[i], a.now, sql.NullInt64{}))
+		}
+	}
+	return make([]error, len(as)), s.upsertOutboxRows(ctx, tx, rows)
+}
+
+// upsertOutboxRows runs upsertOutbox for rows (upsertOutboxArgs), many
+// rows to a statement. Rows naming the same message twice fail with
+// errRepeatedInBatch before anything is written: one statement may not
+// change a row twice.
+func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) error {
+	if len(rows) > 1 {
+		type key struct{ user, id any }
+		seen := make(map[key]bool, len(rows))
+		for _, r := range rows {
+			k := key{r[0], r[1]}
+			if seen[k] {
+				return errRepeatedInBatch
+			}
+			seen[k] = true
+		}
+	}
+	for len(rows) > 0 {
+		chunk := rows[:min(len(rows), maxOutboxRows)]
+		rows = rows[len(chunk):]
+		args := make([]any, 0, len(chunk)*len(chunk[0]))
+		for _, r := range chunk {
+			args = append(args, r...)
+		}
+		query := upsertOutboxHead + upsertOutboxRow + strings.Repeat(", "+upsertOutboxRow, len(chunk)-1) + upsertOutboxTail
+		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxOutboxRows bounds the rows of one multi-row upsert (9 arguments each).
+const maxOutboxRows = 100
 
 // sealOutbox checks messages and seals their payloads with userID's key,
 // before a write: an invalid message is ErrInvalidOutbox.
@@ -107,17 +177,28 @@ func (s *Store) sealOutbox(userID string, messages []OutboxMessage) ([]string, e
 // for the user is a retry of the same push: its payload, created_at and
 // delivered_at are replaced, unless the client already acknowledged it.
 func (s *Store) upsertOutbox(ctx context.Context, tx *sql.Tx, userID string, m OutboxMessage, sealed string, now int64, deliveredAt sql.NullInt64) error {
-	_, err := s.txExec(ctx, tx, upsertOutboxSQL, userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
-		nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed, now, deliveredAt)
+	_, err := s.txExec(ctx, tx, upsertOutboxSQL, upsertOutboxArgs(userID, m, sealed, now, deliveredAt)...)
 	return err
 }
 
-var upsertOutboxSQL = preparedSQL(`INSERT INTO message_outbox
+func upsertOutboxArgs(userID string, m OutboxMessage, sealed string, now int64, deliveredAt sql.NullInt64) []any {
+	return []any{userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
+		nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed, now, deliveredAt}
+}
+
+// The outbox upsert, in parts so that appendMany can give it many rows.
+const (
+	upsertOutboxHead = `INSERT INTO message_outbox
 		(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at, delivered_at)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	VALUES `
+	upsertOutboxRow  = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	upsertOutboxTail = `
 	ON CONFLICT (user_id, message_id) DO UPDATE SET
 		payload = excluded.payload, created_at = excluded.created_at, delivered_at = excluded.delivered_at
-	WHERE message_outbox.acked_at IS NULL`)
+	WHERE message_outbox.acked_at IS NULL`
+)
+
+var upsertOutboxSQL = preparedSQL(upsertOutboxHead + upsertOutboxRow + upsertOutboxTail)
 
 func checkOutboxMessage(m OutboxMessage) error {
 	switch {

@@ -57,8 +57,12 @@ func (p Preferences) check() error {
 var preferencesSQL = preparedRead(`SELECT time_zone, quiet_start, quiet_end, daily_limit FROM user_preferences WHERE user_id = ?`)
 
 // Preferences returns userID's preferences; the zero value when they set
-// none.
+// none. For a user whose task was just claimed they are those the claim
+// read (claimedPrefs).
 func (s *Store) Preferences(ctx context.Context, userID string) (Preferences, error) {
+	if p, ok := s.claimed.get(userID, time.Now()); ok {
+		return p, nil
+	}
 	p, err := scanPreferences(s.readRow(ctx, preferencesSQL, userID))
 	if err != nil {
 		return Preferences{}, fmt.Errorf("store: preferences: %w", err)
@@ -121,6 +125,7 @@ func (s *Store) UpdatePreferences(ctx context.Context, userID string, change fun
 			userID, tz, qs, qe, dl, millis(s.now()))
 		return err
 	})
+	s.claimed.changed(userID)
 	if err != nil {
 		return Preferences{}, fmt.Errorf("store: update preferences: %w", err)
 	}

@@ -10,10 +10,13 @@ import (
 // The queries below let the API refuse a write that would take a user over
 // a quota before anything of the request is written.
 
+// pendingTasksSQL counts on tasks_pending_user alone (an index-only scan).
+var pendingTasksSQL = preparedRead(`SELECT count(*) FROM tasks WHERE user_id = ? AND status = 'pending'`)
+
 // PendingTasks counts the user's tasks still to be delivered.
 func (s *Store) PendingTasks(ctx context.Context, userID string) (int, error) {
 	var n int
-	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE user_id = ? AND status = 'pending'`, userID).Scan(&n); err != nil {
+	if err := s.readRow(ctx, pendingTasksSQL, userID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: pending tasks: %w", err)
 	}
 	return n, nil

@@ -6,13 +6,14 @@
 // (store/driver/sqlite, store/driver/postgres) opens the database, runs the
 // transactions and holds the SQL the dialects disagree on.
 //
-// On SQLite, one goroutine owns the driver's one writer connection: it
-// commits the writes waiting at the time together in one transaction (group
-// commit, a savepoint per write so one failing write does not undo the
-// others), runs the hot statements prepared once, and the WAL is
-// checkpointed by a timer on a connection of its own rather than by the
-// writer's commits. On PostgreSQL each write is a serializable transaction
-// of its own on the pool (driver.Driver.Write).
+// Writes go through the driver: on SQLite a group commit on its one writer
+// connection; on PostgreSQL a serializable transaction of its own on the
+// pool (driver.Driver.Write), or, for the delivery path's writes whose
+// statements lock their own rows, a READ COMMITTED group commit
+// (driver.Driver.WriteLocked). Outbox appends and one-off completions are
+// batched by the store too, into multi-row statements (batches.go). The
+// hot statements are prepared once. openDriver is the one place that picks
+// a driver.
 //
 // Times are INTEGER milliseconds UTC. Columns the standard keeps encrypted
 // are sealed with the user's key in the standard's at-rest format; callers
@@ -25,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,8 +33,6 @@ import (
 
 	"amsg/push"
 	"amsg/store/driver"
-	"amsg/store/driver/postgres"
-	"amsg/store/driver/sqlite"
 	"amsg/store/usercrypt"
 )
 
@@ -48,24 +46,6 @@ const (
 	// DefaultOutboxMaxRowsPerUser caps a user's outbox: at about 4.2 KiB a
 	// row (README, "Disk"), about 4.2 MiB a user.
 	DefaultOutboxMaxRowsPerUser = 1000
-)
-
-const (
-	// busyTimeout bounds the SQLite checkpoints and Close's last statements.
-	busyTimeout = sqlite.BusyTimeout
-	// maxGroupWrites bounds the writes one transaction commits together;
-	// groupWait how long a busy writer waits for more before committing,
-	// and groupGap how long it waits for the next one.
-	maxGroupWrites = 128
-	groupWait      = time.Millisecond
-	groupGap       = 150 * time.Microsecond
-	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
-	// never waiting for the writer or the readers).
-	checkpointInterval = time.Second
-	// maxWALBytes is the WAL size past which the writer waits for a
-	// TRUNCATE checkpoint: readers that always hold a snapshot could
-	// otherwise keep the WAL from ever starting over.
-	maxWALBytes = 64 << 20
 )
 
 // errClosed is a write to a closed store.
@@ -135,26 +115,16 @@ type Config struct {
 type Store struct {
 	db      driver.Driver
 	dialect *driver.Dialect
-	writer  *sql.DB // the driver's pool for writes (SQLite: one connection)
-	reader  *sql.DB // the driver's pool for reads
-	// checkpointer (one connection that checkpoints the WAL) and walPath
-	// are SQLite's, nil and "" on PostgreSQL.
-	checkpointer *sql.DB
-	walPath      string
-	disk         storageHealth // whether the disk refuses writes (SQLite)
-	closed       atomic.Bool   // Close was called
+	writer  *sql.DB     // the driver's pool for writes (SQLite: one connection)
+	reader  *sql.DB     // the driver's pool for reads
+	closed  atomic.Bool // Close was called
 	// stmts are the hot statements (preparedSQL), prepared on the writer;
 	// readStmts the hot reads (preparedRead), prepared on the read pool.
 	stmts     map[string]*sql.Stmt
 	readStmts map[string]*sql.Stmt
-	// writes hands a write to the committer (SQLite; nil on PostgreSQL);
-	// stopWrites ends it and writesDone is closed once it has.
-	writes     chan *writeOp
-	stopWrites chan struct{}
-	writesDone chan struct{}
-	log        *slog.Logger
-	now        func() time.Time
-	secrets    Secrets
+	log       *slog.Logger
+	now       func() time.Time
+	secrets   Secrets
 	// masterKeyStored: the database keeps the master key itself, not
 	// only its check value.
 	masterKeyStored bool
@@ -162,6 +132,13 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// completions batches the completions of one-off occurrences
+	// (completions.go, batches.go).
+	completions *writeBatch[completion]
+	// appends batches AppendOutbox (outbox.go).
+	appends *writeBatch[outboxAppend]
+	// claimed are the preferences read with the last claims.
+	claimed claimedPrefs
 
 	deliveryLogMaxAge  time.Duration
 	deliveryLogMaxRows int
@@ -177,15 +154,9 @@ type Store struct {
 // it if needed) the SQLite file at cfg.Path, runs the migrations, prepares
 // the hot statements and loads or generates the secrets.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
-	where := cfg.Path
-	switch {
-	case cfg.DatabaseURL != "":
-		if !postgres.IsURL(cfg.DatabaseURL) {
-			return nil, errors.New("store: the database URL must start postgres:// or postgresql://")
-		}
-		where = "the PostgreSQL database"
-	case cfg.Path == "":
-		return nil, errors.New("store: no database path")
+	where, err := databaseName(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
 	}
 	if err := validateGivenSecrets(cfg); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -229,12 +200,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.outboxMaxRows <= 0 {
 		s.outboxMaxRows = DefaultOutboxMaxRowsPerUser
 	}
-	if err := s.open(ctx, cfg); err != nil {
+	if s.db, err = openDriver(ctx, cfg, s.log); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
+	s.dialect, s.writer, s.reader = s.db.Dialect(), s.db.Writer(), s.db.Reader()
 	// Instances that start at once on one database take turns: the first
 	// migrates and stores the secrets, the others find them.
-	err := s.db.Exclusive(ctx, "start", func() error {
+	err = s.db.Exclusive(ctx, "start", func() error {
 		if err := s.migrate(ctx); err != nil {
 			return fmt.Errorf("store: migrate %s: %w", where, err)
 		}
@@ -247,32 +219,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil
 	})
 	if err != nil {
-		s.stopWriter()
 		return nil, errors.Join(err, s.db.Close())
 	}
+	s.completions, s.appends = s.newCompletions(), s.newAppends()
 	return s, nil
-}
-
-// open opens the driver cfg names; on SQLite it starts the committer.
-func (s *Store) open(ctx context.Context, cfg Config) error {
-	if cfg.DatabaseURL != "" {
-		db, err := postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL)
-		if err != nil {
-			return err
-		}
-		s.db = db
-	} else {
-		db, err := sqlite.Open(ctx, cfg.Path)
-		if err != nil {
-			return err
-		}
-		s.db, s.checkpointer, s.walPath = db, db.Checkpointer(), db.Path()+"-wal"
-	}
-	s.dialect, s.writer, s.reader = s.db.Dialect(), s.db.Writer(), s.db.Reader()
-	if s.checkpointer != nil {
-		s.startWriter()
-	}
-	return nil
 }
 
 // Ping reports whether the database answers a query.
@@ -284,295 +234,52 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the writer, runs the dialect's closing statements (SQLite:
-// PRAGMA optimize, a TRUNCATE checkpoint of the WAL) and closes the
-// database. Writes after Close fail. Later calls return the first call's
+// Close stops the writes and closes the database (the driver runs its
+// closing statements: on SQLite, PRAGMA optimize and a TRUNCATE checkpoint
+// of the WAL). Writes after Close fail. Later calls return the first call's
 // result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		s.stopWriter()
-		ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
-		defer cancel()
-		var errs []error
-		for _, statement := range s.dialect.Closing {
-			if _, err := s.writer.ExecContext(ctx, statement); err != nil {
-				errs = append(errs, fmt.Errorf("store: %s: %w", statement, err))
-			}
+		s.completions.close()
+		s.appends.close()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("store: close: %w", err)
 		}
-		s.closeErr = errors.Join(append(errs, s.db.Close())...)
 	})
 	return s.closeErr
 }
 
-// write runs fn in a transaction and returns fn's error or the commit's.
-// On SQLite the transaction is on the writer connection, usually together
-// with other writes waiting at the same time (see commitGroup); it begins
-// IMMEDIATE, so it holds the write lock from its first statement and never
-// fails to upgrade a read lock; fn must read every *sql.Rows to the end
-// before issuing another statement (the writer has one connection), and
-// must not call write. On PostgreSQL it is the driver's serializable
-// transaction, which may run fn more than once (driver.Driver.Write).
+// write runs fn in a transaction of the driver (driver.Driver.Write) and
+// returns fn's error or the commit's. On SQLite it is usually committed
+// together with other writes waiting at the same time, so fn must read
+// every *sql.Rows to the end before issuing another statement (the writer
+// has one connection) and must not call write; on PostgreSQL it is a
+// serializable transaction, which may run fn more than once.
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.writeWith(ctx, s.db.Write, fn)
+}
+
+// writeLocked is write for fn whose statements lock the rows they depend
+// on themselves (driver.Driver.WriteLocked): on PostgreSQL it runs at READ
+// COMMITTED.
+func (s *Store) writeLocked(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.writeWith(ctx, s.db.WriteLocked, fn)
+}
+
+func (s *Store) writeWith(ctx context.Context, run func(context.Context, func(*sql.Tx) error) error, fn func(*sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if s.writes == nil {
-		if s.closed.Load() {
-			return errClosed
-		}
-		return s.db.Write(ctx, fn)
-	}
-	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case s.writes <- op:
-	case <-s.writesDone:
+	if s.closed.Load() {
 		return errClosed
 	}
-	return <-op.done
-}
-
-// writeOp is one write waiting for the committer.
-type writeOp struct {
-	ctx  context.Context
-	fn   func(*sql.Tx) error
-	done chan error
-}
-
-func (s *Store) startWriter() {
-	s.writes = make(chan *writeOp) // unbuffered: a write handed over is a write the committer runs
-	s.stopWrites = make(chan struct{})
-	s.writesDone = make(chan struct{})
-	go s.commitLoop()
-}
-
-func (s *Store) stopWriter() {
-	if s.writes == nil {
-		return
-	}
-	close(s.stopWrites)
-	<-s.writesDone
-}
-
-// commitLoop runs the writes: it takes one, gathers those already waiting
-// (up to maxGroupWrites), and commits them in one transaction. The WAL is
-// checkpointed in two steps: on a timer, a PASSIVE checkpoint on the
-// checkpointer's own connection copies the WAL into the database while
-// writes go on; once it is done, the loop checkpoints the few frames written
-// meanwhile between two transactions, so the next write starts the WAL over
-// instead of letting it grow.
-func (s *Store) commitLoop() {
-	defer close(s.writesDone)
-	ticker := time.NewTicker(checkpointInterval)
-	defer ticker.Stop()
-	checkpoints, copied := make(chan struct{}, 1), make(chan struct{}, 1)
-	checkpointerDone := make(chan struct{})
-	go func() {
-		defer close(checkpointerDone)
-		for range checkpoints {
-			s.checkpoint()
-			copied <- struct{}{}
-		}
-	}()
-	defer func() {
-		close(checkpoints)
-		<-checkpointerDone
-	}()
-	var lastCommit time.Time // a write soon after it means deliveries keep writing: wait a moment for more
-	for {
-		var group []*writeOp
-		select {
-		case <-s.stopWrites:
-			return
-		case <-ticker.C:
-			select {
-			case checkpoints <- struct{}{}:
-			default: // one is under way
-			}
-			continue
-		case <-copied:
-			s.checkpoint()
-			if info, err := os.Stat(s.walPath); err == nil && info.Size() > s.walCeiling() {
-				s.truncateWAL()
-			}
-			continue
-		case op := <-s.writes:
-			group = append(group, op)
-		}
-		group = s.gather(group, time.Since(lastCommit) < groupWait)
-		if s.disk.failing() != nil {
-			s.truncateWAL() // a checkpoint may free what the writes need
-		}
-		s.commitGroup(group)
-		lastCommit = time.Now()
-	}
-}
-
-// truncateWAL checkpoints the whole WAL and empties it, waiting (up to the
-// busy timeout) for the readers.
-func (s *Store) truncateWAL() {
-	ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
-	defer cancel()
-	if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		s.log.Warn("store: WAL truncation failed", "err", err)
-	}
-}
-
-// gather adds to group the writes waiting now and, when busy, those that
-// keep arriving, each within groupGap of the last, for up to groupWait in
-// all, up to maxGroupWrites. A lone write never waits: the wait pays off
-// only when deliveries keep writing, and it ends as soon as they stop (all
-// of them waiting on this commit or on push services), so the one core a
-// small server has never idles in it.
-func (s *Store) gather(group []*writeOp, busy bool) []*writeOp {
-	if !busy {
-		return s.gatherWaiting(group)
-	}
-	end := time.Now().Add(groupWait)
-	gap := time.NewTimer(groupGap)
-	defer gap.Stop()
-	for len(group) < maxGroupWrites {
-		select {
-		case op := <-s.writes:
-			group = append(group, op)
-			gap.Reset(min(groupGap, time.Until(end)))
-		case <-gap.C:
-			return s.gatherWaiting(group)
-		}
-	}
-	return group
-}
-
-// gatherWaiting adds to group the writes waiting now, up to maxGroupWrites.
-func (s *Store) gatherWaiting(group []*writeOp) []*writeOp {
-	for len(group) < maxGroupWrites {
-		select {
-		case op := <-s.writes:
-			group = append(group, op)
-		default:
-			return group
-		}
-	}
-	return group
-}
-
-// checkpoint runs a PASSIVE checkpoint: it copies what it can of the WAL
-// into the database without waiting for the writer or the readers.
-func (s *Store) checkpoint() {
-	ctx, cancel := context.WithTimeout(context.Background(), busyTimeout)
-	defer cancel()
-	if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-		s.log.Warn("store: WAL checkpoint failed", "err", err)
-	}
-}
-
-// commitGroup commits a group of writes in one transaction. Each write of a
-// group of several runs inside a savepoint, so one that fails is rolled back
-// alone; a failed commit fails them all. The transaction has no context of
-// its own: a caller that gives up only loses its own write. A write whose
-// failure ended the whole transaction (SQLite rolls a transaction back when
-// a statement in it is interrupted, as a cancelled context does) fails
-// alone, and the others run again in a new transaction.
-func (s *Store) commitGroup(group []*writeOp) {
-	live := make([]*writeOp, 0, len(group))
-	for _, op := range group {
-		if err := op.ctx.Err(); err != nil {
-			op.done <- err
-			continue
-		}
-		live = append(live, op)
-	}
-	for len(live) > 0 {
-		live = s.tryGroup(live)
-	}
-}
-
-// errTxAborted marks a write whose failure rolled back the whole
-// transaction of its group.
-var errTxAborted = errors.New("store: the transaction was rolled back")
-
-// tryGroup runs group in one transaction and answers every write, unless
-// one write aborted the transaction: that one is answered, and the others
-// are returned to run again.
-func (s *Store) tryGroup(group []*writeOp) (again []*writeOp) {
-	tx, err := s.writer.BeginTx(context.Background(), nil)
-	if err != nil {
-		for _, op := range group {
-			op.done <- err
-		}
-		return nil
-	}
-	errs := make([]error, len(group))
-	if len(group) == 1 {
-		if errs[0] = group[0].fn(tx); errs[0] != nil {
-			if diskRefused(errs[0]) {
-				s.disk.note(errs[0])
-			}
-			group[0].done <- errors.Join(errs[0], ignoreDone(tx.Rollback()))
-			return nil
-		}
-	} else {
-		for i, op := range group {
-			errs[i] = s.inSavepoint(tx, op)
-			if errors.Is(errs[i], errTxAborted) {
-				_ = tx.Rollback() // the connection rolled it back already; this ends the Tx
-				op.done <- errs[i]
-				return slices.Delete(slices.Clone(group), i, i+1)
-			}
-		}
-	}
-	commitErr := tx.Commit()
-	s.disk.note(commitOutcome(commitErr, errs...))
-	for i, op := range group {
-		if errs[i] == nil {
-			errs[i] = commitErr
-		}
-		op.done <- errs[i]
-	}
-	return nil
-}
-
-// commitOutcome is what the disk made of a commit: its error, else the
-// first write the disk refused, else nil.
-func commitOutcome(commitErr error, errs ...error) error {
-	if commitErr != nil {
-		return commitErr
-	}
-	for _, err := range errs {
-		if diskRefused(err) {
-			return err
-		}
-	}
-	return nil
-}
-
-// inSavepoint runs one write of a group, undoing it alone if it fails. When
-// the savepoint is gone after a failure, the failure ended the whole
-// transaction, and the error says so (errTxAborted).
-func (s *Store) inSavepoint(tx *sql.Tx, op *writeOp) error {
-	ctx := context.Background()
-	if _, err := s.txExec(ctx, tx, savepointSQL); err != nil {
-		return errors.Join(err, errTxAborted)
-	}
-	err := op.fn(tx)
-	if err != nil {
-		if _, rerr := s.txExec(ctx, tx, rollbackToSavepointSQL); rerr != nil {
-			return errors.Join(err, rerr, errTxAborted)
-		}
-	}
-	if _, rerr := s.txExec(ctx, tx, releaseSavepointSQL); rerr != nil {
-		return errors.Join(err, rerr, errTxAborted)
+	err := run(ctx, fn)
+	if errors.Is(err, driver.ErrClosed) {
+		return errClosed
 	}
 	return err
 }
-
-// The group commit's savepoint statements, prepared once on SQLite's writer
-// (prepareStatements) since every write of a group runs two of them.
-const (
-	savepointSQL           = "SAVEPOINT write"
-	rollbackToSavepointSQL = "ROLLBACK TO write"
-	releaseSavepointSQL    = "RELEASE write"
-)
 
 // execCount runs query in a write of its own and returns the number of
 // rows it changed. A failed statement is wrapped as "store: what: …", or
@@ -618,9 +325,6 @@ func preparedRead(query string) string {
 
 func (s *Store) prepareStatements(ctx context.Context) error {
 	writes := append(slices.Clone(preparedQueries), s.claimDueSQL())
-	if s.writes != nil {
-		writes = append(writes, savepointSQL, rollbackToSavepointSQL, releaseSavepointSQL)
-	}
 	var err error
 	if s.stmts, err = prepareAll(ctx, s.writer, writes); err != nil {
 		return err
@@ -674,13 +378,6 @@ func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...a
 		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return tx.QueryContext(ctx, query, args...)
-}
-
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
 }
 
 // millis is how times are stored: INTEGER milliseconds UTC.

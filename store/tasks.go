@@ -321,24 +321,28 @@ func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time
 	query := s.claimDueSQL()
 	args := []any{millis(now.Add(ttl)), millis(s.now()), millis(now), string(skipped), limit}
 	var tasks []Task
-	if s.dialect.ClaimOutsideWrites {
-		var rows *sql.Rows
-		if rows, err = s.writer.QueryContext(ctx, query, args...); err == nil {
-			tasks, err = s.scanTasks(rows)
-		}
-	} else {
-		err = s.write(ctx, func(tx *sql.Tx) error {
-			rows, err := s.txQuery(ctx, tx, query, args...)
-			if err != nil {
+	var prefs map[string]Preferences
+	gen := s.claimed.generation()
+	err = s.writeLocked(ctx, func(tx *sql.Tx) error {
+		if s.dialect.ClaimPlan != "" {
+			if _, err := tx.ExecContext(ctx, s.dialect.ClaimPlan); err != nil {
 				return err
 			}
-			tasks, err = s.scanTasks(rows)
+		}
+		rows, err := s.txQuery(ctx, tx, query, args...)
+		if err != nil {
 			return err
-		})
-	}
+		}
+		if tasks, err = s.scanTasks(rows); err != nil {
+			return err
+		}
+		prefs, err = s.readClaimedPrefs(ctx, tx, tasks)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: claim due tasks: %w", err)
 	}
+	s.claimed.put(gen, time.Now(), prefs)
 	sortTasks(tasks)
 	return tasks, nil
 }
@@ -394,7 +398,7 @@ func (s *Store) RenewLease(ctx context.Context, l Lease, until time.Time) (Lease
 // ReleaseLease gives l up without changing anything else, so the task is
 // claimable again at once. A lease already lost is not an error.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
-	if err := s.write(ctx, func(tx *sql.Tx) error { return s.releaseLease(ctx, tx, l) }); err != nil {
+	if err := s.writeLocked(ctx, func(tx *sql.Tx) error { return s.releaseLease(ctx, tx, l) }); err != nil {
 		return fmt.Errorf("store: release lease: %w", err)
 	}
 	return nil
@@ -414,16 +418,17 @@ func (s *Store) releaseLease(ctx context.Context, tx *sql.Tx, l Lease) error {
 // (RecordDeliveries), written in the same transaction, whatever becomes of
 // the task: the push went out. If the task's owner rescheduled it while it
 // was being delivered, the new time stands: only the lease is released, and
-// the result is ErrLeaseLost.
+// the result is ErrLeaseLost. One-off occurrences are completed in batches
+// (completions.go).
 func (s *Store) CompleteTask(ctx context.Context, l Lease, next time.Time, last push.Bookkeeping) error {
 	w, err := s.prepareBookkeeping(last)
 	if err != nil {
 		return fmt.Errorf("store: task %d: %w", l.TaskID, err)
 	}
-	with := func(tx *sql.Tx) error { return w.write(ctx, tx) }
 	if next.IsZero() {
-		return s.finishWith(ctx, l, with, completeOneOffSQL)
+		return s.completions.write(ctx, completion{l: l, w: w})
 	}
+	with := func(tx *sql.Tx) error { return w.write(ctx, tx) }
 	return s.finishWith(ctx, l, with, completeRecurringSQL, millis(next), millis(s.now()))
 }
 
@@ -462,10 +467,13 @@ func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...a
 }
 
 // finishWith is finish that first runs with (when not nil) in the same
-// transaction.
+// transaction. The fence is the statement's own WHERE, so the write needs
+// no more than READ COMMITTED (writeLocked): an UPDATE or DELETE there
+// waits for a concurrent change to the row and checks its WHERE again.
 func (s *Store) finishWith(ctx context.Context, l Lease, with func(*sql.Tx) error, statement string, args ...any) error {
-	lost := false
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	var lost bool
+	err := s.writeLocked(ctx, func(tx *sql.Tx) error {
+		lost = false // the write may run more than once
 		if with != nil {
 			if err := with(tx); err != nil {
 				return err

@@ -9,7 +9,8 @@ import (
 )
 
 // The scheduler claims with one range scan of tasks_due and never sorts, and
-// the cleanup reads the partial index of finished rows, whatever the table
+// the cleanup reads the partial index of finished rows, and the task quota
+// counts on the partial index of pending tasks alone, whatever the table
 // holds.
 func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 	st, err := Open(t.Context(), Config{Path: t.TempDir() + "/amsg.db", MasterKey: strings.Repeat("a", 64),
@@ -30,6 +31,7 @@ func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 			[]string{"SEARCH tasks USING INDEX tasks_finished (updated_at<?)"}},
 		{`SELECT ` + taskColumns + ` FROM tasks WHERE user_id = ? ORDER BY next_send_at, id LIMIT ? OFFSET ?`,
 			[]string{"SEARCH tasks USING INDEX tasks_user (user_id=?)"}},
+		{pendingTasksSQL, []string{"SEARCH tasks USING COVERING INDEX tasks_pending_user (user_id=?)"}},
 	} {
 		rows, err := st.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+c.query, time.Now().UnixMilli(), 50, 0)
 		if err != nil {

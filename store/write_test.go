@@ -1,12 +1,12 @@
 package store
 
 import (
-	"context"
-	"database/sql"
+	"encoding/json"
 	"errors"
-	"slices"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"amsg/push"
 	"amsg/push/webpush"
@@ -23,53 +23,6 @@ func openInternal(t *testing.T) *Store {
 	return st
 }
 
-// A group of writes commits together, but a write that fails is undone
-// alone and a write whose caller gave up is not run.
-func TestGroupCommitUndoesOnlyTheFailedWrite(t *testing.T) {
-	st := openInternal(t)
-	insert := func(id string, fail error) func(*sql.Tx) error {
-		return func(tx *sql.Tx) error {
-			if err := st.insertAttempts(t.Context(), tx, []push.Attempt{{MessageID: id, Outcome: push.OutcomeDelivered}}); err != nil {
-				return err
-			}
-			return fail
-		}
-	}
-	boom := errors.New("boom")
-	gone, cancel := context.WithCancel(t.Context())
-	cancel()
-	ops := []*writeOp{
-		{ctx: t.Context(), fn: insert("a", nil)},
-		{ctx: t.Context(), fn: insert("b", boom)},
-		{ctx: gone, fn: insert("c", nil)},
-		{ctx: t.Context(), fn: insert("d", nil)},
-	}
-	for _, op := range ops {
-		op.done = make(chan error, 1)
-	}
-	st.commitGroup(ops) // the committer is idle: the writer is free
-	var errs []error
-	for _, op := range ops {
-		errs = append(errs, <-op.done)
-	}
-	if errs[0] != nil || !errors.Is(errs[1], boom) || !errors.Is(errs[2], context.Canceled) || errs[3] != nil {
-		t.Errorf("results %v, want nil, boom, canceled, nil", errs)
-	}
-	var kept []string
-	for _, id := range []string{"a", "b", "c", "d"} {
-		attempts, err := st.Attempts(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(attempts) > 0 {
-			kept = append(kept, id)
-		}
-	}
-	if !slices.Equal(kept, []string{"a", "d"}) {
-		t.Errorf("committed %v, want a and d", kept)
-	}
-}
-
 func TestWriteAfterCloseFails(t *testing.T) {
 	st := openInternal(t)
 	if err := st.Close(); err != nil {
@@ -80,39 +33,87 @@ func TestWriteAfterCloseFails(t *testing.T) {
 	}
 }
 
-// A write whose failure ends the whole transaction (here by rolling it back
-// itself, as an interrupted statement makes SQLite do) fails alone: the
-// writes before and after it run again in a new transaction.
-func TestGroupCommitSurvivesAWriteThatAbortsTheTransaction(t *testing.T) {
+// A batch of one-off completions is one write: the fenced ones are
+// deleted, the one whose fence fails keeps its task and gets ErrLeaseLost,
+// and every attempt is written.
+func TestCompleteBatchFencesEachCompletion(t *testing.T) {
 	st := openInternal(t)
-	insert := func(id string) func(*sql.Tx) error {
-		return func(tx *sql.Tx) error {
-			return st.insertAttempts(t.Context(), tx, []push.Attempt{{MessageID: id, Outcome: push.OutcomeDelivered}})
+	ctx := t.Context()
+	now := time.Now()
+	var batch []*pendingWrite[completion]
+	for i := range 3 {
+		task, _, err := st.InsertTask(ctx, NewTask{UserID: "u", UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
+			MessageType: push.TypeFixed, NextSendAt: now, Payload: json.RawMessage(`{"userMessage":"hi"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := st.prepareBookkeeping(push.Bookkeeping{UserID: "u", Attempts: []push.Attempt{{MessageID: fmt.Sprintf("m%d", i), Outcome: push.OutcomeDelivered}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, &pendingWrite[completion]{ctx: ctx, req: completion{l: task.Lease(), w: w}, done: make(chan error, 1)})
+	}
+	claimed, err := st.ClaimDueTasks(ctx, now, time.Minute, 3)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	for i, task := range claimed {
+		if i < 2 { // the first two complete under their lease; the third under none
+			batch[i].req.l = task.Lease()
 		}
 	}
-	abort := func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(t.Context(), "ROLLBACK"); err != nil {
-			return err
+	st.completions.handle(batch)
+	for i, c := range batch {
+		err := <-c.done
+		if want := i == 2; errors.Is(err, ErrLeaseLost) != want || (!want && err != nil) {
+			t.Errorf("completion %d: %v", i, err)
 		}
-		return errors.New("interrupted")
+		if attempts, err := st.Attempts(ctx, fmt.Sprintf("m%d", i)); err != nil || len(attempts) != 1 {
+			t.Errorf("attempts of m%d = %v, %v", i, attempts, err)
+		}
 	}
-	ops := []*writeOp{{fn: insert("a")}, {fn: abort}, {fn: insert("c")}}
-	for _, op := range ops {
-		op.ctx, op.done = t.Context(), make(chan error, 1)
+	if n, err := st.PendingTasks(ctx, "u"); err != nil || n != 1 {
+		t.Errorf("pending tasks %d, %v; want the unfenced one", n, err)
 	}
-	st.commitGroup(ops)
-	if err := <-ops[0].done; err != nil {
-		t.Errorf("write before the abort: %v", err)
+}
+
+// A batch of outbox appends is one multi-row upsert; a batch in which two
+// appends name the same message is written append by append, the later
+// one last, as if each had come alone.
+func TestAppendBatchWritesEveryMessage(t *testing.T) {
+	st := openInternal(t)
+	ctx := t.Context()
+	pending := func(userID, id, text string) *pendingWrite[outboxAppend] {
+		m := OutboxMessage{MessageID: id, Payload: json.RawMessage(fmt.Sprintf(`{"message":%q}`, text))}
+		sealed, err := st.sealOutbox(userID, []OutboxMessage{m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &pendingWrite[outboxAppend]{ctx: ctx, done: make(chan error, 1),
+			req: outboxAppend{userID: userID, messages: []OutboxMessage{m}, sealed: sealed, now: 1}}
 	}
-	if err := <-ops[1].done; !errors.Is(err, errTxAborted) {
-		t.Errorf("aborting write: %v, want errTxAborted", err)
+	for _, batch := range [][]*pendingWrite[outboxAppend]{
+		{pending("u", "a", "a1"), pending("u", "b", "b1"), pending("v", "a", "va")},
+		{pending("u", "c", "c1"), pending("u", "c", "c2")}, // the same message twice
+	} {
+		st.appends.handle(batch)
+		for _, p := range batch {
+			if err := <-p.done; err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if err := <-ops[2].done; err != nil {
-		t.Errorf("write after the abort: %v", err)
-	}
-	for _, id := range []string{"a", "c"} {
-		if attempts, err := st.Attempts(t.Context(), id); err != nil || len(attempts) != 1 {
-			t.Errorf("attempts of %s: %v, %v; want it committed once", id, attempts, err)
+	for user, want := range map[string]string{"u": `a:{"message":"a1"} b:{"message":"b1"} c:{"message":"c2"}`, "v": `a:{"message":"va"}`} {
+		page, err := st.UnackedOutbox(ctx, user, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range page.Entries {
+			got = append(got, e.MessageID+":"+string(e.Payload))
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("outbox of %s: %q, want %q", user, got, want)
 		}
 	}
 }

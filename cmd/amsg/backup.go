@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"amsg/store"
-	"amsg/store/driver/postgres"
 )
 
 // runBackup is `amsg backup [--data-dir DIR] FILE`: an online, consistent
@@ -41,7 +40,7 @@ func parseDataDirAndFile(fs *flag.FlagSet, args []string, getenv func(string) st
 		fs.Usage()
 		return "", 2, false
 	}
-	if postgres.IsURL(getenv(envName("database-url"))) {
+	if store.IsPostgresURL(getenv(envName("database-url"))) {
 		fmt.Fprintf(stderr, "%s: the database is PostgreSQL (AMSG_DATABASE_URL); %s\n", fs.Name(), postgresHint)
 		return "", 2, false
 	}

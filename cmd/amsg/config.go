@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"amsg/push/courier"
-	"amsg/store/driver/postgres"
+	"amsg/store"
 )
 
 // config is everything `amsg serve` can be told. Every flag has an
@@ -156,9 +156,9 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: --log-format must be text or json, got %q", errUsage, c.LogFormat)
 	case c.DataDir == "" && c.DatabaseURL == "":
 		return fmt.Errorf("%w: --data-dir must not be empty", errUsage)
-	case c.DatabaseURL != "" && !postgres.IsURL(c.DatabaseURL):
+	case c.DatabaseURL != "" && !store.IsPostgresURL(c.DatabaseURL):
 		return fmt.Errorf("%w: --database-url must start postgres:// or postgresql://", errUsage)
-	case c.DatabaseDirectURL != "" && (c.DatabaseURL == "" || !postgres.IsURL(c.DatabaseDirectURL)):
+	case c.DatabaseDirectURL != "" && (c.DatabaseURL == "" || !store.IsPostgresURL(c.DatabaseDirectURL)):
 		return fmt.Errorf("%w: --database-direct-url must be a postgres:// URL, given with --database-url", errUsage)
 	case (c.VAPIDPublicKey == "") != (c.VAPIDPrivateKey == ""):
 		return fmt.Errorf("%w: AMSG_VAPID_PUBLIC_KEY and AMSG_VAPID_PRIVATE_KEY must be given together", errUsage)

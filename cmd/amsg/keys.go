@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 
 	"amsg/store"
-	"amsg/store/driver/postgres"
 )
 
 // runKeys is `amsg keys export`: the key set of a data directory or
@@ -41,7 +40,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 	cfg := store.Config{DatabaseURL: cmp.Or(*url, getenv(envName("database-url"))),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	switch {
-	case cfg.DatabaseURL != "" && !postgres.IsURL(cfg.DatabaseURL):
+	case cfg.DatabaseURL != "" && !store.IsPostgresURL(cfg.DatabaseURL):
 		fmt.Fprintln(stderr, "amsg keys export: --database-url must start postgres:// or postgresql://")
 		return 2
 	case cfg.DatabaseURL == "":

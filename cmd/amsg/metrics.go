@@ -79,3 +79,12 @@ func dueTasksGauge(st *store.Store, now func() time.Time, log *slog.Logger) prom
 		return float64(n)
 	})
 }
+
+// storeCommitsCounter counts the store's write transactions, each of one
+// write or a group of them (store.Store.Commits).
+func storeCommitsCounter(st *store.Store) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "amsg_store_commits_total",
+		Help: "Write transactions the store committed, each holding one write or a group of them.",
+	}, func() float64 { return float64(st.Commits()) })
+}

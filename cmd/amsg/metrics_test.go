@@ -80,3 +80,19 @@ func TestDueTasksGauge(t *testing.T) {
 		t.Fatalf("due tasks gauge = %v, want 1", m)
 	}
 }
+
+// The commits counter follows the SQLite writer: one write alone is one
+// commit.
+func TestStoreCommitsCounter(t *testing.T) {
+	st := storetest.New(t)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(storeCommitsCounter(st))
+	before := gathered(t, reg, "amsg_store_commits_total")[""]
+	if _, _, err := st.InsertTask(t.Context(), store.NewTask{UserID: "u", UUID: "00000000-0000-4000-8000-000000000001",
+		MessageType: push.TypeFixed, NextSendAt: time.Now().Add(time.Hour), Payload: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gathered(t, reg, "amsg_store_commits_total")[""] - before; got != 1 {
+		t.Errorf("inserting a task made %v commits, want 1", got)
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"amsg/store"
-	"amsg/store/driver/postgres"
 )
 
 // runMigrate copies a SQLite data directory into an empty PostgreSQL
@@ -48,7 +47,7 @@ func runMigrate(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case *from == "":
 		fmt.Fprintln(stderr, "amsg migrate: --from must name the SQLite data directory")
 		return 2
-	case !postgres.IsURL(*to):
+	case !store.IsPostgresURL(*to):
 		fmt.Fprintln(stderr, "amsg migrate: --to must be a postgres:// or postgresql:// URL")
 		return 2
 	}

@@ -25,7 +25,6 @@ import (
 	"amsg/scheduler"
 	"amsg/scheduler/webhook"
 	"amsg/store"
-	"amsg/store/driver/postgres"
 	"amsg/sw"
 	"amsg/web"
 
@@ -137,7 +136,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	})
 	if err != nil {
 		closeFile(dataLock)
-		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) || errors.Is(err, postgres.ErrTransactionPooler) {
+		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) || errors.Is(err, store.ErrTransactionPooler) {
 			return nil, &configError{err}
 		}
 		return nil, err
@@ -198,7 +197,7 @@ func (s *server) build() error {
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(dueTasksGauge(s.store, s.now, s.log))
+	reg.MustRegister(dueTasksGauge(s.store, s.now, s.log), storeCommitsCounter(s.store))
 	policy := llm.URLPolicy{AllowPrivate: s.cfg.Limits.AllowPrivateLLM}
 	s.llm = llm.NewClient(llm.Config{Timeout: s.cfg.Instant.LLMTimeout, Logger: s.log, Observe: observeLLM,
 		Policy: policy, Default: s.cfg.Limits.defaultModel()})

@@ -39,6 +39,9 @@ type options struct {
 	Keep        bool
 	Short       bool
 	Perf        bool // sample amsg with perf during delivery
+	// Coordination runs one instance, then Instances, in each round, and
+	// reports what the others add per push.
+	Coordination bool
 }
 
 // envList collects a repeated KEY=VALUE flag.
@@ -82,10 +85,18 @@ Scenarios:
   compare   node, then amsg, N pushes each (default N 3000, 100 users)
   backlog   amsg only: N tasks due at one instant (default 100000, 1000 users);
             reports the time until all arrived and amsg's peak RSS
-  latency   amsg only: --rate tasks fall due each second for --duration
-            (default 1000/s for 20s, 100 users); reports due-to-delivered
-            percentiles, measured by the push service against the due time
-            carried in each message's text
+  latency   amsg only, a steady trickle: --rate tasks fall due each second
+            for --duration (default 1000/s for 20s, 100 users)
+
+Every amsg phase reports due-to-delivered percentiles (measured by the push
+service against the due time each message's text carries), how long amsg's
+threads waited for a CPU while runnable (a busy machine's share), and the
+database's commits per push: the SQLite writer's transactions (amsg_store_commits_total),
+or on PostgreSQL pg_stat_database's xact_commit of a database created for the
+phase, with the CPU of the server's processes (read from /proc, so the server
+must run on this machine). --instances N starts N amsg serve processes on
+the one database; --coordination runs one, then N, and prints what the
+others add per push.
 
 Needs: Go, and for compare node and npm (or --skip-node). taskset (util-linux)
 is optional. Temporary files go to a directory under $TMPDIR, removed at the
@@ -112,6 +123,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.Duration, "duration", 20*time.Second, "latency scenario: how long tasks keep falling due")
 	fs.StringVar(&o.DatabaseURL, "database-url", "", "passed to every amsg serve as AMSG_DATABASE_URL (empty: SQLite in a fresh data directory)")
 	fs.IntVar(&o.Instances, "instances", 1, "amsg serve processes on one database (more than 1 needs --database-url)")
+	fs.BoolVar(&o.Coordination, "coordination", false, "with --instances N > 1: run one amsg instance, then N, each round, and report what the other instances add per push")
 	fs.IntVar(&o.Rounds, "rounds", 1, "repeat node then amsg this many times (a fresh amsg each time) and print medians")
 	fs.StringVar(&o.AmsgBinary, "amsg-bin", "", "use this amsg binary instead of building ./cmd/amsg")
 	fs.Var(&env, "amsg-env", "extra AMSG_NAME=value for amsg serve (repeatable), e.g. AMSG_TASK_CONCURRENCY=32")
@@ -171,6 +183,8 @@ func (o options) validate() error {
 		return bad("--users must be between 1 and --n (%d), got %d", o.Tasks, o.Users)
 	case o.Instances < 1 || o.Instances > 16:
 		return bad("--instances must be between 1 and 16, got %d", o.Instances)
+	case o.Coordination && o.Instances < 2:
+		return bad("--coordination compares one instance with --instances N: give N of 2 or more")
 	case o.Instances > 1 && o.DatabaseURL == "":
 		return bad("--instances %d needs --database-url: SQLite's data directory belongs to one process", o.Instances)
 	case o.Rounds < 1 || o.Rounds > 50:

@@ -47,6 +47,7 @@ type bench struct {
 	vapidPublic    string
 	vapidSecret    string
 	control        *http.Client
+	pg             *postgresProbe // with --database-url
 }
 
 // phase is what one side measured.
@@ -59,6 +60,18 @@ type phase struct {
 	peakRSS    int64         // amsg only; 0 when unknown
 	profile    string        // amsg only, with --perf: perf's summary
 	latencies  []time.Duration
+	// amsg only: the database's commits (-1 when unknown) and, on
+	// PostgreSQL, its processes' CPU (see database.go).
+	instances int
+	commits   int64
+	dbCPU     time.Duration
+	// waited is how long amsg's threads were runnable but not running:
+	// the share of the phase the machine's other work took from it.
+	waited time.Duration
+	// PostgreSQL: sessions its database opened, and the CPU of the
+	// server's sessions that ended (any database's).
+	sessions   int64
+	dbEndedCPU time.Duration
 }
 
 func (p phase) rate() float64 { return perSecond(p.pushes, p.elapsed) }
@@ -116,7 +129,10 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		extraEnv: append(quotaEnv(o.Tasks, o.Users), o.AmsgEnv...), cpu: b.cpu(measuredCPU),
 	}
 	if o.DatabaseURL != "" {
-		b.logf("the database server's CPU is not counted: it is not a process this command started")
+		if b.pg, err = openPostgresProbe(ctx, o.DatabaseURL); err != nil {
+			return err
+		}
+		defer b.pg.close()
 	}
 	var rounds []round
 	for r := range o.Rounds {
@@ -128,7 +144,14 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 			}
 			rd.node = &p
 		}
-		if rd.amsg, err = b.runAmsgPhase(ctx, settings, r); err != nil {
+		if o.Coordination {
+			p, err := b.runAmsgPhase(ctx, settings, r, 1)
+			if err != nil {
+				return err
+			}
+			rd.single = &p
+		}
+		if rd.amsg, err = b.runAmsgPhase(ctx, settings, r, o.Instances); err != nil {
 			return err
 		}
 		b.reportRound(r, rd)
@@ -138,10 +161,12 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	return nil
 }
 
-// round is one node phase (if any) and the amsg phase after it.
+// round is one node phase (if any) and the amsg phase after it, with
+// --coordination after one with a single instance.
 type round struct {
-	node *phase
-	amsg phase
+	node   *phase
+	single *phase
+	amsg   phase
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -326,8 +351,11 @@ const stopGrace = 15 * time.Second
 // minLead is the shortest wait between the inserts and the due time.
 const minLead = 2 * time.Second
 
-func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings, round int) (phase, error) {
-	instances := make([]*amsgInstance, b.o.Instances)
+func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings, round, count int) (phase, error) {
+	if b.pg != nil {
+		s.databaseURL = b.pg.freshDatabase(ctx, b.o.DatabaseURL, b.logf)
+	}
+	instances := make([]*amsgInstance, count)
 	defer func() {
 		for _, inst := range instances {
 			if inst == nil {
@@ -339,7 +367,7 @@ func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings, round int) (ph
 		}
 	}()
 	for i := range instances {
-		inst, err := startAmsg(ctx, b.sup, s, fmt.Sprintf("%d-%d", round+1, i+1))
+		inst, err := startAmsg(ctx, b.sup, s, fmt.Sprintf("%d-%d-%d", round+1, count, i+1))
 		if err != nil {
 			return phase{}, err
 		}
@@ -347,30 +375,105 @@ func (b *bench) runAmsgPhase(ctx context.Context, s amsgSettings, round int) (ph
 		b.logf("%s at %s (pid %d)", inst.name, inst.URL, inst.Pid())
 	}
 	// A crashed amsg ends the phase at once, with its last words.
-	ctx, stopWatching := whileRunning(ctx, instances)
+	watched, stopWatching := whileRunning(ctx, instances)
 	defer stopWatching()
-	p, err := b.deliverThroughAmsg(ctx, instances, s.masterKey, round)
+	p, commitsBefore, err := b.deliverThroughAmsg(watched, instances, s.masterKey, round)
 	if err != nil {
 		for _, inst := range instances {
 			if exited := inst.Exited(); exited != nil {
 				return phase{}, exited
 			}
 		}
+		return p, err
 	}
-	return p, err
+	if b.pg != nil {
+		// A backend reports its counts to pg_stat_database at the latest
+		// when it exits: the instances stop before they are read.
+		for _, inst := range instances {
+			if err := b.sup.stop(inst.child, stopGrace); err != nil {
+				b.logf("warning: %v", err)
+			}
+		}
+		after, _, err := b.pg.counts(ctx)
+		if err != nil {
+			return phase{}, err
+		}
+		p.commits = after - commitsBefore
+	}
+	return p, nil
 }
 
 // deliverThroughAmsg registers the devices, schedules the tasks and
-// measures their delivery.
-func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstance, masterKey string, round int) (phase, error) {
-	o := b.o
+// measures their delivery. On PostgreSQL the commits are counted once the
+// instances have stopped: it returns the count before the phase.
+func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstance, masterKey string, round int) (p phase, commitsBefore int64, err error) {
 	pids := make([]int, len(instances))
 	for i, inst := range instances {
 		pids[i] = inst.Pid()
 	}
+	start, err := b.scheduleThroughAmsg(ctx, instances, masterKey)
+	if err != nil {
+		return p, 0, err
+	}
+	// perf starts half a second ahead, so it is sampling by the due time;
+	// CPU is measured from just before it: inserting is not delivering.
+	var prof *profiler
+	if b.o.Perf {
+		if err := sleepUntil(ctx, start.Add(-perfHeadStart)); err != nil {
+			return p, 0, err
+		}
+		if prof, err = startProfile(b.sup, b.dir, round, pids); err != nil {
+			return p, 0, err
+		}
+	}
+	if err := sleepUntil(ctx, start.Add(-20*time.Millisecond)); err != nil {
+		return p, 0, err
+	}
+	before, err := b.mark(ctx, instances, pids)
+	if err != nil {
+		return p, 0, err
+	}
+	b.logf("amsg: due at %s; waiting for %d pushes", start.UTC().Format(time.TimeOnly+".000"), b.o.Tasks)
+	res, err := b.waitDelivered(ctx, b.o.Tasks, true)
+	if err != nil {
+		return p, 0, err
+	}
+	after, err := b.mark(ctx, instances, pids)
+	if err != nil {
+		return p, 0, err
+	}
+	p = phase{name: "amsg (scheduled)", pushes: res.Delivered, elapsed: time.Unix(0, res.Last).Sub(start),
+		cpu: after.amsgCPU - before.amsgCPU, serviceCPU: after.serviceCPU - before.serviceCPU, waited: after.amsgWaited - before.amsgWaited,
+		instances: len(instances), commits: after.commits - before.commits, dbCPU: cpuBetween(before.dbCPU, after.dbCPU),
+		sessions: after.sessions - before.sessions, dbEndedCPU: after.dbEndedCPU - before.dbEndedCPU}
+	if before.commits < 0 || after.commits < 0 {
+		p.commits = -1
+	}
+	for _, pid := range pids {
+		rss, err := peakRSS(pid)
+		if err != nil {
+			return p, 0, err
+		}
+		p.peakRSS = max(p.peakRSS, rss)
+	}
+	if prof != nil {
+		if p.profile, err = prof.stop(ctx, b.sup); err != nil {
+			return p, 0, err
+		}
+	}
+	for _, us := range res.LatenciesMicros {
+		p.latencies = append(p.latencies, time.Duration(us)*time.Microsecond)
+	}
+	return p, before.commits, nil
+}
+
+// scheduleThroughAmsg registers a device per user and schedules the tasks
+// through the API, and returns when the first is due.
+func (b *bench) scheduleThroughAmsg(ctx context.Context, instances []*amsgInstance, masterKey string) (time.Time, error) {
+	o := b.o
 	keyring, err := usercrypt.NewKeyring(masterKey)
 	if err != nil {
-		return phase{}, err
+		return time.Time{}, err
 	}
 	api := apiClient{http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Inserters}}, keyring: keyring}
 	users := make([]string, o.Users)
@@ -392,15 +495,18 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	}
 	warm := o.Users / 2
 	if _, err := register(0, warm); err != nil {
-		return phase{}, err
+		return time.Time{}, err
 	}
 	took, err := register(warm, o.Users)
 	if err != nil {
-		return phase{}, err
+		return time.Time{}, err
 	}
 	lead := o.Lead
 	if lead == 0 {
 		lead = estimateLead(took, o.Users-warm, o.Tasks)
+	}
+	if b.pg != nil {
+		lead += statsSettle // the scheduling's commits reach pg_stat_database before the due time
 	}
 	start := time.Now().Add(lead).Truncate(time.Millisecond)
 	due := dueTimes(start, o)
@@ -410,65 +516,53 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 		return api.scheduleFixed(ctx, base(i), users[i%o.Users], i, due(i))
 	})
 	if err != nil {
-		return phase{}, fmt.Errorf("scheduling tasks: %w", err)
+		return time.Time{}, fmt.Errorf("scheduling tasks: %w", err)
 	}
 	b.logf("amsg: scheduled in %s", time.Since(scheduling).Round(time.Millisecond))
 	if late := time.Since(start); late > -50*time.Millisecond {
-		return phase{}, fmt.Errorf("scheduling took past the due time (by %s): pass a larger --lead than %s", late.Round(time.Millisecond), lead)
+		return time.Time{}, fmt.Errorf("scheduling took past the due time (by %s): pass a larger --lead than %s", late.Round(time.Millisecond), lead)
 	}
-	// perf starts half a second ahead, so it is sampling by the due time;
-	// CPU is measured from just before it: inserting is not delivering.
-	var prof *profiler
-	if o.Perf {
-		if err := sleepUntil(ctx, start.Add(-perfHeadStart)); err != nil {
-			return phase{}, err
-		}
-		if prof, err = startProfile(b.sup, b.dir, round, pids); err != nil {
-			return phase{}, err
-		}
+	return start, nil
+}
+
+// mark is what the processes of an amsg phase have used at one instant.
+type mark struct {
+	amsgCPU, serviceCPU time.Duration
+	amsgWaited          time.Duration         // runnable, waiting for a CPU
+	commits             int64                 // -1 when unknown
+	dbCPU               map[int]time.Duration // PostgreSQL's processes, by pid
+	dbEndedCPU          time.Duration         // its ended sessions'
+	sessions            int64
+}
+
+// mark reads the CPU of amsg's processes and the push service's, and the
+// database's commits (SQLite) or its processes' CPU (PostgreSQL).
+func (b *bench) mark(ctx context.Context, instances []*amsgInstance, pids []int) (m mark, err error) {
+	if m.amsgCPU, err = cpuOf(pids...); err != nil {
+		return m, err
 	}
-	if err := sleepUntil(ctx, start.Add(-20*time.Millisecond)); err != nil {
-		return phase{}, err
-	}
-	amsgBefore, err := cpuOf(pids...)
-	if err != nil {
-		return phase{}, err
-	}
-	serviceBefore, err := cpuOf(b.pushService.Pid())
-	if err != nil {
-		return phase{}, err
-	}
-	b.logf("amsg: due at %s; waiting for %d pushes", start.UTC().Format(time.TimeOnly+".000"), o.Tasks)
-	res, err := b.waitDelivered(ctx, o.Tasks, o.Scenario == scenarioLatency)
-	if err != nil {
-		return phase{}, err
-	}
-	amsgAfter, err := cpuOf(pids...)
-	if err != nil {
-		return phase{}, err
-	}
-	serviceAfter, err := cpuOf(b.pushService.Pid())
-	if err != nil {
-		return phase{}, err
-	}
-	p := phase{name: "amsg (scheduled)", pushes: res.Delivered, elapsed: time.Unix(0, res.Last).Sub(start),
-		cpu: amsgAfter - amsgBefore, serviceCPU: serviceAfter - serviceBefore}
 	for _, pid := range pids {
-		rss, err := peakRSS(pid)
+		wait, err := runQueueWait(pid)
 		if err != nil {
-			return phase{}, err
+			return m, err
 		}
-		p.peakRSS = max(p.peakRSS, rss)
+		m.amsgWaited += wait
 	}
-	if prof != nil {
-		if p.profile, err = prof.stop(ctx, b.sup); err != nil {
-			return phase{}, err
+	if m.serviceCPU, err = cpuOf(b.pushService.Pid()); err != nil {
+		return m, err
+	}
+	if b.pg != nil {
+		if m.dbCPU, m.dbEndedCPU, err = b.pg.processCPU(ctx); err != nil {
+			return m, err
 		}
+		m.commits, m.sessions, err = b.pg.counts(ctx)
+		return m, err
 	}
-	for _, us := range res.LatenciesMicros {
-		p.latencies = append(p.latencies, time.Duration(us)*time.Microsecond)
+	if m.commits, err = scrapeCommits(ctx, b.control, instances); err != nil {
+		b.logf("warning: commits not counted: %v", err)
+		m.commits = -1
 	}
-	return p, nil
+	return m, nil
 }
 
 // amsgTaskQuota is amsg's default bound on one user's pending tasks.
@@ -555,25 +649,58 @@ func (b *bench) reportRound(r int, rd round) {
 	if rd.node != nil {
 		line(*rd.node, "(first send to last answer)")
 	}
-	line(rd.amsg, "(due time to last arrival) ")
+	for _, p := range []*phase{rd.single, &rd.amsg} {
+		if p != nil {
+			line(*p, "(due time to last arrival) ")
+			b.reportDatabase(*p)
+		}
+	}
 	fmt.Fprintf(b.out, "amsg peak RSS: %.0f MiB\n", float64(rd.amsg.peakRSS)/(1<<20))
 	if rd.node != nil {
 		fmt.Fprintf(b.out, "ratio amsg/node: %.2fx (goal >= 5x); by CPU per push: %.2fx\n", rd.rateRatio(), rd.cpuRatio())
 	}
+	if rd.single != nil {
+		b.reportCoordination(*rd.single, rd.amsg)
+	}
 	if rd.amsg.profile != "" {
 		fmt.Fprintf(b.out, "amsg's CPU (perf, self time, from just before the due time to the last arrival):\n%s", rd.amsg.profile)
 	}
-	if len(rd.amsg.latencies) > 0 {
-		fmt.Fprintf(b.out, "due-to-delivered at %d tasks/s: p50 %s, p99 %s, max %s\n", o.Rate,
-			percentile(rd.amsg.latencies, 50).Round(time.Millisecond), percentile(rd.amsg.latencies, 99).Round(time.Millisecond),
-			percentile(rd.amsg.latencies, 100).Round(time.Millisecond))
-	}
-	for _, p := range []*phase{rd.node, &rd.amsg} {
+	for _, p := range []*phase{rd.node, rd.single, &rd.amsg} {
 		if p != nil && b.pinned && p.serviceCPU > p.elapsed*9/10 {
 			fmt.Fprintf(b.out, "warning: the push service was busy %.0f%% of the %s phase: its CPU, not the sender, may have set the rate\n",
 				100*p.serviceCPU.Seconds()/p.elapsed.Seconds(), p.name)
 		}
 	}
+}
+
+// reportDatabase prints an amsg phase's latency and database figures.
+func (b *bench) reportDatabase(p phase) {
+	what := "burst"
+	if b.o.Scenario == scenarioLatency {
+		what = fmt.Sprintf("%d tasks/s", b.o.Rate)
+	}
+	at := func(pct float64) time.Duration { return percentile(p.latencies, pct).Round(100 * time.Microsecond) }
+	fmt.Fprintf(b.out, "  %d instance(s): due-to-delivered (%s): first %s, p50 %s, p99 %s, max %s; runnable but waiting for a CPU %.0f%% of a core",
+		p.instances, what, at(0), at(50), at(99), at(100), 100*p.waited.Seconds()/p.elapsed.Seconds())
+	if p.commits >= 0 {
+		fmt.Fprintf(b.out, "; %.3f commits/push", float64(p.commits)/float64(max(p.pushes, 1)))
+	}
+	if b.pg != nil {
+		fmt.Fprintf(b.out, "; PostgreSQL CPU %.2f s = %.0f µs/push, and %.0f µs/push in ended sessions (%d of them this database's)",
+			p.dbCPU.Seconds(), perPush(p.dbCPU, p.pushes), perPush(p.dbEndedCPU, p.pushes), p.sessions)
+	}
+	fmt.Fprintln(b.out)
+}
+
+// reportCoordination prints what the instances beyond the first add per
+// push: the cost of coordinating them through the database.
+func (b *bench) reportCoordination(one, many phase) {
+	add := func(cpu func(phase) time.Duration) float64 {
+		return perPush(cpu(many), many.pushes) - perPush(cpu(one), one.pushes)
+	}
+	fmt.Fprintf(b.out, "coordination: %d instances against 1: %+.0f µs amsg CPU/push, %+.0f µs database CPU/push, %+.3f commits/push, %.2fx the rate\n",
+		many.instances, add(func(p phase) time.Duration { return p.cpu }), add(func(p phase) time.Duration { return p.dbCPU }),
+		float64(many.commits)/float64(max(many.pushes, 1))-float64(one.commits)/float64(max(one.pushes, 1)), many.rate()/one.rate())
 }
 
 // rateRatio is amsg's rate over node's.

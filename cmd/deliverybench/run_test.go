@@ -25,27 +25,53 @@ func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs amsg")
 	}
-	o, err := parseOptions([]string{"-short", "--skip-node", "--scenario", "latency", "-n", "50", "--rate", "100"}, os.Stderr)
+	report := runReport(t, 2*time.Minute, "-short", "--skip-node", "--scenario", "latency", "-n", "50", "--rate", "100")
+	reportHas(t, report,
+		`amsg \(scheduled\) +50 pushes in +[0-9.]+ s`,
+		`due-to-delivered \(100 tasks/s\): first \S+, p50 \S+, p99 \S+, max \S+; runnable but waiting for a CPU [0-9]+% of a core; [0-9.]+ commits/push`,
+		`amsg peak RSS: [1-9][0-9]* MiB`)
+	if strings.Contains(report, "node web-push") && !strings.Contains(report, "skipping") {
+		t.Errorf("node ran despite --skip-node:\n%s", report)
+	}
+}
+
+// TestSmokePostgres runs one instance, then two, on a database the
+// benchmark creates on AMSG_TEST_DATABASE_URL's server, and reports the
+// server's commits and CPU and what the second instance adds.
+func TestSmokePostgres(t *testing.T) {
+	url := os.Getenv("AMSG_TEST_DATABASE_URL")
+	if testing.Short() || url == "" {
+		t.Skip("builds and runs amsg on PostgreSQL: set AMSG_TEST_DATABASE_URL")
+	}
+	report := runReport(t, 3*time.Minute, "-short", "--skip-node", "-n", "40", "--database-url", url, "--instances", "2", "--coordination")
+	reportHas(t, report,
+		`1 instance\(s\): due-to-delivered \(burst\): .*; [0-9.]*[1-9][0-9.]* commits/push; PostgreSQL CPU [0-9.]+ s`,
+		`2 instance\(s\): due-to-delivered \(burst\): .*; [0-9.]*[1-9][0-9.]* commits/push; PostgreSQL CPU [0-9.]+ s`,
+		`coordination: 2 instances against 1: [-+][0-9]+ µs amsg CPU/push, [-+][0-9]+ µs database CPU/push`)
+}
+
+// runReport runs the benchmark with args and returns its report.
+func runReport(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	o, err := parseOptions(args, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out strings.Builder
 	if err := run(ctx, o, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	report := out.String()
-	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`amsg \(scheduled\) +50 pushes in +[0-9.]+ s`),
-		regexp.MustCompile(`due-to-delivered at 100 tasks/s: p50 \S+, p99 \S+, max \S+`),
-		regexp.MustCompile(`amsg peak RSS: [1-9][0-9]* MiB`),
-	} {
-		if !want.MatchString(report) {
-			t.Errorf("the report lacks %s:\n%s", want, report)
+	return out.String()
+}
+
+// reportHas checks that report matches each of patterns.
+func reportHas(t *testing.T, report string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		if !regexp.MustCompile(p).MatchString(report) {
+			t.Errorf("the report lacks %s:\n%s", p, report)
 		}
-	}
-	if strings.Contains(report, "node web-push") && !strings.Contains(report, "skipping") {
-		t.Errorf("node ran despite --skip-node:\n%s", report)
 	}
 }

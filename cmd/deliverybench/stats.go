@@ -58,28 +58,74 @@ const clockTick = 10 * time.Millisecond
 
 // processCPU returns the user plus system CPU time pid has used so far.
 func processCPU(pid int) (time.Duration, error) {
+	fields, err := procStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return statTicks(fields, 14, 15)
+}
+
+// ownCPU returns the CPU time pid has used so far, and its parent.
+func ownCPU(pid int) (cpu time.Duration, parent int, err error) {
+	fields, err := procStat(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	if parent, err = strconv.Atoi(fields[4-3]); err != nil {
+		return 0, 0, fmt.Errorf("/proc stat parent %q is not a pid", fields[4-3])
+	}
+	cpu, err = statTicks(fields, 14, 15)
+	return cpu, parent, err
+}
+
+// reapedCPU returns the CPU time the ended children of pid that it waited
+// for have used (cutime and cstime).
+func reapedCPU(pid int) (time.Duration, error) {
+	fields, err := procStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	return statTicks(fields, 16, 17)
+}
+
+func procStat(pid int) ([]string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
+		return nil, fmt.Errorf("reading CPU time of process %d: %w", pid, err)
 	}
-	return parseStatCPU(b)
+	return parseStat(b)
 }
 
 // parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/pid/stat
-// line. The command name in field 2 may hold spaces and parentheses, so the
-// fields are counted from its last ')'.
+// line.
 func parseStatCPU(stat []byte) (time.Duration, error) {
+	fields, err := parseStat(stat)
+	if err != nil {
+		return 0, err
+	}
+	return statTicks(fields, 14, 15)
+}
+
+// parseStat splits a /proc/pid/stat line into its fields from field 3
+// (state) to field 17 (cstime) at least. The command name in field 2 may
+// hold spaces and parentheses, so the fields are counted from its last ')'.
+func parseStat(stat []byte) ([]string, error) {
 	end := bytes.LastIndexByte(stat, ')')
 	if end < 0 {
-		return 0, fmt.Errorf("/proc stat line without a command name: %.40q", stat)
+		return nil, fmt.Errorf("/proc stat line without a command name: %.40q", stat)
 	}
 	fields := strings.Fields(string(stat[end+1:]))
-	// fields[0] is field 3 (state), so utime (14) and stime (15) are 11 and 12.
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc stat line has %d fields after the name, want at least 13", len(fields))
+	if len(fields) < 15 {
+		return nil, fmt.Errorf("/proc stat line has %d fields after the name, want at least 15", len(fields))
 	}
+	return fields, nil
+}
+
+// statTicks sums the CPU tick fields from to to (numbered as in proc(5)) of
+// parseStat's fields, whose first is field 3.
+func statTicks(fields []string, from, to int) (time.Duration, error) {
 	var total time.Duration
-	for _, f := range fields[11:13] {
+	for _, f := range fields[from-3 : to-3+1] {
 		ticks, err := strconv.ParseInt(f, 10, 64)
 		if err != nil || ticks < 0 {
 			return 0, fmt.Errorf("/proc stat CPU field %q is not a tick count", f)
@@ -113,4 +159,42 @@ func parseVmHWM(status []byte) (int64, error) {
 		return n << 10, nil
 	}
 	return 0, fmt.Errorf("/proc status has no VmHWM line")
+}
+
+// runQueueWait returns how long the threads of pid have waited, runnable,
+// for a CPU so far (the second field of each /proc/pid/task/*/schedstat):
+// the time a busy machine kept from a process that had work. A thread that
+// ended is not counted.
+func runQueueWait(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the threads of process %d: %w", pid, err)
+	}
+	var total time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		wait, err := parseSchedstatWait(b)
+		if err != nil {
+			return 0, err
+		}
+		total += wait
+	}
+	return total, nil
+}
+
+// parseSchedstatWait reads the run-queue wait (nanoseconds, the second
+// field) of a schedstat line.
+func parseSchedstatWait(line []byte) (time.Duration, error) {
+	fields := strings.Fields(string(line))
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("schedstat line %q has %d fields, want 3", line, len(fields))
+	}
+	ns, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil || ns < 0 {
+		return 0, fmt.Errorf("schedstat wait %q is not a count of nanoseconds", fields[1])
+	}
+	return time.Duration(ns), nil
 }

@@ -68,6 +68,21 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
+// The ended children's CPU is fields 16 and 17 (cutime, cstime).
+func TestStatTicksWithChildren(t *testing.T) {
+	fields, err := parseStat([]byte("77 (postgres) S 1 77 77 0 -1 4194560 1000 0 0 0 250 31 500 19 20 0 9 0 100 0 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := statTicks(fields, 16, 17)
+	if err != nil || got != 5190*time.Millisecond {
+		t.Errorf("statTicks(16, 17) = %s, %v; want 5.19s (519 ticks)", got, err)
+	}
+	if fields[4-3] != "1" {
+		t.Errorf("parent field %q, want 1", fields[4-3])
+	}
+}
+
 func TestParseVmHWM(t *testing.T) {
 	status := "Name:\tamsg\nVmPeak:\t  900000 kB\nVmHWM:\t   30720 kB\nVmRSS:\t   20000 kB\n"
 	got, err := parseVmHWM([]byte(status))
@@ -150,5 +165,17 @@ func TestSummarize(t *testing.T) {
 	if len(res.LatenciesMicros) != 2 || res.LatenciesMicros[0] != 30_000 || res.LatenciesMicros[1] != 5_000 ||
 		res.ErrorCount != 1 || len(res.Errors) != 1 {
 		t.Errorf("with latencies, one push without a due time: %+v", res)
+	}
+}
+
+func TestParseSchedstatWait(t *testing.T) {
+	got, err := parseSchedstatWait([]byte("550824 371647 1\n"))
+	if err != nil || got != 371647*time.Nanosecond {
+		t.Errorf("parseSchedstatWait = %s, %v; want 371.647µs", got, err)
+	}
+	for _, bad := range []string{"", "550824", "550824 x 1", "1 -5 1"} {
+		if _, err := parseSchedstatWait([]byte(bad)); err == nil {
+			t.Errorf("parseSchedstatWait(%q) succeeded", bad)
+		}
 	}
 }

@@ -165,7 +165,7 @@ func New(sender Sender, st Store, cfg Config) *Courier {
 	return &Courier{
 		sender: sender, store: st, cfg: cfg, log: cfg.Logger, metrics: newMetrics(),
 		users:   newLimiter(cfg.PerUser),
-		origins: newLimiter(cfg.PerOrigin),
+		origins: newSlowLimiter(cfg.PerOrigin, cfg.Now),
 		devices: newDeviceCache(st, cfg.DeviceMaxAge, cfg.Now),
 	}
 }

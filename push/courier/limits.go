@@ -12,29 +12,83 @@ import (
 // limiter bounds the holders of each key (a user, a push service origin) at
 // once. A key's slots exist only while someone holds or waits for one, so
 // the map stays as small as the work in flight.
+//
+// A limiter that opens slowly lets a key that has nothing in flight have one
+// holder until that holder leaves: a burst to a push service nobody is
+// sending to then opens one connection, which HTTP/2 shares with the rest,
+// instead of a TLS handshake per request racing for the cores. A push alone
+// (a trickle) waits for nothing, a first request that hangs holds the
+// others back for openAfter at most, and a key whose last holder left
+// within warmFor opens at once: its connection is still there.
 type limiter struct {
-	per  int
-	mu   sync.Mutex
-	keys map[string]*slots
+	per         int
+	opensSlowly bool
+	now         func() time.Time
+	mu          sync.Mutex
+	keys        map[string]*slots
+	left        map[string]time.Time // when a slowly opening key's last holder left
 }
 
 type slots struct {
 	ch   chan struct{}
 	refs int // holders and waiters
+	// open is closed when the key's first holder leaves; a key of a
+	// limiter that opens at once starts open.
+	open   chan struct{}
+	opened bool
+	timer  *time.Timer // opens the key after openAfter
 }
 
+// openAfter bounds how long a slow limiter's key waits for its first
+// holder: a TLS handshake and one request take a few milliseconds. warmFor
+// is how long a key stays warm after its last holder left: less than the
+// 90 s the sender's transport keeps an idle connection. At most maxWarm
+// keys are remembered.
+const (
+	openAfter = 250 * time.Millisecond
+	warmFor   = 60 * time.Second
+	maxWarm   = 10_000
+)
+
 func newLimiter(per int) *limiter { return &limiter{per: per, keys: map[string]*slots{}} }
+
+// newSlowLimiter is newLimiter whose keys open slowly, on now's clock.
+func newSlowLimiter(per int, now func() time.Time) *limiter {
+	l := newLimiter(per)
+	l.opensSlowly, l.now, l.left = true, now, map[string]time.Time{}
+	return l
+}
+
+// openAtOnce is the open channel of keys that do not wait for a first holder.
+var openAtOnce = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
 
 // acquire takes one of key's slots, waiting until one frees or ctx ends.
 func (l *limiter) acquire(ctx context.Context, key string) error {
 	l.mu.Lock()
 	s := l.keys[key]
-	if s == nil {
-		s = &slots{ch: make(chan struct{}, l.per)}
+	first := s == nil
+	if first {
+		s = &slots{ch: make(chan struct{}, l.per), open: openAtOnce, opened: true}
+		if left, ok := l.left[key]; l.opensSlowly && (!ok || l.now().Sub(left) >= warmFor) {
+			s.open, s.opened = make(chan struct{}), false
+			s.timer = time.AfterFunc(openAfter, func() { l.openKey(s) })
+		}
 		l.keys[key] = s
 	}
 	s.refs++
 	l.mu.Unlock()
+	if !first {
+		select {
+		case <-s.open:
+		case <-ctx.Done():
+			l.unref(key, s)
+			return ctx.Err()
+		}
+	}
 	select {
 	case s.ch <- struct{}{}:
 		return nil
@@ -49,8 +103,37 @@ func (l *limiter) release(key string) {
 	l.mu.Lock()
 	s := l.keys[key]
 	l.mu.Unlock()
+	l.openKey(s) // the first holder is leaving, if it was not open already
 	<-s.ch
 	l.unref(key, s)
+}
+
+// rememberLeft notes that key's last holder left now; past maxWarm keys,
+// the cold ones are forgotten, and if all are warm, all of them.
+func (l *limiter) rememberLeft(key string) {
+	now := l.now()
+	if len(l.left) >= maxWarm {
+		for k, t := range l.left {
+			if now.Sub(t) >= warmFor {
+				delete(l.left, k)
+			}
+		}
+		if len(l.left) >= maxWarm {
+			clear(l.left)
+		}
+	}
+	l.left[key] = now
+}
+
+// openKey lets the waiters of a slowly opening key in.
+func (l *limiter) openKey(s *slots) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !s.opened {
+		s.opened = true
+		s.timer.Stop()
+		close(s.open)
+	}
 }
 
 func (l *limiter) unref(key string, s *slots) {
@@ -58,6 +141,9 @@ func (l *limiter) unref(key string, s *slots) {
 	defer l.mu.Unlock()
 	if s.refs--; s.refs == 0 {
 		delete(l.keys, key)
+		if l.opensSlowly {
+			l.rememberLeft(key)
+		}
 	}
 }
 

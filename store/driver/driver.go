@@ -10,7 +10,11 @@ package driver
 import (
 	"context"
 	"database/sql"
+	"errors"
 )
+
+// ErrClosed is a write to a driver that was closed.
+var ErrClosed = errors.New("the database is closed")
 
 // Driver is one open database.
 type Driver interface {
@@ -21,11 +25,19 @@ type Driver interface {
 	// Dialect is the SQL this database speaks where the dialects differ.
 	Dialect() *Dialect
 	// Write runs fn in a transaction that behaves as if it were the only
-	// writer: SQLite's IMMEDIATE transaction on its one connection,
+	// writer: SQLite's IMMEDIATE transaction on its one connection (group
+	// committed with the writes waiting beside it, each in a savepoint),
 	// PostgreSQL's SERIALIZABLE one, retried from the start while it loses a
 	// serialization conflict. So fn may run more than once and must not keep
-	// state across runs.
+	// state across runs. After Close it returns ErrClosed.
 	Write(ctx context.Context, fn func(*sql.Tx) error) error
+	// WriteLocked is Write for fn whose statements lock the rows they
+	// depend on themselves (an UPDATE or DELETE fenced by its WHERE, an
+	// INSERT … ON CONFLICT, SELECT … FOR UPDATE SKIP LOCKED), so READ
+	// COMMITTED keeps them correct: PostgreSQL runs them at that level,
+	// where SKIP LOCKED keeps claimers apart and no serialization conflict
+	// makes them run again; SQLite as any write.
+	WriteLocked(ctx context.Context, fn func(*sql.Tx) error) error
 	// Exclusive runs fn while no other process that calls Exclusive with the
 	// same name on this database runs it (an advisory lock on PostgreSQL;
 	// SQLite's callers are kept apart by the data-directory lock and its one
@@ -47,7 +59,12 @@ type Driver interface {
 	// missed cancel is noticed by the lease heartbeat. SQLite's one process
 	// wakes and cancels itself, so its ListenTasks only waits for ctx.
 	ListenTasks(ctx context.Context, wake func(), cancelled func(taskID int64)) error
-	// Close releases the database; the store has run Dialect.Closing.
+	// Commits is how many write transactions the driver has committed
+	// (a group of writes counts once): the benchmarks divide it by the
+	// pushes to tell how well writes are grouped.
+	Commits() uint64
+	// Close stops the writes, runs what the database wants run last (SQLite:
+	// PRAGMA optimize, a TRUNCATE checkpoint) and releases the database.
 	Close() error
 }
 
@@ -82,10 +99,12 @@ type Dialect struct {
 	// skips rows another instance is claiming at the same moment instead of
 	// waiting for them.
 	ClaimDueTasks string
-	// ClaimOutsideWrites runs the claim as a statement of its own rather
-	// than in a write: PostgreSQL's claim needs READ COMMITTED, where SKIP
-	// LOCKED keeps claimers apart, not the writes' SERIALIZABLE.
-	ClaimOutsideWrites bool
+	// ClaimPlan, when not "", runs in the claim's transaction before
+	// ClaimDueTasks: PostgreSQL turns bitmap scans off there, since with
+	// statistics older than a burst of inserts the planner reads and sorts
+	// every due task on each claim instead of walking tasks_due in order
+	// and stopping at the limit.
+	ClaimPlan string
 	// NotifyCancel, run in the transaction that deletes a task being
 	// delivered with the task's id as its argument, tells the other
 	// processes' ListenTasks to stop the delivery; "" where there are none.
@@ -113,7 +132,4 @@ type Dialect struct {
 	// AfterCopy runs after rows were copied in with their ids, so that new
 	// rows get ids after theirs.
 	AfterCopy []string
-
-	// Closing runs on the writer at Close, in order.
-	Closing []string
 }

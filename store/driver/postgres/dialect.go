@@ -33,6 +33,7 @@ var dialect = driver.Dialect{
 		languageSchema,
 		broadcastRateSchema,
 		cloudDataSchema,
+		pendingTasksSchema,
 		messageEventsSchema,
 		webhooksSchema,
 	},
@@ -47,11 +48,11 @@ var dialect = driver.Dialect{
 			ORDER BY claimable_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
 		UPDATE tasks SET lease_until = $1, updated_at = $2 FROM due WHERE id = due_id
 		RETURNING `,
-	ClaimOutsideWrites: true,
-	NotifyCancel:       `SELECT pg_notify(current_schema() || '.` + tasksChannel + `', '` + cancelPrefix + `' || ?::text)`,
-	Greatest:           `GREATEST`,
-	InJSONArray:        `SELECT value FROM json_array_elements_text(?::json)`,
-	ByteOrder:          ` COLLATE "C"`,
+	ClaimPlan:    `SET LOCAL enable_bitmapscan = off`,
+	NotifyCancel: `SELECT pg_notify(current_schema() || '.` + tasksChannel + `', '` + cancelPrefix + `' || ?::text)`,
+	Greatest:     `GREATEST`,
+	InJSONArray:  `SELECT value FROM json_array_elements_text(?::json)`,
+	ByteOrder:    ` COLLATE "C"`,
 
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),

@@ -310,6 +310,13 @@ CREATE INDEX cloud_records_due ON cloud_records (next_run_at) WHERE next_run_at 
 CREATE INDEX cloud_records_expiry ON cloud_records (expires_at) WHERE expires_at IS NOT NULL;
 `
 
+// pendingTasksSchema: the per-user task quota counts a user's pending tasks
+// (store.PendingTasks) on an index of their own, without reading the
+// user's other tasks (issue 24: the check cost 200 µs).
+const pendingTasksSchema = `
+CREATE INDEX tasks_pending_user ON tasks (user_id) WHERE status = 'pending';
+`
+
 // messageEventsSchema: see SQLite's.
 const messageEventsSchema = `
 CREATE TABLE message_events (

@@ -28,6 +28,7 @@ var dialect = driver.Dialect{
 		languageSchema,
 		broadcastRateSchema,
 		cloudDataSchema,
+		pendingTasksSchema,
 		messageEventsSchema,
 		webhooksSchema,
 	},
@@ -48,6 +49,4 @@ var dialect = driver.Dialect{
 	Columns:      `SELECT name FROM pragma_table_info(?) ORDER BY cid`,
 	Indexes:      `SELECT name, "unique", origin, partial FROM pragma_index_list(?) ORDER BY name`,
 	IndexColumns: `SELECT coalesce(name, '<expression>') FROM pragma_index_info(?) ORDER BY seqno`,
-
-	Closing: []string{`PRAGMA optimize`, `PRAGMA wal_checkpoint(TRUNCATE)`},
 }

@@ -2,6 +2,12 @@
 // modernc.org/sqlite) in WAL mode with one writer connection, so writes
 // queue in the process instead of failing with SQLITE_BUSY, beside a small
 // pool of read-only connections.
+//
+// One goroutine owns the writer connection: it commits the writes waiting
+// at the time together in one transaction (group commit, a savepoint per
+// write so one failing write does not undo the others; writer.go), and the
+// WAL is checkpointed by a timer on a connection of its own rather than by
+// the writer's commits.
 package sqlite
 
 import (
@@ -9,12 +15,16 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"amsg/store/driver"
+	"amsg/store/driver/batch"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -33,15 +43,30 @@ type DB struct {
 	writer       *sql.DB // one connection: SQLite has one writer anyway
 	reader       *sql.DB // query_only connections
 	checkpointer *sql.DB // one connection that checkpoints the WAL
+	log          *slog.Logger
+	disk         storageHealth // whether the disk refuses writes
+
+	// writes is the committer (writer.go); stopCheckpoints ends the
+	// checkpointer beside it, and checkpointsDone is closed once it has.
+	writes          *batch.Batcher[*writeOp]
+	stopCheckpoints chan struct{}
+	checkpointsDone chan struct{}
+	commits         atomic.Uint64 // transactions the writer committed
+	closeOnce       sync.Once
+	closeErr        error
+	// The group commit's savepoint statements, prepared on the writer.
+	savepoint, rollbackToSavepoint, releaseSavepoint *sql.Stmt
 }
 
 // Open opens (creating if needed, readable by its owner only) the database
-// file at path, whose directory must exist.
-func Open(ctx context.Context, path string) (*DB, error) {
-	db := &DB{}
+// file at path, whose directory must exist, and starts its writer. log gets
+// the checkpoints' failures.
+func Open(ctx context.Context, path string, log *slog.Logger) (*DB, error) {
+	db := &DB{log: log}
 	if err := db.open(ctx, path); err != nil {
-		return nil, errors.Join(err, db.Close())
+		return nil, errors.Join(err, db.closePools())
 	}
+	db.startWriter()
 	return db, nil
 }
 
@@ -78,7 +103,7 @@ func (db *DB) open(ctx context.Context, path string) error {
 		return err
 	}
 	db.checkpointer.SetMaxOpenConns(1)
-	return nil
+	return db.prepareSavepoints(ctx)
 }
 
 // prepareFile checks the directory and creates the database file readable by
@@ -149,11 +174,23 @@ func VacuumInto(ctx context.Context, path, out string) error {
 
 // Probe runs fn on a connection of its own to the file at its path,
 // without creating it: the pooled connections keep a deleted or replaced
-// file open and would not notice.
+// file open and would not notice. While the disk refuses writes, the WAL
+// must first checkpoint away, so fn's write needs new space.
 func (db *DB) Probe(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := db.reader.PingContext(ctx); err != nil { // closed
 		return err
 	}
+	if err := db.recoverStorage(ctx); err != nil {
+		return err
+	}
+	if err := db.probe(ctx, fn); err != nil {
+		return err
+	}
+	db.disk.note(nil) // the disk took a write from an empty WAL
+	return nil
+}
+
+func (db *DB) probe(ctx context.Context, fn func(*sql.Tx) error) error {
 	if _, err := os.Stat(db.path); err != nil {
 		return err
 	}
@@ -172,12 +209,6 @@ func (db *DB) Probe(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// Path is the database file's absolute path.
-func (db *DB) Path() string { return db.path }
-
-// Checkpointer is a connection of its own for WAL checkpoints.
-func (db *DB) Checkpointer() *sql.DB { return db.checkpointer }
-
 // Writer is the one write connection.
 func (db *DB) Writer() *sql.DB { return db.writer }
 
@@ -186,21 +217,6 @@ func (db *DB) Reader() *sql.DB { return db.reader }
 
 // Dialect is SQLite's SQL.
 func (db *DB) Dialect() *driver.Dialect { return &dialect }
-
-// Write runs fn in a transaction on the writer connection. The transaction
-// begins IMMEDIATE, so it holds the write lock from its first statement and
-// never fails to upgrade a read lock. fn must read every *sql.Rows to the end
-// before issuing another statement: the writer has one connection.
-func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
-	}
-	return tx.Commit()
-}
 
 // Exclusive runs fn: one process serves a SQLite file (the data-directory
 // lock), and its writes already queue on one connection.
@@ -221,8 +237,32 @@ func (db *DB) ListenTasks(ctx context.Context, _ func(), _ func(int64)) error {
 	return nil
 }
 
-// Close closes the pools.
+// closing runs on the writer at Close, once the committer has stopped.
+var closing = []string{`PRAGMA optimize`, `PRAGMA wal_checkpoint(TRUNCATE)`}
+
+// Close stops the writer (writes after it fail with driver.ErrClosed), runs
+// PRAGMA optimize and a TRUNCATE checkpoint of the WAL, and closes the
+// pools. Later calls return the first call's result.
 func (db *DB) Close() error {
+	db.closeOnce.Do(func() { db.closeErr = db.close() })
+	return db.closeErr
+}
+
+func (db *DB) close() error {
+	db.stopWriter()
+	ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
+	defer cancel()
+	var errs []error
+	for _, statement := range closing {
+		if _, err := db.writer.ExecContext(ctx, statement); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", statement, err))
+		}
+	}
+	return errors.Join(append(errs, db.closePools())...)
+}
+
+// closePools closes the pools.
+func (db *DB) closePools() error {
 	var errs []error
 	for _, pool := range []*sql.DB{db.reader, db.checkpointer, db.writer} {
 		if pool != nil {

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -55,8 +55,8 @@ func diskRefused(err error) bool {
 // checkpoint: maxWALBytes, or a quarter of the free space on the database's
 // volume when that is less, so the WAL never grows into the last free
 // bytes the checkpoint needs.
-func (s *Store) walCeiling() int64 {
-	free, ok := freeBytes(filepath.Dir(s.walPath))
+func (db *DB) walCeiling() int64 {
+	free, ok := freeBytes(filepath.Dir(db.path))
 	if !ok {
 		return maxWALBytes
 	}
@@ -66,15 +66,15 @@ func (s *Store) walCeiling() int64 {
 // recoverStorage is the probe's first step while the disk refuses writes:
 // the WAL must checkpoint away (TRUNCATE), so the probe's write then needs
 // new space.
-func (s *Store) recoverStorage(ctx context.Context) error {
-	failing := s.disk.failing()
-	if failing == nil || s.checkpointer == nil {
+func (db *DB) recoverStorage(ctx context.Context) error {
+	failing := db.disk.failing()
+	if failing == nil {
 		return nil
 	}
-	if _, err := s.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+	if _, err := db.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		return fmt.Errorf("writes fail (%w) and the WAL does not checkpoint: %w", failing, err)
 	}
-	if info, err := os.Stat(s.walPath); err == nil && info.Size() > 0 {
+	if info, err := os.Stat(db.walPath()); err == nil && info.Size() > 0 {
 		return fmt.Errorf("writes fail (%w) and the WAL could not be emptied (%d bytes)", failing, info.Size())
 	}
 	return nil

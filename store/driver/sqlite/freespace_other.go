@@ -1,6 +1,6 @@
 //go:build !unix
 
-package store
+package sqlite
 
 // freeBytes does not know the free space here.
 func freeBytes(string) (int64, bool) { return 0, false }

@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"amsg/push"
+)
+
+// One-off occurrences are completed in batches (batches.go): each batch is
+// one write whose delivery-log rows go in one multi-row insert and whose
+// fenced deletes are one statement.
+
+// completion is one CompleteTask of a one-off occurrence.
+type completion struct {
+	l Lease
+	w *bookkeepingWrite
+}
+
+func (s *Store) newCompletions() *writeBatch[completion] {
+	return newWriteBatch(s, s.completeMany, s.completeAlone, wrapTaskError)
+}
+
+// completeAlone completes c in a write of its own, as CompleteTask did
+// before completions were batched.
+func (s *Store) completeAlone(ctx context.Context, c completion) error {
+	return s.finishWith(ctx, c.l, func(tx *sql.Tx) error { return c.w.write(ctx, tx) }, completeOneOffSQL)
+}
+
+// completeMany completes cs in tx: their attempts and outbox records in
+// multi-row statements, their outbox and device marks, the tasks deleted under their fences in
+// one statement, and the lease released of each whose fence failed
+// (ErrLeaseLost).
+func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) ([]error, error) {
+	var attempts []push.Attempt
+	var records [][]any
+	for _, c := range cs {
+		attempts = append(attempts, c.w.b.Attempts...)
+		records = c.w.recordRows(records)
+	}
+	if err := s.insertAttempts(ctx, tx, attempts); err != nil {
+		return nil, err
+	}
+	if err := s.upsertOutboxRows(ctx, tx, records); err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if err := c.w.writeMarks(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	deleted, err := s.deleteLeased(ctx, tx, cs)
+	if err != nil {
+		return nil, err
+	}
+	outcomes := make([]error, len(cs))
+	for i, c := range cs {
+		if deleted[c.l.TaskID] {
+			continue
+		}
+		if err := s.releaseLease(ctx, tx, c.l); err != nil {
+			return nil, err
+		}
+		outcomes[i] = ErrLeaseLost
+	}
+	return outcomes, nil
+}
+
+// deleteLeased deletes the one-off tasks the completions lease, each
+// fenced as completeOneOffSQL fences one, and returns the ids it deleted.
+// The id list lets either database find the rows by primary key before it
+// checks the fences.
+func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (map[int64]bool, error) {
+	ids := strings.Repeat("?, ", len(cs)-1) + "?"
+	fences := strings.Repeat("(id = ? AND lease_until = ? AND next_send_at = ?) OR ", len(cs)-1) +
+		"(id = ? AND lease_until = ? AND next_send_at = ?)"
+	args := make([]any, 0, 4*len(cs))
+	for _, c := range cs {
+		args = append(args, c.l.TaskID)
+	}
+	for _, c := range cs {
+		args = append(args, c.l.TaskID, millis(c.l.Until), millis(c.l.Occurrence))
+	}
+	rows, err := tx.QueryContext(ctx, `DELETE FROM tasks WHERE id IN (`+ids+`) AND (`+fences+`) RETURNING id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	deleted := make(map[int64]bool, len(cs))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		deleted[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("delete completed tasks: %w", err)
+	}
+	return deleted, nil
+}

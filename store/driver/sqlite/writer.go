@@ -1,0 +1,268 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"slices"
+	"time"
+
+	"amsg/store/driver"
+	"amsg/store/driver/batch"
+)
+
+// The group commit's bounds (batch.Options): the writes one transaction
+// commits together; how long a busy writer waits for more before
+// committing, and how long for the next one.
+const (
+	maxGroupWrites = 128
+	groupWait      = time.Millisecond
+	groupGap       = 150 * time.Microsecond
+	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
+	// never waiting for the writer or the readers).
+	checkpointInterval = time.Second
+	// maxWALBytes is the WAL size past which the writer waits for a
+	// TRUNCATE checkpoint: readers that always hold a snapshot could
+	// otherwise keep the WAL from ever starting over.
+	maxWALBytes = 64 << 20
+)
+
+// writeOp is one write waiting for the committer, or (fn nil) the
+// checkpoint of the frames written while a PASSIVE checkpoint ran.
+type writeOp struct {
+	ctx  context.Context
+	fn   func(*sql.Tx) error
+	done chan error
+}
+
+// startWriter starts the committer (a batcher of writes, each batch one
+// transaction) and the checkpointer beside it.
+func (db *DB) startWriter() {
+	db.writes = batch.New(batch.Options{MaxItems: maxGroupWrites, MaxWait: groupWait, Gap: groupGap}, db.commitBatch)
+	db.stopCheckpoints = make(chan struct{})
+	db.checkpointsDone = make(chan struct{})
+	go db.checkpointLoop()
+}
+
+// stopWriter stops the checkpointer, then the committer: writes after it
+// fail with driver.ErrClosed.
+func (db *DB) stopWriter() {
+	if db.writes == nil {
+		return
+	}
+	close(db.stopCheckpoints)
+	<-db.checkpointsDone
+	db.writes.Close()
+}
+
+// Write runs fn in a transaction on the writer connection, usually
+// together with other writes waiting at the same time (commitGroup). It
+// begins IMMEDIATE, so it holds the write lock from its first statement and
+// never fails to upgrade a read lock; fn must read every *sql.Rows to the
+// end before issuing another statement (the writer has one connection), and
+// must not call Write.
+func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	if err := db.writes.Add(op); err != nil {
+		return driver.ErrClosed
+	}
+	return <-op.done
+}
+
+// WriteLocked is Write: the one writer runs every write alone.
+func (db *DB) WriteLocked(ctx context.Context, fn func(*sql.Tx) error) error {
+	return db.Write(ctx, fn)
+}
+
+// checkpointLoop checkpoints the WAL in two steps: on a timer, a PASSIVE
+// checkpoint on the checkpointer's own connection copies the WAL into the
+// database while writes go on; once it is done, the committer checkpoints
+// the few frames written meanwhile between two transactions (a writeOp
+// without fn), so the next write starts the WAL over instead of letting it
+// grow.
+func (db *DB) checkpointLoop() {
+	defer close(db.checkpointsDone)
+	ticker := time.NewTicker(checkpointInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-db.stopCheckpoints:
+			return
+		case <-ticker.C:
+		}
+		db.checkpoint()
+		if db.writes.Add(&writeOp{}) != nil {
+			return
+		}
+	}
+}
+
+// commitBatch is the committer's handler: the checkpoints first, between
+// two transactions, then the writes in one.
+func (db *DB) commitBatch(ops []*writeOp) {
+	writes := ops[:0:0]
+	for _, op := range ops {
+		if op.fn != nil {
+			writes = append(writes, op)
+			continue
+		}
+		db.checkpoint()
+		if info, err := os.Stat(db.walPath()); err == nil && info.Size() > db.walCeiling() {
+			db.truncateWAL()
+		}
+	}
+	if len(writes) == 0 {
+		return
+	}
+	if db.disk.failing() != nil {
+		db.truncateWAL() // a checkpoint may free what the writes need
+	}
+	db.commitGroup(writes)
+}
+
+// Commits is how many transactions the writer has committed.
+func (db *DB) Commits() uint64 { return db.commits.Load() }
+
+func (db *DB) walPath() string { return db.path + "-wal" }
+
+// truncateWAL checkpoints the whole WAL and empties it, waiting (up to the
+// busy timeout) for the readers.
+func (db *DB) truncateWAL() {
+	ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
+	defer cancel()
+	if _, err := db.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		db.log.Warn("store: WAL truncation failed", "err", err)
+	}
+}
+
+// checkpoint runs a PASSIVE checkpoint: it copies what it can of the WAL
+// into the database without waiting for the writer or the readers.
+func (db *DB) checkpoint() {
+	ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
+	defer cancel()
+	if _, err := db.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		db.log.Warn("store: WAL checkpoint failed", "err", err)
+	}
+}
+
+// commitGroup commits a group of writes in one transaction. Each write of a
+// group of several runs inside a savepoint, so one that fails is rolled back
+// alone; a failed commit fails them all. The transaction has no context of
+// its own: a caller that gives up only loses its own write. A write whose
+// failure ended the whole transaction (SQLite rolls a transaction back when
+// a statement in it is interrupted, as a cancelled context does) fails
+// alone, and the others run again in a new transaction.
+func (db *DB) commitGroup(group []*writeOp) {
+	live := make([]*writeOp, 0, len(group))
+	for _, op := range group {
+		if err := op.ctx.Err(); err != nil {
+			op.done <- err
+			continue
+		}
+		live = append(live, op)
+	}
+	for len(live) > 0 {
+		live = db.tryGroup(live)
+	}
+}
+
+// errTxAborted marks a write whose failure rolled back the whole
+// transaction of its group.
+var errTxAborted = errors.New("store: the transaction was rolled back")
+
+// tryGroup runs group in one transaction and answers every write, unless
+// one write aborted the transaction: that one is answered, and the others
+// are returned to run again.
+func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
+	tx, err := db.writer.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, op := range group {
+			op.done <- err
+		}
+		return nil
+	}
+	errs := make([]error, len(group))
+	if len(group) == 1 {
+		if errs[0] = group[0].fn(tx); errs[0] != nil {
+			if diskRefused(errs[0]) {
+				db.disk.note(errs[0])
+			}
+			group[0].done <- errors.Join(errs[0], ignoreDone(tx.Rollback()))
+			return nil
+		}
+	} else {
+		for i, op := range group {
+			errs[i] = db.inSavepoint(tx, op)
+			if errors.Is(errs[i], errTxAborted) {
+				_ = tx.Rollback() // the connection rolled it back already; this ends the Tx
+				op.done <- errs[i]
+				return slices.Delete(slices.Clone(group), i, i+1)
+			}
+		}
+	}
+	commitErr := tx.Commit()
+	if commitErr == nil {
+		db.commits.Add(1)
+	}
+	db.disk.note(commitOutcome(commitErr, errs...))
+	for i, op := range group {
+		if errs[i] == nil {
+			errs[i] = commitErr
+		}
+		op.done <- errs[i]
+	}
+	return nil
+}
+
+// commitOutcome is what the disk made of a commit: its error, else the
+// first write the disk refused, else nil.
+func commitOutcome(commitErr error, errs ...error) error {
+	if commitErr != nil {
+		return commitErr
+	}
+	for _, err := range errs {
+		if diskRefused(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// inSavepoint runs one write of a group, undoing it alone if it fails. When
+// the savepoint is gone after a failure, the failure ended the whole
+// transaction, and the error says so (errTxAborted).
+func (db *DB) inSavepoint(tx *sql.Tx, op *writeOp) error {
+	ctx := context.Background()
+	if _, err := tx.StmtContext(ctx, db.savepoint).ExecContext(ctx); err != nil {
+		return errors.Join(err, errTxAborted)
+	}
+	err := op.fn(tx)
+	if err != nil {
+		if _, rerr := tx.StmtContext(ctx, db.rollbackToSavepoint).ExecContext(ctx); rerr != nil {
+			return errors.Join(err, rerr, errTxAborted)
+		}
+	}
+	if _, rerr := tx.StmtContext(ctx, db.releaseSavepoint).ExecContext(ctx); rerr != nil {
+		return errors.Join(err, rerr, errTxAborted)
+	}
+	return err
+}
+
+// prepareSavepoints prepares the group commit's savepoint statements once
+// on the writer, since every write of a group runs two of them.
+func (db *DB) prepareSavepoints(ctx context.Context) error {
+	var err error
+	for _, p := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{{&db.savepoint, "SAVEPOINT write"}, {&db.rollbackToSavepoint, "ROLLBACK TO write"}, {&db.releaseSavepoint, "RELEASE write"}} {
+		if *p.stmt, err = db.writer.PrepareContext(ctx, p.query); err != nil {
+			return err
+		}
+	}
+	return nil
+}
