@@ -20,8 +20,9 @@ var copiedTables = []string{
 
 // notCopiedTables: the destination has its own schema version; Open stored
 // the secrets as the destination was opened with the source's; instances
-// are processes of the source's database.
-var notCopiedTables = []string{"schema_version", "secrets", "instances"}
+// are processes of the source's database, and leader_leases their
+// leaderships.
+var notCopiedTables = []string{"schema_version", "secrets", "instances", "leader_leases"}
 
 // ErrDestinationNotEmpty: CopyTo refuses to merge into a database that
 // already holds data.

@@ -30,7 +30,7 @@ func databaseName(cfg Config) (string, error) {
 // concrete driver; everything else goes through driver.Driver.
 func openDriver(ctx context.Context, cfg Config, log *slog.Logger) (driver.Driver, error) {
 	if cfg.DatabaseURL != "" {
-		return postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL)
+		return postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL, cfg.DatabasePooler)
 	}
 	return sqlite.Open(ctx, cfg.Path, log)
 }
@@ -39,6 +39,6 @@ func openDriver(ctx context.Context, cfg Config, log *slog.Logger) (driver.Drive
 // (postgres:// or postgresql://), which Config.DatabaseURL must.
 func IsPostgresURL(s string) bool { return postgres.IsURL(s) }
 
-// ErrTransactionPooler: Config.DatabaseURL leads to a transaction pooler
-// and no Config.DatabaseDirectURL was given (postgres.ErrTransactionPooler).
-var ErrTransactionPooler = postgres.ErrTransactionPooler
+// PoolerTransaction is Config.DatabasePooler for a DatabaseURL that goes
+// through a transaction pooler (postgres.PoolerTransaction).
+const PoolerTransaction = postgres.PoolerTransaction

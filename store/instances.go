@@ -55,7 +55,8 @@ func (s *Store) DeleteStaleInstances(ctx context.Context, cutoff time.Time) (int
 
 // Leader is a campaign for one leadership among the processes on the
 // database: on SQLite the one process always leads; on PostgreSQL a session
-// advisory lock elects one, and a leader's death frees it for the others.
+// advisory lock elects one (a lease row behind a transaction pooler alone),
+// and a leader's death frees it for the others.
 type Leader interface {
 	// Check reports whether this process leads now, taking the leadership
 	// when it is free.
@@ -64,8 +65,17 @@ type Leader interface {
 	Release() error
 }
 
-// Leader returns the campaign for the leadership called name.
-func (s *Store) Leader(name string) Leader { return s.db.Leader(name) }
+// Leader returns the campaign for the leadership called name. A leader
+// that stops checking (it died) loses it within ttl at the latest.
+func (s *Store) Leader(name string, ttl time.Duration) Leader { return s.db.Leader(name, ttl) }
+
+// PollOnly reports that the database is PostgreSQL reached through a
+// transaction pooler alone: leadership is a lease, and other instances'
+// new tasks are found by the scheduler's tick, without wake-ups.
+func (s *Store) PollOnly() bool {
+	p, ok := s.db.(interface{ PollOnly() bool })
+	return ok && p.PollOnly()
+}
 
 // WatchTasks calls wake whenever another process on the database may have
 // made a task claimable sooner than this one expects, and cancelled when

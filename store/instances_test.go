@@ -108,16 +108,9 @@ func TestWatchTasksHearsAnotherInstance(t *testing.T) {
 func TestLeaderFailsOver(t *testing.T) {
 	a, b, url := openTwice(t, store.Config{})
 	ctx := t.Context()
-	la, lb := a.Leader("housekeeping"), b.Leader("housekeeping")
+	la, lb := a.Leader("housekeeping", time.Minute), b.Leader("housekeeping", time.Minute)
 	t.Cleanup(func() { la.Release(); lb.Release() })
-	check := func(l store.Leader) bool {
-		t.Helper()
-		ok, err := l.Check(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ok
-	}
+	check := func(l store.Leader) bool { return leads(t, l) }
 	if !check(la) {
 		t.Fatal("the first candidate does not lead")
 	}
@@ -154,4 +147,14 @@ func TestLeaderFailsOver(t *testing.T) {
 	if !check(la) {
 		t.Error("a released leadership was not free")
 	}
+}
+
+// leads checks l once and reports whether it leads.
+func leads(t *testing.T, l store.Leader) bool {
+	t.Helper()
+	ok, err := l.Check(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
 }

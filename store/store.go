@@ -63,6 +63,10 @@ type Config struct {
 	// start lock, leadership and LISTEN use it, and the pool prepares no
 	// statements on the server.
 	DatabaseDirectURL string
+	// DatabasePooler is "transaction" when DatabaseURL goes through a
+	// transaction pooler; "" detects one. Behind one, without
+	// DatabaseDirectURL, the database is poll-only (Store.PollOnly).
+	DatabasePooler string
 
 	// MasterKey is 64 hex characters. Empty: the stored key, else a new one
 	// (stored). Given: it must pass the stored check value

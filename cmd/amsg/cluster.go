@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"flag"
+	"log/slog"
 	"time"
 
 	"amsg/store"
@@ -115,4 +116,21 @@ func (s *server) runInstance(ctx context.Context) {
 // sooner, until ctx ends.
 func (s *server) watchTasks(ctx context.Context) {
 	s.store.WatchTasks(ctx, s.cfg.Cluster.Heartbeat, s.scheduler.Wake, s.scheduler.Cancel)
+}
+
+// logPollOnly says, at start, that the instances reach PostgreSQL through
+// a transaction pooler alone and what that costs: a task another instance
+// makes due sooner is found by the next tick instead of at once. Detected
+// rather than declared, it names the settings that choose.
+func logPollOnly(log *slog.Logger, cfg config, st *store.Store) {
+	if !st.PollOnly() {
+		return
+	}
+	attrs := []any{"tick", cfg.Tick, "leaderLease", missedHeartbeats * cfg.Cluster.Heartbeat}
+	if cfg.DatabasePooler == "" {
+		log.Warn("AMSG_DATABASE_URL goes through a transaction pooler (PgBouncer with pool_mode=transaction?): poll-only; "+
+			"set AMSG_DATABASE_POOLER=transaction to say so, or AMSG_DATABASE_DIRECT_URL for wake-ups by LISTEN", attrs...)
+		return
+	}
+	log.Info("database: poll-only behind a transaction pooler", attrs...)
 }

@@ -22,6 +22,7 @@ type config struct {
 	DataDir               string
 	DatabaseURL           string
 	DatabaseDirectURL     string
+	DatabasePooler        string
 	Tick                  time.Duration
 	AllowPrivateEndpoints bool
 	CORSOrigin            string
@@ -88,6 +89,8 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 		"PostgreSQL database (postgres://…) that several instances share; empty: SQLite in --data-dir")
 	fs.StringVar(&c.DatabaseDirectURL, "database-direct-url", "",
 		"when --database-url goes through a transaction pooler (PgBouncer): the same database directly, for leadership and LISTEN")
+	fs.StringVar(&c.DatabasePooler, "database-pooler", "",
+		`"transaction" when --database-url goes through a transaction pooler (PgBouncer's pool_mode=transaction); empty: detected. Without --database-direct-url it is poll-only`)
 	fs.DurationVar(&c.Tick, "tick", time.Second, "scheduler tick: how often due tasks are looked for")
 	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false,
 		"accept http:// and loopback/private push endpoints (development and tests only)")
@@ -158,6 +161,8 @@ func (c config) validate() error {
 		return fmt.Errorf("%w: --data-dir must not be empty", errUsage)
 	case c.DatabaseURL != "" && !store.IsPostgresURL(c.DatabaseURL):
 		return fmt.Errorf("%w: --database-url must start postgres:// or postgresql://", errUsage)
+	case c.DatabasePooler != "" && (c.DatabaseURL == "" || c.DatabasePooler != store.PoolerTransaction):
+		return fmt.Errorf("%w: --database-pooler must be empty or %q, given with --database-url", errUsage, store.PoolerTransaction)
 	case c.DatabaseDirectURL != "" && (c.DatabaseURL == "" || !store.IsPostgresURL(c.DatabaseDirectURL)):
 		return fmt.Errorf("%w: --database-direct-url must be a postgres:// URL, given with --database-url", errUsage)
 	case (c.VAPIDPublicKey == "") != (c.VAPIDPrivateKey == ""):

@@ -66,6 +66,8 @@ func TestServeConfigRejectsBadInput(t *testing.T) {
 		{"short client token", nil, map[string]string{"AMSG_CLIENT_TOKEN": "x"}, "AMSG_CLIENT_TOKEN must be at least 16"},
 		{"log format", []string{"--log-format", "xml"}, nil, "--log-format must be text or json"},
 		{"database url", nil, map[string]string{"AMSG_DATABASE_URL": "mysql://db/amsg"}, "--database-url must start postgres:// or postgresql://"},
+		{"unknown pooler", nil, map[string]string{"AMSG_DATABASE_URL": "postgres://db/amsg", "AMSG_DATABASE_POOLER": "session"}, `--database-pooler must be empty or "transaction"`},
+		{"pooler without a database", nil, map[string]string{"AMSG_DATABASE_POOLER": "transaction"}, "given with --database-url"},
 		{"instance heartbeat", []string{"--instance-heartbeat", "1ms"}, nil, "--instance-heartbeat must be at least 100ms"},
 		{"negative retries", nil, map[string]string{"AMSG_MAX_GENERATION_RETRIES": "-1"}, "--max-generation-retries must be 0 or more"},
 		{"webhook retry window", []string{"--webhook-retry-for", "1h"}, nil, "retry window 1h0m0s is outside [24h0m0s, 720h0m0s]"},

@@ -70,17 +70,8 @@ func TestNginxRecipesLoad(t *testing.T) {
 			}
 			requireTrustedProxies(t, c.recipe, recipe)
 			writeCertificate(t, dir)
-			conf := strings.ReplaceAll(string(recipe), "/etc/letsencrypt/live/push.example.org/", dir+"/")
-			main := "pid " + dir + "/nginx.pid;\nerror_log " + dir + "/error.log;\nevents {}\nhttp {\n" +
-				"    access_log off;\n    client_body_temp_path " + dir + ";\n    proxy_temp_path " + dir + ";\n" +
-				"    fastcgi_temp_path " + dir + ";\n    uwsgi_temp_path " + dir + ";\n    scgi_temp_path " + dir + ";\n" +
-				"    include " + dir + "/amsg.conf;\n}\n"
-			for name, text := range map[string]string{"amsg.conf": conf, "nginx.conf": main} {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			out, err := exec.Command(nginx, "-t", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", filepath.Join(dir, "nginx.conf")).CombinedOutput()
+			conf := writeNginxConf(t, dir, string(recipe))
+			out, err := exec.Command(nginx, "-t", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf).CombinedOutput()
 			switch {
 			case c.loads && err != nil:
 				t.Errorf("nginx -t refuses %s: %v\n%s", c.recipe, err, out)
@@ -91,6 +82,24 @@ func TestNginxRecipesLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeNginxConf writes recipe, its certificates taken from dir (where
+// writeCertificate put them), into an nginx.conf of its own in dir with
+// everything nginx writes kept in dir too, and returns the conf's path.
+func writeNginxConf(t *testing.T, dir, recipe string) string {
+	t.Helper()
+	conf := strings.ReplaceAll(recipe, "/etc/letsencrypt/live/push.example.org/", dir+"/")
+	main := "pid " + dir + "/nginx.pid;\nerror_log stderr notice;\nevents {}\nhttp {\n" +
+		"    access_log off;\n    client_body_temp_path " + dir + ";\n    proxy_temp_path " + dir + ";\n" +
+		"    fastcgi_temp_path " + dir + ";\n    uwsgi_temp_path " + dir + ";\n    scgi_temp_path " + dir + ";\n" +
+		"    include " + dir + "/amsg.conf;\n}\n"
+	for name, text := range map[string]string{"amsg.conf": conf, "nginx.conf": main} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "nginx.conf")
 }
 
 // The Caddyfile passes `caddy validate`.

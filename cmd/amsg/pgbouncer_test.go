@@ -36,8 +36,13 @@ func startPgBouncer(t *testing.T, direct string) string {
 		t.Fatal(err)
 	}
 	const port = 6432
+	// A test schema's search path is set on every server connection.
+	connect := ""
+	if schema := cfg.RuntimeParams["search_path"]; schema != "" {
+		connect = " connect_query='SET search_path TO " + schema + "'"
+	}
 	ini := fmt.Sprintf(`[databases]
-amsg = host=%s port=%d dbname=%s user=%s connect_query='SET search_path TO %s'
+amsg = host=%s port=%d dbname=%s user=%s%s
 
 [pgbouncer]
 listen_port = %d
@@ -48,7 +53,8 @@ pool_mode = transaction
 default_pool_size = 4
 max_client_conn = 200
 pidfile = %s/pgbouncer.pid
-`, cfg.Host, cfg.Port, cfg.Database, cfg.User, cfg.RuntimeParams["search_path"], port, dir, dir, dir)
+admin_users = %s
+`, cfg.Host, cfg.Port, cfg.Database, cfg.User, connect, port, dir, dir, dir, cfg.User)
 	for name, text := range map[string]string{"pgbouncer.ini": ini, "users.txt": fmt.Sprintf("%q \"\"\n", cfg.User)} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -103,31 +109,68 @@ pidfile = %s/pgbouncer.pid
 		RawQuery: url.Values{"host": {dir}, "port": {fmt.Sprint(port)}}.Encode()}).String()
 }
 
-// Issue 23, problem 6: through PgBouncer in transaction mode amsg started,
-// then every tick failed on its prepared statements and leadership sat on a
-// pooled connection. Without a direct URL it now refuses in one line that
-// names the pooler and the fix.
-func TestThroughPgBouncerWithoutADirectURLRefuses(t *testing.T) {
-	c := newCluster(t)
-	pooled := startPgBouncer(t, c.url)
-	code, _, stderr := runAmsg(t, append(append([]string{}, c.env...), "AMSG_DATABASE_URL="+pooled, "AMSG_ADDR=127.0.0.1:0"), "serve")
-	if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
-		!strings.Contains(stderr, "PgBouncer") || !strings.Contains(stderr, "AMSG_DATABASE_DIRECT_URL") {
-		t.Errorf("serve through PgBouncer alone: exit %d, want 2 and one line naming the pooler and the fix\n%s", code, stderr)
+// pgbouncerTransactions is how many transactions PgBouncer at pooled has
+// run for its database amsg (SHOW STATS on its admin console): the proof
+// that amsg's queries went through it.
+func pgbouncerTransactions(t *testing.T, pooled string) int64 {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(strings.Replace(pooled, "/amsg?", "/pgbouncer?", 1))
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	conn, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	rows, err := conn.Query(t.Context(), "SHOW STATS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		// The simple protocol answers in text.
+		row := map[string]string{}
+		for i, f := range rows.FieldDescriptions() {
+			row[f.Name] = string(rows.RawValues()[i])
+		}
+		if row["database"] == "amsg" {
+			var n int64
+			if _, err := fmt.Sscan(row["total_xact_count"], &n); err != nil {
+				t.Fatalf("SHOW STATS: total_xact_count %v: %v", row["total_xact_count"], err)
+			}
+			return n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Fatal("SHOW STATS has no row of the database amsg")
+	return 0
 }
 
-// With AMSG_DATABASE_DIRECT_URL, two instances through PgBouncer in
-// transaction mode deliver a burst once each, with no prepared statement
-// of theirs on a pooled session.
-func TestTwoInstancesThroughPgBouncerDeliver(t *testing.T) {
-	c := newCluster(t, "AMSG_TICK=200ms")
-	pooled := startPgBouncer(t, c.url)
-	st := c.open(t)
-	const users, perUser = 10, 10
-	c.burst(t, st, users, perUser)
-	through := []string{"AMSG_DATABASE_URL=" + pooled, "AMSG_DATABASE_DIRECT_URL=" + c.url}
-	a, b := c.start(t, through...), c.start(t, through...)
+// listeners counts the server sessions whose last statement was a LISTEN
+// on the task channel of c's schema.
+func (c *cluster) listeners(t *testing.T) int {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(c.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := c.raw(t).QueryRowContext(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND strpos(query, $1) > 0`,
+		cfg.RuntimeParams["search_path"]+".amsg_tasks").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// deliversOnceEach fires the burst c.burst inserted and checks that every
+// occurrence was pushed exactly once, and that no instance logged a failure
+// or a prepared statement.
+func (c *cluster) deliversOnceEach(t *testing.T, count int, instances ...*amsgProcess) {
+	t.Helper()
 	want := c.fireAll(t)
 	c.waitTasksGone(t, c.raw(t), time.Minute)
 	seen := c.deliveredIDs(t)
@@ -136,15 +179,86 @@ func TestTwoInstancesThroughPgBouncerDeliver(t *testing.T) {
 			t.Errorf("message id %s pushed %d times (expected: %v)", id, n, want[id])
 		}
 	}
-	if len(seen) != users*perUser {
-		t.Errorf("%d distinct ids pushed, want %d", len(seen), users*perUser)
+	if len(seen) != count {
+		t.Errorf("%d distinct ids pushed, want %d", len(seen), count)
+	}
+	for _, p := range instances {
+		for _, bad := range []string{"prepared statement", "failed"} {
+			if lines := p.Logs(bad); len(lines) > 0 {
+				t.Errorf("an instance logged %v", lines[0])
+			}
+		}
+	}
+}
+
+// With AMSG_DATABASE_DIRECT_URL, two instances through PgBouncer in
+// transaction mode deliver a burst once each, with no prepared statement
+// of theirs on a pooled session, their transactions going through it.
+func TestTwoInstancesThroughPgBouncerDeliver(t *testing.T) {
+	c := newCluster(t, "AMSG_TICK=200ms")
+	pooled := startPgBouncer(t, c.url)
+	st := c.open(t)
+	const users, perUser = 10, 10
+	c.burst(t, st, users, perUser)
+	through := []string{"AMSG_DATABASE_URL=" + pooled, "AMSG_DATABASE_DIRECT_URL=" + c.url}
+	a, b := c.start(t, through...), c.start(t, through...)
+	before := pgbouncerTransactions(t, pooled)
+	c.deliversOnceEach(t, users*perUser, a, b)
+	// The writes of many pushes share one transaction (group commit): at
+	// least one went through PgBouncer, the instances' only path for data.
+	if after := pgbouncerTransactions(t, pooled); after == before {
+		t.Errorf("PgBouncer ran no transaction while %d pushes were delivered", users*perUser)
 	}
 	for _, p := range []*amsgProcess{a, b} {
-		if lines := p.Logs("prepared statement"); len(lines) > 0 {
-			t.Errorf("an instance logged %v", lines[0])
+		if lines := p.Logs("poll-only"); len(lines) > 0 {
+			t.Errorf("an instance with a direct URL logged %v", lines[0])
 		}
-		if lines := p.Logs("failed"); len(lines) > 0 {
-			t.Errorf("an instance logged %v", lines[0])
-		}
+	}
+	if n := c.listeners(t); n != 2 {
+		t.Errorf("%d sessions LISTEN for the two instances, want 2 on the direct URL", n)
+	}
+}
+
+// Issue 23, problem 6, without a direct URL: through PgBouncer in
+// transaction mode alone amsg started, then every tick failed on its
+// prepared statements and leadership sat on a pooled connection. Now an
+// instance that finds the pooler (and one told AMSG_DATABASE_POOLER) runs
+// poll-only: they deliver a burst once each, one of them leads by a lease,
+// and when the leader is killed the other takes the lease over.
+func TestTwoInstancesThroughPgBouncerPollOnly(t *testing.T) {
+	// A lease of 3 beats of 1 s: a stalled renewal on a busy machine does
+	// not pass the lead while the leader lives.
+	c := newCluster(t, "AMSG_TICK=200ms", "AMSG_INSTANCE_HEARTBEAT=1s")
+	pooled := startPgBouncer(t, c.url)
+	st := c.open(t)
+	const users, perUser = 10, 10
+	c.burst(t, st, users, perUser)
+	a := c.start(t, "AMSG_DATABASE_URL="+pooled)
+	if line := a.WaitLog(t, "poll-only", 10*time.Second); line["level"] != "WARN" || !strings.Contains(line["msg"].(string), "AMSG_DATABASE_POOLER") {
+		t.Errorf("an instance that found the pooler logged %v, want a warning naming the settings", line)
+	}
+	if line := a.WaitLog(t, "housekeeping leadership", 10*time.Second); line["leads"] != true {
+		t.Fatalf("the first instance does not lead: %v", line)
+	}
+	b := c.start(t, "AMSG_DATABASE_URL="+pooled, "AMSG_DATABASE_POOLER=transaction")
+	if line := b.WaitLog(t, "poll-only", 10*time.Second); line["level"] != "INFO" {
+		t.Errorf("an instance told of the pooler logged %v, want information", line)
+	}
+	if line := b.WaitLog(t, "housekeeping leadership", 10*time.Second); line["leads"] != false {
+		t.Fatalf("a second instance leads beside the first: %v", line)
+	}
+	before := pgbouncerTransactions(t, pooled)
+	c.deliversOnceEach(t, users*perUser, a, b)
+	// The writes of many pushes share one transaction (group commit): at
+	// least one went through PgBouncer, the instances' only path for data.
+	if after := pgbouncerTransactions(t, pooled); after == before {
+		t.Errorf("PgBouncer ran no transaction while %d pushes were delivered", users*perUser)
+	}
+	if n := c.listeners(t); n != 0 {
+		t.Errorf("%d sessions LISTEN in poll-only mode", n)
+	}
+	a.Kill(t)
+	if line := b.WaitLogs(t, "housekeeping leadership", 2, 30*time.Second)[1]; line["leads"] != true {
+		t.Errorf("after the leader died the survivor logged %v", line)
 	}
 }

@@ -98,6 +98,9 @@ func (r restore) run(ctx context.Context, backup string, now time.Time) (version
 	if len(moved) == 0 {
 		aside = ""
 	}
+	if err := giveToDataDirOwner(r.dir, path, path+"-wal", path+"-shm", aside); err != nil {
+		return 0, "", fmt.Errorf("the copy is in place, but its owner is not the data directory's: %w", err)
+	}
 	return version, aside, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,5 +87,45 @@ func TestRestoreRefusesWhatItCannotOpen(t *testing.T) {
 	p = r.start(t)
 	if status, body := r.call(t, p, http.MethodGet, "push-subscription", nil); status != http.StatusOK {
 		t.Errorf("the database after refused restores: %d %s", status, body)
+	}
+}
+
+// Root restoring into the data directory of a service that runs as its own
+// user (systemd's DynamicUser=, as the README's backups do) leaves the copy
+// to that user, who could not open a database root owns.
+func TestRestoreAsRootGivesTheCopyToTheDataDirOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root restores into another user's directory")
+	}
+	r := newTaskRig(t)
+	p := r.start(t)
+	env := append([]string{"AMSG_DATA_DIR=" + r.dir}, r.env...)
+	backup := filepath.Join(t.TempDir(), "amsg-backup.db")
+	if code, _, stderr := runAmsg(t, env, "backup", backup); code != 0 {
+		t.Fatalf("amsg backup: exit %d\n%s", code, stderr)
+	}
+	if err := p.Stop(t); err != nil {
+		t.Fatal(err)
+	}
+	const service = 65534 // nobody
+	if err := os.Chown(r.dir, service, service); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runAmsg(t, env, "restore", backup); code != 0 {
+		t.Fatalf("amsg restore: exit %d\n%s%s", code, stdout, stderr)
+	}
+	entries, _ := filepath.Glob(filepath.Join(r.dir, "*"))
+	aside, _ := filepath.Glob(filepath.Join(r.dir, "before-restore-*", "*"))
+	for _, path := range append(entries, aside...) {
+		if filepath.Base(path) == "amsg.lock" {
+			continue
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner := info.Sys().(*syscall.Stat_t).Uid; owner != service {
+			t.Errorf("%s is owned by %d after the restore, want the data directory's owner %d", path, owner, service)
+		}
 	}
 }

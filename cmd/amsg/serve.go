@@ -123,6 +123,7 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 		Path:                 filepath.Join(cfg.DataDir, "amsg.db"),
 		DatabaseURL:          cfg.DatabaseURL,
 		DatabaseDirectURL:    cfg.DatabaseDirectURL,
+		DatabasePooler:       cfg.DatabasePooler,
 		MasterKey:            cfg.MasterKey,
 		VAPIDPublicKey:       cfg.VAPIDPublicKey,
 		VAPIDPrivateKey:      cfg.VAPIDPrivateKey,
@@ -136,13 +137,14 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	})
 	if err != nil {
 		closeFile(dataLock)
-		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) || errors.Is(err, store.ErrTransactionPooler) {
+		if errors.Is(err, store.ErrInvalidSecret) || errors.Is(err, store.ErrSchemaNewer) {
 			return nil, &configError{err}
 		}
 		return nil, err
 	}
+	logPollOnly(log, cfg, st)
 	s := &server{cfg: cfg, log: log, store: st, now: now, dataLock: dataLock, version: buildVersion(),
-		instance: newInstanceID(), housekeeper: st.Leader(housekeepingLeader)}
+		instance: newInstanceID(), housekeeper: st.Leader(housekeepingLeader, missedHeartbeats*cfg.Cluster.Heartbeat)}
 	if err := errors.Join(s.joinInstances(ctx), s.build()); err != nil {
 		st.Close()
 		closeFile(dataLock)

@@ -100,7 +100,10 @@ func (s *server) newWebhooks(ctx context.Context) error {
 		}
 	}
 	cfg := c.dispatch()
-	s.webhooksLeader = s.store.Leader(webhooksLeader)
+	// The sender checks its leadership every poll, so it keeps it as long
+	// as it runs; a dead one's passes to another within the housekeeping's
+	// ttl.
+	s.webhooksLeader = s.store.Leader(webhooksLeader, max(missedHeartbeats*s.cfg.Cluster.Heartbeat, missedHeartbeats*webhook.DefaultPollInterval))
 	cfg.Leader, cfg.Now, cfg.Logger = s.webhooksLeader, s.now, s.log
 	var err error
 	s.webhooks, err = webhook.New(s.store, cfg)

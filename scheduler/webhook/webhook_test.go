@@ -385,7 +385,7 @@ func TestTwoInstancesSendOnce(t *testing.T) {
 	var stores []*store.Store
 	for range 2 {
 		st := storetest.Open(t, store.Config{DatabaseURL: url, Now: clk.Now})
-		leader := st.Leader("webhooks")
+		leader := st.Leader("webhooks", time.Minute)
 		t.Cleanup(func() { _ = leader.Release() })
 		d, err := webhook.New(st, webhook.Config{AllowPrivate: true, Now: clk.Now, Leader: leader})
 		if err != nil {

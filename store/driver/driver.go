@@ -11,6 +11,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 )
 
 // ErrClosed is a write to a driver that was closed.
@@ -49,8 +50,10 @@ type Driver interface {
 	// them).
 	Probe(ctx context.Context, fn func(*sql.Tx) error) error
 	// Leader is a campaign for the leadership called name among the
-	// processes on this database.
-	Leader(name string) Leader
+	// processes on this database. A leader that stops checking loses it
+	// within ttl where leadership is a lease (PostgreSQL behind a
+	// transaction pooler alone), at once where it is a session lock.
+	Leader(name string, ttl time.Duration) Leader
 	// ListenTasks calls wake whenever another process may have made a task
 	// claimable sooner, and cancelled with a task's id when another process
 	// deleted a task whose occurrence was being delivered (NotifyCancel),

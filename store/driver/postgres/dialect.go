@@ -34,6 +34,7 @@ var dialect = driver.Dialect{
 		broadcastRateSchema,
 		cloudDataSchema,
 		pendingTasksSchema,
+		leaseSchema,
 		messageEventsSchema,
 		webhooksSchema,
 	},

@@ -16,8 +16,14 @@ import (
 )
 
 // Leader campaigns for name with a session advisory lock, held on a
-// connection of its own for as long as it leads (ntfy's leader).
-func (db *DB) Leader(name string) driver.Leader { return &leader{db: db, name: name} }
+// connection of its own for as long as it leads (ntfy's leader); in
+// poll-only mode with a lease of ttl (leader_lease.go).
+func (db *DB) Leader(name string, ttl time.Duration) driver.Leader {
+	if db.pollOnly {
+		return newLeaseLeader(db.pool, name, ttl)
+	}
+	return &leader{db: db, name: name}
+}
 
 type leader struct {
 	db   *DB
@@ -84,8 +90,12 @@ func discard(conn *sql.Conn) {
 // channel and calls wake for each wake-up, and once on connecting, for what
 // it may have missed before, and cancelled for each cancel (NotifyCancel's
 // payload). It returns nil when ctx ends, and the connection's error when
-// it fails.
+// it fails. In poll-only mode it only waits for ctx.
 func (db *DB) ListenTasks(ctx context.Context, wake func(), cancelled func(int64)) error {
+	if db.pollOnly {
+		<-ctx.Done()
+		return nil
+	}
 	err := db.listen(ctx, wake, cancelled)
 	if ctx.Err() != nil {
 		return nil

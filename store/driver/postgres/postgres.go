@@ -45,55 +45,59 @@ type DB struct {
 	// config, or, behind a transaction pooler, the direct URL's.
 	session      *sql.DB
 	listenConfig *pgx.ConnConfig
+	// pollOnly: behind a transaction pooler without a direct URL
+	// (leader_lease.go); session and listenConfig are unused.
+	pollOnly bool
 	// locked is WriteLocked's group commit (group.go).
 	locked  *batch.Batcher[*lockedWrite]
 	commits atomic.Uint64 // write transactions committed
-
 }
 
-// ErrTransactionPooler: the database URL leads to a pooler that hands one
-// server session to many clients (PgBouncer's pool_mode=transaction), and
-// no direct URL was given for what needs a session of its own.
-var ErrTransactionPooler = errors.New("AMSG_DATABASE_URL goes through a transaction pooler (PgBouncer with pool_mode=transaction?), " +
-	"where leadership and LISTEN cannot work: set AMSG_DATABASE_DIRECT_URL to a direct connection to PostgreSQL, or put the pooler in session mode")
+// PoolerTransaction declares that the database URL goes through a
+// transaction pooler (AMSG_DATABASE_POOLER=transaction), which Open
+// otherwise detects.
+const PoolerTransaction = "transaction"
 
 // sessionConns bounds the direct connections behind a pooler: the start
 // lock and one per leadership held.
 const sessionConns = 4
 
 // Open connects to the database at url (postgres://…) and checks that it
-// answers. directURL, when given, is the same database without the
-// transaction pooler url goes through: then the pool sends no named
-// prepared statements (pgx's simple protocol, statements kept on the
-// client), and the start lock, leadership and LISTEN use directURL. Without
-// it Open refuses a url that leads to a transaction pooler.
-func Open(ctx context.Context, url, directURL string) (*DB, error) {
+// answers. Behind a transaction pooler (pooler is PoolerTransaction, or
+// Open finds two connections sharing a server session) the pool sends no
+// named prepared statements (pgx's simple protocol, statements kept on the
+// client); then directURL, when given, is the same database without the
+// pooler, for the start lock, leadership and LISTEN, and without it the
+// database is poll-only (leader_lease.go).
+func Open(ctx context.Context, url, directURL, pooler string) (*DB, error) {
 	config, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
 	}
-	pooled := directURL != ""
-	if pooled {
-		config.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	pooled := directURL != "" || pooler == PoolerTransaction
+	pool, err := openPool(ctx, config, pooled)
+	if err != nil {
+		return nil, err
 	}
-	pool := sql.OpenDB(connector(*config, pooled))
-	pool.SetMaxOpenConns(maxConns)
-	// Every connection stays open between bursts: each new one is a new
-	// server process, and a burst that reopened half the pool paid for
-	// dozens of them (86 sessions for 3 000 pushes).
-	pool.SetMaxIdleConns(maxConns)
-	if err := pool.PingContext(ctx); err != nil {
-		return nil, errors.Join(err, pool.Close())
-	}
-	if !pooled {
-		shared, err := sharedSessions(ctx, pool)
-		if err == nil && shared {
-			err = ErrTransactionPooler
+	if directURL == "" {
+		if !pooled {
+			shared, err := sharedSessions(ctx, pool)
+			if err != nil {
+				return nil, errors.Join(err, pool.Close())
+			}
+			if shared {
+				pooled = true
+				if err := pool.Close(); err != nil {
+					return nil, err
+				}
+				if pool, err = openPool(ctx, config, true); err != nil {
+					return nil, err
+				}
+			}
 		}
-		if err != nil {
-			return nil, errors.Join(err, pool.Close())
-		}
-		return newDB(pool, pool, config), nil
+		db := newDB(pool, pool, config)
+		db.pollOnly = pooled
+		return db, nil
 	}
 	direct, err := pgx.ParseConfig(directURL)
 	if err != nil {
@@ -111,6 +115,25 @@ func newDB(pool, session *sql.DB, listenConfig *pgx.ConnConfig) *DB {
 	db := &DB{pool: pool, session: session, listenConfig: listenConfig}
 	db.startGroupCommit()
 	return db
+}
+
+// openPool opens the pool of config and checks that it answers; pooled
+// keeps prepared statements on the client.
+func openPool(ctx context.Context, config *pgx.ConnConfig, pooled bool) (*sql.DB, error) {
+	if pooled {
+		config = config.Copy()
+		config.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	}
+	pool := sql.OpenDB(connector(*config, pooled))
+	pool.SetMaxOpenConns(maxConns)
+	// Every connection stays open between bursts: each new one is a new
+	// server process, and a burst that reopened half the pool paid for
+	// dozens of them (86 sessions for 3 000 pushes).
+	pool.SetMaxIdleConns(maxConns)
+	if err := pool.PingContext(ctx); err != nil {
+		return nil, errors.Join(err, pool.Close())
+	}
+	return pool, nil
 }
 
 // sharedSessions reports whether two connections of pool share a server
@@ -224,6 +247,9 @@ func retryable(err error) bool {
 // the schema, on a connection of its own, so that instances starting at
 // once take turns to migrate and store the first secrets.
 func (db *DB) Exclusive(ctx context.Context, name string, fn func() error) error {
+	if db.pollOnly {
+		return db.exclusiveInTransaction(ctx, name, fn)
+	}
 	conn, err := db.session.Conn(ctx)
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ var dialect = driver.Dialect{
 		broadcastRateSchema,
 		cloudDataSchema,
 		pendingTasksSchema,
+		leaseSchema,
 		messageEventsSchema,
 		webhooksSchema,
 	},

@@ -223,7 +223,7 @@ func (db *DB) Dialect() *driver.Dialect { return &dialect }
 func (db *DB) Exclusive(_ context.Context, _ string, fn func() error) error { return fn() }
 
 // Leader leads always: one process serves a SQLite file.
-func (db *DB) Leader(string) driver.Leader { return soleProcess{} }
+func (db *DB) Leader(string, time.Duration) driver.Leader { return soleProcess{} }
 
 type soleProcess struct{}
 
