@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"amsg/builders"
@@ -103,7 +102,6 @@ const (
 	maxAdminMessageBytes = 3000 // a content push's text; longer goes out as _multipart anyway, but an operator note is short
 	maxBroadcastUsers    = 100_000
 	maxAdminUserIDLen    = 255
-	defaultBroadcastRate = 10 // users per second
 	maxBroadcastRate     = 200
 )
 
@@ -206,8 +204,8 @@ func (s *Server) handleAdminSend(w http.ResponseWriter, r *http.Request) error {
 }
 
 // adminSend builds one content push and sends it to every device of userID
-// through adminDeliver, then reads each device's outcome from the delivery
-// log. A user without devices is PUSH_SUBSCRIPTION_MISSING.
+// through adminDeliver, answering each device's outcome from the round's
+// result. A user without devices is PUSH_SUBSCRIPTION_MISSING.
 func (s *Server) adminSend(ctx context.Context, userID string, m adminMessage) (adminSendResult, error) {
 	return s.adminSendAs(ctx, userID, m, adminPushIDs{})
 }
@@ -220,34 +218,35 @@ func (s *Server) adminSendAs(ctx context.Context, userID string, m adminMessage,
 		return adminSendResult{}, err
 	}
 	res := adminSendResult{MessageID: p.MessageID, Devices: []deviceOutcome{}}
-	devices, err := s.deps.Store.Devices(ctx, userID)
+	devices, err := s.deps.Store.CountDevices(ctx, userID)
 	if err != nil {
 		return res, err
 	}
-	if len(devices) == 0 {
+	if devices == 0 {
 		return res, errSubscriptionMissing
 	}
 	if guarded, handled, err := s.guardAdminMessage(ctx, userID, m, p); handled || err != nil {
 		return guarded, err
 	}
-	derr := s.adminDeliver(ctx, userID, p)
+	sent, derr := s.adminDeliver(ctx, userID, p)
 	res.Delivered = derr == nil
-	attempts, err := s.deps.Store.Attempts(ctx, p.MessageID)
-	if err != nil {
-		return res, err
-	}
-	byDevice := map[int64]int{}
-	for _, a := range attempts {
-		i, seen := byDevice[a.DeviceID]
-		if !seen {
-			i = len(res.Devices)
-			byDevice[a.DeviceID] = i
-			res.Devices = append(res.Devices, deviceOutcome{DeviceID: a.DeviceID})
-		}
-		res.Devices[i] = deviceOutcome{DeviceID: a.DeviceID, PushHost: a.PushHost, Outcome: a.Outcome,
-			Status: a.Status, Tries: res.Devices[i].Tries + 1, Error: a.Error}
-	}
+	res.Devices = deviceOutcomes(sent)
 	return res, nil
+}
+
+// deviceOutcomes is each device's last attempt, with its number of tries,
+// from the round's result: what the delivery log recorded of it.
+func deviceOutcomes(sent courier.Result) []deviceOutcome {
+	out := []deviceOutcome{}
+	for _, d := range sent.Devices {
+		if len(d.Attempts) == 0 {
+			continue
+		}
+		last := d.Attempts[len(d.Attempts)-1]
+		out = append(out, deviceOutcome{DeviceID: d.DeviceID, PushHost: last.PushHost, Outcome: last.Outcome,
+			Status: last.Status, Tries: len(d.Attempts), Error: last.Error})
+	}
+	return out
 }
 
 // adminPushIDs are the message and session ids of an operator's push;
@@ -266,6 +265,21 @@ func broadcastPushIDs(broadcastID, userID string) adminPushIDs {
 	return adminPushIDs{messageID: "msg_" + derive("message"), sessionID: "sess_admin_" + derive("session")}
 }
 
+// SendBroadcast sends broadcast b's message to one user, as the operator's
+// send with the ids derived from b and the user: scheduler.Broadcasts calls
+// it for each recipient.
+func (s *Server) SendBroadcast(ctx context.Context, b store.Broadcast, userID string) error {
+	var m adminMessage
+	if err := json.Unmarshal(b.Message, &m); err != nil {
+		return err
+	}
+	_, err := s.adminSendAs(ctx, userID, m, broadcastPushIDs(b.ID, userID))
+	if errors.Is(err, errSubscriptionMissing) {
+		return scheduler.ErrNoDevices
+	}
+	return err
+}
+
 // buildAdminPush is the operator's message as a content push of its own
 // session.
 func (s *Server) buildAdminPush(m adminMessage, ids adminPushIDs) (*push.ContentPush, error) {
@@ -282,17 +296,17 @@ func (s *Server) buildAdminPush(m adminMessage, ids adminPushIDs) (*push.Content
 
 // adminDeliver is the operator's one way into delivery: a courier round of
 // one push (outbox, fan-out, delivery log).
-func (s *Server) adminDeliver(ctx context.Context, userID string, p push.Push) error {
+func (s *Server) adminDeliver(ctx context.Context, userID string, p push.Push) (courier.Result, error) {
 	res, err := s.deps.Courier.SendPush(ctx, userID, push.SourceInstant, p)
 	switch {
 	case errors.Is(err, courier.ErrNoRecipients):
-		return errSubscriptionMissing
+		return res, errSubscriptionMissing
 	case err != nil:
-		return &deliveryError{err: err}
+		return res, &deliveryError{err: err}
 	case res.Delivered() == 0:
-		return deliveryFailure(res)
+		return res, deliveryFailure(res)
 	}
-	return nil
+	return res, nil
 }
 
 // adminBroadcastRequest is POST /admin/broadcasts's body: userIds, or all.
@@ -350,7 +364,7 @@ func (s *Server) handleAdminBroadcast(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	b := store.Broadcast{ID: "bc_" + push.NewUUID(), Message: message, RatePerSecond: cmp.Or(req.RatePerSecond, defaultBroadcastRate)}
+	b := store.Broadcast{ID: "bc_" + push.NewUUID(), Message: message, RatePerSecond: cmp.Or(req.RatePerSecond, scheduler.DefaultBroadcastRate)}
 	if !req.All {
 		b.UserIDs = dedupe(req.UserIDs)
 	}
@@ -361,7 +375,7 @@ func (s *Server) handleAdminBroadcast(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	s.startBroadcast(created)
+	s.deps.Broadcasts.Send(created)
 	writeData(w, http.StatusAccepted, toBroadcastJSON(created))
 	return nil
 }
@@ -416,125 +430,11 @@ func (s *Server) handleAdminBroadcastResume(w http.ResponseWriter, r *http.Reque
 		return err
 	}
 	if b.Status == store.BroadcastStopped {
-		s.startBroadcast(b)
+		s.deps.Broadcasts.Send(b)
 		b.Status = store.BroadcastRunning
 	}
 	writeData(w, http.StatusOK, toBroadcastJSON(b))
 	return nil
-}
-
-// ResumeBroadcasts continues the broadcasts a previous process left
-// running and that have not advanced since idleSince: amsg serve calls it at
-// start on SQLite (every running broadcast is a dead process's), and on the
-// housekeeping leader of several instances, where a broadcast that has
-// stopped advancing lost its instance.
-func (s *Server) ResumeBroadcasts(ctx context.Context, idleSince time.Time) error {
-	list, err := s.deps.Store.Broadcasts(ctx, store.BroadcastRunning, store.MaxAdminPage)
-	if err != nil {
-		return err
-	}
-	for _, b := range list {
-		if b.UpdatedAt.After(idleSince) {
-			continue
-		}
-		s.log.InfoContext(ctx, "resuming a broadcast", "broadcastId", b.ID, "cursorSet", b.Cursor != "", "sent", b.Sent)
-		s.startBroadcast(b)
-	}
-	return nil
-}
-
-// broadcastRunner tracks the broadcasts this process is sending, so one is never
-// sent twice at once; wg lets tests wait for them.
-type broadcastRunner struct {
-	mu      sync.Mutex
-	running map[string]bool
-	wg      sync.WaitGroup
-}
-
-// startBroadcast sends b on a goroutine of its own at its stored rate (a
-// resumed broadcast keeps the pace it was started with), recording the
-// cursor after every user so a stop loses at most one.
-func (s *Server) startBroadcast(b store.Broadcast) {
-	s.broadcasts.mu.Lock()
-	defer s.broadcasts.mu.Unlock()
-	if s.broadcasts.running == nil {
-		s.broadcasts.running = map[string]bool{}
-	}
-	if s.broadcasts.running[b.ID] {
-		return
-	}
-	s.broadcasts.running[b.ID] = true
-	rate := b.RatePerSecond
-	if rate <= 0 {
-		rate = defaultBroadcastRate
-	}
-	s.broadcasts.wg.Go(func() {
-		defer func() {
-			s.broadcasts.mu.Lock()
-			delete(s.broadcasts.running, b.ID)
-			s.broadcasts.mu.Unlock()
-		}()
-		ctx := context.Background()
-		if err := s.runBroadcast(ctx, b, rate); err != nil {
-			s.log.ErrorContext(ctx, "broadcast stopped", "broadcastId", b.ID, "err", err)
-			_ = s.deps.Store.AdvanceBroadcast(ctx, b.ID, b.Cursor, 0, 0, store.BroadcastStopped)
-		}
-	})
-}
-
-func (s *Server) runBroadcast(ctx context.Context, b store.Broadcast, rate int) error {
-	var m adminMessage
-	if err := json.Unmarshal(b.Message, &m); err != nil {
-		return err
-	}
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	cursor := b.Cursor
-	for {
-		next, err := s.broadcastPage(ctx, b, cursor)
-		if err != nil {
-			return err
-		}
-		if len(next) == 0 {
-			return s.deps.Store.AdvanceBroadcast(ctx, b.ID, cursor, 0, 0, store.BroadcastDone)
-		}
-		for _, userID := range next {
-			sent, failed := 1, 0
-			_, err := s.adminSendAs(ctx, userID, m, broadcastPushIDs(b.ID, userID))
-			if err != nil {
-				sent, failed = 0, 1
-				s.log.InfoContext(ctx, "broadcast could not reach a user", "broadcastId", b.ID, "err", err)
-			}
-			cursor = userID
-			if err := s.deps.Store.AdvanceBroadcast(ctx, b.ID, cursor, sent, failed, store.BroadcastRunning); err != nil {
-				return err
-			}
-			// The pace spares the push services; a user without devices
-			// cost them nothing.
-			if !errors.Is(err, errSubscriptionMissing) {
-				<-tick.C
-			}
-		}
-	}
-}
-
-// broadcastPage is the next recipients after cursor: the following ids of
-// the list, or the following page of every user.
-func (s *Server) broadcastPage(ctx context.Context, b store.Broadcast, cursor string) ([]string, error) {
-	const page = 100
-	if b.UserIDs != nil {
-		start := 0
-		if cursor != "" {
-			start = slices.Index(b.UserIDs, cursor) + 1
-		}
-		return b.UserIDs[start:min(start+page, len(b.UserIDs))], nil
-	}
-	users, err := s.deps.Store.Users(ctx, cursor, page)
-	ids := make([]string, len(users))
-	for i, u := range users {
-		ids[i] = u.UserID
-	}
-	return ids, err
 }
 
 // pageLimit reads ?limit= (default 100, at most store.MaxAdminPage).

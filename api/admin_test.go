@@ -10,6 +10,7 @@ import (
 	"amsg/push"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
+	"amsg/store"
 	"amsg/store/storetest"
 )
 
@@ -153,7 +154,7 @@ func TestAdminBroadcastReachesEveryUserAndResumes(t *testing.T) {
 	}
 	var b broadcastJSON
 	decodeData(t, r.body, &b)
-	s.broadcasts.wg.Wait()
+	s.deps.Broadcasts.Wait()
 	if len(fake.Pushes()) != 2 {
 		t.Fatalf("%d pushes, want one per user", len(fake.Pushes()))
 	}
@@ -168,7 +169,7 @@ func TestAdminBroadcastReachesEveryUserAndResumes(t *testing.T) {
 	// counts as failed.
 	r = adminDo(s, http.MethodPost, "/api/v1/admin/broadcasts", `{"userIds":["`+strings.Join(users, `","`)+`"],"message":"again","ratePerSecond":200}`)
 	decodeData(t, r.body, &b)
-	s.broadcasts.wg.Wait()
+	s.deps.Broadcasts.Wait()
 	if len(fake.Pushes()) != 4 {
 		t.Fatalf("%d pushes after the second broadcast, want 4", len(fake.Pushes()))
 	}
@@ -181,17 +182,17 @@ func TestAdminBroadcastReachesEveryUserAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One that advanced since the cutoff has a live sender somewhere.
-	if err := s.ResumeBroadcasts(ctx, advanced.UpdatedAt.Add(-time.Millisecond)); err != nil {
+	if err := s.deps.Broadcasts.Resume(ctx, advanced.UpdatedAt.Add(-time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	s.broadcasts.wg.Wait()
+	s.deps.Broadcasts.Wait()
 	if got := len(fake.Pushes()); got != 4 {
 		t.Fatalf("%d pushes after resuming only idle broadcasts, want 4", got)
 	}
-	if err := s.ResumeBroadcasts(ctx, advanced.UpdatedAt); err != nil {
+	if err := s.deps.Broadcasts.Resume(ctx, advanced.UpdatedAt); err != nil {
 		t.Fatal(err)
 	}
-	s.broadcasts.wg.Wait()
+	s.deps.Broadcasts.Wait()
 	if got := len(fake.Pushes()); got != 5 {
 		t.Fatalf("%d pushes after resuming, want 5 (only the second user again)", got)
 	}
@@ -215,7 +216,7 @@ func TestResumedBroadcastKeepsItsRateAndMessageIDs(t *testing.T) {
 	r := adminDo(s, http.MethodPost, "/api/v1/admin/broadcasts", `{"userIds":["`+strings.Join(users, `","`)+`"],"message":"hi","ratePerSecond":200}`)
 	var b broadcastJSON
 	decodeData(t, r.body, &b)
-	s.broadcasts.wg.Wait()
+	s.deps.Broadcasts.Wait()
 	messageIDs := func() map[string][]string {
 		out := map[string][]string{}
 		for _, p := range fake.Pushes() {
@@ -238,10 +239,10 @@ func TestResumedBroadcastKeepsItsRateAndMessageIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ResumeBroadcasts(ctx, stored.UpdatedAt); err != nil {
+	if err := s.deps.Broadcasts.Resume(ctx, stored.UpdatedAt); err != nil {
 		t.Fatal(err)
 	}
-	s.broadcasts.wg.Wait()
+	s.deps.Broadcasts.Wait()
 	for endpoint, ids := range messageIDs() {
 		if len(ids) != 2 || ids[0] != ids[1] || ids[0] != first[endpoint][0] {
 			t.Errorf("%s got message ids %v; a resume must send the same id again", endpoint, ids)
@@ -271,7 +272,7 @@ func FuzzAdminBodies(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, path := range []string{"/api/v1/admin/send", "/api/v1/admin/broadcasts"} {
 			r := adminDo(s, http.MethodPost, path, body)
-			s.broadcasts.wg.Wait()
+			s.deps.Broadcasts.Wait()
 			var env struct {
 				Success *bool `json:"success"`
 			}
@@ -302,5 +303,62 @@ func TestAdminDeletedUserGetsNoMorePushes(t *testing.T) {
 	}
 	if reachable() {
 		t.Error("the courier still sends to the deleted user's device")
+	}
+}
+
+// Issue 26: shutdown stops a broadcast under way at once, leaving it
+// running in the store; the next start sends the rest, every user the
+// message id derived from the broadcast and the user, and counts each once.
+func TestShutdownStopsABroadcastAndTheNextStartSendsTheRest(t *testing.T) {
+	st := storetest.New(t)
+	deliveries, fake := newTestCourier(t, st, courier.PolicyUpstream)
+	cfg := Config{AdminToken: testAdminToken, AllowPrivateEndpoints: true}
+	s := newTestServer(t, cfg, Deps{Store: st, Courier: deliveries})
+	users := []string{testUserID, "123e4567-e89b-42d3-a456-426614174000", "223e4567-e89b-42d3-a456-426614174000"}
+	endpointUser := map[string]string{}
+	for _, u := range users {
+		endpointUser[registerDevice(t, s, fake, u).Endpoint] = u
+	}
+	// One user a second: the broadcast is still under way after the first.
+	r := adminDo(s, http.MethodPost, "/api/v1/admin/broadcasts", `{"userIds":["`+strings.Join(users, `","`)+`"],"message":"hi","ratePerSecond":1}`)
+	var b broadcastJSON
+	decodeData(t, r.body, &b)
+	if _, err := fake.WaitPushes(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	s.deps.Broadcasts.Stop() // returns once no broadcast goroutine is left
+	s.deps.Broadcasts.Send(store.Broadcast{ID: b.ID})
+	s.deps.Broadcasts.Wait() // a stopped Broadcasts starts nothing
+	stopped, err := st.GetBroadcast(t.Context(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stopped.Status != store.BroadcastRunning || stopped.Sent >= len(users) {
+		t.Fatalf("after shutdown the broadcast is %s with %d sent, want running with some left", stopped.Status, stopped.Sent)
+	}
+
+	restarted := newTestServer(t, cfg, Deps{Store: st, Courier: deliveries})
+	restarted.deps.Broadcasts.Wait()
+	done, err := st.GetBroadcast(t.Context(), b.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != store.BroadcastDone || done.Sent != len(users) || done.Failed != 0 {
+		t.Fatalf("after the restart: %s, %d sent, %d failed; want done, %d sent", done.Status, done.Sent, done.Failed, len(users))
+	}
+	reached := map[string]bool{}
+	for _, p := range fake.Pushes() {
+		var m struct {
+			MessageID string `json:"messageId"`
+		}
+		_ = json.Unmarshal(p.JSON, &m)
+		user := endpointUser[p.Endpoint]
+		if want := broadcastPushIDs(b.ID, user).messageID; m.MessageID != want {
+			t.Errorf("%s got message id %q, want %q", user, m.MessageID, want)
+		}
+		reached[user] = true
+	}
+	if len(reached) != len(users) {
+		t.Errorf("reached %d users, want %d", len(reached), len(users))
 	}
 }

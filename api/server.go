@@ -84,6 +84,9 @@ type Deps struct {
 	Courier *courier.Courier
 	// Scheduler delivers tasks; the task endpoints need it.
 	Scheduler *scheduler.Scheduler
+	// Broadcasts sends the operator's broadcasts (SendBroadcast is their
+	// sender); required with Config.AdminToken.
+	Broadcasts *scheduler.Broadcasts
 	// Metrics receives the HTTP metrics; /metrics serves its gatherer.
 	Metrics *prometheus.Registry
 	// Web serves the PWA's files (GET and HEAD only); nil serves none.
@@ -139,8 +142,7 @@ type Server struct {
 	health     healthCheck
 	handler    http.Handler
 
-	broadcasts broadcastRunner // the operator's broadcasts this process sends
-	resumes    *resumeRunner   // loops resumed after an approval; nil without the instant path
+	resumes *resumeRunner // loops resumed after an approval; nil without the instant path
 
 	untrustedForward sync.Once // requestlog.go
 }
@@ -162,6 +164,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.builder = builders.Builder{Now: s.now, PageURL: cfg.PageURL}
 	if deps.Store == nil || deps.Courier == nil {
 		return nil, errors.New("api: a store and a dispatcher are required")
+	}
+	if cfg.AdminToken != "" && deps.Broadcasts == nil {
+		return nil, errors.New("api: the operator API needs Broadcasts")
 	}
 	if s.cfg.MaxBodyBytes <= 0 {
 		s.cfg.MaxBodyBytes = 1 << 20
@@ -222,7 +227,7 @@ func (s *Server) mux() http.Handler {
 	// Compression first: the writers the later middleware wrap around it
 	// unwrap to it, and its Flush reaches the connection's, which server-sent
 	// events need.
-	r.Use(compressAnswers, s.logRequests)
+	r.Use(s.traceRequests, compressAnswers, s.logRequests)
 	if s.metrics != nil {
 		r.Use(s.metrics.middleware)
 	}
@@ -273,18 +278,27 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 // fallback serves what chi did not match: API routes reached through another
 // base URL or with trailing slashes, then the PWA's files, then a JSON 404.
 func (s *Server) fallback(w http.ResponseWriter, r *http.Request) {
-	path := strings.TrimRight(r.URL.Path, "/")
-	for _, rt := range s.routes {
-		if rt.method == r.Method && (path == "/"+rt.name || strings.HasSuffix(path, "/"+rt.name)) {
-			s.serve(rt)(w, r)
-			return
-		}
+	if rt, ok := s.suffixRoute(r); ok {
+		s.serve(rt)(w, r)
+		return
 	}
 	if s.deps.Web != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) && !strings.HasPrefix(r.URL.Path, "/api/") {
 		s.deps.Web.ServeHTTP(w, r)
 		return
 	}
 	s.writeError(w, r, errNotFound)
+}
+
+// suffixRoute is the API route r reaches through another base URL or with
+// trailing slashes, as the standard's single-user server matches them.
+func (s *Server) suffixRoute(r *http.Request) (route, bool) {
+	path := strings.TrimRight(r.URL.Path, "/")
+	for _, rt := range s.routes {
+		if rt.method == r.Method && (path == "/"+rt.name || strings.HasSuffix(path, "/"+rt.name)) {
+			return rt, true
+		}
+	}
+	return route{}, false
 }
 
 // recoverPanics turns a panic into a logged INTERNAL_ERROR response, so a bug

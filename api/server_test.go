@@ -19,6 +19,7 @@ import (
 	"amsg/push/courier"
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
+	"amsg/scheduler"
 	"amsg/store"
 	"amsg/store/storetest"
 
@@ -44,13 +45,19 @@ func newTestServer(t testing.TB, cfg Config, deps Deps) *Server {
 	if deps.Courier == nil {
 		deps.Courier, _ = newTestCourier(t, deps.Store, courier.PolicyUpstream)
 	}
+	if deps.Broadcasts == nil {
+		deps.Broadcasts = scheduler.NewBroadcasts(deps.Store, scheduler.BroadcastConfig{Logger: cfg.Logger})
+	}
 	s, err := New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := deps.Broadcasts.Start(s); err != nil {
+		t.Fatal(err)
+	}
 	// A broadcast runs on after its POST answers: it must end before the
 	// store closes and the test's log goes (cleanups run last-in first-out).
-	t.Cleanup(s.broadcasts.wg.Wait)
+	t.Cleanup(deps.Broadcasts.Wait)
 	return s
 }
 

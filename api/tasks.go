@@ -89,12 +89,12 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 		}
 		s.deps.Courier.Forget(userID)
 	}
-	devices, err := s.deps.Store.Devices(ctx, userID)
+	devices, err := s.deps.Store.CountDevices(ctx, userID)
 	if err != nil {
 		s.log.ErrorContext(ctx, "schedule-message: subscription lookup failed", "err", err)
 		return errSubscriptionLookup
 	}
-	if len(devices) == 0 {
+	if devices == 0 {
 		return errSubscriptionMissing
 	}
 	raw, err := req.payload.Encode()

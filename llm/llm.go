@@ -2,6 +2,7 @@ package llm
 
 import (
 	"amsg/push"
+	"amsg/push/tracing"
 
 	"bytes"
 	"cmp"
@@ -246,10 +247,11 @@ func (c *Client) do(ctx context.Context, req Request, onDelta func(Delta) error)
 	if err != nil {
 		return nil, err
 	}
+	ctx, span := tracing.Start(ctx, "llm.call")
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	rec := callRecord{endpoint: endpoint, model: req.Model, key: req.APIKey, stream: stream, start: time.Now()}
+	rec := callRecord{endpoint: endpoint, model: req.Model, key: req.APIKey, stream: stream, start: time.Now(), span: span}
 	defer func() { c.record(ctx, &rec, resp, err) }()
 	if !operators && !c.policy.AllowPrivate {
 		// A request-given endpoint: its caller learns the status class of
@@ -313,10 +315,12 @@ type callRecord struct {
 	stream               bool
 	status               int // 0 until the endpoint answers
 	start                time.Time
+	span                 tracing.Span
 }
 
 // record reports a finished call to the metrics and the debug log.
 func (c *Client) record(ctx context.Context, rec *callRecord, resp *Response, err error) {
+	traceCall(rec, resp, err)
 	attrs := []any{"host", hostOf(rec.endpoint), "model", rec.model, "stream", rec.stream, "status", rec.status, "duration", time.Since(rec.start)}
 	if c.observe != nil {
 		stats := CallStats{Stream: rec.stream, Failed: err != nil, Duration: time.Since(rec.start)}
@@ -328,14 +332,10 @@ func (c *Client) record(ctx context.Context, rec *callRecord, resp *Response, er
 	if err != nil {
 		// The kind only: an error's text holds the endpoint URL, whose
 		// query may carry a key.
-		kind := "callback"
-		if e := (*Error)(nil); errors.As(err, &e) && e.kind != nil {
-			kind = e.kind.Error()
-			if e.cause != nil {
-				attrs = append(attrs, "cause", redact(rootCause(e.cause).Error(), rec.key))
-			}
+		if e := (*Error)(nil); errors.As(err, &e) && e.kind != nil && e.cause != nil {
+			attrs = append(attrs, "cause", redact(rootCause(e.cause).Error(), rec.key))
 		}
-		c.log.DebugContext(ctx, "llm call failed", append(attrs, "error", kind)...)
+		c.log.DebugContext(ctx, "llm call failed", append(attrs, "error", errorKind(err))...)
 		return
 	}
 	c.log.DebugContext(ctx, "llm call", append(attrs, "inputTokens", resp.Usage.InputTokens, "outputTokens", resp.Usage.OutputTokens)...)

@@ -21,10 +21,12 @@ import (
 // how long until the fake push service has every push. The fake push service
 // runs in the same process and decrypts every message, so it shares the CPU
 // with the server. AMSG_BENCH_TASKS and AMSG_BENCH_USERS change the size
-// (default 100 000 tasks for 1 000 users); run it with -benchtime=1x:
+// (default 100 000 tasks for 1 000 users), AMSG_BENCH_TRACING=on traces
+// every occurrence; run it with -benchtime=1x:
 //
 //	go test -run '^$' -bench Backlog -benchtime=1x ./scheduler/
 func BenchmarkBacklog(b *testing.B) {
+	traceBenchmark(b)
 	tasks, users := envInt(b, "AMSG_BENCH_TASKS", 100_000), envInt(b, "AMSG_BENCH_USERS", 1_000)
 	for range b.N {
 		b.StopTimer()

@@ -78,7 +78,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 		return InstantResult{}, &InstantError{Code: CodeProcessingError, Message: err.Error(), RetriesAttempted: &retries,
 			Permanent: le.Permanent, PushStatus: le.PushStatus, LLMStatus: le.LLMStatus}
 	}
-	if err := s.complete(lease, time.Time{}, last); err != nil {
+	if err := s.complete(ctx, lease, time.Time{}, last); err != nil {
 		return InstantResult{}, &InstantError{Code: "POST_SEND_CLEANUP_FAILED", Message: "消息已发送，但任务清理失败",
 			Details: map[string]string{"error": err.Error()}}
 	}

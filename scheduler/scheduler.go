@@ -29,6 +29,7 @@ import (
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
+	"amsg/push/tracing"
 	"amsg/store"
 )
 
@@ -345,11 +346,12 @@ func (s *Scheduler) Wake() {
 // claimAndStart claims up to n due tasks and starts delivering them,
 // logging each result.
 func (s *Scheduler) claimAndStart(n int) (int, error) {
-	now := s.now()
+	now, began := s.now(), claimBegins()
 	tasks, err := s.deps.Store.ClaimDueTasksExcept(s.runCtx, now, s.cfg.LeaseTTL, n, s.busyUsers())
 	if err != nil {
 		return 0, err
 	}
+	c := claimEnded(began, len(tasks))
 	taken := tasks[:0:0]
 	var surplus []store.Lease
 	for _, t := range tasks {
@@ -364,7 +366,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 		if !s.launch(func() {
 			h := &slotHold{s: s, userID: t.UserID}
 			defer h.done()
-			s.logResult(s.process(t, h))
+			s.logResult(s.process(t, h, c))
 		}) {
 			s.release()
 			s.dropUser(t.UserID)
@@ -498,11 +500,12 @@ func (h *slotHold) freeSlot() {
 // FetchLimit due tasks, delivers them within the concurrency bound, prunes
 // old rows and returns the summary of the standard's tick.
 func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
-	start := s.now()
+	start, began := s.now(), claimBegins()
 	tasks, err := s.deps.Store.ClaimDueTasks(ctx, start, s.cfg.LeaseTTL, s.cfg.FetchLimit)
 	if err != nil {
 		return Summary{}, err
 	}
+	c := claimEnded(began, len(tasks))
 	s.observeClaims(tasks, start)
 	results := make([]result, len(tasks))
 	var wg sync.WaitGroup
@@ -521,7 +524,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 			defer wg.Done()
 			h := &slotHold{s: s}
 			defer h.done()
-			results[i] = s.process(t, h)
+			results[i] = s.process(t, h, c)
 		}) {
 			if acquired {
 				s.release()
@@ -636,11 +639,13 @@ func (h *heldLease) end() (store.Lease, bool) {
 	return h.lease, h.lost
 }
 
-// process delivers one claimed occurrence and records its outcome, handing
-// h's slot off (slotHold.handOff) before it writes.
-func (s *Scheduler) process(t store.Task, h *slotHold) result {
+// process delivers one claimed occurrence, which c claimed, and records its
+// outcome, handing h's slot off (slotHold.handOff) before it writes.
+func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 	ctx, cancel := context.WithCancelCause(s.runCtx)
 	defer cancel(nil)
+	ctx, span := traceOccurrence(ctx, t, c)
+	defer func() { traceResult(span, r) }()
 	defer s.track(t.ID, cancel)()
 	held := s.hold(t.Lease(), func() { cancel(nil) })
 	started := s.now()
@@ -683,9 +688,9 @@ func (s *Scheduler) process(t store.Task, h *slotHold) result {
 		return s.releaseLease(lease)
 	}
 	if err != nil {
-		return s.failed(t, lease, rec, err)
+		return s.failed(ctx, t, lease, rec, err)
 	}
-	return s.delivered(t, lease, rec, sent, started, last)
+	return s.delivered(ctx, t, lease, rec, sent, started, last)
 }
 
 // stale reports whether the occurrence is too late to deliver: more than
@@ -720,11 +725,11 @@ func (s *Scheduler) expire(t store.Task, l store.Lease, rec Recurrence, now time
 // permanent or the retries of its kind are spent (MaxGenerationRetries for
 // an LLM failure, MaxDeliveryRetries otherwise), skip the occurrence
 // (recurring) or fail the task (one-off).
-func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err error) result {
+func (s *Scheduler) failed(ctx context.Context, t store.Task, l store.Lease, rec Recurrence, err error) result {
 	if until, ok := deferredUntil(err); ok {
 		return s.deferred(t, l, until)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
+	ctx, cancel := context.WithTimeout(tracing.Detached(ctx), bookkeepingTimeout)
 	defer cancel()
 	now := s.now()
 	v := failure(err)
@@ -758,7 +763,7 @@ func (s *Scheduler) failed(t store.Task, l store.Lease, rec Recurrence, err erro
 // delivered records a delivered occurrence, with the bookkeeping of its
 // last push: a one-off task is deleted, a recurring one advances from its
 // nominal time.
-func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time, last push.Bookkeeping) result {
+func (s *Scheduler) delivered(ctx context.Context, t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time, last push.Bookkeeping) result {
 	r := result{taskID: t.ID, kind: resultDeleted, sent: sent, late: started.Sub(t.NextSendAt)}
 	var next time.Time
 	if rec.Recurring() {
@@ -766,7 +771,7 @@ func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent 
 		next, _ = rec.NextAfter(t.NextSendAt, s.now())
 		r.next = next
 	}
-	if err := s.complete(l, next, last); err != nil {
+	if err := s.complete(ctx, l, next, last); err != nil {
 		return result{taskID: t.ID, kind: resultCleanupFailed, reason: err.Error(), updateError: err.Error(), sent: sent}
 	}
 	return r
@@ -777,8 +782,8 @@ func (s *Scheduler) delivered(t store.Task, l store.Lease, rec Recurrence, sent 
 // if the write still fails the lease runs out and the occurrence is sent
 // again with the same ids, which the service worker drops but which wake
 // the device twice.
-func (s *Scheduler) complete(l store.Lease, next time.Time, last push.Bookkeeping) error {
-	return courier.RetryWrite(context.Background(), s.cfg.LeaseTTL, s.cfg.Sleep, s.log.With("taskId", l.TaskID),
+func (s *Scheduler) complete(ctx context.Context, l store.Lease, next time.Time, last push.Bookkeeping) error {
+	return courier.RetryWrite(tracing.Detached(ctx), s.cfg.LeaseTTL, s.cfg.Sleep, s.log.With("taskId", l.TaskID),
 		"recording a delivered occurrence", func(ctx context.Context) error {
 			err := s.deps.Store.CompleteTask(ctx, l, next, last)
 			if errors.Is(err, store.ErrLeaseLost) {

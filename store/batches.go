@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"amsg/push/tracing"
 	"amsg/store/driver/batch"
 )
 
@@ -51,10 +52,12 @@ func newWriteBatch[R any](s *Store, combined func(context.Context, *sql.Tx, []R)
 }
 
 // write hands req to its batch and returns its outcome.
-func (w *writeBatch[R]) write(ctx context.Context, req R) error {
+func (w *writeBatch[R]) write(ctx context.Context, req R) (err error) {
 	if err := ctx.Err(); err != nil {
 		return w.wrap(req, err)
 	}
+	ctx, span := tracing.Start(ctx, "store.batch")
+	defer func() { w.s.traceWrite(span, err) }()
 	p := &pendingWrite[R]{ctx: ctx, req: req, done: make(chan error, 1)}
 	if err := w.batcher.Add(p); err != nil {
 		return w.wrap(req, errClosed)

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/tracing"
 	"amsg/store/driver"
 	"amsg/store/usercrypt"
 )
@@ -271,14 +272,16 @@ func (s *Store) writeLocked(ctx context.Context, fn func(*sql.Tx) error) error {
 	return s.writeWith(ctx, s.db.WriteLocked, fn)
 }
 
-func (s *Store) writeWith(ctx context.Context, run func(context.Context, func(*sql.Tx) error) error, fn func(*sql.Tx) error) error {
+func (s *Store) writeWith(ctx context.Context, run func(context.Context, func(*sql.Tx) error) error, fn func(*sql.Tx) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	ctx, span := tracing.Start(ctx, "store.write")
+	defer func() { s.traceWrite(span, err) }()
 	if s.closed.Load() {
 		return errClosed
 	}
-	err := run(ctx, fn)
+	err = run(ctx, fn)
 	if errors.Is(err, driver.ErrClosed) {
 		return errClosed
 	}

@@ -15,8 +15,9 @@ import (
 // a heartbeat into the instances table (so another instance can tell its
 // /continue claims from a dead one's), listens for task wake-ups from the
 // others, and campaigns each beat for the housekeeping, which one instance
-// does at a time: pruning, and resuming the broadcasts of dead instances.
-// On SQLite the one process is all of that alone.
+// does at a time: pruning, and resuming the broadcasts of dead instances
+// (both in scheduler, which checks the leadership itself). On SQLite the one
+// process is all of that alone.
 
 const (
 	// DefaultInstanceHeartbeat is how often an instance beats and campaigns.
@@ -26,10 +27,6 @@ const (
 	missedHeartbeats = 3
 	// housekeepingLeader names the leadership of the housekeeping.
 	housekeepingLeader = "housekeeping"
-	// broadcastIdle is how long a running broadcast may go without
-	// advancing before the leader takes it for a dead instance's and resumes
-	// it. A live one advances after every user, at least once a second.
-	broadcastIdle = 5 * time.Minute
 )
 
 // clusterConfig holds the settings of instances sharing a database.
@@ -73,8 +70,8 @@ func (s *server) joinInstances(ctx context.Context) error {
 	return s.store.RegisterInstance(ctx, s.instance)
 }
 
-// runInstance beats, campaigns and, while this instance leads, keeps house
-// until ctx ends; then it leaves the instances table and the leadership.
+// runInstance beats and campaigns until ctx ends; then it leaves the
+// instances table and the leadership.
 func (s *server) runInstance(ctx context.Context) {
 	beat := time.NewTicker(s.cfg.Cluster.Heartbeat)
 	defer beat.Stop()
@@ -90,11 +87,6 @@ func (s *server) runInstance(ctx context.Context) {
 		if leads != leading || !campaigned {
 			leading, campaigned = leads, true
 			s.log.Info("housekeeping leadership", "instance", s.instance, "leads", leads)
-		}
-		if leads && s.cfg.DatabaseURL != "" {
-			if err := s.api.ResumeBroadcasts(ctx, s.now().Add(-broadcastIdle)); err != nil && ctx.Err() == nil {
-				s.log.Warn("resuming the broadcasts of dead instances failed", "err", err)
-			}
 		}
 		select {
 		case <-ctx.Done():

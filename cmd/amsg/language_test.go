@@ -32,7 +32,7 @@ func TestNotificationsSpeakEachDevicesLanguage(t *testing.T) {
 	}
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(llmtest.Reply{Content: "Hello there."})
-	postInstant(t, p.URL, "en-US", map[string]any{
+	postInstant(t, p.URL, map[string]string{"Accept-Language": "en-US"}, map[string]any{
 		"contactName": "Rei", "messages": []any{map[string]any{"role": "user", "content": "hi"}},
 		"apiUrl": llm.APIURL(), "apiKey": "k", "primaryModel": "m",
 	})
@@ -77,7 +77,7 @@ func TestApprovalsSpeakEachDevicesLanguage(t *testing.T) {
 	llm := llmtest.NewServer(t)
 	llm.Enqueue(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "call_mail", Name: "send_email", Arguments: "{}"}}})
 	// Asked in Chinese: each device still hears its own language.
-	postInstant(t, p.URL, "zh-CN", map[string]any{
+	postInstant(t, p.URL, map[string]string{"Accept-Language": "zh-CN"}, map[string]any{
 		"contactName": "Rei", "messages": []any{map[string]any{"role": "user", "content": "mail the boss"}},
 		"apiUrl": llm.APIURL(), "apiKey": "k", "primaryModel": "m", "approvalTools": []string{"send_email"},
 		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "send_email", "parameters": map[string]any{"type": "object"}}}},
@@ -112,16 +112,18 @@ func TestApprovalsSpeakEachDevicesLanguage(t *testing.T) {
 	}
 }
 
-// postInstant runs /instant for the rig's user, asking in the language
-// acceptLanguage, and fails t unless it answers 200.
-func postInstant(t *testing.T, base, acceptLanguage string, instant map[string]any) {
+// postInstant runs /instant for the rig's user with the request headers
+// header (Accept-Language, traceparent), and fails t unless it answers 200.
+func postInstant(t *testing.T, base string, header map[string]string, instant map[string]any) {
 	t.Helper()
 	body, _ := json.Marshal(instant)
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/instant", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Accept-Language", acceptLanguage)
 	req.Header.Set("X-User-Id", taskUser)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -82,16 +82,25 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 		return &configError{err}
 	}
 	s.scheduler = sched
+	bc := scheduler.BroadcastConfig{Logger: s.log, Now: s.now}
+	if s.cfg.DatabaseURL != "" {
+		// Several instances: their leader resumes a dead one's broadcasts.
+		// A SQLite data directory has one process, whose start resumes them.
+		bc.Leader, bc.LeaderInterval = s.housekeeper, s.cfg.Cluster.Heartbeat
+	}
+	s.broadcasts = scheduler.NewBroadcasts(s.store, bc)
 	return nil
 }
 
 // stopScheduler lets deliveries under way finish for up to the shutdown
 // timeout, then interrupts them; unfinished tasks get their leases released
-// so the next start delivers them at once.
+// so the next start delivers them at once. Broadcasts stop at once; the
+// next start (or the leader) sends the rest.
 func (s *server) stopScheduler(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := s.scheduler.Stop(ctx); err != nil {
 		s.log.Warn("deliveries did not finish in time; their tasks will be delivered on the next start", "err", err)
 	}
+	s.broadcasts.Stop()
 }

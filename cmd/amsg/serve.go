@@ -58,6 +58,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer, getenv func(
 		debug.SetGCPercent(defaultGCPercent)
 	}
 	log := newLogger(cfg, stderr)
+	stopTracing, ok := startTracing(ctx, getenv, log, stderr)
+	if !ok {
+		return 2
+	}
+	defer stopTracing()
 	srv, err := openServer(ctx, cfg, log)
 	if err != nil {
 		var cfgErr *configError
@@ -92,13 +97,14 @@ type server struct {
 	listener    net.Listener
 	healthz     *healthListener // nil without --health-addr
 	scheduler   *scheduler.Scheduler
+	broadcasts  *scheduler.Broadcasts // sent through api, started and stopped with the scheduler
 	llm         *llm.Client
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
 	version     string   // buildVersion(), read once
 	instance    string   // cluster.go
 	housekeeper store.Leader
-	api         *api.Server // resumes broadcasts on the leader
+	api         *api.Server // the broadcasts' sender
 	// webhooks sends while this instance holds webhooksLeader (webhooks.go).
 	webhooks       *webhook.Dispatcher
 	webhooksLeader store.Leader
@@ -240,6 +246,7 @@ func (s *server) build() error {
 		Store:         s.store,
 		Courier:       deliveries,
 		Scheduler:     s.scheduler,
+		Broadcasts:    s.broadcasts,
 		Metrics:       reg,
 		ServiceWorker: sw.Handler(s.version + "-" + assets),
 		Web:           web.Handler(),
@@ -250,13 +257,6 @@ func (s *server) build() error {
 		return err
 	}
 	s.api = handler
-	if s.cfg.DatabaseURL == "" {
-		// One process per data directory: every running broadcast is a
-		// dead one's. Several instances leave it to their leader.
-		if err := handler.ResumeBroadcasts(context.Background(), s.now()); err != nil {
-			return err
-		}
-	}
 	s.listener, err = net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return &configError{fmt.Errorf("--addr %s: %w", s.cfg.Addr, err)}
@@ -305,6 +305,9 @@ func (s *server) run(ctx context.Context) error {
 	wg.Go(func() { s.api.WatchInterrupts(background, s.cfg.Tick) })
 
 	s.scheduler.Start()
+	if err := s.broadcasts.Start(s.api); err != nil {
+		s.log.Warn("resuming the broadcasts of a previous process failed", "err", err)
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.http.Serve(s.listener) }()
 	s.serveHealth()

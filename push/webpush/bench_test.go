@@ -130,17 +130,9 @@ func BenchmarkDelivery(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	child := startPushService(b, public)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(child.hello.CertPEM)
+	child, sender := startDeliveryBench(b, public, private)
 	subs := child.hello.Subs
 	msg := contentPush("msg_bench", 480)
-
-	sender, err := NewSender(Config{VAPIDPublicKey: public, VAPIDPrivateKey: private, Subject: "ops@example.org",
-		AllowPrivateEndpoints: true, RootCAs: pool, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
 	direct := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: sender.client.Transport.(*http.Transport).TLSClientConfig, ForceAttemptHTTP2: true,
 		MaxIdleConnsPerHost: 256,
@@ -182,6 +174,20 @@ func BenchmarkDelivery(b *testing.B) {
 		b.Fatalf("the push service delivered %d of %d pushes, %d errors (first: %s)",
 			report.Counts.Delivered, sent.Load(), report.Counts.Errors, report.FirstError)
 	}
+}
+
+// startDeliveryBench starts the push service in its own process and a sender
+// that trusts its certificate, for the delivery benchmarks.
+func startDeliveryBench(b *testing.B, public, private string) (*pushServiceChild, *Sender) {
+	child := startPushService(b, public)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(child.hello.CertPEM)
+	sender, err := NewSender(Config{VAPIDPublicKey: public, VAPIDPrivateKey: private, Subject: "ops@example.org",
+		AllowPrivateEndpoints: true, RootCAs: pool, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return child, sender
 }
 
 // runConcurrently calls op b.N times from n goroutines and reports the

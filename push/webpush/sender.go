@@ -33,6 +33,7 @@ import (
 
 	"amsg/push"
 	"amsg/push/netguard"
+	"amsg/push/tracing"
 )
 
 // Urgency is the RFC 8030 Urgency header.
@@ -280,7 +281,9 @@ func (s *Sender) Send(ctx context.Context, sub push.Subscription, msg Message) (
 	if err != nil {
 		return Delivery{}, err
 	}
+	ctx, span := tracing.Start(ctx, "push.send")
 	d := s.deliver(ctx, sub, o)
+	traceDelivery(span, d, msg)
 	s.logDelivery(d, msg.ID)
 	return d, nil
 }

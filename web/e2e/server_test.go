@@ -103,10 +103,12 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	broadcasts := scheduler.NewBroadcasts(st, scheduler.BroadcastConfig{Logger: log})
 	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llmPolicy, Logger: log, PageURL: pageURL}, api.Deps{
-		Store:     st,
-		Courier:   deliveries,
-		Scheduler: sched,
+		Store:      st,
+		Courier:    deliveries,
+		Scheduler:  sched,
+		Broadcasts: broadcasts,
 		Instant: &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log, PageURL: pageURL}),
 			DefaultModel: opts.operatorModel != (llm.Model{})},
 		Web:           web.Handler(),
@@ -116,6 +118,10 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := broadcasts.Start(h); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broadcasts.Stop)
 	srv.Config.Handler = h
 	srv.Start()
 	return &server{Server: srv, Store: st, Push: pushes, Scheduler: sched, clock: clk}
