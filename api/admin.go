@@ -38,7 +38,7 @@ type adminRoute struct {
 }
 
 func (s *Server) adminRoutes() []adminRoute {
-	return []adminRoute{
+	return append([]adminRoute{
 		{http.MethodPost, "/api/v1/admin/send", s.idempotent(adminScope, s.handleAdminSend)},
 		{http.MethodPost, "/api/v1/admin/broadcasts", s.idempotent(adminScope, s.handleAdminBroadcast)},
 		{http.MethodGet, "/api/v1/admin/broadcasts", s.handleAdminBroadcasts},
@@ -52,7 +52,7 @@ func (s *Server) adminRoutes() []adminRoute {
 		{http.MethodGet, "/api/v1/admin/deliveries/per-minute", s.handleAdminPerMinute},
 		{http.MethodGet, "/api/v1/admin/messages/per-day", s.handleAdminMessagesPerDay},
 		{http.MethodGet, "/api/v1/admin/messages/{messageId}/timeline", s.handleAdminMessageTimeline},
-	}
+	}, s.webhookRoutes()...)
 }
 
 // mountAdmin registers the operator routes and page when an operator token
@@ -144,6 +144,12 @@ func (s *Server) decodeAdmin(w http.ResponseWriter, r *http.Request, v any) erro
 	if err != nil {
 		return err
 	}
+	return decodeAdminBody(body, v)
+}
+
+// decodeAdminBody decodes an operator request's body into v, refusing
+// members v does not have.
+func decodeAdminBody(body []byte, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -214,4 +214,10 @@ var errorTable = []errorText{
 	{"RECEIPT_TOKEN_INVALID", "The receipt token is not one the server issued for this message and device (details: index)", "回执令牌无效：不是服务器为这条消息和设备签发的"},
 	{"RECEIPT_OTHER_DEVICE", "The receipt token belongs to another device than the reporting endpoint's (details: index)", "回执令牌属于另一台设备"},
 	{"RECEIPT_DEVICE_UNKNOWN", "The reporting device is not registered (unknown endpoint)", "报告回执的设备未登记（endpoint 未知）"},
+
+	// Signed webhooks (issue 25).
+	{"INVALID_WEBHOOK_URL", "url must be an https URL of a public host, without credentials (details: reason)", "webhook 地址无效：须为公网主机的 https 地址，且不带凭据（见 details.reason）"},
+	{"INVALID_WEBHOOK_EVENT", "events must list known webhook event types, each once (details: eventType, known)", "webhook 事件类型无效：须为已知类型且不重复（见 details）"},
+	{"WEBHOOK_NOT_FOUND", "No webhook endpoint has this id", "webhook 端点不存在"},
+	{"WEBHOOK_LIMIT_EXCEEDED", "Too many webhook endpoints (details: limit)", "webhook 端点数量已达上限"},
 }

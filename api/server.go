@@ -22,6 +22,7 @@ import (
 	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
+	"amsg/scheduler/webhook"
 	"amsg/store"
 
 	"github.com/go-chi/chi/v5"
@@ -69,6 +70,10 @@ type Config struct {
 	// LLMPolicy vets the apiUrl a request or task gives (400
 	// INVALID_API_URL); the LLM client enforces it again when it dials.
 	LLMPolicy llm.URLPolicy
+	// WebhookPolicy vets the receivers the operator registers (400
+	// INVALID_WEBHOOK_URL); the webhook sender enforces it again when it
+	// dials.
+	WebhookPolicy webhook.URLPolicy
 }
 
 // Deps are the components the handlers use.
@@ -202,6 +207,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.interruptsFeature(),
 		s.credentialsFeature(),
 		s.messageEventsFeature(),
+		s.webhooksFeature(),
 	} {
 		for _, c := range f.capabilities {
 			if !slices.Contains(s.features, c) { // tasks and instant both take llmExtraBody

@@ -2,13 +2,11 @@ package llm
 
 import (
 	"amsg/push"
-	"amsg/push/webpush"
+	"amsg/push/netguard"
 
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -110,7 +108,7 @@ func percentEncode(s, set string) string {
 // default model is not subject to it.
 type URLPolicy struct {
 	AllowPrivate bool
-	Resolver     webpush.Resolver // nil means net.DefaultResolver
+	Resolver     netguard.Resolver // nil means net.DefaultResolver
 }
 
 // Check normalizes apiURL and refuses it (an *Error of kind
@@ -131,34 +129,23 @@ func (p URLPolicy) Check(ctx context.Context, apiURL string) error {
 	refuse := func(why string) error {
 		return &Error{kind: ErrInvalidAPIURL, msg: fmt.Sprintf("Invalid apiUrl: host %s is %s; only public hosts may be called.", host, why)}
 	}
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+	if netguard.IsLocalName(host) {
 		return refuse("local")
 	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if why := webpush.RefusedAddress(ip); why != "" {
-			return refuse(why)
-		}
-		return nil
-	}
-	resolver := p.Resolver
-	if resolver == nil {
-		resolver = net.DefaultResolver
-	}
-	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
+	refusal, err := netguard.CheckHost(ctx, p.Resolver, host)
+	switch {
+	case errors.Is(err, netguard.ErrUnresolved):
 		// Not an SSRF: the call will fail, and the dial check still holds
 		// if the name resolves by then.
 		return nil
+	case err != nil:
+		return err
+	case refusal == nil:
+		return nil
+	case refusal.Literal:
+		return refuse(refusal.Why)
 	}
-	for _, ip := range addrs {
-		if why := webpush.RefusedAddress(ip); why != "" {
-			return refuse("resolving to " + why)
-		}
-	}
-	return nil
+	return refuse("resolving to " + refusal.Why)
 }
 
 // errRefusedAddress is the dial error for an address the policy refuses.
@@ -171,7 +158,7 @@ func (p URLPolicy) dialControl() func(network, address string, c syscall.RawConn
 	if p.AllowPrivate {
 		return nil
 	}
-	return webpush.RefusePrivate(errRefusedAddress)
+	return netguard.RefusePrivate(errRefusedAddress)
 }
 
 // displayURL is an endpoint as errors and logs may show it: credentials

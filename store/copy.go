@@ -15,6 +15,7 @@ var copiedTables = []string{
 	"transcript_sessions", "transcript_entries", "broadcasts", "client_token_proofs",
 	"user_preferences", "proactive_pushes", "idempotency_keys", "interrupts", "llm_credentials",
 	"cloud_owners", "cloud_owned", "cloud_records", "message_events",
+	"webhook_endpoints", "webhook_cursor", "webhook_deliveries",
 }
 
 // notCopiedTables: the destination has its own schema version; Open stored

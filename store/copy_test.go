@@ -120,6 +120,13 @@ func populate(t *testing.T, st *store.Store, clk *clock) {
 		Detail: json.RawMessage(`{"action":"open"}`)}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := st.PutWebhookEndpoint(ctx, store.WebhookEndpoint{ID: "wh_1", URL: "https://hooks.example.com/", Events: []string{"message.shown"},
+		Secret: testWebhookSecret}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddWebhookDeliveries(ctx, 0, 1, []store.WebhookDelivery{{EndpointID: "wh_1", EventSeq: 1, MessageKey: alice + "/m1", Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func rawPostgres(t *testing.T, url string) *sql.DB {

@@ -93,7 +93,11 @@ func (w *bookkeepingWrite) writeMarks(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	for _, id := range b.Gone {
-		if _, err := s.txExec(ctx, tx, deleteDeviceSQL, b.UserID, id); err != nil {
+		res, err := s.txExec(ctx, tx, deleteDeviceSQL, b.UserID, id)
+		if err != nil {
+			return err
+		}
+		if err := s.recordDeviceGone(ctx, tx, res, b.UserID, id, w.now); err != nil {
 			return err
 		}
 	}

@@ -116,7 +116,7 @@ func (s *Store) DecideInterrupt(ctx context.Context, d InterruptDecision) (*Inte
 		}
 		if len(list) == 1 {
 			out = &list[0]
-			return nil
+			return s.recordInterruptsDecided(ctx, tx, list)
 		}
 		var state string
 		err = tx.QueryRowContext(ctx, `SELECT state FROM interrupts WHERE id = ?`, d.ID).Scan(&state)
@@ -169,8 +169,10 @@ func (s *Store) ExpireInterrupts(ctx context.Context, now time.Time, limit int) 
 		if err != nil {
 			return err
 		}
-		out, err = s.scanInterrupts(rows)
-		return err
+		if out, err = s.scanInterrupts(rows); err != nil {
+			return err
+		}
+		return s.recordInterruptsDecided(ctx, tx, out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: expire interrupts: %w", err)

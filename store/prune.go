@@ -26,6 +26,9 @@ type Pruned struct {
 	// MessageEvents counts events older than the outbox keeps a message
 	// or beyond Config.MessageEventsMaxRows.
 	MessageEvents int
+	// WebhookDeliveries counts webhook deliveries done or given up longer
+	// ago than the delivery log keeps attempts.
+	WebhookDeliveries int
 	// CloudRecords counts expired inventory snapshots, plans and finished
 	// cleanup operations, and ownership records of deleted resources.
 	CloudRecords int
@@ -39,7 +42,7 @@ func (p Pruned) LogValue() slog.Value {
 		slog.Int("devices", p.Devices), slog.Int("instances", p.Instances), slog.Int("tokenProofs", p.TokenProofs),
 		slog.Int("dailySlots", p.DailySlots), slog.Int("idempotencyKeys", p.IdempotencyKeys),
 		slog.Int("unknownSubscriptions", p.UnknownSubscriptions),
-		slog.Int("messageEvents", p.MessageEvents), slog.Int("cloudRecords", p.CloudRecords))
+		slog.Int("messageEvents", p.MessageEvents), slog.Int("webhookDeliveries", p.WebhookDeliveries), slog.Int("cloudRecords", p.CloudRecords))
 }
 
 // Prune is the store's housekeeping, the one place rows are deleted for
@@ -68,6 +71,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		{"outbox", &p.Outbox, func() (int, error) { return s.CleanupOutbox(ctx) }},
 		{"delivery log", &p.DeliveryLog, func() (int, error) { return s.PruneDeliveryLog(ctx) }},
 		{"message events", &p.MessageEvents, func() (int, error) { return s.PruneMessageEvents(ctx) }},
+		{"webhook deliveries", &p.WebhookDeliveries, olderThan(s.deliveryLogMaxAge, s.PruneWebhookDeliveries)},
 		{"transcripts", &p.Transcripts, olderThan(r.Transcripts, s.PruneTranscripts)},
 		// An answered approval lives as long as the transcript that records it.
 		{"interrupts", &p.Interrupts, olderThan(r.Transcripts, s.PruneInterrupts)},

@@ -31,6 +31,7 @@ var sealedColumns = []sealedColumn{
 	{table: "interrupts", column: "body", owner: "user_id", key: []string{"id"}},
 	// A reason is NULL until a denial gives one.
 	{table: "interrupts", column: "reason", owner: "user_id", key: []string{"id"}, from: "interrupts WHERE reason IS NOT NULL"},
+	{table: "webhook_endpoints", column: "secret", owner: "'" + webhookKeyOwner + "'", key: []string{"id"}},
 }
 
 // RekeyResult counts the values Rekey re-sealed.

@@ -45,6 +45,10 @@ func TestRekey(t *testing.T) {
 	if _, err := st.DecideInterrupt(ctx, store.InterruptDecision{ID: "int_a", State: store.InterruptDenied, Reason: "no", At: now}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := st.PutWebhookEndpoint(ctx, store.WebhookEndpoint{ID: "wh_1", URL: "https://hooks.example.com/", Events: []string{"message.sent"},
+		Secret: testWebhookSecret}); err != nil {
+		t.Fatal(err)
+	}
 	res, err := st.Rekey(ctx, newKey)
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +78,9 @@ func TestRekey(t *testing.T) {
 		if want := map[string]string{"small": "v1", "big": big}[e.Key]; e.Value != want {
 			t.Errorf("%s = %d bytes, want %d", e.Key, len(e.Value), len(want))
 		}
+	}
+	if hooks, err := st.WebhookEndpoints(ctx); err != nil || len(hooks) != 1 || hooks[0].Secret != testWebhookSecret {
+		t.Errorf("webhook endpoints after rekey = %v, %v; want the secret readable", hooks, err)
 	}
 	for id, want := range map[string]string{"int_a": "no", "int_b": ""} {
 		in, err := st.Interrupt(ctx, id)

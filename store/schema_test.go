@@ -83,7 +83,7 @@ func TestSchemaReportOnEitherDialect(t *testing.T) {
 	}
 	want := []string{"broadcasts", "client_state", "client_token_proofs", "cloud_owned", "cloud_owners", "cloud_records", "delivery_log", "idempotency_keys", "instances",
 		"interrupts", "leader_leases", "llm_credentials", "message_events", "message_outbox", "proactive_pushes", "schema_version", "secrets", "subscriptions", "tasks", "transcript_entries",
-		"transcript_sessions", "user_preferences"}
+		"transcript_sessions", "user_preferences", "webhook_cursor", "webhook_deliveries", "webhook_endpoints"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tables = %v, want %v", names, want)
 	}

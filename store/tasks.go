@@ -435,7 +435,11 @@ func (s *Store) CompleteTask(ctx context.Context, l Lease, next time.Time, last 
 // RescheduleTask skips the leased occurrence of a recurring task: it moves
 // to next with its lease and retry state cleared and lastError recorded.
 func (s *Store) RescheduleTask(ctx context.Context, l Lease, next time.Time, lastError json.RawMessage) error {
-	return s.finish(ctx, l, rescheduleTaskSQL, millis(next), string(lastError), millis(s.now()))
+	if err := s.finish(ctx, l, rescheduleTaskSQL, millis(next), string(lastError), millis(s.now())); err != nil {
+		return err
+	}
+	s.recordTaskFailed(ctx, l, true, lastError)
+	return nil
 }
 
 // BackOffTask records a failed attempt that will be retried at retryAfter:
@@ -447,7 +451,11 @@ func (s *Store) BackOffTask(ctx context.Context, l Lease, retryAfter time.Time, 
 // FailTask marks a one-off task failed for good, with its retry count and
 // last error.
 func (s *Store) FailTask(ctx context.Context, l Lease, retryCount int, lastError json.RawMessage) error {
-	return s.finish(ctx, l, failTaskSQL, retryCount, string(lastError), millis(s.now()))
+	if err := s.finish(ctx, l, failTaskSQL, retryCount, string(lastError), millis(s.now())); err != nil {
+		return err
+	}
+	s.recordTaskFailed(ctx, l, false, lastError)
+	return nil
 }
 
 // finish runs statement (one of the fenced statements below) on the task l

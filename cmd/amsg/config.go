@@ -35,6 +35,7 @@ type config struct {
 	Instant               instantConfig   // instant.go
 	Cluster               clusterConfig   // cluster.go
 	Limits                limitsConfig    // limits.go
+	Webhooks              webhooksConfig  // webhooks.go
 
 	Notifications notificationsConfig // notifications.go
 
@@ -57,6 +58,7 @@ var secretEnv = []struct{ name, usage string }{
 	{"AMSG_TOKEN_SIGNING_KEY", "HMAC key for Bearer tokens on /instant and /continue (optional)"},
 	{"AMSG_ADMIN_TOKEN", "operator token: enables /api/v1/admin/ and /admin for requests that send it as a Bearer token (optional)"},
 	{"AMSG_LLM_API_KEY", "API key of the operator's model (--llm-api-url)"},
+	{"AMSG_WEBHOOK_SECRET", "signing secret of --webhook-url, whsec_<base64 of 24 to 64 bytes> (Standard Webhooks)"},
 }
 
 // minTokenLen bounds how short the operator token (it opens every user's
@@ -106,6 +108,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.Cluster.register(fs)
 	c.Limits.register(fs)
 	c.Notifications.register(fs)
+	c.Webhooks.register(fs)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -144,6 +147,7 @@ func parseServeConfig(args []string, getenv func(string) string, stderr io.Write
 	c.TokenSigningKey = getenv("AMSG_TOKEN_SIGNING_KEY")
 	c.AdminToken = getenv("AMSG_ADMIN_TOKEN")
 	c.Limits.LLMAPIKey = getenv("AMSG_LLM_API_KEY")
+	c.Webhooks.Secret = getenv("AMSG_WEBHOOK_SECRET")
 	return c, c.validate()
 }
 
@@ -179,6 +183,9 @@ func (c config) validate() error {
 		return err
 	}
 	if err := c.Instant.validate(); err != nil {
+		return err
+	}
+	if err := c.Webhooks.validate(); err != nil {
 		return err
 	}
 	return c.Notifications.validate()

@@ -70,6 +70,14 @@ func TestServeConfigRejectsBadInput(t *testing.T) {
 		{"pooler without a database", nil, map[string]string{"AMSG_DATABASE_POOLER": "transaction"}, "given with --database-url"},
 		{"instance heartbeat", []string{"--instance-heartbeat", "1ms"}, nil, "--instance-heartbeat must be at least 100ms"},
 		{"negative retries", nil, map[string]string{"AMSG_MAX_GENERATION_RETRIES": "-1"}, "--max-generation-retries must be 0 or more"},
+		{"webhook retry window", []string{"--webhook-retry-for", "1h"}, nil, "retry window 1h0m0s is outside [24h0m0s, 720h0m0s]"},
+		{"webhook timeout", []string{"--webhook-timeout", "10m"}, nil, "timeout 10m0s is outside"},
+		{"webhook concurrency", []string{"--webhook-concurrency", "0"}, nil, "--webhook-concurrency must be positive"},
+		{"webhook without secret", nil, map[string]string{"AMSG_WEBHOOK_URL": "https://hooks.example.com/"}, "--webhook-url needs AMSG_WEBHOOK_SECRET"},
+		{"webhook bad secret", nil, map[string]string{"AMSG_WEBHOOK_URL": "https://hooks.example.com/", "AMSG_WEBHOOK_SECRET": "hunter2"}, "whsec_ followed by the base64"},
+		{"webhook unknown event", nil, map[string]string{"AMSG_WEBHOOK_URL": "https://hooks.example.com/", "AMSG_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+			"AMSG_WEBHOOK_EVENTS": "message.sent,message.exploded"}, `unknown webhook event type "message.exploded"`},
+		{"webhook secret without url", nil, map[string]string{"AMSG_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "need --webhook-url"},
 	} {
 		_, err := parseServeConfig(c.args, env(c.env), io.Discard)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.want) {

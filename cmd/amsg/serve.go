@@ -23,6 +23,7 @@ import (
 	"amsg/push/courier"
 	"amsg/push/webpush"
 	"amsg/scheduler"
+	"amsg/scheduler/webhook"
 	"amsg/store"
 	"amsg/sw"
 	"amsg/web"
@@ -104,6 +105,9 @@ type server struct {
 	instance    string   // cluster.go
 	housekeeper store.Leader
 	api         *api.Server // the broadcasts' sender
+	// webhooks sends while this instance holds webhooksLeader (webhooks.go).
+	webhooks       *webhook.Dispatcher
+	webhooksLeader store.Leader
 	// now is the one clock: the store, the sender, the courier, the
 	// transcripts, the agent, the scheduler and the API all read it.
 	now func() time.Time
@@ -214,6 +218,10 @@ func (s *server) build() error {
 	if err := s.newScheduler(deliveries, observeLateness); err != nil {
 		return err
 	}
+	if err := s.newWebhooks(context.Background()); err != nil {
+		return err
+	}
+	reg.MustRegister(s.webhooks.Collectors()...)
 	// The worker's version hashes the page's files, so a build with a new
 	// page is a byte-different worker: browsers update it and it re-caches
 	// the offline shell.
@@ -231,6 +239,7 @@ func (s *server) build() error {
 		AdminToken:            s.cfg.AdminToken,
 		Limits:                s.cfg.Limits.api(),
 		LLMPolicy:             policy,
+		WebhookPolicy:         webhook.URLPolicy{AllowPrivate: s.cfg.Webhooks.AllowPrivate},
 		Logger:                s.log,
 		PageURL:               s.cfg.Notifications.PublicURL,
 		Now:                   s.now,
@@ -273,6 +282,9 @@ func (s *server) run(ctx context.Context) error {
 	if s.cfg.AllowPrivateEndpoints {
 		s.log.Warn("private push endpoints are allowed: development and tests only")
 	}
+	if s.cfg.Webhooks.AllowPrivate {
+		s.log.Warn("webhook endpoints may be loopback and private hosts (--webhook-allow-private)")
+	}
 	if s.cfg.Limits.AllowPrivateLLM {
 		s.log.Warn("requests may name loopback and private LLM endpoints (--allow-private-llm): any caller can reach this machine's network through apiUrl")
 	}
@@ -288,6 +300,7 @@ func (s *server) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.runInstance(background) })
 	wg.Go(func() { s.watchTasks(background) })
+	wg.Go(func() { s.runWebhooks(background) })
 	// Expired approvals are looked for on the scheduler's tick; every
 	// instance looks, and each expiry is settled by one (store fence).
 	wg.Go(func() { s.api.WatchInterrupts(background, s.cfg.Tick) })

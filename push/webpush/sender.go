@@ -22,7 +22,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -33,6 +32,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"amsg/push"
+	"amsg/push/netguard"
 	"amsg/push/tracing"
 )
 
@@ -122,7 +122,7 @@ type Config struct {
 	// Resolver resolves endpoint hosts before the dial policy sees the
 	// addresses; nil is the system's. Tests point a stand-in host (such
 	// as Apple's) at a local push service with it.
-	Resolver Resolver
+	Resolver netguard.Resolver
 	// RootCAs are the authorities push services' certificates are checked
 	// against; nil is the system's. Tests trust a local push service with it.
 	RootCAs *x509.CertPool
@@ -242,14 +242,10 @@ func uniformJitter(n time.Duration) time.Duration {
 // the endpoint policy to the resolved address.
 func newHTTPClient(policy EndpointPolicy, cfg Config) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: policy.dialControl}
-	dial := dialer.DialContext
-	if cfg.Resolver != nil {
-		dial = resolvingDial(dialer, cfg.Resolver)
-	}
 	return &http.Client{
 		Timeout: cfg.Timeout,
 		Transport: &http.Transport{
-			DialContext:           dial,
+			DialContext:           netguard.Dial(dialer, cfg.Resolver),
 			TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs},
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          4 * cfg.MaxConnsPerHost,
@@ -260,32 +256,6 @@ func newHTTPClient(policy EndpointPolicy, cfg Config) *http.Client {
 			ExpectContinueTimeout: time.Second,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-}
-
-// resolvingDial resolves the host with r and dials its addresses in turn;
-// the dialer's Control still checks each address.
-func resolvingDial(d *net.Dialer, r Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := netip.ParseAddr(host); err == nil {
-			return d.DialContext(ctx, network, addr)
-		}
-		ips, err := r.LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return nil, err
-		}
-		err = fmt.Errorf("%s resolves to no address", host)
-		for _, ip := range ips {
-			var c net.Conn
-			if c, err = d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), port)); err == nil {
-				return c, nil
-			}
-		}
-		return nil, err
 	}
 }
 

@@ -253,6 +253,18 @@ function renderTasks(data) {
     el('td', { class: 'num' }, t.retryCount))), 'No tasks.', 6);
 }
 
+// The webhook endpoints, each with the deliveries still to go and those
+// given up after the retry window, and why the last one was.
+function renderWebhooks(data) {
+  fillTable($('webhooks'), data.webhooks.map((h) => el('tr', {},
+    el('td', { class: 'id', title: h.webhookId }, h.url, h.source === 'env' ? el('span', { class: 'muted' }, ' (AMSG_WEBHOOK_URL)') : ''),
+    el('td', {}, h.events.join(', ')),
+    el('td', { class: 'num' }, h.pending),
+    el('td', { class: 'num' }, h.failed),
+    el('td', {}, h.lastFailure ? `${when(h.lastFailure.at)}: ${h.lastFailure.lastError} (${h.lastFailure.attempts} tries)` : '—'))),
+  'No webhook endpoints.', 5);
+}
+
 async function refresh() {
   setStatus('Loading…');
   try {
@@ -264,6 +276,7 @@ async function refresh() {
     renderFailed(failed);
     renderUsers(users);
     renderTasks(tasks);
+    renderWebhooks(await api('GET', 'webhooks'));
     setStatus(`Updated ${new Intl.DateTimeFormat(undefined, { timeStyle: 'short' }).format(new Date())}`);
   } catch (err) {
     if (err.status === 401 || err.status === 404) return signOut(err.status === 404

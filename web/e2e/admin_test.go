@@ -138,13 +138,7 @@ func TestAdminPageFitsAFreshServer(t *testing.T) {
 	}
 
 	b := browsertest.New(t, browsertest.Config{})
-	p := b.NewPage()
-	p.Navigate(srv.URL + "/admin")
-	p.WaitFor(`!document.getElementById('signin').hidden`)
-	p.Eval(`(() => {
-		document.getElementById('token').value = `+strconv.Quote(adminToken)+`;
-		document.getElementById('signin-form').requestSubmit();
-	})()`, nil)
+	p := signInAdmin(b, srv.URL)
 	p.WaitFor(`document.querySelectorAll('#failed tbody tr').length > 0 && document.querySelectorAll('#chart rect').length > 0`)
 	var heading, rows, title string
 	var barWidth, leftmost float64
@@ -167,4 +161,17 @@ func TestAdminPageFitsAFreshServer(t *testing.T) {
 	if errs := b.TakeConsoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %v", errs)
 	}
+}
+
+// signInAdmin opens the operator page at serverURL in b and signs in with
+// the operator token.
+func signInAdmin(b *browsertest.Browser, serverURL string) *browsertest.Page {
+	p := b.NewPage()
+	p.Navigate(serverURL + "/admin")
+	p.WaitFor(`!document.getElementById('signin').hidden`)
+	p.Eval(`(() => {
+		document.getElementById('token').value = `+strconv.Quote(adminToken)+`;
+		document.getElementById('signin-form').requestSubmit();
+	})()`, nil)
+	return p
 }

@@ -36,6 +36,7 @@ var dialect = driver.Dialect{
 		pendingTasksSchema,
 		leaseSchema,
 		messageEventsSchema,
+		webhooksSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
@@ -57,6 +58,7 @@ var dialect = driver.Dialect{
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
 		resetIdentity("tasks"), resetIdentity("transcript_sessions"), resetIdentity("message_events"),
+		resetIdentity("webhook_deliveries"),
 	},
 
 	Tables: `SELECT table_name::text FROM information_schema.tables

@@ -31,6 +31,7 @@ var dialect = driver.Dialect{
 		pendingTasksSchema,
 		leaseSchema,
 		messageEventsSchema,
+		webhooksSchema,
 	},
 
 	ClaimableAt: claimableAt,

@@ -320,3 +320,43 @@ CREATE TABLE message_events (
 CREATE INDEX message_events_message ON message_events (user_id, message_id, id);
 CREATE INDEX message_events_at ON message_events (at);
 `
+
+// webhooksSchema: signed webhooks (store/webhooks.go). webhook_endpoints are
+// the operator's receivers, their secret sealed at rest; webhook_cursor is
+// how far the fan-out has read message_events; webhook_deliveries one row
+// per event and endpoint, written before the first try, unique per event so
+// a re-read adds nothing, webhook_deliveries_message serving the per-message
+// order and webhook_deliveries_due the sender's read.
+const webhooksSchema = `
+CREATE TABLE webhook_endpoints (
+	id         TEXT PRIMARY KEY,
+	url        TEXT NOT NULL,
+	events     TEXT NOT NULL,    -- space-separated webhook event types
+	secret     TEXT NOT NULL,    -- sealed at rest
+	batch      INTEGER NOT NULL, -- 1: several events in one request, as a JSON array
+	start_seq  INTEGER NOT NULL, -- events at or below it happened before the endpoint
+	created_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE webhook_cursor (
+	name TEXT PRIMARY KEY,
+	seq  INTEGER NOT NULL
+) STRICT;
+CREATE TABLE webhook_deliveries (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	endpoint_id TEXT NOT NULL,
+	event_seq   INTEGER NOT NULL,
+	message_key TEXT NOT NULL,    -- deliveries with the same key go in order; '' none
+	payload     TEXT NOT NULL,    -- the JSON object sent
+	state       TEXT NOT NULL CHECK (state IN ('pending', 'done', 'failed')),
+	attempts    INTEGER NOT NULL,
+	next_at     INTEGER NOT NULL,
+	created_at  INTEGER NOT NULL,
+	finished_at INTEGER,
+	last_status INTEGER NOT NULL, -- the receiver's last HTTP status, 0 for none
+	last_error  TEXT NOT NULL
+) STRICT;
+CREATE UNIQUE INDEX webhook_deliveries_event ON webhook_deliveries (endpoint_id, event_seq);
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_at) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_message ON webhook_deliveries (endpoint_id, message_key, id) WHERE state = 'pending';
+CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE finished_at IS NOT NULL;
+`
