@@ -431,26 +431,7 @@ func measurePushThroughput(t *testing.T, faulty bool) {
 	t.Cleanup(fake.Close)
 	r := newTaskRig(t, "AMSG_RATE_LIMIT=off", "AMSG_LOG_LEVEL=info", "AMSG_VAPID_PUBLIC_KEY="+public, "AMSG_VAPID_PRIVATE_KEY="+private)
 	p := r.start(t)
-	ring, err := usercrypt.NewKeyring(masterKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rng := rand.New(rand.NewPCG(22, 10))
-	call := func(user, method, path string, body any) int {
-		plaintext, _ := json.Marshal(body)
-		env, _ := json.Marshal(ring.UserKey(user).Seal(plaintext))
-		req, _ := http.NewRequest(method, p.URL+"/api/v1/"+path, bytes.NewReader(env))
-		for k, v := range map[string]string{"X-User-Id": user, "Content-Type": "application/json", "X-Payload-Encrypted": "true", "X-Encryption-Version": "1"} {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
 	ids := make([]string, users)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("550e8400-e29b-41d4-a716-4466554403%02d", i)
@@ -469,31 +450,12 @@ func measurePushThroughput(t *testing.T, faulty bool) {
 				}
 			}
 		}
-		if status := call(ids[i], http.MethodPut, "push-subscription", map[string]any{"subscription": sub}); status != http.StatusOK {
+		if status := sealedCall(t, p.URL, ids[i], http.MethodPut, "push-subscription", map[string]any{"subscription": sub}); status != http.StatusOK {
 			t.Fatalf("push-subscription: %d", status)
 		}
 	}
 	due := time.Now().Add(40 * time.Second).Truncate(time.Second)
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range 8 {
-		wg.Go(func() {
-			for n := range work {
-				if status := call(ids[n%users], http.MethodPost, "schedule-message", map[string]any{"contactName": "Rei", "messageType": "fixed",
-					"userMessage": fmt.Sprint("reminder ", n), "firstSendTime": push.FormatTimestamp(due)}); status != http.StatusCreated {
-					t.Errorf("schedule-message: %d", status)
-				}
-			}
-		})
-	}
-	for n := range tasks {
-		work <- n
-	}
-	close(work)
-	wg.Wait()
-	if late := time.Since(due); late > 0 {
-		t.Logf("scheduling ended %s after the due time", late.Round(time.Millisecond))
-	}
+	scheduleFixedBurst(t, p.URL, ids, tasks, due)
 	// Until every push arrived, or none arrived for 45 s (a hang is 35 s).
 	count := func() int {
 		mu.Lock()
