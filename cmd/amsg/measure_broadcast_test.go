@@ -95,8 +95,8 @@ func TestMeasureBroadcastResume(t *testing.T) {
 }
 
 func measureBroadcastResume(t *testing.T, kill bool) {
-	const users, rate, cutAfter, token = 400, 200, 100, "admin-token-0123456789"
-	r := newTaskRig(t, "AMSG_RATE_LIMIT=off", "AMSG_LOG_LEVEL=info", "AMSG_ADMIN_TOKEN="+token)
+	const users, rate, cutAfter = 400, 200, 100
+	r := newTaskRig(t, "AMSG_RATE_LIMIT=off", "AMSG_LOG_LEVEL=info", "AMSG_ADMIN_TOKEN="+webhookAdminToken)
 	p := r.start(t)
 	ids := make([]string, users)
 	for i := range ids {
@@ -114,22 +114,15 @@ func measureBroadcastResume(t *testing.T, kill bool) {
 	for i, sub := range subs {
 		userOf[sub.Endpoint] = ids[i]
 	}
+	// admin is an operator call (webhookAdminToken) and its answer's data.
 	admin := func(p *amsgProcess, method, path string, body any) (int, json.RawMessage) {
 		raw, _ := json.Marshal(body)
-		req, _ := http.NewRequest(method, p.URL+"/api/v1/admin/"+path, bytes.NewReader(raw))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		status, answer := adminCall(t, p, method, "/api/v1/admin/"+path, string(raw))
 		var envelope struct {
 			Data json.RawMessage `json:"data"`
 		}
-		raw, _ = io.ReadAll(resp.Body)
-		_ = json.Unmarshal(raw, &envelope)
-		return resp.StatusCode, envelope.Data
+		_ = json.Unmarshal([]byte(answer), &envelope)
+		return status, envelope.Data
 	}
 	status, data := admin(p, http.MethodPost, "broadcasts", map[string]any{"userIds": ids, "ratePerSecond": rate,
 		"message": "The service will be down for maintenance tonight from 02:00 to 02:30 UTC."})
