@@ -26,7 +26,7 @@ import (
 
 // openAPIServer has every route: tasks with a scheduler, the instant path
 // with a fake LLM, metrics, the operator API; pushes go to a fake push
-// service.
+// service, stamped with their receipt tokens.
 type openAPIServer struct {
 	*instantFixture
 }
@@ -34,7 +34,7 @@ type openAPIServer struct {
 func newOpenAPIServer(t *testing.T, cfg Config) openAPIServer {
 	t.Helper()
 	st := storetest.New(t)
-	deliveries, fake := newTestCourier(t, st, courier.PolicyUpstream)
+	deliveries, fake := newTestCourierWith(t, st, courier.Config{Policy: courier.PolicyUpstream, Receipts: st.ReceiptSigner()})
 	sched, err := scheduler.New(scheduler.Config{Logger: testLogger(t)},
 		scheduler.Deps{Store: st, Courier: deliveries, LLM: llm.NewClient(llm.Config{})})
 	if err != nil {
@@ -292,6 +292,8 @@ func TestOpenAPISchemasMatchRealAnswers(t *testing.T) {
 	}
 	checkInstantAnswers(t, a, f)
 	checkCloudDataAnswers(t, a, s)
+	checkMessageEventAnswers(t, a, f)
+	checkWebhookAnswers(t, a, s)
 	checkAdminAnswers(t, a, s)
 	checkErrorAnswers(t, a, s)
 
@@ -500,6 +502,75 @@ func checkCloudDataAnswers(t *testing.T, a *answerCheck, s *Server) {
 	a.serve(s, sealed(t, http.MethodPost, "/api/v1/cloud-data/owner", `{"action":"retire","owner":{"type":"character","id":"rei"}}`, 400))
 }
 
+// checkMessageEventAnswers sends the user a message, reports its push
+// clicked with the receipt token the push carried, reads the message's
+// timeline as the user and as the operator, and the daily chart.
+func checkMessageEventAnswers(t *testing.T, a *answerCheck, f openAPIServer) {
+	s := f.s
+	user := map[string]string{"X-User-Id": testUserID}
+	admin := map[string]string{"Authorization": "Bearer t"}
+	before := len(f.push.Pushes())
+	resp := a.serve(s, exchange{method: http.MethodPost, path: "/api/v1/admin/send", header: admin,
+		body: `{"userId":"` + testUserID + `","message":"hi"}`, status: 200})
+	var sent struct{ MessageID string }
+	decodeData(t, resp.body, &sent)
+	var stamped struct{ MessageID, ReceiptToken string }
+	var endpoint string
+	for _, p := range f.push.Pushes()[before:] {
+		if err := json.Unmarshal(p.JSON, &stamped); err != nil {
+			t.Fatal(err)
+		}
+		endpoint = p.Endpoint
+	}
+	if stamped.MessageID != sent.MessageID || stamped.ReceiptToken == "" {
+		t.Fatalf("the push of %s carried no receipt token: %+v", sent.MessageID, stamped)
+	}
+	receipts := func(body string, status int) {
+		a.serve(s, exchange{method: http.MethodPost, path: "/api/v1/receipts",
+			header: map[string]string{"Content-Type": "application/json"}, body: body, status: status})
+	}
+	receipts(`{"endpoint":"`+endpoint+`","receipts":[{"messageId":"`+sent.MessageID+`","token":"`+stamped.ReceiptToken+`","type":"clicked","action":"reply"}]}`, 200)
+	receipts(`{"receipts":[]}`, 400)
+
+	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/messages/" + sent.MessageID + "/status", header: user, status: 200})
+	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/messages/m-none/status", header: user, status: 404})
+	resp = a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/admin/messages/" + sent.MessageID + "/timeline?userId=" + testUserID,
+		header: admin, status: 200})
+	var timeline struct {
+		Status string
+		Events []struct {
+			Type   string
+			Detail struct{ Action string }
+		}
+	}
+	decodeData(t, resp.body, &timeline)
+	if timeline.Status != store.EventClicked || timeline.Events[len(timeline.Events)-1].Detail.Action != "reply" {
+		t.Errorf("the timeline does not end with the click reported: %s", resp.body)
+	}
+	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/admin/messages/m-none/timeline?userId=" + testUserID, header: admin, status: 404})
+	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/admin/messages/per-day", header: admin, status: 200})
+	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/admin/messages/per-day?days=0", header: admin, status: 400})
+}
+
+// checkWebhookAnswers registers a webhook endpoint, refuses one at a
+// private address, lists them, and deletes the one registered twice.
+func checkWebhookAnswers(t *testing.T, a *answerCheck, s *Server) {
+	admin := map[string]string{"Authorization": "Bearer t"}
+	register := func(body string, status int) response {
+		return a.serve(s, exchange{method: http.MethodPost, path: "/api/v1/admin/webhooks", header: admin, body: body, status: status})
+	}
+	resp := register(`{"url":"https://93.184.215.14/hooks","events":["message.sent","task.failed"],"batch":true}`, 201)
+	var hook struct{ WebhookID, Secret string }
+	decodeData(t, resp.body, &hook)
+	if !strings.HasPrefix(hook.Secret, "whsec_") {
+		t.Errorf("the registration's answer has no signing secret: %s", resp.body)
+	}
+	register(`{"url":"https://127.0.0.1/hooks","events":["message.sent"]}`, 400)
+	a.serve(s, exchange{method: http.MethodGet, path: "/api/v1/admin/webhooks", header: admin, status: 200})
+	a.serve(s, exchange{method: http.MethodDelete, path: "/api/v1/admin/webhooks/" + hook.WebhookID, header: admin, status: 200})
+	a.serve(s, exchange{method: http.MethodDelete, path: "/api/v1/admin/webhooks/" + hook.WebhookID, header: admin, status: 404})
+}
+
 // checkAdminAnswers starts a broadcast and reads and resumes it, and
 // deletes a user.
 func checkAdminAnswers(t *testing.T, a *answerCheck, s *Server) {
@@ -523,7 +594,7 @@ func checkErrorAnswers(t *testing.T, a *answerCheck, s *Server) {
 	guarded := newOpenAPIServer(t, Config{ClientToken: "ct"}).s
 	for path, ops := range a.doc.doc["paths"].(map[string]any) {
 		target := path
-		for _, param := range []string{"{sessionId}", "{broadcastId}", "{userId}", "{interruptId}", "{id}"} {
+		for _, param := range []string{"{sessionId}", "{broadcastId}", "{userId}", "{interruptId}", "{id}", "{messageId}", "{webhookId}"} {
 			target = strings.ReplaceAll(target, param, "none")
 		}
 		for method, op := range ops.(map[string]any) {

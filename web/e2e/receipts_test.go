@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 
+	"amsg/scheduler/webhook"
 	"amsg/store"
 	"amsg/store/usercrypt"
 	"amsg/web/browsertest"
@@ -16,13 +19,16 @@ import (
 // a push amsg sends this device carries its receipt token; amsg's worker
 // shows it and reports it shown, a click on one of its actions (dispatched
 // inside the worker) reports it clicked with the action, and both appear in
-// the message's timeline that GET /messages/{id}/status answers the user.
+// the message's timeline that GET /messages/{id}/status answers the user,
+// and in the signed webhooks an operator's receiver gets, in order, each
+// verified with the Standard Webhooks library.
 func TestReceiptsTellTheMessagesStory(t *testing.T) {
 	srv := newServerWith(t, serverOptions{receipts: true})
 	b := browsertest.New(t, browsertest.Config{})
 	p, sub := openPage(t, b, srv, "")
 	onboard(t, b, p, srv.URL)
 	user := userID(t, p)
+	hooks := newWebhookReceiver(t, srv, webhook.MessageDelivered, webhook.MessageShown, webhook.MessageClicked)
 
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/api/v1/test-push", nil)
 	req.Header.Set("X-User-Id", user)
@@ -42,6 +48,7 @@ func TestReceiptsTellTheMessagesStory(t *testing.T) {
 
 	deliverPushes(p, plaintext)
 	p.WaitForWorker(`self.__amsgTest.receiptBatchesSettled() >= 1`)
+	srv.sendWebhooks(t) // the push service's acceptance and the worker's shown
 	p.WorkerEval(`(async () => {
 		const [n] = (await self.registration.getNotifications()).filter((n) => n.data && n.data.payload && n.data.payload.messageId === `+strconv.Quote(pushed.MessageID)+`);
 		self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n, action: 'reply' }));
@@ -49,6 +56,8 @@ func TestReceiptsTellTheMessagesStory(t *testing.T) {
 	})()`, nil)
 	p.WaitForWorker(`self.__amsgTest.receiptBatchesSettled() >= 2`)
 	b.TakeConsoleErrors() // a dispatched click may not open a window
+	hooksBeforeClick := hooks.messageEvents(user, pushed.MessageID)
+	srv.sendWebhooks(t)
 
 	status := messageStatus(t, srv, user, pushed.MessageID)
 	devices, err := srv.Store.Devices(t.Context(), user)
@@ -66,6 +75,18 @@ func TestReceiptsTellTheMessagesStory(t *testing.T) {
 	}
 	if len(got) == 0 || got[0] != "queued@" {
 		t.Errorf("timeline %q; want it to start queued", got)
+	}
+	pushService, err := url.Parse(sub.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHooks := []string{webhook.MessageDelivered + "@" + device + `{"pushHost":"` + pushService.Host + `","status":201,"try":1}`, webhook.MessageShown + "@" + device,
+		webhook.MessageClicked + "@" + device + `{"action":"reply"}`}
+	if !slices.Equal(hooksBeforeClick, wantHooks[:2]) {
+		t.Errorf("before the click the receiver heard %q; want %q", hooksBeforeClick, wantHooks[:2])
+	}
+	if heard := hooks.messageEvents(user, pushed.MessageID); !slices.Equal(heard, wantHooks) {
+		t.Errorf("the webhook receiver heard %q; want %q", heard, wantHooks)
 	}
 
 	// The operator page charts the day's sent, shown and clicked messages

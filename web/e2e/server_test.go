@@ -19,6 +19,7 @@ import (
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/scheduler"
+	"amsg/scheduler/webhook"
 	"amsg/store"
 	"amsg/store/storetest"
 	"amsg/sw"
@@ -28,12 +29,17 @@ import (
 
 // server is the amsg HTTP server as cmd/amsg assembles it, on loopback,
 // with its pushes going to a fake push service. Its scheduler does not run
-// by itself: a test moves the scheduler's clock and ticks it (fireAt).
+// by itself: a test moves the scheduler's clock and ticks it (fireAt); nor
+// does its webhook sender: a test makes it pass (sendWebhooks).
 type server struct {
 	*httptest.Server
 	Store     *store.Store
 	Push      *pushtest.Server
 	Scheduler *scheduler.Scheduler
+	// Webhooks sends to receivers on loopback, as cmd/amsg does with
+	// --webhook-allow-private, on the real clock: receivers check the
+	// signature's timestamp against theirs.
+	Webhooks *webhook.Dispatcher
 	// clock is the scheduler's: it stands at the server's start until a
 	// test sets it. The API keeps the real clock, so the page and the server
 	// agree on what is in the future.
@@ -109,8 +115,13 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	webhooks, err := webhook.New(st, webhook.Config{AllowPrivate: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	broadcasts := scheduler.NewBroadcasts(st, scheduler.BroadcastConfig{Logger: log})
-	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llmPolicy, Logger: log, PageURL: pageURL}, api.Deps{
+	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llmPolicy, Logger: log, PageURL: pageURL,
+		WebhookPolicy: webhook.URLPolicy{AllowPrivate: true}}, api.Deps{
 		Store:      st,
 		Courier:    deliveries,
 		Scheduler:  sched,
@@ -130,7 +141,7 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 	t.Cleanup(broadcasts.Stop)
 	srv.Config.Handler = h
 	srv.Start()
-	return &server{Server: srv, Store: st, Push: pushes, Scheduler: sched, clock: clk}
+	return &server{Server: srv, Store: st, Push: pushes, Scheduler: sched, Webhooks: webhooks, clock: clk}
 }
 
 // fireAt runs one scheduler tick at the given time, as the background loop
@@ -143,6 +154,16 @@ func (s *server) fireAt(t *testing.T, at time.Time) scheduler.Summary {
 		t.Fatalf("tick at %s: %v", at, err)
 	}
 	return sum
+}
+
+// sendWebhooks makes one pass of the webhook sender, as its background
+// loop would each poll: every event recorded so far is fanned out and every
+// due delivery sent, its answer recorded, before it returns.
+func (s *server) sendWebhooks(t *testing.T) {
+	t.Helper()
+	if err := s.Webhooks.Pass(t.Context()); err != nil {
+		t.Fatalf("webhook pass: %v", err)
+	}
 }
 
 // waitPush waits for the n-th push the fake push service decrypted and
