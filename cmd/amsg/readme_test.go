@@ -49,7 +49,10 @@ const walkthroughLaunch = `launch() {
 	setsid "$@" >/dev/null 2>"$log" </dev/null &
 	local pid=$!
 	# grep ends the pipeline at the line; tail's SIGPIPE is no failure.
-	if ! (set +o pipefail; timeout 30 tail -n +1 --pid="$pid" -f "$log" | grep -q -m1 '"msg":"amsg listening"'); then
+	# A loaded machine may take long to start it; one that never listens is
+	# killed, since only a listening instance is recorded for stopAll.
+	if ! (set +o pipefail; timeout 120 tail -n +1 --pid="$pid" -f "$log" | grep -q -m1 '"msg":"amsg listening"'); then
+		kill -KILL "$pid" 2>/dev/null
 		echo "amsg did not start:" >&2; cat "$log" >&2; return 1
 	fi
 	local addr
