@@ -320,18 +320,22 @@ func (w *walk) instances(t *testing.T) []instance {
 // nginx.
 func (w *walk) stopAll() {
 	if pid, err := os.ReadFile(filepath.Join(w.dir, "nginx", "master.pid")); err == nil {
-		stop := exec.Command("bash", "-c", `source "$WALK/launch.sh"; if kill -0 "$1" 2>/dev/null; then stop_pid "$1"; fi`, "stop", strings.TrimSpace(string(pid)))
-		stop.Env = w.env
-		_ = stop.Run()
+		w.stopPid(strings.TrimSpace(string(pid)))
 	}
 	list, _ := os.ReadFile(filepath.Join(w.dir, "instances"))
 	for _, line := range strings.Split(strings.TrimSpace(string(list)), "\n") {
 		if f := strings.Fields(line); len(f) == 3 {
-			stop := exec.Command("bash", "-c", `source "$WALK/launch.sh"; if kill -0 "$1" 2>/dev/null; then stop_pid "$1"; fi`, "stop", f[0])
-			stop.Env = w.env
-			_ = stop.Run()
+			w.stopPid(f[0])
 		}
 	}
+}
+
+// stopPid stops the process pid, if it still runs, with the walk's own
+// stop_pid: SIGTERM, then wait for it to end.
+func (w *walk) stopPid(pid string) {
+	stop := exec.Command("bash", "-c", `source "$WALK/launch.sh"; if kill -0 "$1" 2>/dev/null; then stop_pid "$1"; fi`, "stop", pid)
+	stop.Env = w.env
+	_ = stop.Run()
 }
 
 // device is the test's browser: a subscription at a fake push service that
