@@ -108,6 +108,14 @@ type Dialect struct {
 	// every due task on each claim instead of walking tasks_due in order
 	// and stopping at the limit.
 	ClaimPlan string
+	// BatchStatements says the store batches the delivery path's writes
+	// into multi-row statements (store/batches.go). It pays where every
+	// statement costs a round trip and the executor's start (PostgreSQL);
+	// in process (SQLite) a statement of a new shape, which each batch size
+	// is, is compiled afresh, and that costs more than the rows save: each
+	// write goes alone to the driver's writer, which commits it with the
+	// others waiting beside it.
+	BatchStatements bool
 	// NotifyCancel, run in the transaction that deletes a task being
 	// delivered with the task's id as its argument, tells the other
 	// processes' ListenTasks to stop the delivery; "" where there are none.

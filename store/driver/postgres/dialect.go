@@ -55,6 +55,8 @@ var dialect = driver.Dialect{
 	InJSONArray:  `SELECT value FROM json_array_elements_text(?::json)`,
 	ByteOrder:    ` COLLATE "C"`,
 
+	BatchStatements: true,
+
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
 		resetIdentity("tasks"), resetIdentity("transcript_sessions"), resetIdentity("message_events"),
