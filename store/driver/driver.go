@@ -144,3 +144,20 @@ type Dialect struct {
 	// rows get ids after theirs.
 	AfterCopy []string
 }
+
+// unhurriedKey marks a context of Unhurried.
+type unhurriedKey struct{}
+
+// Unhurried marks the writes made with ctx as records nobody waits on to
+// go on (a delivered occurrence's completion): a driver may hold such a
+// write back a moment to commit it with others (SQLite's writer does while
+// writes come one by one).
+func Unhurried(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unhurriedKey{}, true)
+}
+
+// IsUnhurried reports whether ctx was marked by Unhurried.
+func IsUnhurried(ctx context.Context) bool {
+	v, _ := ctx.Value(unhurriedKey{}).(bool)
+	return v
+}
