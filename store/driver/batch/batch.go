@@ -111,10 +111,10 @@ func (b *Batcher[T]) run() {
 			batch = append(batch, first.item)
 		}
 		switch {
-		case time.Since(time.Unix(0, last.Load())) < b.opts.MaxWait:
-			batch = b.gather(batch)
+		case time.Since(time.Unix(0, last.Load())) < b.opts.MaxWait: // busy
+			batch = b.gather(batch, b.opts.MaxWait, b.opts.Gap, false)
 		case first.linger && b.opts.Linger > 0:
-			batch = b.linger(batch)
+			batch = b.gather(batch, b.opts.Linger, b.opts.Linger, true)
 		default:
 			batch = b.gatherWaiting(batch)
 		}
@@ -140,36 +140,21 @@ func (b *Batcher[T]) waitHandlers() {
 	}
 }
 
-// gather adds to batch, on a busy batcher, the items that keep arriving,
-// each within Gap of the last, for up to MaxWait in all, up to MaxItems.
-func (b *Batcher[T]) gather(batch []T) []T {
-	end := time.Now().Add(b.opts.MaxWait)
-	gap := time.NewTimer(b.opts.Gap)
-	defer gap.Stop()
-	for len(batch) < b.opts.MaxItems {
-		select {
-		case e := <-b.items:
-			batch = append(batch, e.item)
-			gap.Reset(min(b.opts.Gap, time.Until(end)))
-		case <-gap.C:
-			return b.gatherWaiting(batch)
-		}
-	}
-	return batch
-}
-
-// linger adds to batch the items that arrive within Linger, up to
-// MaxItems, until one arrives that may not wait.
-func (b *Batcher[T]) linger(batch []T) []T {
-	timer := time.NewTimer(b.opts.Linger)
+// gather adds to batch the items that keep arriving, each within gap of
+// the last, for up to wait in all, up to MaxItems. A lingering batch ends
+// as soon as an item given to Add arrives.
+func (b *Batcher[T]) gather(batch []T, wait, gap time.Duration, lingering bool) []T {
+	end := time.Now().Add(wait)
+	timer := time.NewTimer(min(gap, wait))
 	defer timer.Stop()
 	for len(batch) < b.opts.MaxItems {
 		select {
 		case e := <-b.items:
 			batch = append(batch, e.item)
-			if !e.linger {
+			if lingering && !e.linger {
 				return b.gatherWaiting(batch)
 			}
+			timer.Reset(min(gap, time.Until(end)))
 		case <-timer.C:
 			return b.gatherWaiting(batch)
 		}
