@@ -331,7 +331,7 @@ func preparedRead(query string) string {
 }
 
 func (s *Store) prepareStatements(ctx context.Context) error {
-	writes := append(slices.Clone(preparedQueries), s.claimDueSQL())
+	writes := append(slices.Clone(preparedQueries), s.claimDueSQL(), s.claimedPrefsSQL())
 	var err error
 	if s.stmts, err = prepareAll(ctx, s.writer, writes); err != nil {
 		return err
