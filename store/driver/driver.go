@@ -116,6 +116,14 @@ type Dialect struct {
 	// write goes alone to the driver's writer, which commits it with the
 	// others waiting beside it.
 	BatchStatements bool
+	// WritesUncancelled says the store runs the statements of a write
+	// without its caller's cancellation (context.WithoutCancel). SQLite's
+	// driver watches a cancellable context with a goroutine and a progress
+	// handler per statement, which costs more than most statements of a
+	// delivery, and an interrupted statement would roll back the whole
+	// group commit its write is in; the writer still skips a write whose
+	// caller gave up before it ran.
+	WritesUncancelled bool
 	// NotifyCancel, run in the transaction that deletes a task being
 	// delivered with the task's id as its argument, tells the other
 	// processes' ListenTasks to stop the delivery; "" where there are none.
