@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"amsg/store/driver"
@@ -135,5 +137,57 @@ func TestWriteCommitsAndRefusesAfterClose(t *testing.T) {
 	}
 	if err := db.Write(t.Context(), insert("late", nil)); !errors.Is(err, driver.ErrClosed) {
 		t.Errorf("write after Close: %v, want driver.ErrClosed", err)
+	}
+}
+
+// Under writes that never stop, the checkpointer's PASSIVE checkpoints
+// never catch up, so the WAL would grow without end; once a checkpoint
+// round finds it at its bound (restartBytes), the writer lets it start
+// over: the next write begins it again from its first frame.
+func TestWALStartsOverUnderSteadyWritesAtItsBound(t *testing.T) {
+	db := openTable(t)
+	ctx := t.Context()
+	stop, steady := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				steady <- nil
+				return
+			default:
+			}
+			if err := db.Write(ctx, insert("steady", nil)); err != nil {
+				steady <- err
+				return
+			}
+		}
+	}()
+	bound := db.restartBytes() / db.pageSize
+	blob := strings.Repeat("x", 256<<10)
+	for db.checkpoint() < bound {
+		if err := db.Write(ctx, insert(blob, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.checkpointRound(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, insert("after", nil)); err != nil {
+		t.Fatal(err)
+	}
+	frames := db.checkpoint()
+	close(stop)
+	if err := <-steady; err != nil {
+		t.Fatal(err)
+	}
+	if frames < 0 || frames >= bound {
+		t.Errorf("the WAL holds %d frames after a round found it at its bound of %d: it did not start over", frames, bound)
+	}
+	info, err := os.Stat(db.walPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size() > maxWALBytes {
+		t.Errorf("the WAL file grew to %d bytes, past %d", info.Size(), maxWALBytes)
 	}
 }
