@@ -197,10 +197,10 @@ func (s *Server) resumeInterrupt(ctx context.Context, in *store.Interrupt) {
 		s.log.ErrorContext(ctx, "could not resume a loop after an approval", "interrupt", in.ID, "err", err)
 		return
 	}
-	_, err = run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, round, p, false) }))
+	_, err = run.Execute(ctx, s.pushBudget(func(p push.Push) error { return round.Reach(ctx, p, false) }))
 	var f *loop.Failure
 	if errors.As(err, &f) && f.Push != nil {
-		if derr := s.deliverPush(ctx, round, f.Push, false); derr != nil {
+		if derr := round.Reach(ctx, f.Push, false); derr != nil {
 			s.log.WarnContext(ctx, "could not deliver an error push", "sessionId", in.SessionID, "code", f.Code, "err", derr)
 		}
 	}

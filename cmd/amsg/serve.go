@@ -97,6 +97,7 @@ type server struct {
 	listener    net.Listener
 	healthz     *healthListener // nil without --health-addr
 	scheduler   *scheduler.Scheduler
+	courier     *courier.Courier      // its SSE backup queues stop with the scheduler
 	broadcasts  *scheduler.Broadcasts // sent through api, started and stopped with the scheduler
 	llm         *llm.Client
 	transcripts *loop.Transcripts
@@ -200,6 +201,7 @@ func (s *server) build() error {
 	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Localize: builders.Localize,
 		Receipts: s.store.ReceiptSigner(), Logger: s.log, Now: s.now})
 	reg.MustRegister(deliveries.Collectors()...)
+	s.courier = deliveries
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)
