@@ -12,12 +12,17 @@ import (
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
+	"amsg/scheduler"
 )
 
 // Instant is what /instant, /continue and /sessions need beyond the
 // shared dependencies.
 type Instant struct {
 	Agent *loop.Agent
+	// Interrupts follows the approvals Agent's rounds ask for (the
+	// outcome's push, the loop's next round, the expiry); nil serves no
+	// approval routes.
+	Interrupts *scheduler.Interrupts
 	// KeepAlive is the interval of SSE keepalive comments; 0 means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration

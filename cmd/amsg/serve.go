@@ -99,6 +99,7 @@ type server struct {
 	scheduler   *scheduler.Scheduler
 	courier     *courier.Courier      // its SSE backup queues stop with the scheduler
 	broadcasts  *scheduler.Broadcasts // sent through api, started and stopped with the scheduler
+	interrupts  *scheduler.Interrupts // approvals api settled, started and stopped with the scheduler
 	llm         *llm.Client
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
@@ -303,11 +304,9 @@ func (s *server) run(ctx context.Context) error {
 	wg.Go(func() { s.runInstance(background) })
 	wg.Go(func() { s.watchTasks(background) })
 	wg.Go(func() { s.runWebhooks(background) })
-	// Expired approvals are looked for on the scheduler's tick; every
-	// instance looks, and each expiry is settled by one (store fence).
-	wg.Go(func() { s.api.WatchInterrupts(background, s.cfg.Tick) })
 
 	s.scheduler.Start()
+	s.interrupts.Start()
 	if err := s.broadcasts.Start(s.api); err != nil {
 		s.log.Warn("resuming the broadcasts of a previous process failed", "err", err)
 	}
