@@ -143,6 +143,17 @@ func (f *approvalFixture) messagesTo(t *testing.T, sub push.Subscription, n int)
 	}
 }
 
+// transcriptTypes are the types of the approval session's messages, in
+// order.
+func (f *approvalFixture) transcriptTypes(t *testing.T) string {
+	t.Helper()
+	var types []string
+	for _, m := range f.transcript(t, testUserID, "sess_mail").Messages {
+		types = append(types, m.Type)
+	}
+	return strings.Join(types, " ")
+}
+
 func (f *approvalFixture) decide(body map[string]any, id string) response {
 	return post(f.s, "/api/v1/interrupts/"+id+"/decision", mustJSON(body), map[string]string{"Content-Type": "application/json", "Accept-Language": "en"})
 }
@@ -186,12 +197,7 @@ func TestApprovalFromOneDeviceResumesTheLoop(t *testing.T) {
 	}
 
 	f.s.deps.Instant.Interrupts.Wait()
-	tr := f.transcript(t, testUserID, "sess_mail")
-	var types []string
-	for _, m := range tr.Messages {
-		types = append(types, m.Type)
-	}
-	if strings.Join(types, " ") != "input tool-calls interrupt decision tool-results reply" {
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
 		t.Errorf("transcript = %v", types)
 	}
 	devices, err := f.store.Devices(t.Context(), testUserID)
@@ -531,12 +537,7 @@ func TestShutdownInterruptsAResumedRound(t *testing.T) {
 	if err := f.s.deps.Instant.Interrupts.Stop(gone); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Stop = %v, want the context's error", err)
 	}
-	tr := f.transcript(t, testUserID, "sess_mail")
-	var types []string
-	for _, m := range tr.Messages {
-		types = append(types, m.Type)
-	}
-	if strings.Join(types, " ") != "input tool-calls interrupt decision tool-results error" {
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results error" {
 		t.Errorf("transcript = %v, want the interrupted round's error last", types)
 	}
 }

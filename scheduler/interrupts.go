@@ -101,19 +101,7 @@ func (in *Interrupts) Stop(ctx context.Context) error {
 	in.mu.Unlock()
 	in.cancelWatch()
 	in.watching.Wait()
-	done := make(chan struct{})
-	go func() {
-		in.rounds.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		in.cancelRun()
-		<-done
-		return ctx.Err()
-	}
+	return push.Drain(ctx, &in.rounds, in.cancelRun)
 }
 
 // Wait returns when no resumed round is under way.

@@ -176,17 +176,5 @@ func (c *Courier) Stop(ctx context.Context) error {
 	bs.mu.Lock()
 	bs.stopping = true
 	bs.mu.Unlock()
-	drained := make(chan struct{})
-	go func() {
-		bs.queues.Wait()
-		close(drained)
-	}()
-	select {
-	case <-drained:
-		return nil
-	case <-ctx.Done():
-		bs.cutNow()
-		<-drained
-		return ctx.Err()
-	}
+	return push.Drain(ctx, &bs.queues, bs.cutNow)
 }
