@@ -78,18 +78,18 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 			TokenProofs:   s.cfg.Limits.API.TokenProofMaxAge,
 		},
 	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts,
-		Housekeeper: s.housekeeper})
+		Housekeeper: s.housekeeping})
 	if err != nil {
 		return &configError{err}
 	}
 	s.scheduler = sched
-	bc := scheduler.BroadcastConfig{Logger: s.log, Now: s.now}
-	if s.cfg.DatabaseURL != "" {
-		// Several instances: their leader resumes a dead one's broadcasts.
-		// A SQLite data directory has one process, whose start resumes them.
-		bc.Leader, bc.LeaderInterval = s.housekeeper, s.cfg.Cluster.Heartbeat
+	// Several instances: their leader resumes a dead one's broadcasts. A
+	// SQLite data directory has one process, whose start resumes them.
+	shared := s.cfg.DatabaseURL != ""
+	s.broadcasts = scheduler.NewBroadcasts(s.store, scheduler.BroadcastConfig{Shared: shared, Logger: s.log, Now: s.now})
+	if shared {
+		s.housekeeping.Follow(s.broadcasts.Lead)
 	}
-	s.broadcasts = scheduler.NewBroadcasts(s.store, bc)
 	return nil
 }
 
