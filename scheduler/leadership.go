@@ -54,7 +54,8 @@ func (l *Leadership) Follow(f func(ctx context.Context, leads bool)) {
 }
 
 // Campaign takes the leadership when it is free, or keeps it, records the
-// decision and tells the followers. After Release it decides nothing.
+// decision and tells the followers. A campaign that failed never extends
+// the last decision. After Release it decides nothing.
 func (l *Leadership) Campaign(ctx context.Context) (bool, error) {
 	l.campaign.Lock()
 	defer l.campaign.Unlock()
@@ -67,7 +68,14 @@ func (l *Leadership) Campaign(ctx context.Context) (bool, error) {
 	sent := l.now()
 	leads, err := l.leader.Check(ctx)
 	l.mu.Lock()
-	l.leads, l.decidedAt = leads, sent
+	if err != nil {
+		// Unknown whether the leadership was renewed: the last decision
+		// holds no longer than it did.
+		leads = leads && l.leads && l.now().Before(l.decidedAt.Add(l.hold))
+		l.leads = leads
+	} else {
+		l.leads, l.decidedAt = leads, sent
+	}
 	followers := l.followers
 	l.mu.Unlock()
 	for _, f := range followers {

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -113,5 +114,35 @@ func TestBroadcastsResumeWhenToldToLead(t *testing.T) {
 	}
 	if got, err := st.GetBroadcast(t.Context(), "bc_1"); err != nil || got.Status != store.BroadcastDone {
 		t.Errorf("broadcast after the leader resumed it: %+v, %v", got, err)
+	}
+}
+
+// renewal is a leader whose renewals the test makes fail: a lease leader
+// whose database did not answer still says it leads while its lease lasts.
+type renewal struct{ err error }
+
+func (r *renewal) Check(context.Context) (bool, error) { return true, r.err }
+func (r *renewal) Release() error                      { return nil }
+
+// A campaign that failed does not extend the last decision: the instance
+// stops believing it leads a hold after its last successful campaign.
+func TestAFailedCampaignDoesNotExtendTheLead(t *testing.T) {
+	clk := clocktest.New(time.Now())
+	leader := &renewal{}
+	l := scheduler.NewLeadership(leader, 2*time.Second, clk.Now)
+	if leads, err := l.Campaign(t.Context()); err != nil || !leads {
+		t.Fatalf("campaign = %v, %v", leads, err)
+	}
+	clk.Add(time.Second)
+	leader.err = errors.New("database unreachable")
+	if leads, err := l.Campaign(t.Context()); err == nil || !leads {
+		t.Fatalf("failed campaign = %v, %v: want the lead that still holds, and the error", leads, err)
+	}
+	clk.Add(time.Second)
+	if leads, _ := l.Check(t.Context()); leads {
+		t.Error("a failed campaign extended the lead past its hold")
+	}
+	if leads, _ := l.Campaign(t.Context()); leads {
+		t.Error("a failed campaign after the hold still leads")
 	}
 }
