@@ -541,3 +541,24 @@ func TestShutdownInterruptsAResumedRound(t *testing.T) {
 		t.Errorf("transcript = %v, want the interrupted round's error last", types)
 	}
 }
+
+// Started with the scheduler, Interrupts settles the approvals that expired
+// while no instance ran at its first sweep, and Stop ends the sweep once
+// the loop it resumed has answered.
+func TestStartSettlesExpiredApprovalsUntilStop(t *testing.T) {
+	f := newApprovalFixture(t)
+	f.start(t, map[string]any{"approvalTimeoutSeconds": 60})
+	f.llm.Enqueue(afterApprovalReply)
+	f.clock.Add(time.Minute)
+	interrupts := f.s.deps.Instant.Interrupts
+	interrupts.Start()
+	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":false,"expired":true}` {
+		t.Errorf("tool result = %s", result)
+	}
+	if err := interrupts.Stop(t.Context()); err != nil {
+		t.Fatalf("Stop = %v", err)
+	}
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
+		t.Errorf("transcript when Stop returned = %v", types)
+	}
+}
