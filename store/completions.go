@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"amsg/push"
 )
@@ -36,9 +37,11 @@ func (s *Store) completeAlone(ctx context.Context, c completion) error {
 func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) ([]error, error) {
 	var attempts []push.Attempt
 	var records [][]any
+	var events []MessageEvent
 	for _, c := range cs {
 		attempts = append(attempts, c.w.b.Attempts...)
 		records = c.w.recordRows(records)
+		events = append(events, c.w.events...) // each carries its time (deliveryEvents)
 	}
 	if err := s.insertAttempts(ctx, tx, attempts); err != nil {
 		return nil, err
@@ -50,6 +53,9 @@ func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) (
 		if err := c.w.writeMarks(ctx, tx); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.insertMessageEvents(ctx, tx, events, time.Time{}); err != nil {
+		return nil, err
 	}
 	deleted, err := s.deleteLeased(ctx, tx, cs)
 	if err != nil {
