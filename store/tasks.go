@@ -352,6 +352,9 @@ func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time
 func (s *Store) claimDueSQL() string { return s.dialect.ClaimDueTasks + taskColumns }
 
 func (s *Store) nextClaimableSQL() string {
+	if s.dialect.NextClaimable != "" {
+		return s.dialect.NextClaimable
+	}
 	return `SELECT min(` + s.dialect.ClaimableAt + `) FROM tasks WHERE status = 'pending'`
 }
 

@@ -92,10 +92,16 @@ type Dialect struct {
 	// order, so a version means the same tables in either.
 	Migrations []string
 
-	// ClaimableAt is the instant a pending task becomes claimable, the
-	// latest of next_send_at, lease_until and retry_after, spelled as the
-	// tasks_due index spells it.
+	// ClaimableAt is the instant a pending task becomes claimable, spelled
+	// as the tasks_due index spells it: on SQLite the latest of
+	// next_send_at, lease_until and retry_after; on PostgreSQL the latest of
+	// next_send_at and retry_after, a lease being checked apart (see
+	// NextClaimable).
 	ClaimableAt string
+	// NextClaimable, when not "", is the earliest instant a pending task
+	// becomes claimable, leases included, as one value; "" means the
+	// minimum of ClaimableAt over the pending tasks.
+	NextClaimable string
 	// ClaimDueTasks leases due tasks. Arguments: lease_until, updated_at,
 	// now, the users to pass over as a JSON array, limit. It ends in
 	// RETURNING, to which the store appends its task columns. PostgreSQL

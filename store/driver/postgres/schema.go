@@ -366,3 +366,33 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_at)
 CREATE INDEX webhook_deliveries_message ON webhook_deliveries (endpoint_id, message_key, id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE finished_at IS NOT NULL;
 `
+
+// claimHOTSchema: a claim rewrote every index entry of each task it leased
+// (six indexes), since the lease moved claimable_at, which tasks_due
+// indexes (issue 24: the claim was PostgreSQL's largest statement). Now
+// claimable_at leaves the lease out and the claim changes no indexed
+// column, and pages keep half their room, so a lease is a heap-only (HOT)
+// update in the row's own page. The claim checks the lease itself, and
+// amsg_next_claimable finds the earliest claimable instant: the tasks
+// ahead of the first unleased one in tasks_due are those being delivered,
+// and it is among them or that one. Past 1 024 leased tasks ahead (more
+// than are ever in delivery at once) it answers the last one read, no
+// later than the true one: a scheduler wakes early rather than late. It
+// runs without bitmap scans, as the claim does (Dialect.ClaimPlan), so
+// statistics older than a burst of inserts cannot make it sort every
+// pending task. The table is rewritten once, here.
+const claimHOTSchema = `
+ALTER TABLE tasks SET (fillfactor = 50);
+ALTER TABLE tasks DROP COLUMN claimable_at;
+ALTER TABLE tasks ADD COLUMN claimable_at BIGINT GENERATED ALWAYS AS (GREATEST(next_send_at, coalesce(retry_after, 0))) STORED;
+CREATE INDEX tasks_due ON tasks (claimable_at, id) WHERE status = 'pending';
+CREATE FUNCTION amsg_next_claimable() RETURNS BIGINT LANGUAGE plpgsql STABLE SET enable_bitmapscan = off AS $$
+BEGIN
+	RETURN (SELECT CASE WHEN count(*) < 1024 THEN min(GREATEST(claimable_at, coalesce(lease_until, 0)))
+			ELSE LEAST(min(GREATEST(claimable_at, coalesce(lease_until, 0))), max(claimable_at)) END
+		FROM (SELECT claimable_at, lease_until FROM tasks WHERE status = 'pending'
+				AND claimable_at <= coalesce((SELECT claimable_at FROM tasks WHERE status = 'pending' AND lease_until IS NULL
+					ORDER BY claimable_at, id LIMIT 1), 9223372036854775807)
+			ORDER BY claimable_at, id LIMIT 1024) ahead);
+END $$;
+`

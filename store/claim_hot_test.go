@@ -1,0 +1,70 @@
+package store_test
+
+import (
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"amsg/store"
+	"amsg/store/storetest"
+)
+
+// On PostgreSQL a claim walks tasks_due in order and leases each task with
+// a heap-only (HOT) update: no index entry is written for a lease
+// (claimHOTSchema in its driver).
+func TestPostgresClaimLeasesWithoutTouchingAnIndex(t *testing.T) {
+	url := storetest.DatabaseURL(t)
+	st := storetest.Open(t, store.Config{DatabaseURL: url})
+	now := time.Now()
+	const n = 20
+	for i := range n {
+		insertTask(t, st, alice, i, now.Add(-time.Minute))
+	}
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	plan, claim := st.ClaimSQL()
+	if _, err := tx.ExecContext(t.Context(), plan); err != nil {
+		t.Fatal(err)
+	}
+	args := []any{now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), "[]", n}
+	var explained []string
+	rows, err := tx.QueryContext(t.Context(), `EXPLAIN `+claim, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		explained = append(explained, line)
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p := strings.Join(explained, "\n"); !strings.Contains(p, "Index Scan using tasks_due") || strings.Contains(p, "Sort") {
+		t.Errorf("the claim's plan does not walk tasks_due in order:\n%s", p)
+	}
+	res, err := tx.ExecContext(t.Context(), claim, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leased, err := res.RowsAffected(); err != nil || leased != n {
+		t.Fatalf("claimed %d tasks, %v; want %d", leased, err, n)
+	}
+	var updated, hot int
+	err = tx.QueryRowContext(t.Context(), `SELECT pg_stat_get_xact_tuples_updated('tasks'::regclass),
+		pg_stat_get_xact_tuples_hot_updated('tasks'::regclass)`).Scan(&updated, &hot)
+	if err != nil || updated != n || hot != n {
+		t.Errorf("the claim updated %d rows, %d of them HOT (%v); want %d, all HOT", updated, hot, err, n)
+	}
+}
