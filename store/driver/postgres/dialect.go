@@ -38,6 +38,7 @@ var dialect = driver.Dialect{
 		messageEventsSchema,
 		webhooksSchema,
 		claimHOTSchema,
+		outboxBytewiseSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -396,3 +396,13 @@ BEGIN
 			ORDER BY claimable_at, id LIMIT 1024) ahead);
 END $$;
 `
+
+// outboxBytewiseSchema: message_id compares byte by byte (COLLATE "C"), so
+// the unique (user_id, message_id) index serves the burst's prefix range
+// as well as the lookups of one id, and message_outbox_burst, which held
+// the same keys, goes: one index less to write per push (issue 24). The
+// table and its indexes are rewritten once, here.
+const outboxBytewiseSchema = `
+DROP INDEX message_outbox_burst;
+ALTER TABLE message_outbox ALTER COLUMN message_id TYPE TEXT COLLATE "C";
+`

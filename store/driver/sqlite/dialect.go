@@ -33,6 +33,7 @@ var dialect = driver.Dialect{
 		messageEventsSchema,
 		webhooksSchema,
 		claimHOTSchema,
+		outboxBytewiseSchema,
 	},
 
 	ClaimableAt: claimableAt,

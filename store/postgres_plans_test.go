@@ -68,3 +68,49 @@ func TestPostgresClaimLeasesWithoutTouchingAnIndex(t *testing.T) {
 		t.Errorf("the claim updated %d rows, %d of them HOT (%v); want %d, all HOT", updated, hot, err, n)
 	}
 }
+
+// On PostgreSQL the outbox's unique (user_id, message_id) index compares
+// bytes, so it serves the lookup of one message and a burst's prefix
+// range alike (outboxBytewiseSchema in its driver); with sequential scans
+// off, the plans say whether the index can serve them at all.
+func TestPostgresOutboxQueriesUseTheUniqueIndex(t *testing.T) {
+	url := storetest.DatabaseURL(t)
+	storetest.Open(t, store.Config{DatabaseURL: url})
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), `SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE message_outbox SET delivered_at = 1 WHERE user_id = 'u' AND message_id = 'm'`,
+		`SELECT id FROM message_outbox WHERE user_id = 'u' AND message_id COLLATE "C" >= 'm_' AND message_id COLLATE "C" < 'm` + "`" + `' ORDER BY id`,
+		`DELETE FROM message_outbox WHERE user_id = 'u' AND message_id IN (SELECT value FROM json_array_elements_text('["m"]'::json))`,
+	} {
+		var plan []string
+		rows, err := conn.QueryContext(t.Context(), `EXPLAIN `+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if p := strings.Join(plan, "\n"); !strings.Contains(p, "message_outbox_user_id_message_id_key") {
+			t.Errorf("%s: the plan does not use the unique index:\n%s", q, p)
+		}
+	}
+}
