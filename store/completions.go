@@ -89,7 +89,12 @@ func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (
 	for _, c := range cs {
 		args = append(args, c.l.TaskID, millis(c.l.Until), millis(c.l.Occurrence))
 	}
-	rows, err := tx.QueryContext(ctx, `DELETE FROM tasks WHERE id IN (`+ids+`) AND (`+fences+`) RETURNING id`, args...)
+	query := `DELETE FROM tasks WHERE id IN (` + ids + `) AND (` + fences + `) RETURNING id`
+	if s.dialect.ArrayParams {
+		fenced := columnArrays(args[len(cs):], 3)
+		query, args = deleteLeasedArraysSQL, append([]any{fenced[0]}, fenced...)
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

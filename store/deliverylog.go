@@ -137,6 +137,9 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 			args = append(args, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
 				a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
 		}
+		if s.dialect.ArrayParams && len(chunk) > 1 {
+			query, args = insertAttemptArraysSQL, columnArrays(args, 10)
+		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
 		}

@@ -170,7 +170,10 @@ func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []Me
 			args = append(args, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail)
 		}
 		query := insertMessageEventsSQL[min(len(batch), preparedEventRows)-1]
-		if len(batch) > preparedEventRows {
+		switch {
+		case s.dialect.ArrayParams && len(batch) > 1:
+			query, args = insertEventArraysSQL, columnArrays(args, 6)
+		case len(batch) > preparedEventRows:
 			query = insertEventsSQL(len(batch))
 		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {

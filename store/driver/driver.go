@@ -127,6 +127,9 @@ type Dialect struct {
 	// outbox's (user_id, message_id) index orders it, so a range of
 	// message ids is exactly the ids with a prefix.
 	ByteOrder string
+	// ArrayParams: the driver binds a Go []any as an array, so the store
+	// writes a batch of rows as one array per column (store/arrays.go).
+	ArrayParams bool
 
 	// Catalogue queries of POST /init-tenant's schema report. Tables lists
 	// the application's tables; Columns (table) a table's columns in order;

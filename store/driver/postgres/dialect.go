@@ -63,6 +63,7 @@ var dialect = driver.Dialect{
 	Greatest:     `GREATEST`,
 	InJSONArray:  `SELECT value FROM json_array_elements_text(?::json)`,
 	ByteOrder:    ` COLLATE "C"`,
+	ArrayParams:  true,
 
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
