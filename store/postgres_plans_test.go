@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"database/sql"
 	"strings"
 	"testing"
@@ -10,48 +11,78 @@ import (
 	"amsg/store/storetest"
 )
 
-// On PostgreSQL a claim walks tasks_due in order and leases each task with
-// a heap-only (HOT) update: no index entry is written for a lease
-// (claimHOTSchema in its driver).
-func TestPostgresClaimLeasesWithoutTouchingAnIndex(t *testing.T) {
-	url := storetest.DatabaseURL(t)
-	st := storetest.Open(t, store.Config{DatabaseURL: url})
-	now := time.Now()
-	const n = 20
-	for i := range n {
-		insertTask(t, st, alice, i, now.Add(-time.Minute))
-	}
-	db, err := sql.Open("pgx", url)
+// The plans of PostgreSQL's hot and housekeeping statements after issue
+// 24's schema steps (its driver's claimHOTSchema, outboxBytewiseSchema and
+// timeRangesSchema).
+
+// explain returns q's plan as q runs in conn or tx (a *sql.Conn or *sql.Tx).
+func explain(t *testing.T, on interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, q string, args ...any) string {
+	t.Helper()
+	rows, err := on.QueryContext(t.Context(), `EXPLAIN `+q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	tx, err := db.BeginTx(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	plan, claim := st.ClaimSQL()
-	if _, err := tx.ExecContext(t.Context(), plan); err != nil {
-		t.Fatal(err)
-	}
-	args := []any{now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), "[]", n}
-	var explained []string
-	rows, err := tx.QueryContext(t.Context(), `EXPLAIN `+claim, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer rows.Close()
+	var plan []string
 	for rows.Next() {
 		var line string
 		if err := rows.Scan(&line); err != nil {
 			t.Fatal(err)
 		}
-		explained = append(explained, line)
+		plan = append(plan, line)
 	}
-	if err := rows.Close(); err != nil {
+	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if p := strings.Join(explained, "\n"); !strings.Contains(p, "Index Scan using tasks_due") || strings.Contains(p, "Sort") {
+	return strings.Join(plan, "\n")
+}
+
+// migratedSchema opens a store on a fresh PostgreSQL schema, so that it
+// is migrated, and returns a connection to that schema with sequential
+// scans off: on tables this small the plans then say whether an index can
+// serve a statement at all.
+func migratedSchema(t *testing.T) (*store.Store, *sql.Conn) {
+	t.Helper()
+	url := storetest.DatabaseURL(t)
+	st := storetest.Open(t, store.Config{DatabaseURL: url})
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(t.Context(), `SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	return st, conn
+}
+
+// A claim walks tasks_due in order and leases each task with a heap-only
+// (HOT) update: no index entry is written for a lease.
+func TestPostgresClaimLeasesWithoutTouchingAnIndex(t *testing.T) {
+	st, conn := migratedSchema(t)
+	now := time.Now()
+	const n = 20
+	for i := range n {
+		insertTask(t, st, alice, i, now.Add(-time.Minute))
+	}
+	tx, err := conn.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	plan, claim := st.ClaimSQL()
+	if _, err := tx.ExecContext(t.Context(), `SET LOCAL enable_seqscan = on; `+plan); err != nil {
+		t.Fatal(err)
+	}
+	args := []any{now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), "[]", n}
+	if p := explain(t, tx, claim, args...); !strings.Contains(p, "Index Scan using tasks_due") || strings.Contains(p, "Sort") {
 		t.Errorf("the claim's plan does not walk tasks_due in order:\n%s", p)
 	}
 	res, err := tx.ExecContext(t.Context(), claim, args...)
@@ -69,48 +100,33 @@ func TestPostgresClaimLeasesWithoutTouchingAnIndex(t *testing.T) {
 	}
 }
 
-// On PostgreSQL the outbox's unique (user_id, message_id) index compares
-// bytes, so it serves the lookup of one message and a burst's prefix
-// range alike (outboxBytewiseSchema in its driver); with sequential scans
-// off, the plans say whether the index can serve them at all.
+// The outbox's unique (user_id, message_id) index compares bytes, so it
+// serves the lookup of one message and a burst's prefix range alike.
 func TestPostgresOutboxQueriesUseTheUniqueIndex(t *testing.T) {
-	url := storetest.DatabaseURL(t)
-	storetest.Open(t, store.Config{DatabaseURL: url})
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), `SET enable_seqscan = off`); err != nil {
-		t.Fatal(err)
-	}
+	_, conn := migratedSchema(t)
 	for _, q := range []string{
 		`UPDATE message_outbox SET delivered_at = 1 WHERE user_id = 'u' AND message_id = 'm'`,
 		`SELECT id FROM message_outbox WHERE user_id = 'u' AND message_id COLLATE "C" >= 'm_' AND message_id COLLATE "C" < 'm` + "`" + `' ORDER BY id`,
 		`DELETE FROM message_outbox WHERE user_id = 'u' AND message_id IN (SELECT value FROM json_array_elements_text('["m"]'::json))`,
 	} {
-		var plan []string
-		rows, err := conn.QueryContext(t.Context(), `EXPLAIN `+q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if p := strings.Join(plan, "\n"); !strings.Contains(p, "message_outbox_user_id_message_id_key") {
+		if p := explain(t, conn, q); !strings.Contains(p, "message_outbox_user_id_message_id_key") {
 			t.Errorf("%s: the plan does not use the unique index:\n%s", q, p)
+		}
+	}
+}
+
+// The cleanup's deletes by time, and the chart's count by day, read the
+// block-range indexes.
+func TestPostgresPrunesReadTheTimeRanges(t *testing.T) {
+	_, conn := migratedSchema(t)
+	for q, index := range map[string]string{
+		`DELETE FROM message_events WHERE at < 1`:                                            "message_events_at",
+		`DELETE FROM delivery_log WHERE at < 1`:                                              "delivery_log_at",
+		`DELETE FROM message_outbox WHERE acked_at < 1 OR created_at < 1`:                    "message_outbox_created",
+		`SELECT at / 86400000 AS day, count(*) FROM message_events WHERE at >= 1 GROUP BY 1`: "message_events_at",
+	} {
+		if p := explain(t, conn, q); !strings.Contains(p, "Bitmap Index Scan on "+index) {
+			t.Errorf("%s: the plan does not read %s:\n%s", q, index, p)
 		}
 	}
 }

@@ -39,6 +39,7 @@ var dialect = driver.Dialect{
 		webhooksSchema,
 		claimHOTSchema,
 		outboxBytewiseSchema,
+		timeRangesSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -406,3 +406,19 @@ const outboxBytewiseSchema = `
 DROP INDEX message_outbox_burst;
 ALTER TABLE message_outbox ALTER COLUMN message_id TYPE TEXT COLLATE "C";
 `
+
+// timeRangesSchema: the time indexes the cleanup prunes by (message events
+// and delivery attempts by their time, outbox rows by their creation)
+// become block-range (BRIN) indexes: rows arrive in about the order of
+// those times, so a range of pages summarizes them, and an insert writes
+// no index entry, where a B-tree took one per event (three a push), per
+// attempt and per outbox row (issue 24). Autovacuum summarizes each range
+// once it fills; until then a prune reads that range's rows.
+const timeRangesSchema = `
+DROP INDEX message_events_at;
+CREATE INDEX message_events_at ON message_events USING brin (at) WITH (autosummarize = on);
+DROP INDEX delivery_log_at;
+CREATE INDEX delivery_log_at ON delivery_log USING brin (at) WITH (autosummarize = on);
+DROP INDEX message_outbox_created;
+CREATE INDEX message_outbox_created ON message_outbox USING brin (created_at) WITH (autosummarize = on);
+`

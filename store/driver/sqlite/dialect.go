@@ -34,6 +34,7 @@ var dialect = driver.Dialect{
 		webhooksSchema,
 		claimHOTSchema,
 		outboxBytewiseSchema,
+		timeRangesSchema,
 	},
 
 	ClaimableAt: claimableAt,

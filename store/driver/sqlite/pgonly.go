@@ -12,3 +12,7 @@ const claimHOTSchema = `SELECT 1`
 // (user_id, message_id) index, which compares bytes (its driver's
 // outboxBurstSchema); PostgreSQL's now does too.
 const outboxBytewiseSchema = `SELECT 1`
+
+// timeRangesSchema: PostgreSQL's time indexes become block-range indexes;
+// SQLite has none, and keeps its B-trees.
+const timeRangesSchema = `SELECT 1`
