@@ -91,8 +91,11 @@ func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (
 	}
 	query := `DELETE FROM tasks WHERE id IN (` + ids + `) AND (` + fences + `) RETURNING id`
 	if s.dialect.ArrayParams {
-		fenced := columnArrays(args[len(cs):], 3)
-		query, args = deleteLeasedArraysSQL, append([]any{fenced[0]}, fenced...)
+		fences, err := fenceColumnTypes.arrays(args[len(cs):])
+		if err != nil {
+			return nil, err
+		}
+		query, args = deleteLeasedArraysSQL, append([]any{fences[0]}, fences...)
 	}
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {

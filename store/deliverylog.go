@@ -138,7 +138,11 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 				a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
 		}
 		if s.dialect.ArrayParams && len(chunk) > 1 {
-			query, args = insertAttemptArraysSQL, columnArrays(args, 10)
+			columns, err := attemptColumnTypes.arrays(args)
+			if err != nil {
+				return err
+			}
+			query, args = insertAttemptArraysSQL, columns
 		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err

@@ -172,7 +172,11 @@ func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []Me
 		query := insertMessageEventsSQL[min(len(batch), preparedEventRows)-1]
 		switch {
 		case s.dialect.ArrayParams && len(batch) > 1:
-			query, args = insertEventArraysSQL, columnArrays(args, 6)
+			columns, err := eventColumnTypes.arrays(args)
+			if err != nil {
+				return err
+			}
+			query, args = insertEventArraysSQL, columns
 		case len(batch) > preparedEventRows:
 			query = insertEventsSQL(len(batch))
 		}

@@ -154,7 +154,11 @@ func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) 
 		}
 		query := upsertOutboxHead + upsertOutboxRow + strings.Repeat(", "+upsertOutboxRow, len(chunk)-1) + upsertOutboxTail
 		if s.dialect.ArrayParams && len(chunk) > 1 {
-			query, args = upsertOutboxArraysSQL, columnArrays(args, len(chunk[0]))
+			columns, err := outboxColumnTypes.arrays(args)
+			if err != nil {
+				return err
+			}
+			query, args = upsertOutboxArraysSQL, columns
 		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
@@ -213,11 +217,6 @@ const (
 )
 
 var upsertOutboxSQL = preparedSQL(upsertOutboxHead + upsertOutboxRow + upsertOutboxTail)
-
-// upsertOutboxArraysSQL is the upsert of many rows as column arrays
-// (arrays.go), in upsertOutboxArgs' order.
-var upsertOutboxArraysSQL = upsertOutboxInto + `
-	` + unnestSelect("text", "text", "text", "text", "bigint", "bigint", "text", "bigint", "bigint") + upsertOutboxTail
 
 func checkOutboxMessage(m OutboxMessage) error {
 	switch {

@@ -3,10 +3,13 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"amsg/push"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -127,6 +130,52 @@ func TestPostgresPrunesReadTheTimeRanges(t *testing.T) {
 	} {
 		if p := explain(t, conn, q); !strings.Contains(p, "Bitmap Index Scan on "+index) {
 			t.Errorf("%s: the plan does not read %s:\n%s", q, index, p)
+		}
+	}
+}
+
+// Behind a transaction pooler the pool speaks the simple protocol, which
+// binds the column arrays of a batch as well: completions written
+// together keep each push's attempt, outbox row and events.
+func TestPostgresBatchesThroughTheSimpleProtocol(t *testing.T) {
+	url := storetest.DatabaseURL(t)
+	clk := newClock()
+	st := storetest.Open(t, store.Config{DatabaseURL: url, DatabasePooler: store.PoolerTransaction, Now: clk.Now})
+	ctx := t.Context()
+	const n = 40
+	for i := range n {
+		insertTask(t, st, alice, i, clk.now)
+	}
+	tasks, err := st.ClaimDueTasks(ctx, clk.now, 90*time.Second, n)
+	if err != nil || len(tasks) != n {
+		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+	}
+	errs := make(chan error, n)
+	for i, task := range tasks {
+		id := fmt.Sprintf("m%d", i)
+		go func() {
+			errs <- st.CompleteTask(ctx, task.Lease(), time.Time{}, push.Bookkeeping{UserID: alice,
+				Record:   []store.OutboxMessage{outboxMessage(id, 0)},
+				Attempts: []push.Attempt{{MessageID: id, UserID: alice, DeviceID: 1, Try: 1, Status: 201, Outcome: push.OutcomeDelivered}}})
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left, _, err := st.Tasks(ctx, alice, "", 10, 0); err != nil || len(left) != 0 {
+		t.Errorf("tasks left after their completions: %d, %v", len(left), err)
+	}
+	page, err := st.UnackedOutbox(ctx, alice, 0, store.MaxOutboxPage)
+	if err != nil || len(page.Entries) != n {
+		t.Errorf("outbox: %d rows, %v; want %d", len(page.Entries), err, n)
+	}
+	for i := range n {
+		id := fmt.Sprintf("m%d", i)
+		story, err := st.MessageTimeline(ctx, alice, id)
+		if want := []string{"queued  {}", "sent  {}", `accepted 1 {"status":201,"try":1}`}; err != nil || !reflect.DeepEqual(summarize(story), want) {
+			t.Errorf("timeline of %s = %q, %v; want %q", id, summarize(story), err, want)
 		}
 	}
 }
