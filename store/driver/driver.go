@@ -127,7 +127,7 @@ type Dialect struct {
 	// outbox's (user_id, message_id) index orders it, so a range of
 	// message ids is exactly the ids with a prefix.
 	ByteOrder string
-	// ArrayParams: the driver binds a Go []any as an array, so the store
+	// ArrayParams: the driver binds a Go slice as an array, so the store
 	// writes a batch of rows as one array per column (store/arrays.go).
 	ArrayParams bool
 
