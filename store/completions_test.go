@@ -21,13 +21,7 @@ func TestConcurrentCompletionsAreEachFenced(t *testing.T) {
 	st := storetest.Open(t, store.Config{Now: clk.Now})
 	ctx := t.Context()
 	const n = 40
-	for i := range n {
-		insertTask(t, st, alice, i, clk.now)
-	}
-	tasks, err := st.ClaimDueTasks(ctx, clk.now, 90*time.Second, n)
-	if err != nil || len(tasks) != n {
-		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
-	}
+	tasks := claimNew(t, st, clk.now, n)
 	// Task 0's lease is moved on: its completion must fail its fence.
 	stolen := tasks[0]
 	if _, err := st.RenewLease(ctx, stolen.Lease(), clk.now.Add(time.Hour)); err != nil {

@@ -143,13 +143,7 @@ func TestPostgresBatchesThroughTheSimpleProtocol(t *testing.T) {
 	st := storetest.Open(t, store.Config{DatabaseURL: url, DatabasePooler: store.PoolerTransaction, Now: clk.Now})
 	ctx := t.Context()
 	const n = 40
-	for i := range n {
-		insertTask(t, st, alice, i, clk.now)
-	}
-	tasks, err := st.ClaimDueTasks(ctx, clk.now, 90*time.Second, n)
-	if err != nil || len(tasks) != n {
-		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
-	}
+	tasks := claimNew(t, st, clk.now, n)
 	errs := make(chan error, n)
 	for i, task := range tasks {
 		id := fmt.Sprintf("m%d", i)

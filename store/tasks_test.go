@@ -30,6 +30,19 @@ func insertTask(t *testing.T, st *store.Store, userID string, i int, next time.T
 	return task
 }
 
+// claimNew inserts n tasks of alice due at now and claims them all.
+func claimNew(t *testing.T, st *store.Store, now time.Time, n int) []store.Task {
+	t.Helper()
+	for i := range n {
+		insertTask(t, st, alice, i, now)
+	}
+	tasks, err := st.ClaimDueTasks(t.Context(), now, 90*time.Second, n)
+	if err != nil || len(tasks) != n {
+		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+	}
+	return tasks
+}
+
 func uuids(tasks []store.Task) []string {
 	var out []string
 	for _, t := range tasks {
