@@ -66,6 +66,8 @@ var dialect = driver.Dialect{
 	ByteOrder:    ` COLLATE "C"`,
 	ArrayParams:  true,
 
+	BatchStatements: true,
+
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
 		resetIdentity("tasks"), resetIdentity("transcript_sessions"), resetIdentity("message_events"),
