@@ -92,10 +92,16 @@ type Dialect struct {
 	// order, so a version means the same tables in either.
 	Migrations []string
 
-	// ClaimableAt is the instant a pending task becomes claimable, the
-	// latest of next_send_at, lease_until and retry_after, spelled as the
-	// tasks_due index spells it.
+	// ClaimableAt is the instant a pending task becomes claimable, spelled
+	// as the tasks_due index spells it: on SQLite the latest of
+	// next_send_at, lease_until and retry_after; on PostgreSQL the latest of
+	// next_send_at and retry_after, a lease being checked apart (see
+	// NextClaimable).
 	ClaimableAt string
+	// NextClaimable, when not "", is the earliest instant a pending task
+	// becomes claimable, leases included, as one value; "" means the
+	// minimum of ClaimableAt over the pending tasks.
+	NextClaimable string
 	// ClaimDueTasks leases due tasks. Arguments: lease_until, updated_at,
 	// now, the users to pass over as a JSON array, limit. It ends in
 	// RETURNING, to which the store appends its task columns. PostgreSQL
@@ -137,6 +143,9 @@ type Dialect struct {
 	// outbox's (user_id, message_id) index orders it, so a range of
 	// message ids is exactly the ids with a prefix.
 	ByteOrder string
+	// ArrayParams: the driver binds a Go slice as an array, so the store
+	// writes a batch of rows as one array per column (store/arrays.go).
+	ArrayParams bool
 
 	// Catalogue queries of POST /init-tenant's schema report. Tables lists
 	// the application's tables; Columns (table) a table's columns in order;

@@ -32,6 +32,9 @@ var dialect = driver.Dialect{
 		leaseSchema,
 		messageEventsSchema,
 		webhooksSchema,
+		claimHOTSchema,
+		outboxBytewiseSchema,
+		timeRangesSchema,
 	},
 
 	ClaimableAt: claimableAt,
