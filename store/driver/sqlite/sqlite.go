@@ -43,7 +43,6 @@ type DB struct {
 	writer       *sql.DB // one connection: SQLite has one writer anyway
 	reader       *sql.DB // query_only connections
 	checkpointer *sql.DB // one connection that checkpoints the WAL
-	pageSize     int64   // bytes: the size of a WAL frame's page
 	log          *slog.Logger
 	disk         storageHealth // whether the disk refuses writes
 
@@ -94,9 +93,6 @@ func (db *DB) open(ctx context.Context, path string) error {
 	}
 	if mode != "wal" {
 		return fmt.Errorf("journal mode is %q, not wal (is the file on a network file system?)", mode)
-	}
-	if err := db.writer.QueryRowContext(ctx, "PRAGMA page_size").Scan(&db.pageSize); err != nil {
-		return err
 	}
 	if db.reader, err = sql.Open("sqlite", dsn(abs, "_pragma=query_only(1)")); err != nil {
 		return err

@@ -28,16 +28,6 @@ const (
 	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
 	// never waiting for the writer or the readers).
 	checkpointInterval = time.Second
-	// restartWALBytes is the WAL size (its frames since it last started
-	// over, not its file's size) past which the WAL starts over
-	// (checkpointRound), so that a WAL written slowly does not make the
-	// writer wait every second.
-	restartWALBytes = 16 << 20
-	// The checkpointer's passes before the writer's step: at most
-	// maxCatchUpPasses, ending at the first that finds no more than
-	// catchUpFrames new frames (a commit or two of a trickle).
-	maxCatchUpPasses = 4
-	catchUpFrames    = 64
 	// maxWALBytes is the WAL size past which the writer waits for a
 	// TRUNCATE checkpoint: readers that always hold a snapshot could
 	// otherwise keep the WAL from ever starting over.
@@ -117,34 +107,17 @@ func (db *DB) checkpointLoop() {
 	}
 }
 
-// checkpointRound checkpoints the WAL on the checkpointer's own
-// connection (PASSIVE: it copies the WAL into the database while writes go
-// on) and, once the WAL holds restartBytes or more, lets it start over:
-// under steady writes a checkpoint never catches up, so the committer
-// checkpoints the frames written meanwhile between two transactions (a
-// writeOp without fn), and the next write starts the WAL over instead of
-// letting it grow. That step stalls every write, for two fsyncs and a copy
-// of what it finds, so before it the checkpointer catches up in passes
-// until one finds few new frames (catchUpFrames), at most maxCatchUpPasses.
-// It fails only once the committer has stopped.
+// checkpointRound checkpoints the WAL in two steps: a PASSIVE checkpoint
+// on the checkpointer's own connection copies the WAL into the database
+// while writes go on; once it is done, the committer checkpoints the few
+// frames written meanwhile between two transactions (a writeOp without
+// fn), so the next write starts the WAL over instead of letting it grow
+// (under steady writes a checkpoint alone never catches up). It fails only
+// once the committer has stopped.
 func (db *DB) checkpointRound() error {
-	frames := db.checkpoint()
-	if frames < 0 || frames*db.pageSize < db.restartBytes() {
-		return nil
-	}
-	for range maxCatchUpPasses {
-		before := frames
-		if frames = db.checkpoint(); frames < 0 || frames-before <= catchUpFrames {
-			break
-		}
-	}
+	db.checkpoint()
 	return db.writes.Add(&writeOp{})
 }
-
-// restartBytes is the WAL size at which it starts over: restartWALBytes,
-// or walCeiling when that is less, so a nearly full disk keeps the WAL as
-// small as before.
-func (db *DB) restartBytes() int64 { return min(restartWALBytes, db.walCeiling()) }
 
 // commitBatch is the committer's handler: the checkpoints first, between
 // two transactions, then the writes in one.
@@ -185,18 +158,13 @@ func (db *DB) truncateWAL() {
 }
 
 // checkpoint runs a PASSIVE checkpoint: it copies what it can of the WAL
-// into the database without waiting for the writer or the readers. It
-// returns the frames in the WAL since it last started over, -1 if the
-// checkpoint failed.
-func (db *DB) checkpoint() (frames int64) {
+// into the database without waiting for the writer or the readers.
+func (db *DB) checkpoint() {
 	ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
 	defer cancel()
-	var busy, copied int64
-	if err := db.checkpointer.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied); err != nil {
+	if _, err := db.checkpointer.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 		db.log.Warn("store: WAL checkpoint failed", "err", err)
-		return -1
 	}
-	return frames
 }
 
 // commitGroup commits a group of writes in one transaction. Each write of a
