@@ -25,13 +25,13 @@ func TestBackupRestores(t *testing.T) {
 	task := insertTask(t, st, bob, 1, clk.Now().Add(time.Hour))
 
 	dest := filepath.Join(t.TempDir(), "backup.db")
-	if err := store.Backup(ctx, path, dest); err != nil {
+	if err := store.Backup(ctx, store.Config{Path: path}, dest); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := os.Stat(dest); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("backup file: %v, %v; want mode 0600", info, err)
 	}
-	if err := store.Backup(ctx, path, dest); err == nil || !strings.Contains(err.Error(), "exists") {
+	if err := store.Backup(ctx, store.Config{Path: path}, dest); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Fatalf("a second backup over the first = %v, want a refusal", err)
 	}
 	// Written after the backup: not in it.
@@ -64,11 +64,26 @@ func TestBackupRestores(t *testing.T) {
 
 func TestBackupOfAMissingDatabase(t *testing.T) {
 	dir := t.TempDir()
-	err := store.Backup(t.Context(), filepath.Join(dir, "nope.db"), filepath.Join(dir, "out.db"))
+	err := store.Backup(t.Context(), store.Config{Path: filepath.Join(dir, "nope.db")}, filepath.Join(dir, "out.db"))
 	if err == nil {
 		t.Fatal("backup of a missing database succeeded")
 	}
 	if _, statErr := os.Stat(filepath.Join(dir, "out.db")); !os.IsNotExist(statErr) {
 		t.Fatalf("a failed backup left its file: %v", statErr)
+	}
+}
+
+// PostgreSQL is copied with its own tools: Backup says so and leaves no
+// file behind.
+func TestBackupOfPostgreSQLNamesItsTool(t *testing.T) {
+	url := storetest.DatabaseURL(t)
+	storetest.Open(t, store.Config{DatabaseURL: url})
+	dest := filepath.Join(t.TempDir(), "backup.db")
+	err := store.Backup(t.Context(), store.Config{DatabaseURL: url}, dest)
+	if err == nil || !strings.Contains(err.Error(), "back it up with pg_dump") {
+		t.Fatalf("Backup of PostgreSQL = %v, want a refusal naming pg_dump", err)
+	}
+	if _, statErr := os.Stat(dest); !os.IsNotExist(statErr) {
+		t.Fatalf("a refused backup left its file: %v", statErr)
 	}
 }

@@ -141,37 +141,6 @@ func dsn(path, extra string) string {
 	return u.String()
 }
 
-// LatestSchemaVersion is the version dialect.Migrations bring a database to.
-func LatestSchemaVersion() int { return len(dialect.Migrations) }
-
-// OpenExisting opens the database file at path, which must exist, on one
-// connection of its own with the driver's pragmas: for checking a file
-// before it becomes a store.
-func OpenExisting(path string) (*sql.DB, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("sqlite", dsn(path, "mode=rw"))
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	return db, nil
-}
-
-// VacuumInto writes a compact, consistent copy of the database file at path
-// into out, an existing empty file, in one read transaction: a server using
-// the file keeps reading and writing meanwhile.
-func VacuumInto(ctx context.Context, path, out string) error {
-	db, err := sql.Open("sqlite", dsn(path, ""))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, out)
-	return err
-}
-
 // Probe runs fn on a connection of its own to the file at its path,
 // without creating it: the pooled connections keep a deleted or replaced
 // file open and would not notice. While the disk refuses writes, the WAL
