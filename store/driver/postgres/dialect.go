@@ -37,6 +37,7 @@ var dialect = driver.Dialect{
 		leaseSchema,
 		messageEventsSchema,
 		webhooksSchema,
+		receiptOnceSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -32,6 +32,7 @@ var dialect = driver.Dialect{
 		leaseSchema,
 		messageEventsSchema,
 		webhooksSchema,
+		receiptOnceSchema,
 	},
 
 	ClaimableAt: claimableAt,
