@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -25,19 +26,19 @@ func Backup(ctx context.Context, cfg Config, dest string) error {
 	return nil
 }
 
-func backup(ctx context.Context, cfg Config, dest string) error {
+func backup(ctx context.Context, cfg Config, dest string) (err error) {
 	if _, err := databaseName(cfg); err != nil {
 		return err
-	}
-	if cfg.DatabaseURL == "" {
-		if _, err := os.Stat(cfg.Path); err != nil {
-			return fmt.Errorf("database: %w", err) // rather than create an empty one to copy
-		}
 	}
 	out, err := filepath.Abs(dest)
 	if err != nil {
 		return err
 	}
+	db, err := openDriver(ctx, cfg, cmp.Or(cfg.Logger, slog.Default()), false)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
 	// Claim dest exclusively, then let the driver fill it: SQLite writes
 	// into an existing empty file, and the file keeps mode 0600.
 	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -47,11 +48,7 @@ func backup(ctx context.Context, cfg Config, dest string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	db, err := openDriver(ctx, cfg, cmp.Or(cfg.Logger, slog.Default()))
-	if err != nil {
-		return errors.Join(err, os.Remove(out))
-	}
-	if err := errors.Join(db.Backup(ctx, out), db.Close()); err != nil {
+	if err := db.Backup(ctx, out); err != nil {
 		return errors.Join(err, os.Remove(out))
 	}
 	return nil
@@ -74,10 +71,10 @@ func CheckRestorable(ctx context.Context, path string) (int, error) {
 }
 
 func checkRestorable(ctx context.Context, path string) (version int, err error) {
-	if _, err := os.Stat(path); err != nil {
-		return 0, err // rather than create an empty one to check
+	db, err := openDriver(ctx, Config{Path: path}, slog.Default(), false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, err
 	}
-	db, err := openDriver(ctx, Config{Path: path}, slog.Default())
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrNotAmsgDatabase, err)
 	}

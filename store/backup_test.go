@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +86,37 @@ func TestBackupOfPostgreSQLNamesItsTool(t *testing.T) {
 	}
 	if _, statErr := os.Stat(dest); !os.IsNotExist(statErr) {
 		t.Fatalf("a refused backup left its file: %v", statErr)
+	}
+}
+
+// A backup reads beside the server and leaves the server's WAL to it: a
+// reader of the server's that holds an older snapshot (a slow client's
+// walk) does not make it wait for a checkpoint and fail.
+func TestBackupBesideAnOpenRead(t *testing.T) {
+	clk := newClock()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "amsg.db")
+	st := storetest.Open(t, store.Config{Path: path, Now: clk.Now})
+	ctx := t.Context()
+	if _, err := st.PutSubscription(ctx, alice, subscriptionJSON("https://push.example.com/a1"), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	read, err := rawDB(t, path).BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer read.Rollback()
+	if n := 0; read.QueryRowContext(ctx, `SELECT count(*) FROM subscriptions`).Scan(&n) != nil || n != 1 {
+		t.Fatalf("the open read sees %d devices", n)
+	}
+	if _, err := st.PutSubscription(ctx, bob, subscriptionJSON("https://push.example.com/b1"), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(dir, "backup.db")
+	if err := store.Backup(ctx, store.Config{Path: path}, dest); err != nil {
+		t.Fatalf("backup beside an open read: %v", err)
+	}
+	if n := queryInt(t, rawDB(t, dest), `SELECT count(*) FROM subscriptions`); n != 2 {
+		t.Errorf("the backup has %d devices, want both", n)
 	}
 }

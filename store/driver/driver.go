@@ -66,8 +66,9 @@ type Driver interface {
 	// (a group of writes counts once): the benchmarks divide it by the
 	// pushes to tell how well writes are grouped.
 	Commits() uint64
-	// Close stops the writes, runs what the database wants run last (SQLite:
-	// PRAGMA optimize, a TRUNCATE checkpoint) and releases the database.
+	// Close stops the writes, runs what the database wants run last (SQLite,
+	// after writes of its own: PRAGMA optimize, a TRUNCATE checkpoint) and
+	// releases the database.
 	Close() error
 	// Backup writes a consistent copy of the database into dest, an empty
 	// file the caller created, while other processes keep reading and

@@ -210,8 +210,8 @@ func (db *DB) ListenTasks(ctx context.Context, _ func(), _ func(int64)) error {
 var closing = []string{`PRAGMA optimize`, `PRAGMA wal_checkpoint(TRUNCATE)`}
 
 // Close stops the writer (writes after it fail with driver.ErrClosed), runs
-// PRAGMA optimize and a TRUNCATE checkpoint of the WAL, and closes the
-// pools. Later calls return the first call's result.
+// PRAGMA optimize and a TRUNCATE checkpoint of the WAL when it committed
+// anything, and closes the pools. Later calls return the first call's result.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() { db.closeErr = db.close() })
 	return db.closeErr
@@ -219,6 +219,12 @@ func (db *DB) Close() error {
 
 func (db *DB) close() error {
 	db.stopWriter()
+	if db.commits.Load() == 0 {
+		// Nothing of this process's to optimize or checkpoint away (a
+		// backup, a restore's check), and a checkpoint would wait for the
+		// readers of the process that writes the file.
+		return db.closePools()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
 	defer cancel()
 	var errs []error
