@@ -12,17 +12,24 @@ import (
 	"amsg/store/storetest"
 )
 
+// openWithADevice opens a SQLite store in a file of its own, with alice's
+// device in it.
+func openWithADevice(t *testing.T) (*store.Store, string, *clock) {
+	t.Helper()
+	clk := newClock()
+	path := filepath.Join(t.TempDir(), "amsg.db")
+	st := storetest.Open(t, store.Config{Path: path, Now: clk.Now})
+	if _, err := st.PutSubscription(t.Context(), alice, subscriptionJSON("https://push.example.com/a1"), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return st, path, clk
+}
+
 // A backup taken while the store is open restores: opened with the same
 // master key, it has the same devices, tasks and secrets.
 func TestBackupRestores(t *testing.T) {
-	clk := newClock()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "amsg.db")
-	st := storetest.Open(t, store.Config{Path: path, Now: clk.Now})
+	st, path, clk := openWithADevice(t)
 	ctx := t.Context()
-	if _, err := st.PutSubscription(ctx, alice, subscriptionJSON("https://push.example.com/a1"), clk.Now()); err != nil {
-		t.Fatal(err)
-	}
 	task := insertTask(t, st, bob, 1, clk.Now().Add(time.Hour))
 
 	dest := filepath.Join(t.TempDir(), "backup.db")
@@ -93,14 +100,8 @@ func TestBackupOfPostgreSQLNamesItsTool(t *testing.T) {
 // reader of the server's that holds an older snapshot (a slow client's
 // walk) does not make it wait for a checkpoint and fail.
 func TestBackupBesideAnOpenRead(t *testing.T) {
-	clk := newClock()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "amsg.db")
-	st := storetest.Open(t, store.Config{Path: path, Now: clk.Now})
+	st, path, clk := openWithADevice(t)
 	ctx := t.Context()
-	if _, err := st.PutSubscription(ctx, alice, subscriptionJSON("https://push.example.com/a1"), clk.Now()); err != nil {
-		t.Fatal(err)
-	}
 	read, err := rawDB(t, path).BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +113,7 @@ func TestBackupBesideAnOpenRead(t *testing.T) {
 	if _, err := st.PutSubscription(ctx, bob, subscriptionJSON("https://push.example.com/b1"), clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	dest := filepath.Join(dir, "backup.db")
+	dest := filepath.Join(t.TempDir(), "backup.db")
 	if err := store.Backup(ctx, store.Config{Path: path}, dest); err != nil {
 		t.Fatalf("backup beside an open read: %v", err)
 	}
