@@ -13,9 +13,9 @@ import (
 
 // Domain code reaches a database through driver.Driver only: of store's
 // sources, drivers.go alone imports a concrete driver (a package under
-// store/driver that has an Open), and calls its Open in openDriver alone.
-// Whatever differs between the databases is a driver method, not a
-// branch here.
+// store/driver that has an Open), and calls its Open in openDriver alone;
+// nothing asserts the driver's type. Whatever differs between the
+// databases is a driver method, not a branch here.
 func TestOnlyOpenDriverNamesAConcreteDriver(t *testing.T) {
 	fset := token.NewFileSet()
 	concrete := map[string]bool{}
@@ -50,10 +50,16 @@ func TestOnlyOpenDriverNamesAConcreteDriver(t *testing.T) {
 				continue
 			}
 			ast.Inspect(fn, func(n ast.Node) bool {
-				sel, ok := n.(*ast.SelectorExpr)
-				if ok && sel.Sel.Name == "Open" {
-					if pkg, ok := sel.X.(*ast.Ident); ok && local[pkg.Name] {
+				switch n := n.(type) {
+				case *ast.SelectorExpr:
+					if pkg, ok := n.X.(*ast.Ident); ok && local[pkg.Name] && n.Sel.Name == "Open" {
 						t.Errorf("%s: %s opens %s.Open outside openDriver", name, fn.Name.Name, pkg.Name)
+					}
+				case *ast.TypeAssertExpr:
+					// s.db.(interface{ … }): a capability of one driver
+					// asked for aside, where a driver method belongs.
+					if field, ok := n.X.(*ast.SelectorExpr); ok && field.Sel.Name == "db" {
+						t.Errorf("%s: %s asserts the driver's type: make it a driver.Driver method", name, fn.Name.Name)
 					}
 				}
 				return true

@@ -79,6 +79,11 @@ type Driver interface {
 	// file before it replaces the database (SQLite: PRAGMA quick_check).
 	// PostgreSQL checks pages as it reads them and adds nothing.
 	CheckIntegrity(ctx context.Context) error
+	// PollOnly reports that the database is reached through a transaction
+	// pooler alone (PostgreSQL without a direct URL): leadership is a lease,
+	// and ListenTasks hears nothing, so other processes' new tasks are
+	// found by the scheduler's tick.
+	PollOnly() bool
 }
 
 // Leader elects one process among those on a database.

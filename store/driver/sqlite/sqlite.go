@@ -206,6 +206,9 @@ func (db *DB) ListenTasks(ctx context.Context, _ func(), _ func(int64)) error {
 	return nil
 }
 
+// PollOnly is false: the one process needs no wake-ups from others.
+func (db *DB) PollOnly() bool { return false }
+
 // closing runs on the writer at Close, once the committer has stopped.
 var closing = []string{`PRAGMA optimize`, `PRAGMA wal_checkpoint(TRUNCATE)`}
 
