@@ -12,14 +12,27 @@ import (
 // getNotifications() deletes a notification it finds stored but not yet
 // displayed, so a listing made while another push's notification was on
 // its way lost that notification: shown, but gone from getNotifications()
-// and from its clicks. Every notification of the burst is there once the
-// pushes settled.
+// and from its clicks. The worker makes those calls one at a time, and
+// every notification of the burst is there once the pushes settled.
 func TestABurstOfPushesKeepsEveryNotification(t *testing.T) {
 	srv := newTestServer(t, "v-burst")
 	_, p := openWorkerPage(t, srv)
 	const burst = 24
 	var before int
 	p.WorkerEval(`self.__amsgTest.pushesSettled()`, &before)
+	// Count the worker's notification calls in flight at once.
+	p.WorkerEval(`(() => {
+		const reg = self.registration;
+		self.__burst = { inFlight: 0, most: 0 };
+		for (const name of ['showNotification', 'getNotifications']) {
+			const call = reg[name].bind(reg);
+			reg[name] = async (...args) => {
+				self.__burst.most = Math.max(self.__burst.most, ++self.__burst.inFlight);
+				try { return await call(...args); } finally { self.__burst.inFlight--; }
+			};
+		}
+		return true;
+	})()`, nil)
 	for i := range burst {
 		p.DeliverPushJSON(map[string]any{
 			"messageKind": "content", "message": "m" + strconv.Itoa(i), "contactName": "Rei",
@@ -28,8 +41,12 @@ func TestABurstOfPushesKeepsEveryNotification(t *testing.T) {
 		})
 	}
 	p.WaitForWorker(`self.__amsgTest.pushesSettled() >= ` + strconv.Itoa(before+burst))
-	var shown int
+	var shown, most int
 	p.WorkerEval(`self.__amsgTest.notificationsShown()`, &shown)
+	p.WorkerEval(`self.__burst.most`, &most)
+	if most != 1 {
+		t.Errorf("%d notification calls were in flight at once, want 1", most)
+	}
 	tags := map[string]bool{}
 	for _, n := range p.Notifications() {
 		tags[n.Tag] = true
