@@ -86,7 +86,7 @@ func (s *Store) PutDevice(ctx context.Context, userID string, subscription json.
 			return err
 		}
 		var created int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at, language)
+		err := tx.QueryRowContext(s.statementContext(ctx), `INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at, language)
 			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (endpoint_sha256) DO UPDATE SET
 				created_at   = CASE WHEN subscriptions.user_id = excluded.user_id THEN subscriptions.created_at ELSE excluded.created_at END,
@@ -100,7 +100,7 @@ func (s *Store) PutDevice(ctx context.Context, userID string, subscription json.
 			return err
 		}
 		d.CreatedAt = fromMillis(created)
-		res, err := tx.ExecContext(ctx, `DELETE FROM subscriptions WHERE user_id = ? AND id <> ? AND id NOT IN (
+		res, err := s.txExec(ctx, tx, `DELETE FROM subscriptions WHERE user_id = ? AND id <> ? AND id NOT IN (
 				SELECT id FROM subscriptions WHERE user_id = ? AND id <> ? ORDER BY updated_at DESC, id DESC LIMIT ?)`,
 			userID, d.ID, userID, d.ID, s.maxDevicesPerUser-1)
 		if err != nil {
@@ -124,7 +124,7 @@ func (s *Store) PutDevice(ctx context.Context, userID string, subscription json.
 // opens is dead and may be taken.
 func (s *Store) checkEndpointOwner(ctx context.Context, tx *sql.Tx, userID string, sub push.Subscription) error {
 	var owner, sealed string
-	err := tx.QueryRowContext(ctx, `SELECT user_id, subscription FROM subscriptions WHERE endpoint_sha256 = ?`,
+	err := tx.QueryRowContext(s.statementContext(ctx), `SELECT user_id, subscription FROM subscriptions WHERE endpoint_sha256 = ?`,
 		endpointHash(sub.Endpoint)).Scan(&owner, &sealed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
