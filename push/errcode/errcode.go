@@ -88,10 +88,17 @@ func (m *Message) Quoting(text string) *Message {
 }
 
 // Under is m said with code's code and status: a check shared by routes
-// that answer with different codes.
+// that answer with different codes. A code's default said under another
+// code keeps its Chinese and takes the other code's General English.
 func (m *Message) Under(code *Message) *Message {
+	if m.code == code.code {
+		return m
+	}
 	c := *m
 	c.code, c.status, c.general = code.code, code.status, code.general
+	if m.general == m {
+		c.en = ""
+	}
 	return &c
 }
 

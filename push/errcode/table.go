@@ -69,6 +69,9 @@ var (
 	SplitFieldRemoved   = InvalidPayloadFormat.also(
 		"%s is removed in 0.8.0; caller is responsible for splitting (return decision.pushPayloads with the exact pushes you want sent)",
 		"%s is removed in 0.8.0; caller is responsible for splitting (return decision.pushPayloads with the exact pushes you want sent)")
+	InstantFirstSendTime     = InvalidPayloadFormat.also("", "amsg-instant 不接受 firstSendTime；该字段属于 amsg-server 的定时消息")
+	InstantRecurrenceType    = InvalidPayloadFormat.also("", `amsg-instant 不支持 recurrenceType（必须省略或为 "none"）`)
+	InstantMessageType       = InvalidPayloadFormat.also("", `amsg-instant 仅支持 messageType: "instant"（或省略）`)
 	CompletePromptOnHookPath = define("COMPLETE_PROMPT_NOT_SUPPORTED_ON_HOOK_PATH", http.StatusBadRequest,
 		"completePrompt is not accepted on /continue; pass a `messages` array directly", "completePrompt is not accepted on /continue; pass a `messages` array directly")
 	PayloadTooLarge = define("PAYLOAD_TOO_LARGE", http.StatusRequestEntityTooLarge, "The payload is too large", "请求体过大")
@@ -96,17 +99,22 @@ var (
 	InvalidOffset     = InvalidParameters.also("offset must be a non-negative integer", "offset 参数无效，必须为非负整数")
 	// SplitPatternInvalid is the splitPattern check's own Chinese
 	// (llm.ValidateSplitPattern).
-	SplitPatternInvalid  = InvalidParameters.also("", "%s")
-	InvalidTimestamp     = define("INVALID_TIMESTAMP", http.StatusBadRequest, "Invalid time", "时间格式无效")
-	TimeNotInFuture      = InvalidTimestamp.also("The time must be in the future", "时间必须在未来")
-	InvalidMessageType   = define("INVALID_MESSAGE_TYPE", http.StatusBadRequest, "Invalid message type", "消息类型无效")
-	InvalidUpdateData    = define("INVALID_UPDATE_DATA", http.StatusBadRequest, "Invalid update data", "更新数据格式错误")
-	TaskIDRequired       = define("TASK_ID_REQUIRED", http.StatusBadRequest, "Missing task id", "缺少任务ID")
-	TaskNotFound         = define("TASK_NOT_FOUND", http.StatusNotFound, "The task does not exist or was deleted", "指定的任务不存在或已被删除")
-	TaskUUIDConflict     = define("TASK_UUID_CONFLICT", http.StatusConflict, "A task with this UUID already exists; submit again with a new uuid", "任务 UUID 已存在，请使用新的 uuid 重新提交")
-	TaskAlreadyCompleted = define("TASK_ALREADY_COMPLETED", http.StatusConflict, "The task has completed or failed and cannot be updated", "任务已完成或已失败，无法更新")
-	TaskEnded            = TaskAlreadyCompleted.also("The task has completed or failed", "任务已完成或已失败")
-	MessageSendFailed    = define("MESSAGE_SEND_FAILED", http.StatusInternalServerError, "The message could not be sent", "消息发送失败")
+	SplitPatternInvalid = InvalidParameters.also("", "%s")
+	InvalidTimestamp    = define("INVALID_TIMESTAMP", http.StatusBadRequest, "Invalid time", "时间格式无效")
+	TimeNotInFuture     = InvalidTimestamp.also("The time must be in the future", "时间必须在未来")
+	InvalidMessageType  = define("INVALID_MESSAGE_TYPE", http.StatusBadRequest, "Invalid message type", "消息类型无效")
+	InvalidUpdateData   = define("INVALID_UPDATE_DATA", http.StatusBadRequest, "Invalid update data", "更新数据格式错误")
+	// The update's own checks; the schedule's shared ones are said Under
+	// INVALID_UPDATE_DATA.
+	UpdateContactNameBlank  = InvalidUpdateData.also("", "contactName 必须是非空字符串")
+	UpdateTzIDInvalid       = InvalidUpdateData.also("", "tzId 必须是可用的 IANA 时区 id（如 Asia/Tokyo），或 null 表示按 UTC 推进")
+	UpdatePromptAndMessages = InvalidUpdateData.also("", "completePrompt 与 messages 不能同时更新（二选一）")
+	TaskIDRequired          = define("TASK_ID_REQUIRED", http.StatusBadRequest, "Missing task id", "缺少任务ID")
+	TaskNotFound            = define("TASK_NOT_FOUND", http.StatusNotFound, "The task does not exist or was deleted", "指定的任务不存在或已被删除")
+	TaskUUIDConflict        = define("TASK_UUID_CONFLICT", http.StatusConflict, "A task with this UUID already exists; submit again with a new uuid", "任务 UUID 已存在，请使用新的 uuid 重新提交")
+	TaskAlreadyCompleted    = define("TASK_ALREADY_COMPLETED", http.StatusConflict, "The task has completed or failed and cannot be updated", "任务已完成或已失败，无法更新")
+	TaskEnded               = TaskAlreadyCompleted.also("The task has completed or failed", "任务已完成或已失败")
+	MessageSendFailed       = define("MESSAGE_SEND_FAILED", http.StatusInternalServerError, "The message could not be sent", "消息发送失败")
 
 	// Push subscriptions and delivery.
 	InvalidSubscription = define("INVALID_PUSH_SUBSCRIPTION", http.StatusBadRequest, "Invalid push subscription", "推送订阅格式无效")
@@ -195,9 +203,14 @@ var (
 	CredentialsBatchOver       = InvalidParameters.also("", "credentials 一批最多 %d 条")
 	CredIDInvalid              = InvalidParameters.also("", "%s 必须是 1–%d 字符、不含控制字符的字符串")
 	CredentialValueInvalid     = InvalidParameters.also("", "credentials[%d].%s")
-	CredIDsOver                = InvalidParameters.also("", "credIds 一次最多 %d 条")
-	CredDeleteTarget           = InvalidParameters.also("Give either {all: true}, a non-empty credIds array or credIdPrefix", "要么 { all: true }，要么 credIds 非空数组，要么 credIdPrefix")
-	CredDeleteSeveral          = InvalidParameters.also("Give only one of all, credIds and credIdPrefix", "all、credIds 与 credIdPrefix 只能给一个")
+	// The problems of a credential's value, said inside CredentialValueInvalid.
+	CredValueNotObject  = InvalidParameters.also("", "value 必须是 { apiUrl, apiKey, primaryModel } 对象")
+	CredValueFieldBlank = InvalidParameters.also("", "value.%s 必须是非空字符串")
+	CredValueFieldLong  = InvalidParameters.also("", "value.%s 不能超过 %d 字符")
+	CredValueAPIURL     = InvalidParameters.also("", "value.apiUrl: %s")
+	CredIDsOver         = InvalidParameters.also("", "credIds 一次最多 %d 条")
+	CredDeleteTarget    = InvalidParameters.also("Give either {all: true}, a non-empty credIds array or credIdPrefix", "要么 { all: true }，要么 credIds 非空数组，要么 credIdPrefix")
+	CredDeleteSeveral   = InvalidParameters.also("Give only one of all, credIds and credIdPrefix", "all、credIds 与 credIdPrefix 只能给一个")
 	// The credRefs checks are said Under INVALID_UPDATE_DATA on a task's
 	// update.
 	CredRefsNotObject     = InvalidParameters.also("credRefs must be a plain object {<purpose>: <credId>}", "credRefs 必须是 { <purpose>: <credId> } 形状的普通对象")
@@ -255,6 +268,29 @@ var (
 	InvalidWebhookEvent  = define("INVALID_WEBHOOK_EVENT", http.StatusBadRequest, "events must list known webhook event types, each once (details: eventType, known)", "webhook 事件类型无效：须为已知类型且不重复（见 details）")
 	WebhookNotFound      = define("WEBHOOK_NOT_FOUND", http.StatusNotFound, "No webhook endpoint has this id", "webhook 端点不存在")
 	WebhookLimitExceeded = define("WEBHOOK_LIMIT_EXCEEDED", http.StatusConflict, "Too many webhook endpoints (details: limit)", "webhook 端点数量已达上限")
+
+	// The operator API's checks, in English whatever the request prefers:
+	// the API is amsg's own, not the standard's (issue 26).
+	AdminMessageBlank      = InvalidParameters.also("message must be a non-empty string", "message must be a non-empty string")
+	AdminMessageLong       = InvalidParameters.also("message is longer than %d bytes", "message is longer than %d bytes")
+	AdminTitleLong         = InvalidParameters.also("title is longer than 200 bytes", "title is longer than 200 bytes")
+	AdminContactNameLong   = InvalidParameters.also("contactName is longer than 200 bytes", "contactName is longer than 200 bytes")
+	AdminSubtypeLong       = InvalidParameters.also("messageSubtype is longer than 64 bytes", "messageSubtype is longer than 64 bytes")
+	AdminMetadataNotObject = InvalidParameters.also("metadata must be a JSON object", "metadata must be a JSON object")
+	AdminBodyShape         = InvalidPayloadFormat.also("The request body is not a valid JSON object of this endpoint: %s", "The request body is not a valid JSON object of this endpoint: %s")
+	AdminUserIDInvalid     = InvalidParameters.also("userId must be a non-empty string of at most %d bytes", "userId must be a non-empty string of at most %d bytes")
+	AdminRecipients        = InvalidParameters.also("give either userIds (a non-empty list) or all: true", "give either userIds (a non-empty list) or all: true")
+	AdminTooManyUsers      = InvalidParameters.also("userIds has more than %d entries", "userIds has more than %d entries")
+	AdminUserIDsInvalid    = InvalidParameters.also("every userId must be a non-empty string of at most %d bytes", "every userId must be a non-empty string of at most %d bytes")
+	AdminRate              = InvalidParameters.also("ratePerSecond must be between 1 and %d", "ratePerSecond must be between 1 and %d")
+	AdminPageLimit         = InvalidParameters.also("limit must be an integer from 1 to %d", "limit must be an integer from 1 to %d")
+	AdminTaskStatus        = InvalidParameters.also("status must be pending, sent or failed", "status must be pending, sent or failed")
+	AdminAfter             = InvalidParameters.also("after must be a task id", "after must be a task id")
+	AdminHours             = InvalidParameters.also("hours must be an integer from 1 to 168", "hours must be an integer from 1 to 168")
+	AdminTimelineUser      = InvalidParameters.also("userId must name the message's user", "userId must name the message's user")
+	AdminDays              = InvalidParameters.also("days must be an integer from 1 to %d", "days must be an integer from 1 to %d")
+	// AdminPushRefused is the push builder's own reason.
+	AdminPushRefused = InvalidParameters.also("%s", "%s")
 
 	// Codes inside other answers: a task's lastError, an instant task's
 	// MESSAGE_SEND_FAILED details, a client-state entry's rejection (issue 26).
