@@ -292,7 +292,7 @@ func (s *Server) buildAdminPush(m adminMessage, ids adminPushIDs) (*push.Content
 		Message: m.Message, Title: m.Title, ContactName: m.ContactName,
 	})
 	if err != nil {
-		return nil, invalidFields(errcode.AdminPushRefused.With(err.Error()), "message")
+		return nil, invalidFields(errcode.InvalidParameters.Quoting(err.Error()), "message") // the builder's reason
 	}
 	return p, nil
 }

@@ -2,12 +2,10 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
 	"amsg/push"
 	"amsg/push/errcode"
@@ -295,7 +293,7 @@ func (s *Server) handleCleanupOperations(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	gaps := unreadableGaps("operation", unreadable)
+	gaps := unreadableGaps("operation", errcode.UnreadableOperations, unreadable)
 	return s.writeEncrypted(w, userID, struct {
 		Operations []store.CleanupOperation `json:"operations"`
 		Complete   bool                     `json:"complete"`
@@ -317,12 +315,11 @@ func (s *Server) handleCleanupOperation(w http.ResponseWriter, r *http.Request) 
 
 // unreadableGaps reports the records of a source that do not decrypt, as
 // upstream's gap UNREADABLE_OPERATION does.
-func unreadableGaps(source string, unreadable int) []store.CloudGap {
+func unreadableGaps(source string, gap *errcode.Message, unreadable int) []store.CloudGap {
 	if unreadable == 0 {
 		return []store.CloudGap{}
 	}
-	return []store.CloudGap{{Source: source, Code: "UNREADABLE_" + strings.ToUpper(source),
-		Message: fmt.Sprintf("%d %ss do not decrypt", unreadable, source)}}
+	return []store.CloudGap{{Source: source, Code: gap.Code(), Message: gap.With(unreadable).English()}}
 }
 
 // ownerJSON is an owner's state as upstream answers it.
@@ -356,7 +353,7 @@ func (s *Server) handleCloudOwners(w http.ResponseWriter, r *http.Request) error
 	for i, state := range states {
 		owners[i] = ownerStateJSON(state)
 	}
-	gaps := unreadableGaps("owner", unreadable)
+	gaps := unreadableGaps("owner", errcode.UnreadableOwners, unreadable)
 	return s.writeEncrypted(w, userID, struct {
 		Owners   []ownerJSON      `json:"owners"`
 		Complete bool             `json:"complete"`

@@ -269,6 +269,35 @@ var (
 	WebhookNotFound      = define("WEBHOOK_NOT_FOUND", http.StatusNotFound, "No webhook endpoint has this id", "webhook 端点不存在")
 	WebhookLimitExceeded = define("WEBHOOK_LIMIT_EXCEEDED", http.StatusConflict, "Too many webhook endpoints (details: limit)", "webhook 端点数量已达上限")
 
+	// The shape of an OpenAI messages array (llm.ValidateMessages): the
+	// message's index, then the tool call's (issue 26).
+	MessagesNotArray           = InvalidPayloadFormat.also("messages must be a non-empty array", "messages 必须是长度 ≥ 1 的数组")
+	MessagesItemNotObject      = InvalidPayloadFormat.also("messages[%[1]d] must be an object", "messages[%[1]d] 必须是对象")
+	MessagesRoleInvalid        = InvalidPayloadFormat.also("messages[%[1]d].role must be one of system / user / assistant / tool", "messages[%[1]d].role 必须是 system / user / assistant / tool 之一")
+	MessagesToolCallMalformed  = InvalidPayloadFormat.also("messages[%[1]d].tool_calls[%[2]d] is malformed (expected { id, type:'function', function:{ name, arguments } })", "messages[%[1]d].tool_calls[%[2]d] 形状非法 (需要 { id, type:'function', function:{ name, arguments } })")
+	MessagesToolContentInvalid = InvalidPayloadFormat.also("messages[%[1]d].content (tool) must be a string or an array", "messages[%[1]d].content (tool) 必须是字符串或数组")
+	MessagesToolCallIDMissing  = InvalidPayloadFormat.also("messages[%[1]d].tool_call_id is required (tool messages must reference a prior tool_call)", "messages[%[1]d].tool_call_id 必填 (tool 消息必须关联到一次 tool_call)")
+	MessagesContentEmptyString = InvalidPayloadFormat.also("messages[%[1]d].content must be a non-empty string", "messages[%[1]d].content 不能是空字符串")
+	MessagesContentEmptyArray  = InvalidPayloadFormat.also("messages[%[1]d].content array must be non-empty", "messages[%[1]d].content 数组不能为空")
+	MessagesContentInvalidType = InvalidPayloadFormat.also("messages[%[1]d].content must be a non-empty string or a non-empty array", "messages[%[1]d].content 必须是非空字符串或长度 ≥ 1 的数组")
+
+	// A splitPattern the standard refuses (llm.ParseSplitPattern), in its
+	// Chinese; the field is splitPattern or splitPattern[i] (issue 26).
+	SplitPatternTooMany   = InvalidParameters.also("", "splitPattern 数组最多 %d 项")
+	SplitPatternNotString = InvalidParameters.also("", "%s 必须是字符串")
+	SplitPatternTooLong   = InvalidParameters.also("", "%s 不能超过 %d 字符")
+	SplitPatternNotRegexp = InvalidParameters.also("", "%s 不是有效正则表达式")
+
+	// A cleanup operation's error, and the records of an inventory that do
+	// not decrypt (its gaps), as upstream words them (issue 26).
+	CleanupRetrying            = define("CLOUD_CLEANUP_FAILED", 0, "the cleanup did not finish; it is retried", "清理未完成，将会重试")
+	CleanupPlanChanged         = CloudPlanChanged.also("the data changed since the preview; nothing was deleted", "预览后数据已变化，未删除任何内容")
+	CleanupInventoryIncomplete = CloudInventoryIncomplete.also("the cleanup did not finish; it is retried", "清理未完成，将会重试")
+	CleanupOwnerChanged        = define("CLOUD_OWNER_CHANGED", 0, "the owner changed; the old cleanup stopped", "归属已变化，旧的清理已停止")
+	UnreadableOwnership        = define("UNREADABLE_OWNERSHIP", 0, "%d ownership records do not decrypt", "%d 条归属记录无法解密")
+	UnreadableOperations       = define("UNREADABLE_OPERATION", 0, "%d operations do not decrypt", "%d 条清理操作无法解密")
+	UnreadableOwners           = define("UNREADABLE_OWNER", 0, "%d owners do not decrypt", "%d 个归属无法解密")
+
 	// The operator API's checks, in English whatever the request prefers:
 	// the API is amsg's own, not the standard's (issue 26).
 	AdminMessageBlank      = InvalidParameters.also("message must be a non-empty string", "message must be a non-empty string")
@@ -289,18 +318,17 @@ var (
 	AdminHours             = InvalidParameters.also("hours must be an integer from 1 to 168", "hours must be an integer from 1 to 168")
 	AdminTimelineUser      = InvalidParameters.also("userId must name the message's user", "userId must name the message's user")
 	AdminDays              = InvalidParameters.also("days must be an integer from 1 to %d", "days must be an integer from 1 to %d")
-	// AdminPushRefused is the push builder's own reason.
-	AdminPushRefused = InvalidParameters.also("%s", "%s")
 
 	// Codes inside other answers: a task's lastError, an instant task's
 	// MESSAGE_SEND_FAILED details, a client-state entry's rejection (issue 26).
 	// They are no answer's own code (status 0).
-	ProcessingError       = define("PROCESSING_ERROR", 0, "The delivery failed", "投递失败")
-	NoContentSource       = ProcessingError.also("Invalid instant message: no content source available", "即时消息无效：没有可用的内容来源")
-	PushPayloadTooLarge   = define("PUSH_PAYLOAD_TOO_LARGE", 0, "The push is too large to deliver", "推送内容过大，无法投递")
-	CredentialMissing     = define("CREDENTIAL_MISSING", 0, "The credential credRefs.chat names does not exist; PUT /llm-credentials repairs the next retry", "credRefs.chat 引用的凭据不存在，PUT /llm-credentials 后下次重试即可恢复")
-	PostSendCleanupFailed = define("POST_SEND_CLEANUP_FAILED", 0, "The message was sent, but the task could not be cleaned up", "消息已发送，但任务清理失败")
-	StateEntryNotObject   = define("INVALID_STATE_ENTRY", 0, "entries[%d] must be an object", "entries[%d] 必须是对象")
+	ProcessingError        = define("PROCESSING_ERROR", 0, "The delivery failed", "投递失败")
+	NoContentSource        = ProcessingError.also("Invalid instant message: no content source available", "即时消息无效：没有可用的内容来源")
+	PushPayloadTooLarge    = define("PUSH_PAYLOAD_TOO_LARGE", 0, "The push is too large to deliver", "推送内容过大，无法投递")
+	CredentialMissing      = define("CREDENTIAL_MISSING", 0, "The credential credRefs.chat names does not exist; PUT /llm-credentials repairs the next retry", "credRefs.chat 引用的凭据不存在，PUT /llm-credentials 后下次重试即可恢复")
+	CredentialNamedMissing = CredentialMissing.also("credential %q does not exist (PUT /llm-credentials repairs the next retry)", "凭据 %q 不存在（PUT /llm-credentials 后下次重试即可恢复）")
+	PostSendCleanupFailed  = define("POST_SEND_CLEANUP_FAILED", 0, "The message was sent, but the task could not be cleaned up", "消息已发送，但任务清理失败")
+	StateEntryNotObject    = define("INVALID_STATE_ENTRY", 0, "entries[%d] must be an object", "entries[%d] 必须是对象")
 	// StateEntryRefused is an entry's owner claim refused: the entry's
 	// index, then the refusal's text; said Under the refusal's code.
 	StateEntryRefused     = StateEntryNotObject.also("entries[%d] %s", "entries[%d] %s")
