@@ -12,7 +12,7 @@ import (
 // lastError keeps, come from the error table: a user without a push
 // subscription is the code with the standard's reason.
 var (
-	errSubscriptionMissing error = textError(errcode.SubscriptionMissing.Error())
+	errSubscriptionMissing error = textError(errcode.SubscriptionMissing.Code() + ": " + errcode.SubscriptionMissing.Chinese())
 	errPayloadTooLarge     error = textError(errcode.PushPayloadTooLarge.Code())
 	errPushSendFailed      error = textError(errcode.PushSendFailed.English())
 )

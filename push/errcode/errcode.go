@@ -66,10 +66,6 @@ func (m *Message) Chinese() string { return m.zh }
 // General is the default message of m's code.
 func (m *Message) General() *Message { return m.general }
 
-// Error makes a message usable as an error value (a sentinel matched with
-// errors.Is, by identity): the code and the Chinese text.
-func (m *Message) Error() string { return m.code + ": " + m.zh }
-
 // With is m with its verbs filled from args, in both languages. A text
 // without verbs (an English that stays general) is kept as it is.
 func (m *Message) With(args ...any) *Message {

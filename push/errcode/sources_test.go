@@ -27,9 +27,13 @@ var textsElsewhere = map[[2]string]string{
 // CloudGap, the client-state rejection.
 var errorTypes = regexp.MustCompile(`(?i)error|failure|rejection|gap`)
 
+// codeShape is a quoted string that looks like an error code.
+var codeShape = regexp.MustCompile(`^"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+"$`)
+
 // TestNoErrorTextOutsideTheTable reads every non-test Go source of the
 // module: outside this package no string literal spells out a code of the
-// table, none is the Message of an error type's composite literal, and no Chinese text is
+// table, none is the Message or the code of an error type's composite
+// literal, and no Chinese text is
 // written except the few that are no error.
 func TestNoErrorTextOutsideTheTable(t *testing.T) {
 	codes := map[string]bool{}
@@ -71,10 +75,15 @@ func TestNoErrorTextOutsideTheTable(t *testing.T) {
 						return true
 					}
 					for _, el := range n.Elts {
+						value := el
 						if kv, ok := el.(*ast.KeyValueExpr); ok {
+							value = kv.Value
 							if key, ok := kv.Key.(*ast.Ident); ok && key.Name == "Message" && hasStringLiteral(kv.Value) {
 								t.Errorf("%s: a Message written outside the error table", fset.Position(kv.Pos()))
 							}
+						}
+						if l, ok := value.(*ast.BasicLit); ok && l.Kind == token.STRING && codeShape.MatchString(l.Value) {
+							t.Errorf("%s: code %s of an error made outside the error table", fset.Position(l.Pos()), l.Value)
 						}
 					}
 				case *ast.BasicLit:

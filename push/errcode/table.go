@@ -297,6 +297,7 @@ var (
 	UnreadableOwnership        = define("UNREADABLE_OWNERSHIP", 0, "%d ownership records do not decrypt", "%d 条归属记录无法解密")
 	UnreadableOperations       = define("UNREADABLE_OPERATION", 0, "%d operations do not decrypt", "%d 条清理操作无法解密")
 	UnreadableOwners           = define("UNREADABLE_OWNER", 0, "%d owners do not decrypt", "%d 个归属无法解密")
+	TooManyResources           = define("TOO_MANY_RESOURCES", 0, "more than %d resources; only the first are listed", "超过 %d 项资源，只列出了前面的")
 
 	// The operator API's checks, in English whatever the request prefers:
 	// the API is amsg's own, not the standard's (issue 26).
