@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,21 +164,28 @@ func errcodeMessages(t *testing.T) map[string]*errcode.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var specs []*ast.ValueSpec
 	for _, decl := range f.Decls {
 		if gd, ok := decl.(*ast.GenDecl); ok && gd.Tok == token.VAR {
 			for _, spec := range gd.Specs {
-				names = append(names, spec.(*ast.ValueSpec).Names[0].Name)
+				specs = append(specs, spec.(*ast.ValueSpec))
 			}
 		}
 	}
 	table := errcode.Table()
-	if len(names) != len(table) {
-		t.Fatalf("push/errcode/table.go declares %d messages, errcode.Table has %d", len(names), len(table))
+	if len(specs) != len(table) {
+		t.Fatalf("push/errcode/table.go declares %d messages, errcode.Table has %d", len(specs), len(table))
 	}
-	out := make(map[string]*errcode.Message, len(names))
-	for i, name := range names {
-		out[name] = table[i]
+	out := make(map[string]*errcode.Message, len(specs))
+	for i, spec := range specs {
+		// A define names its code: the check that source and table align.
+		call := spec.Values[0].(*ast.CallExpr)
+		if fn, ok := call.Fun.(*ast.Ident); ok && fn.Name == "define" {
+			if code, _ := strconv.Unquote(call.Args[0].(*ast.BasicLit).Value); code != table[i].Code() {
+				t.Fatalf("push/errcode/table.go's %s defines %s, errcode.Table has %s there", spec.Names[0].Name, code, table[i].Code())
+			}
+		}
+		out[spec.Names[0].Name] = table[i]
 	}
 	return out
 }
