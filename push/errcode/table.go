@@ -59,8 +59,8 @@ var (
 	MessagesRequired        = InvalidPayloadFormat.also("`messages` is required on /continue", "`messages` is required on /continue")
 	PromptOrMessages        = InvalidPayloadFormat.also("exactly one of `completePrompt` or `messages` must be provided", "exactly one of `completePrompt` or `messages` must be provided")
 	PromptAndMessages       = InvalidPayloadFormat.also("", "exactly one of `completePrompt` or `messages` must be provided（两者不能同时出现）")
-	// MessagesShape is the messages shape check's own Chinese
-	// (llm.MessagesError).
+	// MessagesShape carries a Messages* text below in Chinese
+	// (llm.MessagesError.Chinese) with the code's General English.
 	MessagesShape       = InvalidPayloadFormat.also("", "%s")
 	FieldRequired       = InvalidPayloadFormat.also("", "%s 必填")
 	FieldNotPositiveInt = InvalidPayloadFormat.also("", "%s 必须是正整数")
@@ -97,8 +97,8 @@ var (
 	MetadataNotObject = InvalidParameters.also("metadata must be a plain object", "metadata 必须是普通对象")
 	InvalidLimit      = InvalidParameters.also("limit must be a positive integer", "limit 参数无效，必须为正整数")
 	InvalidOffset     = InvalidParameters.also("offset must be a non-negative integer", "offset 参数无效，必须为非负整数")
-	// SplitPatternInvalid is the splitPattern check's own Chinese
-	// (llm.ValidateSplitPattern).
+	// SplitPatternInvalid carries a SplitPattern* text below
+	// (llm.ValidateSplitPattern's error) with the code's General English.
 	SplitPatternInvalid = InvalidParameters.also("", "%s")
 	InvalidTimestamp    = define("INVALID_TIMESTAMP", http.StatusBadRequest, "Invalid time", "时间格式无效")
 	TimeNotInFuture     = InvalidTimestamp.also("The time must be in the future", "时间必须在未来")
