@@ -781,9 +781,11 @@ func (s *Scheduler) delivered(ctx context.Context, t store.Task, l store.Lease, 
 // retrying for up to a lease (courier.RetryWrite): the pushes went out, and
 // if the write still fails the lease runs out and the occurrence is sent
 // again with the same ids, which the service worker drops but which wake
-// the device twice.
+// the device twice. The slot was handed off already, so nothing waits on the
+// write to go on: it is unhurried, and a trickle's completions commit
+// together (store.Unhurried).
 func (s *Scheduler) complete(ctx context.Context, l store.Lease, next time.Time, last push.Bookkeeping) error {
-	return courier.RetryWrite(tracing.Detached(ctx), s.cfg.LeaseTTL, s.cfg.Sleep, s.log.With("taskId", l.TaskID),
+	return courier.RetryWrite(store.Unhurried(tracing.Detached(ctx)), s.cfg.LeaseTTL, s.cfg.Sleep, s.log.With("taskId", l.TaskID),
 		"recording a delivered occurrence", func(ctx context.Context) error {
 			err := s.deps.Store.CompleteTask(ctx, l, next, last)
 			if errors.Is(err, store.ErrLeaseLost) {

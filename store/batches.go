@@ -15,7 +15,9 @@ import (
 // statements, so a statement's fixed cost (a round trip, on PostgreSQL the
 // executor's start and the locks of a table and its indexes) is paid once
 // for many pushes (issue 24). A batch takes the writes waiting when a
-// handler is free; none waits for company.
+// handler is free; none waits for company. Where the dialect does not batch
+// statements (SQLite: driver.Dialect.BatchStatements), each write goes
+// alone, and the driver's writer commits it with those beside it.
 const (
 	maxWriteBatch    = 64
 	writeBatchers    = 4
@@ -47,7 +49,9 @@ type pendingWrite[R any] struct {
 func newWriteBatch[R any](s *Store, combined func(context.Context, *sql.Tx, []R) ([]error, error),
 	alone func(context.Context, R) error, wrap func(R, error) error) *writeBatch[R] {
 	w := &writeBatch[R]{s: s, combined: combined, alone: alone, wrap: wrap}
-	w.batcher = batch.New(batch.Options{MaxItems: maxWriteBatch, MaxHandlers: writeBatchers}, w.handle)
+	if s.dialect.BatchStatements {
+		w.batcher = batch.New(batch.Options{MaxItems: maxWriteBatch, MaxHandlers: writeBatchers}, w.handle)
+	}
 	return w
 }
 
@@ -55,6 +59,9 @@ func newWriteBatch[R any](s *Store, combined func(context.Context, *sql.Tx, []R)
 func (w *writeBatch[R]) write(ctx context.Context, req R) (err error) {
 	if err := ctx.Err(); err != nil {
 		return w.wrap(req, err)
+	}
+	if w.batcher == nil {
+		return w.alone(ctx, req)
 	}
 	ctx, span := tracing.Start(ctx, "store.batch")
 	defer func() { w.s.traceWrite(span, err) }()
@@ -65,7 +72,11 @@ func (w *writeBatch[R]) write(ctx context.Context, req R) (err error) {
 	return <-p.done
 }
 
-func (w *writeBatch[R]) close() { w.batcher.Close() }
+func (w *writeBatch[R]) close() {
+	if w.batcher != nil {
+		w.batcher.Close()
+	}
+}
 
 func (w *writeBatch[R]) handle(pending []*pendingWrite[R]) {
 	live := pending[:0:0]

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"amsg/push"
 )
@@ -36,9 +37,11 @@ func (s *Store) completeAlone(ctx context.Context, c completion) error {
 func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) ([]error, error) {
 	var attempts []push.Attempt
 	var records [][]any
+	var events []MessageEvent
 	for _, c := range cs {
 		attempts = append(attempts, c.w.b.Attempts...)
 		records = c.w.recordRows(records)
+		events = append(events, c.w.events...) // each carries its time (deliveryEvents)
 	}
 	if err := s.insertAttempts(ctx, tx, attempts); err != nil {
 		return nil, err
@@ -50,6 +53,9 @@ func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) (
 		if err := c.w.writeMarks(ctx, tx); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.insertMessageEvents(ctx, tx, events, time.Time{}); err != nil {
+		return nil, err
 	}
 	deleted, err := s.deleteLeased(ctx, tx, cs)
 	if err != nil {
@@ -83,7 +89,15 @@ func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (
 	for _, c := range cs {
 		args = append(args, c.l.TaskID, millis(c.l.Until), millis(c.l.Occurrence))
 	}
-	rows, err := tx.QueryContext(ctx, `DELETE FROM tasks WHERE id IN (`+ids+`) AND (`+fences+`) RETURNING id`, args...)
+	query := `DELETE FROM tasks WHERE id IN (` + ids + `) AND (` + fences + `) RETURNING id`
+	if s.dialect.ArrayParams {
+		fences, err := fenceColumnTypes.arrays(args[len(cs):])
+		if err != nil {
+			return nil, err
+		}
+		query, args = deleteLeasedArraysSQL, append([]any{fences[0]}, fences...)
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

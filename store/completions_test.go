@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -12,20 +13,15 @@ import (
 )
 
 // One-off occurrences completed at once (batched into one write) are each
-// deleted under their own fence and each leave their attempt, and the one
+// deleted under their own fence and each leave their attempt and their
+// events (those of a batch go in together), and the one
 // whose lease another claimer took is left in place with ErrLeaseLost.
 func TestConcurrentCompletionsAreEachFenced(t *testing.T) {
 	clk := newClock()
 	st := storetest.Open(t, store.Config{Now: clk.Now})
 	ctx := t.Context()
 	const n = 40
-	for i := range n {
-		insertTask(t, st, alice, i, clk.now)
-	}
-	tasks, err := st.ClaimDueTasks(ctx, clk.now, 90*time.Second, n)
-	if err != nil || len(tasks) != n {
-		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
-	}
+	tasks := claimNew(t, st, clk.now, n)
 	// Task 0's lease is moved on: its completion must fail its fence.
 	stolen := tasks[0]
 	if _, err := st.RenewLease(ctx, stolen.Lease(), clk.now.Add(time.Hour)); err != nil {
@@ -58,6 +54,10 @@ func TestConcurrentCompletionsAreEachFenced(t *testing.T) {
 		}
 		if attempts, err := st.Attempts(ctx, fmt.Sprintf("m%d", i)); err != nil || len(attempts) != 1 {
 			t.Errorf("attempts of m%d = %+v, %v; want one", i, attempts, err)
+		}
+		story, err := st.MessageTimeline(ctx, alice, fmt.Sprintf("m%d", i))
+		if want := []string{"sent  {}", `accepted 1 {"status":201,"try":1}`}; err != nil || !reflect.DeepEqual(summarize(story), want) {
+			t.Errorf("timeline of m%d = %q, %v; want %q", i, summarize(story), err, want)
 		}
 	}
 }

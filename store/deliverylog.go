@@ -71,7 +71,10 @@ func (w *bookkeepingWrite) write(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	return w.writeMarks(ctx, tx)
+	if err := w.writeMarks(ctx, tx); err != nil {
+		return err
+	}
+	return w.s.insertMessageEvents(ctx, tx, w.events, fromMillis(w.now))
 }
 
 // recordRows appends to rows the outbox rows of the pushes sent before the
@@ -84,7 +87,8 @@ func (w *bookkeepingWrite) recordRows(rows [][]any) [][]any {
 }
 
 // writeMarks marks the outbox messages delivered and deletes the devices
-// gone.
+// gone; the caller inserts the events (a batch of completions, all of
+// theirs in one statement).
 func (w *bookkeepingWrite) writeMarks(ctx context.Context, tx *sql.Tx) error {
 	s, b := w.s, w.b
 	for _, id := range b.Delivered {
@@ -101,7 +105,7 @@ func (w *bookkeepingWrite) writeMarks(ctx context.Context, tx *sql.Tx) error {
 			return err
 		}
 	}
-	return s.insertMessageEvents(ctx, tx, w.events, fromMillis(w.now))
+	return nil
 }
 
 var insertAttemptSQL = preparedSQL(`INSERT INTO delivery_log
@@ -132,6 +136,13 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 			}
 			args = append(args, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
 				a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
+		}
+		if s.dialect.ArrayParams && len(chunk) > 1 {
+			columns, err := attemptColumnTypes.arrays(args)
+			if err != nil {
+				return err
+			}
+			query, args = insertAttemptArraysSQL, columns
 		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err

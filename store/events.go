@@ -129,17 +129,27 @@ func checkMessageEvent(e MessageEvent) error {
 // insertMessageEventsSQL[k-1] inserts k events in one statement: a push's
 // delivery tells two or three, and one statement costs less than several.
 var insertMessageEventsSQL = func() []string {
-	const row = `(?, ?, ?, ?, ?, ?)`
-	queries := make([]string, maxEventsPerStatement)
+	queries := make([]string, preparedEventRows)
 	for k := range queries {
-		queries[k] = preparedSQL(`INSERT INTO message_events (at, user_id, message_id, device_id, type, detail) VALUES ` +
-			strings.Repeat(row+", ", k) + row)
+		queries[k] = preparedSQL(insertEventsSQL(k + 1))
 	}
 	return queries
 }()
 
-// maxEventsPerStatement bounds the rows of one insert of events.
-const maxEventsPerStatement = 4
+func insertEventsSQL(rows int) string {
+	const row = `(?, ?, ?, ?, ?, ?)`
+	return `INSERT INTO message_events (at, user_id, message_id, device_id, type, detail) VALUES ` +
+		strings.Repeat(row+", ", rows-1) + row
+}
+
+// preparedEventRows bounds the inserts of events prepared at Open; a batch
+// of completions inserts its pushes' events together, up to
+// maxEventsPerStatement rows (six arguments each) a statement, so that a
+// statement's fixed cost is paid once for many pushes (issue 24).
+const (
+	preparedEventRows     = 4
+	maxEventsPerStatement = 128
+)
 
 // insertMessageEvents writes checked events in tx, those with no time at
 // now: the part of a write that already records something else.
@@ -159,7 +169,18 @@ func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []Me
 			}
 			args = append(args, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail)
 		}
-		if _, err := s.txExec(ctx, tx, insertMessageEventsSQL[len(batch)-1], args...); err != nil {
+		query := insertMessageEventsSQL[min(len(batch), preparedEventRows)-1]
+		switch {
+		case s.dialect.ArrayParams && len(batch) > 1:
+			columns, err := eventColumnTypes.arrays(args)
+			if err != nil {
+				return err
+			}
+			query, args = insertEventArraysSQL, columns
+		case len(batch) > preparedEventRows:
+			query = insertEventsSQL(len(batch))
+		}
+		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
 		}
 	}

@@ -153,6 +153,13 @@ func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) 
 			args = append(args, r...)
 		}
 		query := upsertOutboxHead + upsertOutboxRow + strings.Repeat(", "+upsertOutboxRow, len(chunk)-1) + upsertOutboxTail
+		if s.dialect.ArrayParams && len(chunk) > 1 {
+			columns, err := outboxColumnTypes.arrays(args)
+			if err != nil {
+				return err
+			}
+			query, args = upsertOutboxArraysSQL, columns
+		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
 		}
@@ -198,8 +205,9 @@ func upsertOutboxArgs(userID string, m OutboxMessage, sealed string, now int64, 
 
 // The outbox upsert, in parts so that appendMany can give it many rows.
 const (
-	upsertOutboxHead = `INSERT INTO message_outbox
-		(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at, delivered_at)
+	upsertOutboxInto = `INSERT INTO message_outbox
+		(user_id, message_id, task_uuid, session_id, message_index, total_messages, payload, created_at, delivered_at)`
+	upsertOutboxHead = upsertOutboxInto + `
 	VALUES `
 	upsertOutboxRow  = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	upsertOutboxTail = `

@@ -113,6 +113,8 @@ func (s *Store) readClaimedPrefs(ctx context.Context, tx *sql.Tx, tasks []Task) 
 	return prefs, rows.Err()
 }
 
+// claimedPrefsSQL reads the preferences of the users a claim took; it is
+// prepared at Open with the claim, which runs it every time.
 func (s *Store) claimedPrefsSQL() string {
 	return `SELECT user_id, time_zone, quiet_start, quiet_end, daily_limit FROM user_preferences
 		WHERE user_id IN (` + s.dialect.InJSONArray + `)`

@@ -331,7 +331,7 @@ func preparedRead(query string) string {
 }
 
 func (s *Store) prepareStatements(ctx context.Context) error {
-	writes := append(slices.Clone(preparedQueries), s.claimDueSQL())
+	writes := append(slices.Clone(preparedQueries), s.claimDueSQL(), s.claimedPrefsSQL())
 	var err error
 	if s.stmts, err = prepareAll(ctx, s.writer, writes); err != nil {
 		return err
@@ -371,8 +371,10 @@ func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.
 
 // txExec runs query in tx, on its prepared statement when it has one
 // (Tx.StmtContext reuses a statement prepared on the transaction's
-// connection rather than preparing it again).
+// connection rather than preparing it again), without ctx's cancellation
+// where the dialect says so (driver.Dialect.WritesUncancelled).
 func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	ctx = s.statementContext(ctx)
 	if st := s.stmts[query]; st != nil {
 		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -381,10 +383,19 @@ func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...an
 
 // txQuery is txExec for a statement that returns rows.
 func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...any) (*sql.Rows, error) {
+	ctx = s.statementContext(ctx)
 	if st := s.stmts[query]; st != nil {
 		return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return tx.QueryContext(ctx, query, args...)
+}
+
+// statementContext is the context a statement of a write runs with.
+func (s *Store) statementContext(ctx context.Context) context.Context {
+	if s.dialect.WritesUncancelled {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // millis is how times are stored: INTEGER milliseconds UTC.

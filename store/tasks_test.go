@@ -30,6 +30,19 @@ func insertTask(t *testing.T, st *store.Store, userID string, i int, next time.T
 	return task
 }
 
+// claimNew inserts n tasks of alice due at now and claims them all.
+func claimNew(t *testing.T, st *store.Store, now time.Time, n int) []store.Task {
+	t.Helper()
+	for i := range n {
+		insertTask(t, st, alice, i, now)
+	}
+	tasks, err := st.ClaimDueTasks(t.Context(), now, 90*time.Second, n)
+	if err != nil || len(tasks) != n {
+		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+	}
+	return tasks
+}
+
 func uuids(tasks []store.Task) []string {
 	var out []string
 	for _, t := range tasks {
@@ -309,6 +322,40 @@ func TestNextClaimableAt(t *testing.T) {
 	if err != nil || !ok || !next.Equal(now.Add(time.Minute)) {
 		t.Errorf("NextClaimableAt = %s %v %v, want %s", next, ok, err, now.Add(time.Minute))
 	}
+}
+
+// The next claimable instant looks past the tasks being delivered: the
+// first task without a lease, or a lease that ends before it; with every
+// task leased, the earliest end of a lease; a lease that ended leaves its
+// task's own time.
+func TestNextClaimableAtLooksPastLeases(t *testing.T) {
+	st := storetest.New(t)
+	ctx := t.Context()
+	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		insertTask(t, st, alice, i, now.Add(time.Duration(i-5)*time.Minute)) // due 5 to 1 minutes ago
+	}
+	want := func(step string, at time.Time) {
+		t.Helper()
+		if next, ok, err := st.NextClaimableAt(ctx); err != nil || !ok || !next.Equal(at) {
+			t.Errorf("%s: NextClaimableAt = %s %v %v, want %s", step, next, ok, err, at)
+		}
+	}
+	if _, err := st.ClaimDueTasks(ctx, now, 90*time.Second, 3); err != nil {
+		t.Fatal(err)
+	}
+	want("three of five leased", now.Add(-2*time.Minute))
+	if _, err := st.ClaimDueTasks(ctx, now.Add(time.Second), 30*time.Second, 2); err != nil {
+		t.Fatal(err)
+	}
+	want("all leased", now.Add(31*time.Second))
+	// Two minutes on, every lease has ended; a task is leased again with
+	// a lease that ended already, an hour before.
+	leased, err := st.ClaimDueTasks(ctx, now.Add(2*time.Minute), -time.Hour, 1)
+	if err != nil || len(leased) != 1 {
+		t.Fatalf("claim after the leases ended: %d tasks, %v", len(leased), err)
+	}
+	want("a lease already ended", leased[0].NextSendAt)
 }
 
 func TestClaimDueTasksNeverHandsATaskToTwoClaimers(t *testing.T) {

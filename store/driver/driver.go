@@ -92,10 +92,16 @@ type Dialect struct {
 	// order, so a version means the same tables in either.
 	Migrations []string
 
-	// ClaimableAt is the instant a pending task becomes claimable, the
-	// latest of next_send_at, lease_until and retry_after, spelled as the
-	// tasks_due index spells it.
+	// ClaimableAt is the instant a pending task becomes claimable, spelled
+	// as the tasks_due index spells it: on SQLite the latest of
+	// next_send_at, lease_until and retry_after; on PostgreSQL the latest of
+	// next_send_at and retry_after, a lease being checked apart (see
+	// NextClaimable).
 	ClaimableAt string
+	// NextClaimable, when not "", is the earliest instant a pending task
+	// becomes claimable, leases included, as one value; "" means the
+	// minimum of ClaimableAt over the pending tasks.
+	NextClaimable string
 	// ClaimDueTasks leases due tasks. Arguments: lease_until, updated_at,
 	// now, the users to pass over as a JSON array, limit. It ends in
 	// RETURNING, to which the store appends its task columns. PostgreSQL
@@ -108,6 +114,22 @@ type Dialect struct {
 	// every due task on each claim instead of walking tasks_due in order
 	// and stopping at the limit.
 	ClaimPlan string
+	// BatchStatements says the store batches the delivery path's writes
+	// into multi-row statements (store/batches.go). It pays where every
+	// statement costs a round trip and the executor's start (PostgreSQL);
+	// in process (SQLite) a statement of a new shape, which each batch size
+	// is, is compiled afresh, and that costs more than the rows save: each
+	// write goes alone to the driver's writer, which commits it with the
+	// others waiting beside it.
+	BatchStatements bool
+	// WritesUncancelled says the store runs the statements of a write
+	// without its caller's cancellation (context.WithoutCancel). SQLite's
+	// driver watches a cancellable context with a goroutine and a progress
+	// handler per statement, which costs more than most statements of a
+	// delivery, and an interrupted statement would roll back the whole
+	// group commit its write is in; the writer still skips a write whose
+	// caller gave up before it ran.
+	WritesUncancelled bool
 	// NotifyCancel, run in the transaction that deletes a task being
 	// delivered with the task's id as its argument, tells the other
 	// processes' ListenTasks to stop the delivery; "" where there are none.
@@ -121,6 +143,9 @@ type Dialect struct {
 	// outbox's (user_id, message_id) index orders it, so a range of
 	// message ids is exactly the ids with a prefix.
 	ByteOrder string
+	// ArrayParams: the driver binds a Go slice as an array, so the store
+	// writes a batch of rows as one array per column (store/arrays.go).
+	ArrayParams bool
 
 	// Catalogue queries of POST /init-tenant's schema report. Tables lists
 	// the application's tables; Columns (table) a table's columns in order;
@@ -135,4 +160,21 @@ type Dialect struct {
 	// AfterCopy runs after rows were copied in with their ids, so that new
 	// rows get ids after theirs.
 	AfterCopy []string
+}
+
+// unhurriedKey marks a context of Unhurried.
+type unhurriedKey struct{}
+
+// Unhurried marks the writes made with ctx as records nobody waits on to
+// go on (a delivered occurrence's completion): a driver may hold such a
+// write back a moment to commit it with others (SQLite's writer does while
+// writes come one by one).
+func Unhurried(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unhurriedKey{}, true)
+}
+
+// IsUnhurried reports whether ctx was marked by Unhurried.
+func IsUnhurried(ctx context.Context) bool {
+	v, _ := ctx.Value(unhurriedKey{}).(bool)
+	return v
 }

@@ -25,6 +25,13 @@ type Options struct {
 	// only while items keep coming.
 	MaxWait time.Duration
 	Gap     time.Duration
+	// Linger is how long a batch whose first item was handed over with
+	// Linger waits for company on a batcher that is not busy, so items
+	// that arrive one by one, steadily but further apart than Gap (a
+	// trickle), share a batch instead of one each. It ends at MaxItems, or
+	// as soon as an item given to Add arrives: that one is handled at once,
+	// with the batch. 0: Linger is Add.
+	Linger time.Duration
 	// MaxHandlers is how many batches are handled at once (at least 1).
 	// With 1 the batching goroutine handles each batch itself, so batches
 	// never overlap; with more, a batch waits for a free handler and takes
@@ -37,11 +44,17 @@ type Options struct {
 type Batcher[T any] struct {
 	opts   Options
 	handle func([]T)
-	items  chan T // unbuffered: an item handed over is an item the handler gets
+	items  chan entry[T] // unbuffered: an item handed over is an item the handler gets
 	stop   chan struct{}
 	done   chan struct{}
 	// handlers holds a token per batch being handled (MaxHandlers > 1).
 	handlers chan struct{}
+}
+
+// entry is an item on its way to a batch, and whether it may linger.
+type entry[T any] struct {
+	item   T
+	linger bool
 }
 
 // New starts a batcher that calls handle with each batch, never with an
@@ -49,7 +62,7 @@ type Batcher[T any] struct {
 func New[T any](opts Options, handle func([]T)) *Batcher[T] {
 	opts.MaxItems = max(opts.MaxItems, 1)
 	opts.MaxHandlers = max(opts.MaxHandlers, 1)
-	b := &Batcher[T]{opts: opts, handle: handle, items: make(chan T),
+	b := &Batcher[T]{opts: opts, handle: handle, items: make(chan entry[T]),
 		stop: make(chan struct{}), done: make(chan struct{}), handlers: make(chan struct{}, opts.MaxHandlers)}
 	go b.run()
 	return b
@@ -57,9 +70,16 @@ func New[T any](opts Options, handle func([]T)) *Batcher[T] {
 
 // Add hands item over, waiting while the handler is busy. It returns
 // ErrClosed, and item is not handled, once Close was called.
-func (b *Batcher[T]) Add(item T) error {
+func (b *Batcher[T]) Add(item T) error { return b.add(entry[T]{item: item}) }
+
+// Linger is Add for an item nobody waits on to go on (the record of
+// something done): on a batcher that is not busy it waits up to
+// Options.Linger for company instead of being handled alone.
+func (b *Batcher[T]) Linger(item T) error { return b.add(entry[T]{item: item, linger: true}) }
+
+func (b *Batcher[T]) add(e entry[T]) error {
 	select {
-	case b.items <- item:
+	case b.items <- e:
 		return nil
 	case <-b.done:
 		return ErrClosed
@@ -82,14 +102,22 @@ func (b *Batcher[T]) run() {
 	var last atomic.Int64 // when the last batch was handled, Unix nanoseconds
 	for {
 		var batch []T
+		var first entry[T]
 		select {
 		case <-b.stop:
 			b.waitHandlers()
 			return
-		case item := <-b.items:
-			batch = append(batch, item)
+		case first = <-b.items:
+			batch = append(batch, first.item)
 		}
-		batch = b.gather(batch, time.Since(time.Unix(0, last.Load())) < b.opts.MaxWait)
+		switch {
+		case time.Since(time.Unix(0, last.Load())) < b.opts.MaxWait: // busy
+			batch = b.gather(batch, b.opts.MaxWait, b.opts.Gap, false)
+		case first.linger && b.opts.Linger > 0:
+			batch = b.gather(batch, b.opts.Linger, b.opts.Linger, true)
+		default:
+			batch = b.gatherWaiting(batch)
+		}
 		if b.opts.MaxHandlers == 1 {
 			b.handle(batch)
 			last.Store(time.Now().UnixNano())
@@ -112,22 +140,22 @@ func (b *Batcher[T]) waitHandlers() {
 	}
 }
 
-// gather adds to batch the items waiting now and, when busy, those that
-// keep arriving, each within Gap of the last, for up to MaxWait in all, up
-// to MaxItems.
-func (b *Batcher[T]) gather(batch []T, busy bool) []T {
-	if !busy {
-		return b.gatherWaiting(batch)
-	}
-	end := time.Now().Add(b.opts.MaxWait)
-	gap := time.NewTimer(b.opts.Gap)
-	defer gap.Stop()
+// gather adds to batch the items that keep arriving, each within gap of
+// the last, for up to wait in all, up to MaxItems. A lingering batch ends
+// as soon as an item given to Add arrives.
+func (b *Batcher[T]) gather(batch []T, wait, gap time.Duration, lingering bool) []T {
+	end := time.Now().Add(wait)
+	timer := time.NewTimer(min(gap, wait))
+	defer timer.Stop()
 	for len(batch) < b.opts.MaxItems {
 		select {
-		case item := <-b.items:
-			batch = append(batch, item)
-			gap.Reset(min(b.opts.Gap, time.Until(end)))
-		case <-gap.C:
+		case e := <-b.items:
+			batch = append(batch, e.item)
+			if lingering && !e.linger {
+				return b.gatherWaiting(batch)
+			}
+			timer.Reset(min(gap, time.Until(end)))
+		case <-timer.C:
 			return b.gatherWaiting(batch)
 		}
 	}
@@ -138,8 +166,8 @@ func (b *Batcher[T]) gather(batch []T, busy bool) []T {
 func (b *Batcher[T]) gatherWaiting(batch []T) []T {
 	for len(batch) < b.opts.MaxItems {
 		select {
-		case item := <-b.items:
-			batch = append(batch, item)
+		case e := <-b.items:
+			batch = append(batch, e.item)
 		default:
 			return batch
 		}

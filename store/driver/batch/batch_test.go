@@ -125,3 +125,35 @@ func TestHandlersRunBatchesAtOnceUpToMaxHandlers(t *testing.T) {
 		t.Errorf("handled %v, want 0, 1, 2", handled)
 	}
 }
+
+// On a batcher that is not busy, items handed over with Linger wait for
+// company (a trickle shares a batch), until an item given to Add arrives,
+// which is handled at once with them; a lingering batch also ends at
+// MaxItems, and a lone lingering item once Linger has passed.
+func TestLingeringItemsWaitForCompanyUntilAnItemThatMayNot(t *testing.T) {
+	c := &collector{started: make(chan struct{}, 10)}
+	// MaxWait 0: never busy, so only Linger makes a batch wait.
+	b := batch.New(batch.Options{MaxItems: 3, Linger: time.Hour}, c.handle)
+	for i, add := range []func(int) error{b.Linger, b.Linger, b.Add} { // 0 and 1 wait; 2 ends the batch
+		if err := add(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-c.started
+	for i := 3; i < 6; i++ { // three lingering items fill a batch
+		if err := b.Linger(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-c.started
+	b.Close()
+	lone := batch.New(batch.Options{MaxItems: 3, Linger: time.Millisecond}, c.handle)
+	if err := lone.Linger(6); err != nil {
+		t.Fatal(err)
+	}
+	<-c.started
+	lone.Close()
+	if got := c.all(); !slices.EqualFunc(got, [][]int{{0, 1, 2}, {3, 4, 5}, {6}}, slices.Equal) {
+		t.Errorf("batches %v, want [[0 1 2] [3 4 5] [6]]", got)
+	}
+}

@@ -37,23 +37,36 @@ var dialect = driver.Dialect{
 		leaseSchema,
 		messageEventsSchema,
 		webhooksSchema,
+		claimHOTSchema,
+		outboxBytewiseSchema,
+		timeRangesSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
+	// A lease is not in claimable_at (claimHOTSchema): see
+	// amsg_next_claimable there.
+	NextClaimable: `SELECT amsg_next_claimable()`,
 	// River's claim: lock the earliest due rows, skipping those another
 	// instance has locked for its own claim, then lease them, in one
 	// statement at READ COMMITTED. $n keeps the arguments in SQLite's order.
+	// The lease changes no indexed column (not even updated_at, which
+	// tasks_finished indexes: $2 is only typed), so the update is HOT: no
+	// index entry per leased row (claimHOTSchema).
 	ClaimDueTasks: `WITH due (due_id) AS (
 			SELECT id FROM tasks WHERE status = 'pending' AND claimable_at <= $3
+				AND (lease_until IS NULL OR lease_until <= $3)
 				AND user_id NOT IN (SELECT value FROM json_array_elements_text($4::json))
 			ORDER BY claimable_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
-		UPDATE tasks SET lease_until = $1, updated_at = $2 FROM due WHERE id = due_id
+		UPDATE tasks SET lease_until = $1 FROM due WHERE id = due_id AND $2::bigint IS NOT NULL
 		RETURNING `,
 	ClaimPlan:    `SET LOCAL enable_bitmapscan = off`,
 	NotifyCancel: `SELECT pg_notify(current_schema() || '.` + tasksChannel + `', '` + cancelPrefix + `' || ?::text)`,
 	Greatest:     `GREATEST`,
 	InJSONArray:  `SELECT value FROM json_array_elements_text(?::json)`,
 	ByteOrder:    ` COLLATE "C"`,
+	ArrayParams:  true,
+
+	BatchStatements: true,
 
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),

@@ -366,3 +366,59 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_at)
 CREATE INDEX webhook_deliveries_message ON webhook_deliveries (endpoint_id, message_key, id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE finished_at IS NOT NULL;
 `
+
+// claimHOTSchema: a claim rewrote every index entry of each task it leased
+// (six indexes), since the lease moved claimable_at, which tasks_due
+// indexes (issue 24: the claim was PostgreSQL's largest statement). Now
+// claimable_at leaves the lease out and the claim changes no indexed
+// column, and pages keep half their room, so a lease is a heap-only (HOT)
+// update in the row's own page. The claim checks the lease itself, and
+// amsg_next_claimable finds the earliest claimable instant: the tasks
+// ahead of the first unleased one in tasks_due are those being delivered,
+// and it is among them or that one. Past 1 024 leased tasks ahead (more
+// than are ever in delivery at once) it answers the last one read, no
+// later than the true one: a scheduler wakes early rather than late. It
+// runs without bitmap scans, as the claim does (Dialect.ClaimPlan), so
+// statistics older than a burst of inserts cannot make it sort every
+// pending task. The table is rewritten once, here.
+const claimHOTSchema = `
+ALTER TABLE tasks SET (fillfactor = 50);
+ALTER TABLE tasks DROP COLUMN claimable_at;
+ALTER TABLE tasks ADD COLUMN claimable_at BIGINT GENERATED ALWAYS AS (GREATEST(next_send_at, coalesce(retry_after, 0))) STORED;
+CREATE INDEX tasks_due ON tasks (claimable_at, id) WHERE status = 'pending';
+CREATE FUNCTION amsg_next_claimable() RETURNS BIGINT LANGUAGE plpgsql STABLE SET enable_bitmapscan = off AS $$
+BEGIN
+	RETURN (SELECT CASE WHEN count(*) < 1024 THEN min(GREATEST(claimable_at, coalesce(lease_until, 0)))
+			ELSE LEAST(min(GREATEST(claimable_at, coalesce(lease_until, 0))), max(claimable_at)) END
+		FROM (SELECT claimable_at, lease_until FROM tasks WHERE status = 'pending'
+				AND claimable_at <= coalesce((SELECT claimable_at FROM tasks WHERE status = 'pending' AND lease_until IS NULL
+					ORDER BY claimable_at, id LIMIT 1), 9223372036854775807)
+			ORDER BY claimable_at, id LIMIT 1024) ahead);
+END $$;
+`
+
+// outboxBytewiseSchema: message_id compares byte by byte (COLLATE "C"), so
+// the unique (user_id, message_id) index serves the burst's prefix range
+// as well as the lookups of one id, and message_outbox_burst, which held
+// the same keys, goes: one index less to write per push (issue 24). The
+// table and its indexes are rewritten once, here.
+const outboxBytewiseSchema = `
+DROP INDEX message_outbox_burst;
+ALTER TABLE message_outbox ALTER COLUMN message_id TYPE TEXT COLLATE "C";
+`
+
+// timeRangesSchema: the time indexes the cleanup prunes by (message events
+// and delivery attempts by their time, outbox rows by their creation)
+// become block-range (BRIN) indexes: rows arrive in about the order of
+// those times, so a range of pages summarizes them, and an insert writes
+// no index entry, where a B-tree took one per event (three a push), per
+// attempt and per outbox row (issue 24). Autovacuum summarizes each range
+// once it fills; until then a prune reads that range's rows.
+const timeRangesSchema = `
+DROP INDEX message_events_at;
+CREATE INDEX message_events_at ON message_events USING brin (at) WITH (autosummarize = on);
+DROP INDEX delivery_log_at;
+CREATE INDEX delivery_log_at ON delivery_log USING brin (at) WITH (autosummarize = on);
+DROP INDEX message_outbox_created;
+CREATE INDEX message_outbox_created ON message_outbox USING brin (created_at) WITH (autosummarize = on);
+`

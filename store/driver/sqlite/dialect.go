@@ -32,6 +32,9 @@ var dialect = driver.Dialect{
 		leaseSchema,
 		messageEventsSchema,
 		webhooksSchema,
+		claimHOTSchema,
+		outboxBytewiseSchema,
+		timeRangesSchema,
 	},
 
 	ClaimableAt: claimableAt,
@@ -44,6 +47,8 @@ var dialect = driver.Dialect{
 		RETURNING `,
 	Greatest:    `max`,
 	InJSONArray: `SELECT value FROM json_each(?)`,
+
+	WritesUncancelled: true,
 
 	Tables: `SELECT name FROM sqlite_schema
 		WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`,

@@ -14,11 +14,17 @@ import (
 
 // The group commit's bounds (batch.Options): the writes one transaction
 // commits together; how long a busy writer waits for more before
-// committing, and how long for the next one.
+// committing, and how long for the next one; how long an unhurried write
+// (driver.Unhurried) on a writer that is not busy waits for company, or
+// until a write that is not unhurried comes. A steady trickle of
+// deliveries (1 000 a second, claimed every few milliseconds: the
+// scheduler's TrickleWait) then commits each claim with the completions of
+// the tasks before it, instead of every write alone.
 const (
 	maxGroupWrites = 128
 	groupWait      = time.Millisecond
 	groupGap       = 150 * time.Microsecond
+	groupLinger    = 5 * time.Millisecond
 	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
 	// never waiting for the writer or the readers).
 	checkpointInterval = time.Second
@@ -39,7 +45,8 @@ type writeOp struct {
 // startWriter starts the committer (a batcher of writes, each batch one
 // transaction) and the checkpointer beside it.
 func (db *DB) startWriter() {
-	db.writes = batch.New(batch.Options{MaxItems: maxGroupWrites, MaxWait: groupWait, Gap: groupGap}, db.commitBatch)
+	db.writes = batch.New(batch.Options{MaxItems: maxGroupWrites, MaxWait: groupWait, Gap: groupGap, Linger: groupLinger},
+		db.commitBatch)
 	db.stopCheckpoints = make(chan struct{})
 	db.checkpointsDone = make(chan struct{})
 	go db.checkpointLoop()
@@ -67,7 +74,11 @@ func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
 		return err
 	}
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	if err := db.writes.Add(op); err != nil {
+	add := db.writes.Add
+	if driver.IsUnhurried(ctx) {
+		add = db.writes.Linger
+	}
+	if err := add(op); err != nil {
 		return driver.ErrClosed
 	}
 	return <-op.done

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// Where the driver binds a Go slice as an array (Dialect.ArrayParams:
+// PostgreSQL), the delivery path's batches go in as one array per column,
+// unnested: one statement text whatever a batch holds, so each pooled
+// session parses it once and soon runs a cached plan, where a multi-row
+// VALUES list is a statement of its own for every size, parsed and
+// planned afresh on nearly every run (issue 24).
+
+// columnTypes are the SQL types of a batch's columns, in order: "bigint"
+// or "text".
+type columnTypes []string
+
+// unnest is the SELECT of the rows whose columns are the arguments, one
+// array each (arrays).
+func (c columnTypes) unnest() string {
+	return `SELECT * FROM unnest(?::` + strings.Join(c, `[], ?::`) + `[])`
+}
+
+// arrays turns args, the values of rows one row after the other, into one
+// typed array per column ([]*int64 or []*string, nil for NULL), which the
+// driver binds on the extended and the simple protocol alike (behind a
+// transaction pooler).
+func (c columnTypes) arrays(args []any) ([]any, error) {
+	rows := len(args) / len(c)
+	columns := make([]any, len(c))
+	for i, typ := range c {
+		var err error
+		if typ == "bigint" {
+			columns[i], err = column(args, i, len(c), rows, bigintValue)
+		} else {
+			columns[i], err = column(args, i, len(c), rows, textValue)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("column %d: %w", i, err)
+		}
+	}
+	return columns, nil
+}
+
+// column is the array of the values of column i of rows rows of width
+// values each, converted by value.
+func column[T any](args []any, i, width, rows int, value func(any) (*T, error)) ([]*T, error) {
+	values := make([]*T, rows)
+	for r := range values {
+		var err error
+		if values[r], err = value(args[r*width+i]); err != nil {
+			return nil, err
+		}
+	}
+	return values, nil
+}
+
+func bigintValue(v any) (*int64, error) {
+	var n int64
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		n = v
+	case int:
+		n = int64(v)
+	case sql.NullInt64:
+		if !v.Valid {
+			return nil, nil
+		}
+		n = v.Int64
+	default:
+		return nil, fmt.Errorf("%T is not a bigint", v)
+	}
+	return &n, nil
+}
+
+func textValue(v any) (*string, error) {
+	var s string
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		s = v
+	case sql.NullString:
+		if !v.Valid {
+			return nil, nil
+		}
+		s = v.String
+	default:
+		return nil, fmt.Errorf("%T is not text", v)
+	}
+	return &s, nil
+}
+
+// The delivery path's batches as column arrays, each in the order its
+// multi-row statement takes its values: outbox upserts (upsertOutboxArgs),
+// message events (insertMessageEvents), delivery attempts
+// (insertAttempts), and the fences of completed one-off tasks
+// (deleteLeased: id, lease_until, next_send_at).
+var (
+	outboxColumnTypes  = columnTypes{"text", "text", "text", "text", "bigint", "bigint", "text", "bigint", "bigint"}
+	eventColumnTypes   = columnTypes{"bigint", "text", "text", "text", "text", "text"}
+	attemptColumnTypes = columnTypes{"bigint", "text", "text", "bigint", "text", "bigint", "bigint", "text", "bigint", "text"}
+	fenceColumnTypes   = columnTypes{"bigint", "bigint", "bigint"}
+
+	upsertOutboxArraysSQL = upsertOutboxInto + `
+	` + outboxColumnTypes.unnest() + upsertOutboxTail
+	insertEventArraysSQL = `INSERT INTO message_events (at, user_id, message_id, device_id, type, detail) ` +
+		eventColumnTypes.unnest()
+	insertAttemptArraysSQL = `INSERT INTO delivery_log
+		(at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error) ` +
+		attemptColumnTypes.unnest()
+	// The ids first, so that the primary key finds the rows before the
+	// fences are checked.
+	deleteLeasedArraysSQL = `DELETE FROM tasks WHERE id = ANY(?::bigint[])
+	AND (id, lease_until, next_send_at) IN (` + fenceColumnTypes.unnest() + `) RETURNING id`
+)
