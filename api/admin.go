@@ -305,9 +305,9 @@ func (s *Server) adminDeliver(ctx context.Context, userID string, p push.Push) (
 	case errors.Is(err, courier.ErrNoRecipients):
 		return res, errSubscriptionMissing
 	case err != nil:
-		return res, &deliveryError{err: err}
+		return res, &courier.UndeliveredError{Err: err}
 	case res.Delivered() == 0:
-		return res, deliveryFailure(res)
+		return res, res.Undelivered()
 	}
 	return res, nil
 }

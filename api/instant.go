@@ -13,12 +13,17 @@ import (
 	"amsg/push"
 	"amsg/push/courier"
 	"amsg/push/errcode"
+	"amsg/scheduler"
 )
 
 // Instant is what /instant, /continue and /sessions need beyond the
 // shared dependencies.
 type Instant struct {
 	Agent *loop.Agent
+	// Interrupts follows the approvals Agent's rounds ask for (the
+	// outcome's push, the loop's next round, the expiry); nil serves no
+	// approval routes.
+	Interrupts *scheduler.Interrupts
 	// KeepAlive is the interval of SSE keepalive comments; 0 means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
@@ -207,11 +212,11 @@ type roundResult struct {
 // round with 502 PUSH_SEND_FAILED; a failed LLM call with 502
 // LLM_CALL_FAILED, after its error push.
 func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *loop.Run, to *courier.Round) error {
-	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, to, p, false) }))
+	out, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error { return to.Reach(ctx, p, false) }))
 	var f *loop.Failure
 	if errors.As(err, &f) {
 		if f.Push != nil {
-			if derr := s.deliverPush(ctx, to, f.Push, false); derr != nil {
+			if derr := to.Reach(ctx, f.Push, false); derr != nil {
 				s.log.WarnContext(ctx, "could not deliver an error push", "sessionId", run.SessionID(), "code", f.Code, "err", derr)
 			}
 		}
@@ -246,10 +251,10 @@ func roundError(f *loop.Failure) *Error {
 	}
 	details := map[string]any{"messageIndex": f.MessageIndex}
 	e := fail(code.Quoting(f.Message))
-	var de *deliveryError
-	if errors.As(f.Err, &de) && de.status != 0 {
-		details["statusCode"] = de.status
-		e.Cause.PushStatus = de.status
+	var de *courier.UndeliveredError
+	if errors.As(f.Err, &de) && de.Status != 0 {
+		details["statusCode"] = de.Status
+		e.Cause.PushStatus = de.Status
 	}
 	return e.withDetails(details)
 }
@@ -274,27 +279,27 @@ func (s *Server) respondSSE(ctx context.Context, w http.ResponseWriter, r *http.
 		keepAlive = DefaultKeepAlive
 	}
 	stream := startSSE(w, r, keepAlive)
-	backups := s.newPushQueue(ctx, to)
+	backups := to.Backups(ctx)
 	_, err := run.Execute(ctx, s.pushBudget(func(p push.Push) error {
 		data, err := push.Encode(p)
 		if err != nil {
 			return err
 		}
-		backups.add(p, stream.event("payload", data))
+		backups.Add(p, stream.event("payload", data))
 		return nil
 	}))
 	var f *loop.Failure
 	switch {
 	case errors.As(err, &f) && f.Push != nil:
 		data, eerr := push.Encode(f.Push)
-		backups.add(f.Push, eerr == nil && stream.event("error", data))
+		backups.Add(f.Push, eerr == nil && stream.event("error", data))
 	case err != nil:
 		s.log.ErrorContext(ctx, "instant round failed", "sessionId", run.SessionID(), "err", err)
 	default:
 		stream.event("done", []byte("{}"))
 	}
 	stream.close()
-	backups.wait()
+	backups.Wait()
 }
 
 // openRound checks a request's recipients and opens its courier round:

@@ -23,6 +23,7 @@ import (
 	"amsg/loop"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
+	"amsg/scheduler"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -52,8 +53,10 @@ func newPolicyInstantFixture(t testing.TB, cfg Config, agent loop.AgentConfig, p
 	agent.Logger = testLogger(t)
 	cfg.AllowPrivateEndpoints = true
 	cfg.LLMPolicy = llm.URLPolicy{AllowPrivate: true}
+	a := loop.NewAgent(agent)
 	s := newTestServer(t, cfg, Deps{Store: st, Courier: deliveries,
-		Instant: &Instant{Agent: loop.NewAgent(agent), KeepAlive: 20 * time.Millisecond}})
+		Instant: &Instant{Agent: a, Interrupts: scheduler.NewInterrupts(a, deliveries, scheduler.InterruptsConfig{Logger: agent.Logger}),
+			KeepAlive: 20 * time.Millisecond}})
 	h := httptest.NewServer(s)
 	t.Cleanup(h.Close)
 	return &instantFixture{s: s, http: h, store: st, llm: llmtest.NewServer(t), push: fake}

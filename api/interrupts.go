@@ -6,12 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"sync"
-	"time"
 
 	"amsg/loop"
 	"amsg/push"
-	"amsg/push/courier"
 	"amsg/push/errcode"
 	"amsg/push/notifytext"
 	"amsg/store"
@@ -25,10 +22,9 @@ import (
 // resumes the loop on the server; GET /interrupts?status=pending lists the
 // user's pending approvals for the page.
 func (s *Server) interruptsFeature() feature {
-	if s.deps.Instant == nil {
+	if s.deps.Instant == nil || s.deps.Instant.Interrupts == nil {
 		return feature{}
 	}
-	s.resumes = &resumeRunner{}
 	return feature{
 		capabilities: []string{"interrupt-approvals"},
 		routes: []route{
@@ -38,18 +34,10 @@ func (s *Server) interruptsFeature() feature {
 	}
 }
 
-// resumeRunner tracks the rounds resumed in the background, so a shutdown
-// (and a test) can wait for them.
-type resumeRunner struct{ wg sync.WaitGroup }
-
 // Bounds of the interrupt routes.
 const (
 	maxDecisionBodyBytes = 8 << 10
 	maxPendingListed     = 100
-	// resumeTimeout bounds a round resumed without a request.
-	resumeTimeout = 10 * time.Minute
-	// expireBatch bounds the interrupts one sweep settles.
-	expireBatch = 100
 )
 
 var (
@@ -97,7 +85,9 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.decisionError(r.Context(), id, err)
 	}
-	s.settled(r.Context(), in, decision.DeviceID)
+	// The outcome's push and the loop's next round follow in the
+	// background: the answer does not wait for the model.
+	s.deps.Instant.Interrupts.Settled(r.Context(), in, decision.DeviceID)
 	view, err := loop.ViewInterrupt(in)
 	if err != nil {
 		return err
@@ -154,118 +144,6 @@ func (s *Server) deviceOf(ctx context.Context, interruptID, endpoint string) int
 		}
 	}
 	return 0
-}
-
-// settled follows an interrupt that a decision or the expiry settled: the
-// outcome's quiet push replaces the approval's notification on the user's
-// devices (but the one that decided), and the loop resumes on the server
-// once its round has every result. Both run in the background: the
-// decision's answer does not wait for the model.
-func (s *Server) settled(ctx context.Context, in *store.Interrupt, decidedBy int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resumeTimeout)
-	s.resumes.wg.Go(func() {
-		defer cancel()
-		s.replaceApproval(ctx, in, decidedBy)
-		s.resumeInterrupt(ctx, in)
-	})
-}
-
-func (s *Server) replaceApproval(ctx context.Context, in *store.Interrupt, decidedBy int64) {
-	p, err := s.deps.Instant.Agent.OutcomePush(in)
-	if err == nil {
-		var round *courier.Round
-		if round, err = s.deps.Courier.Open(ctx, courier.Recipients{UserID: in.UserID, Except: decidedBy}, push.SourceInstant); err == nil {
-			_, err = round.Push(ctx, p)
-		}
-	}
-	if err != nil && !errors.Is(err, courier.ErrNoRecipients) {
-		s.log.WarnContext(ctx, "could not replace an approval's notification", "interrupt", in.ID, "err", err)
-	}
-}
-
-// resumeInterrupt runs the loop's next round, its pushes going to the
-// user's devices as a JSON-transport round's do.
-func (s *Server) resumeInterrupt(ctx context.Context, in *store.Interrupt) {
-	run, err := s.deps.Instant.Agent.ResumeInterrupt(ctx, in)
-	if err != nil || run == nil {
-		if err != nil {
-			s.log.ErrorContext(ctx, "could not resume a loop after an approval", "interrupt", in.ID, "err", err)
-		}
-		return
-	}
-	round, err := s.deps.Courier.Open(ctx, courier.Recipients{UserID: in.UserID}, push.SourceInstant)
-	if err != nil {
-		s.log.ErrorContext(ctx, "could not resume a loop after an approval", "interrupt", in.ID, "err", err)
-		return
-	}
-	_, err = run.Execute(ctx, s.pushBudget(func(p push.Push) error { return s.deliverPush(ctx, round, p, false) }))
-	var f *loop.Failure
-	if errors.As(err, &f) && f.Push != nil {
-		if derr := s.deliverPush(ctx, round, f.Push, false); derr != nil {
-			s.log.WarnContext(ctx, "could not deliver an error push", "sessionId", in.SessionID, "code", f.Code, "err", derr)
-		}
-	}
-}
-
-// ExpireInterrupts settles the approvals whose time ran out, as of the
-// agent's clock: each notification is replaced by "No longer waiting" and
-// each loop resumes with {"approved": false, "expired": true}. It returns
-// how many it settled. Instances on one database share the work: each
-// interrupt is settled by exactly one.
-func (s *Server) ExpireInterrupts(ctx context.Context) (int, error) {
-	if s.resumes == nil {
-		return 0, nil
-	}
-	// A read first: the sweep itself is a write, which on SQLite would take
-	// the one writer every tick for nothing.
-	next, err := s.deps.Instant.Agent.NextInterruptExpiry(ctx)
-	if err != nil || next.IsZero() || next.After(s.deps.Instant.Agent.Now()) {
-		return 0, err
-	}
-	n := 0
-	for {
-		list, err := s.deps.Instant.Agent.ExpireInterrupts(ctx, expireBatch)
-		if err != nil {
-			return n, err
-		}
-		for i := range list {
-			s.settled(ctx, &list[i], 0)
-		}
-		n += len(list)
-		if len(list) < expireBatch {
-			return n, nil
-		}
-	}
-}
-
-// WatchInterrupts runs ExpireInterrupts every interval until ctx ends,
-// then waits for the rounds it resumed. The interrupts live in the
-// database, so an expiry that fell while no instance ran is settled by
-// the first sweep after a start.
-func (s *Server) WatchInterrupts(ctx context.Context, interval time.Duration) {
-	if s.resumes == nil {
-		return
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if _, err := s.ExpireInterrupts(ctx); err != nil && ctx.Err() == nil {
-			s.log.WarnContext(ctx, "could not settle expired approvals", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			s.WaitResumes()
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// WaitResumes waits for the rounds resumed in the background.
-func (s *Server) WaitResumes() {
-	if s.resumes != nil {
-		s.resumes.wg.Wait()
-	}
 }
 
 // interruptJSON is a pending approval as GET /interrupts lists it.

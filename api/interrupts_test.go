@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"amsg/push/clocktest"
 	"amsg/push/courier"
 	"amsg/push/pushtest"
+	"amsg/scheduler"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -42,7 +44,7 @@ func newApprovalFixture(t *testing.T) *approvalFixture {
 	t.Helper()
 	clk := clocktest.New(time.Now())
 	f := &approvalFixture{instantFixture: newInstantFixture(t, Config{}, loop.AgentConfig{Now: clk.Now}), clock: clk}
-	t.Cleanup(f.s.WaitResumes)
+	t.Cleanup(f.s.deps.Instant.Interrupts.Wait)
 	f.phone, f.laptop = f.addDevice(t, f.instantFixture), f.addDevice(t, f.instantFixture)
 	return f
 }
@@ -141,6 +143,17 @@ func (f *approvalFixture) messagesTo(t *testing.T, sub push.Subscription, n int)
 	}
 }
 
+// transcriptTypes are the types of the approval session's messages, in
+// order.
+func (f *approvalFixture) transcriptTypes(t *testing.T) string {
+	t.Helper()
+	var types []string
+	for _, m := range f.transcript(t, testUserID, "sess_mail").Messages {
+		types = append(types, m.Type)
+	}
+	return strings.Join(types, " ")
+}
+
 func (f *approvalFixture) decide(body map[string]any, id string) response {
 	return post(f.s, "/api/v1/interrupts/"+id+"/decision", mustJSON(body), map[string]string{"Content-Type": "application/json", "Accept-Language": "en"})
 }
@@ -183,13 +196,8 @@ func TestApprovalFromOneDeviceResumesTheLoop(t *testing.T) {
 		t.Errorf("the phone's third push = %s, want the answer", phone[2].Plaintext)
 	}
 
-	f.s.WaitResumes()
-	tr := f.transcript(t, testUserID, "sess_mail")
-	var types []string
-	for _, m := range tr.Messages {
-		types = append(types, m.Type)
-	}
-	if strings.Join(types, " ") != "input tool-calls interrupt decision tool-results reply" {
+	f.s.deps.Instant.Interrupts.Wait()
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
 		t.Errorf("transcript = %v", types)
 	}
 	devices, err := f.store.Devices(t.Context(), testUserID)
@@ -252,7 +260,7 @@ func TestConcurrentDecisionsHaveOneWinner(t *testing.T) {
 		t.Fatalf("statuses = %v, want one 200 and one 409", statuses)
 	}
 	f.llm.WaitRequests(2)
-	f.s.WaitResumes()
+	f.s.deps.Instant.Interrupts.Wait()
 	if n := len(f.llm.Requests()); n != 2 {
 		t.Errorf("the model was called %d times; the loop resumed more than once", n)
 	}
@@ -307,11 +315,11 @@ func TestExpiredApprovalResumesAsNotApproved(t *testing.T) {
 	f := newApprovalFixture(t)
 	ap := f.start(t, map[string]any{"approvalTimeoutSeconds": 60})
 	f.llm.Enqueue(afterApprovalReply)
-	if n, err := f.s.ExpireInterrupts(t.Context()); err != nil || n != 0 {
+	if n, err := f.s.deps.Instant.Interrupts.Expire(t.Context()); err != nil || n != 0 {
 		t.Fatalf("sweep before the expiry settled %d, %v", n, err)
 	}
 	f.clock.Add(time.Minute)
-	if n, err := f.s.ExpireInterrupts(t.Context()); err != nil || n != 1 {
+	if n, err := f.s.deps.Instant.Interrupts.Expire(t.Context()); err != nil || n != 1 {
 		t.Fatalf("sweep at the expiry settled %d, %v", n, err)
 	}
 	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":false,"expired":true}` {
@@ -374,8 +382,9 @@ func TestDecisionAtTheOtherInstance(t *testing.T) {
 		agent := loop.NewAgent(loop.AgentConfig{Client: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}}),
 			Transcripts: loop.NewTranscripts(st, nil), Logger: testLogger(t), Instance: []string{"a", "b"}[i]})
 		s := newTestServer(t, Config{AllowPrivateEndpoints: true, LLMPolicy: llm.URLPolicy{AllowPrivate: true}},
-			Deps{Store: st, Courier: deliveries, Instant: &Instant{Agent: agent}})
-		t.Cleanup(s.WaitResumes)
+			Deps{Store: st, Courier: deliveries, Instant: &Instant{Agent: agent,
+				Interrupts: scheduler.NewInterrupts(agent, deliveries, scheduler.InterruptsConfig{Logger: testLogger(t)})}})
+		t.Cleanup(s.deps.Instant.Interrupts.Wait)
 		fixtures[i] = &instantFixture{s: s, store: st, llm: llmServer, push: fake}
 	}
 	a, b := fixtures[0], fixtures[1]
@@ -392,7 +401,7 @@ func TestDecisionAtTheOtherInstance(t *testing.T) {
 	if result, _ := llmServer.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":true}` {
 		t.Errorf("tool result = %s", result)
 	}
-	b.s.WaitResumes()
+	b.s.deps.Instant.Interrupts.Wait()
 	if got := f.decide(map[string]any{"decision": "approve", "token": ap.Interrupt.DecisionToken}, ap.Interrupt.ID); got.status != http.StatusConflict {
 		t.Errorf("second decision at b = %d", got.status)
 	}
@@ -471,7 +480,7 @@ func TestApprovalBesideABrowserTool(t *testing.T) {
 	if got.status != http.StatusOK {
 		t.Fatalf("decision = %d %s", got.status, got.body)
 	}
-	f.s.WaitResumes()
+	f.s.deps.Instant.Interrupts.Wait()
 	if n := len(f.llm.Requests()); n != 1 {
 		t.Fatalf("the loop resumed without the browser's result (%d model calls)", n)
 	}
@@ -484,5 +493,72 @@ func TestApprovalBesideABrowserTool(t *testing.T) {
 	clock, _ := last.ToolResult("call_time")
 	if mail != `{"approved":true}` || clock != "12:00" {
 		t.Errorf("the model got mail %q and time %q", mail, clock)
+	}
+}
+
+// Shutdown waits for a loop resumed after an approval: Stop returns once
+// the resumed round has answered, its answer delivered.
+func TestShutdownWaitsForAResumedRound(t *testing.T) {
+	f := newApprovalFixture(t)
+	ap := f.start(t, nil)
+	answer := f.llm.Stream()
+	if got := f.decide(map[string]any{"decision": "approve", "token": ap.Interrupt.DecisionToken}, ap.Interrupt.ID); got.status != http.StatusOK {
+		t.Fatalf("decision = %d %s", got.status, got.body)
+	}
+	f.llm.WaitRequests(2) // the resumed round is at the model
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.s.deps.Instant.Interrupts.Stop(t.Context()) }()
+	answer.Content("Done, the mail is out.")
+	answer.Done()
+	if err := <-stopped; err != nil {
+		t.Fatalf("Stop = %v", err)
+	}
+	var last approvalPush
+	phone := f.messagesTo(t, f.phone, 4)
+	_ = json.Unmarshal(phone[3].Plaintext, &last)
+	if last.MessageKind != "content" || last.Message != "Done, the mail is out." {
+		t.Errorf("the phone's last push = %s, want the answer", phone[3].Plaintext)
+	}
+}
+
+// A shutdown that cannot wait interrupts a resumed round: Stop returns
+// once the round has returned, which recorded its failure in the
+// transcript.
+func TestShutdownInterruptsAResumedRound(t *testing.T) {
+	f := newApprovalFixture(t)
+	ap := f.start(t, nil)
+	f.llm.Stream() // a model that never answers
+	if got := f.decide(map[string]any{"decision": "approve", "token": ap.Interrupt.DecisionToken}, ap.Interrupt.ID); got.status != http.StatusOK {
+		t.Fatalf("decision = %d %s", got.status, got.body)
+	}
+	f.llm.WaitRequests(2)
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := f.s.deps.Instant.Interrupts.Stop(gone); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stop = %v, want the context's error", err)
+	}
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results error" {
+		t.Errorf("transcript = %v, want the interrupted round's error last", types)
+	}
+}
+
+// Started with the scheduler, Interrupts settles the approvals that expired
+// while no instance ran at its first sweep, and Stop ends the sweep once
+// the loop it resumed has answered.
+func TestStartSettlesExpiredApprovalsUntilStop(t *testing.T) {
+	f := newApprovalFixture(t)
+	f.start(t, map[string]any{"approvalTimeoutSeconds": 60})
+	f.llm.Enqueue(afterApprovalReply)
+	f.clock.Add(time.Minute)
+	interrupts := f.s.deps.Instant.Interrupts
+	interrupts.Start()
+	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":false,"expired":true}` {
+		t.Errorf("tool result = %s", result)
+	}
+	if err := interrupts.Stop(t.Context()); err != nil {
+		t.Fatalf("Stop = %v", err)
+	}
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
+		t.Errorf("transcript when Stop returned = %v", types)
 	}
 }

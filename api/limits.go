@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"amsg/loop"
+
 	"golang.org/x/time/rate"
 
 	"amsg/push/errcode"
@@ -98,7 +100,7 @@ const (
 	DefaultMaxTasksPerUser           = 1000
 	DefaultMaxStateBytesPerUser      = 256 << 20
 	DefaultMaxStateBytesPerNamespace = 64 << 20
-	DefaultMaxPushesPerRound         = 64
+	DefaultMaxPushesPerRound         = loop.DefaultMaxPushesPerRound
 )
 
 func (l Limits) withDefaults() Limits {

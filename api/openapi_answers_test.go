@@ -46,8 +46,9 @@ func newOpenAPIServer(t *testing.T, cfg Config) openAPIServer {
 		Transcripts: loop.NewTranscripts(st, nil), Logger: testLogger(t)})
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	s := newTestServer(t, cfg, Deps{Store: st, Courier: deliveries, Scheduler: sched, Metrics: prometheus.NewRegistry(),
-		ServiceWorker: page, AdminPage: page, Instant: &Instant{Agent: agent, KeepAlive: time.Hour}})
-	t.Cleanup(s.WaitResumes)
+		ServiceWorker: page, AdminPage: page, Instant: &Instant{Agent: agent, KeepAlive: time.Hour,
+			Interrupts: scheduler.NewInterrupts(agent, deliveries, scheduler.InterruptsConfig{Logger: testLogger(t)})}})
+	t.Cleanup(s.deps.Instant.Interrupts.Wait)
 	return openAPIServer{&instantFixture{s: s, store: st, llm: llmtest.NewServer(t), push: fake}}
 }
 
@@ -443,7 +444,7 @@ func checkInstantAnswers(t *testing.T, a *answerCheck, f openAPIServer) {
 	}
 	decision(`{"decision":"maybe","token":"`+approval.Interrupt.DecisionToken+`"}`, 400)
 	decision(`{"decision":"deny","token":"`+approval.Interrupt.DecisionToken+`","reason":"not now"}`, 200)
-	s.WaitResumes()
+	s.deps.Instant.Interrupts.Wait()
 
 	// A failed round ends its stream with an error event, and answers
 	// JSON with 502.

@@ -86,7 +86,7 @@ func (s *Server) adminRecordOnly(ctx context.Context, userID string, p push.Push
 		return err
 	}
 	if _, err := r.Push(ctx, p); err != nil && !errors.Is(err, courier.ErrNoRecipients) {
-		return &deliveryError{err: err}
+		return &courier.UndeliveredError{Err: err}
 	}
 	return nil
 }

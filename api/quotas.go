@@ -2,9 +2,8 @@ package api
 
 import (
 	"context"
-	"fmt"
 
-	"amsg/push"
+	"amsg/loop"
 	"amsg/store"
 )
 
@@ -74,16 +73,8 @@ func (s *Server) admitClientState(ctx context.Context, userID string, entries []
 	return nil
 }
 
-// pushBudget wraps a round's emit so that the round fails instead of
-// sending more than MaxPushesPerRound pushes: each reaches every device of
-// the user, so an unbounded round is a flood the caller aims.
-func (s *Server) pushBudget(emit func(push.Push) error) func(push.Push) error {
-	left := s.cfg.Limits.MaxPushesPerRound
-	return func(p push.Push) error {
-		if left == 0 {
-			return fmt.Errorf("this round would send more than %d pushes", s.cfg.Limits.MaxPushesPerRound)
-		}
-		left--
-		return emit(p)
-	}
+// pushBudget bounds a request's round to MaxPushesPerRound pushes
+// (loop.CapPushes).
+func (s *Server) pushBudget(emit loop.Emit) loop.Emit {
+	return loop.CapPushes(s.cfg.Limits.MaxPushesPerRound, emit)
 }

@@ -142,8 +142,6 @@ type Server struct {
 	health     healthCheck
 	handler    http.Handler
 
-	resumes *resumeRunner // loops resumed after an approval; nil without the instant path
-
 	untrustedForward sync.Once // requestlog.go
 }
 

@@ -423,6 +423,10 @@ type Failure struct {
 func (f *Failure) Error() string { return f.Code + ": " + f.Message }
 func (f *Failure) Unwrap() error { return f.Err }
 
+// recordTimeout bounds the write of a round's transcript after its ctx
+// ended.
+const recordTimeout = 10 * time.Second
+
 // Execute runs the round: it streams the LLM call and hands each push to
 // emit as soon as it is known, in this order: the reasoning (as soon as the
 // model moves on from it), each sentence of the reply once complete, then
@@ -441,7 +445,10 @@ func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
 	}
 	p.round.Text = push.JSTrim(p.visible.String())
 	if msgs := p.round.messages()[p.recorded:]; len(msgs) > 0 {
-		if _, rerr := r.a.transcripts.Append(ctx, r.owner, r.sessionID, AnySeq, nil, msgs...); rerr != nil {
+		// Recorded even when ctx ended (a shutdown interrupted the round).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		if _, rerr := r.a.transcripts.Append(rctx, r.owner, r.sessionID, AnySeq, nil, msgs...); rerr != nil {
 			r.a.log.ErrorContext(ctx, "could not record a round in the transcript", "sessionId", r.sessionID, "err", rerr)
 		}
 	}

@@ -2,6 +2,7 @@ package push
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -20,5 +21,24 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// Drain waits for wg until ctx ends; then it calls interrupt and waits for
+// wg again, and returns ctx's error. It is the shutdown of background work
+// that may finish on its own (SSE backups, resumed approval rounds).
+func Drain(ctx context.Context, wg *sync.WaitGroup, interrupt func()) error {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		interrupt()
+		<-done
+		return ctx.Err()
 	}
 }

@@ -3,6 +3,7 @@ package push_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,5 +26,32 @@ func TestSleep(t *testing.T) {
 	}
 	if err := push.Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled zero wait = %v, want context.Canceled", err)
+	}
+}
+
+// Drain returns nil once the work is done; when ctx ends first, it
+// interrupts the work and returns once the work has returned.
+func TestDrain(t *testing.T) {
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	wg.Go(func() { <-release })
+	close(release)
+	if err := push.Drain(t.Context(), &wg, func() { t.Error("interrupted work that ended") }); err != nil {
+		t.Errorf("finished work: %v", err)
+	}
+
+	interrupted := make(chan struct{})
+	finished := false
+	wg.Go(func() {
+		<-interrupted
+		finished = true
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := push.Drain(ctx, &wg, func() { close(interrupted) }); !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted work: %v, want context.Canceled", err)
+	}
+	if !finished {
+		t.Error("Drain returned before the interrupted work did")
 	}
 }

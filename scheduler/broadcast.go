@@ -16,8 +16,9 @@ import (
 // scheduler and stopped with it: each at its stored pace, recording its
 // cursor after every user so a stop loses at most the user under way. What
 // one user gets (the push, the user's guards) is the BroadcastSender's
-// business; where a broadcast stands, when it goes on and who resumes it
-// after a crash is decided here alone.
+// business, which instance resumes a dead one's broadcasts the
+// housekeeping Leadership's (Lead); where a broadcast stands and when it
+// goes on after a crash is decided here alone.
 type Broadcasts struct {
 	store  *store.Store
 	cfg    BroadcastConfig
@@ -30,7 +31,6 @@ type Broadcasts struct {
 	mu        sync.Mutex
 	running   map[string]bool // the broadcasts this process is sending, so none runs twice at once
 	wg        sync.WaitGroup  // the broadcasts under way
-	leading   sync.WaitGroup  // lead, on several instances
 }
 
 // BroadcastSender sends a broadcast's message to one user; api's operator
@@ -46,16 +46,15 @@ var ErrNoDevices = errors.New("scheduler: the user has no device")
 
 // BroadcastConfig shapes Broadcasts.
 type BroadcastConfig struct {
-	// Leader, when set, elects the one instance of several on one database
-	// that resumes the broadcasts of dead instances, looking every
-	// LeaderInterval for a running one idle since Idle. Without it this
-	// process is the database's only one, and Start resumes every running
-	// broadcast at once: they are a dead process's.
-	Leader         Housekeeper
-	LeaderInterval time.Duration
-	Idle           time.Duration
-	Logger         *slog.Logger     // nil: slog.Default()
-	Now            func() time.Time // nil: time.Now
+	// Shared says several instances share the database: the leader
+	// resumes the broadcasts of dead instances (Lead, told by the
+	// housekeeping's Leadership every beat), those idle since Idle.
+	// Otherwise this process is the database's only one, and Start resumes
+	// every running broadcast at once: they are a dead process's.
+	Shared bool
+	Idle   time.Duration
+	Logger *slog.Logger     // nil: slog.Default()
+	Now    func() time.Time // nil: time.Now
 }
 
 // Defaults of BroadcastConfig.
@@ -73,7 +72,6 @@ const (
 
 // NewBroadcasts applies the defaults; nothing runs until Start.
 func NewBroadcasts(st *store.Store, cfg BroadcastConfig) *Broadcasts {
-	cfg.LeaderInterval = cmp.Or(cfg.LeaderInterval, DefaultTick)
 	cfg.Idle = cmp.Or(cfg.Idle, DefaultBroadcastIdle)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -83,38 +81,25 @@ func NewBroadcasts(st *store.Store, cfg BroadcastConfig) *Broadcasts {
 	return b
 }
 
-// Start sends through sender from now on and resumes the broadcasts a
-// previous process left running: all of them at once when this process is
-// the database's only one, else those idle too long, on the leader, every
-// LeaderInterval.
+// Start sends through sender from now on and, when this process is the
+// database's only one, resumes every broadcast a previous process left
+// running. Call it before the Leadership that tells Lead campaigns.
 func (b *Broadcasts) Start(sender BroadcastSender) error {
 	b.sender = sender
-	if b.cfg.Leader == nil {
+	if !b.cfg.Shared {
 		return b.Resume(b.runCtx, b.cfg.Now())
 	}
-	b.leading.Go(b.lead)
 	return nil
 }
 
-// lead resumes the idle broadcasts while this instance leads, until Stop.
-func (b *Broadcasts) lead() {
-	tick := time.NewTicker(b.cfg.LeaderInterval)
-	defer tick.Stop()
-	for {
-		leads, err := b.cfg.Leader.Check(b.runCtx)
-		if err != nil && b.runCtx.Err() == nil {
-			b.log.Warn("scheduler: electing the housekeeper failed", "err", err)
-		}
-		if leads {
-			if err := b.Resume(b.runCtx, b.cfg.Now().Add(-b.cfg.Idle)); err != nil && b.runCtx.Err() == nil {
-				b.log.Warn("scheduler: resuming the broadcasts of dead instances failed", "err", err)
-			}
-		}
-		select {
-		case <-b.runCtx.Done():
-			return
-		case <-tick.C:
-		}
+// Lead is told each beat whether this instance leads the housekeeping; the
+// leader resumes the running broadcasts idle since Idle, a dead instance's.
+func (b *Broadcasts) Lead(_ context.Context, leads bool) {
+	if !leads || !b.cfg.Shared || b.runCtx.Err() != nil {
+		return
+	}
+	if err := b.Resume(b.runCtx, b.cfg.Now().Add(-b.cfg.Idle)); err != nil && b.runCtx.Err() == nil {
+		b.log.Warn("scheduler: resuming the broadcasts of dead instances failed", "err", err)
 	}
 }
 
@@ -123,7 +108,6 @@ func (b *Broadcasts) lead() {
 // start (or the leader) sends the rest.
 func (b *Broadcasts) Stop() {
 	b.cancelRun()
-	b.leading.Wait()
 	b.Wait()
 }
 

@@ -14,10 +14,12 @@ import (
 // An instance is one amsg process among those sharing a database: it beats
 // a heartbeat into the instances table (so another instance can tell its
 // /continue claims from a dead one's), listens for task wake-ups from the
-// others, and campaigns each beat for the housekeeping, which one instance
-// does at a time: pruning, and resuming the broadcasts of dead instances
-// (both in scheduler, which checks the leadership itself). On SQLite the one
-// process is all of that alone.
+// others, and campaigns each beat for the leaderships, which is the one
+// place they are decided (scheduler.Leadership): the housekeeping, which
+// one instance does at a time (pruning, read by the scheduler, and resuming
+// the broadcasts of dead instances, told to scheduler.Broadcasts), and the
+// webhooks' sending (read by the dispatcher). On SQLite the one process is
+// all of that alone.
 
 const (
 	// DefaultInstanceHeartbeat is how often an instance beats and campaigns.
@@ -27,6 +29,10 @@ const (
 	missedHeartbeats = 3
 	// housekeepingLeader names the leadership of the housekeeping.
 	housekeepingLeader = "housekeeping"
+	// leadershipHold is how many beats a campaign's decision holds: fewer
+	// than missedHeartbeats, the leases' ttl, so an instance stops believing
+	// it leads before another can take over.
+	leadershipHold = missedHeartbeats - 1
 )
 
 // clusterConfig holds the settings of instances sharing a database.
@@ -80,9 +86,12 @@ func (s *server) runInstance(ctx context.Context) {
 		if err := s.store.HeartbeatInstance(ctx, s.instance); err != nil && ctx.Err() == nil {
 			s.log.Warn("instance heartbeat failed", "err", err)
 		}
-		leads, err := s.housekeeper.Check(ctx)
+		leads, err := s.housekeeping.Campaign(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("electing the housekeeper failed", "err", err)
+		}
+		if _, err := s.webhooksLeadership.Campaign(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("electing the webhook sender failed", "err", err)
 		}
 		if leads != leading || !campaigned {
 			leading, campaigned = leads, true
@@ -95,7 +104,7 @@ func (s *server) runInstance(ctx context.Context) {
 				s.log.Warn("leaving the instances table failed", "err", err)
 			}
 			cancel()
-			if err := s.housekeeper.Release(); err != nil {
+			if err := s.housekeeping.Release(); err != nil {
 				s.log.Warn("releasing the housekeeping failed", "err", err)
 			}
 			return

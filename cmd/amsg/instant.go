@@ -8,6 +8,7 @@ import (
 	"amsg/api"
 	"amsg/llm"
 	"amsg/loop"
+	"amsg/scheduler"
 )
 
 // instantConfig are the settings of /instant, /continue and the session
@@ -50,7 +51,7 @@ func (c instantConfig) validate() error {
 // instant builds the agent loop behind the instant path.
 func (s *server) instant() *api.Instant {
 	c := s.cfg.Instant
-	return &api.Instant{DefaultModel: s.cfg.Limits.LLMAPIURL != "", Agent: loop.NewAgent(loop.AgentConfig{
+	agent := loop.NewAgent(loop.AgentConfig{
 		Client:        s.llm,
 		Transcripts:   s.transcripts,
 		MaxIterations: c.MaxLoopIterations,
@@ -62,5 +63,9 @@ func (s *server) instant() *api.Instant {
 		Now:           s.now,
 
 		InterruptTimeout: c.InterruptTimeout,
-	})}
+	})
+	// Expired approvals are looked for on the scheduler's tick.
+	s.interrupts = scheduler.NewInterrupts(agent, s.courier, scheduler.InterruptsConfig{Interval: s.cfg.Tick,
+		MaxPushes: s.cfg.Limits.API.MaxPushesPerRound, Logger: s.log})
+	return &api.Instant{DefaultModel: s.cfg.Limits.LLMAPIURL != "", Agent: agent, Interrupts: s.interrupts}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"sync"
 	"time"
 
 	"amsg/push/courier"
@@ -77,30 +78,41 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 			TokenProofs:   s.cfg.Limits.API.TokenProofMaxAge,
 		},
 	}, scheduler.Deps{Store: s.store, Courier: cr, LLM: s.llm, Transcripts: s.transcripts,
-		Housekeeper: s.housekeeper})
+		Housekeeper: s.housekeeping})
 	if err != nil {
 		return &configError{err}
 	}
 	s.scheduler = sched
-	bc := scheduler.BroadcastConfig{Logger: s.log, Now: s.now}
-	if s.cfg.DatabaseURL != "" {
-		// Several instances: their leader resumes a dead one's broadcasts.
-		// A SQLite data directory has one process, whose start resumes them.
-		bc.Leader, bc.LeaderInterval = s.housekeeper, s.cfg.Cluster.Heartbeat
+	// Several instances: their leader resumes a dead one's broadcasts. A
+	// SQLite data directory has one process, whose start resumes them.
+	shared := s.cfg.DatabaseURL != ""
+	s.broadcasts = scheduler.NewBroadcasts(s.store, scheduler.BroadcastConfig{Shared: shared, Logger: s.log, Now: s.now})
+	if shared {
+		s.housekeeping.Follow(s.broadcasts.Lead)
 	}
-	s.broadcasts = scheduler.NewBroadcasts(s.store, bc)
 	return nil
 }
 
-// stopScheduler lets deliveries under way finish for up to the shutdown
-// timeout, then interrupts them; unfinished tasks get their leases released
-// so the next start delivers them at once. Broadcasts stop at once; the
-// next start (or the leader) sends the rest.
+// stopScheduler lets deliveries under way and the loops resumed after an
+// approval finish for up to the shutdown timeout, then interrupts them;
+// unfinished tasks get their leases released so the next start delivers
+// them at once, and SSE backups not sent yet are kept in the outbox.
+// Broadcasts stop at once; the next start (or the leader) sends the rest.
 func (s *server) stopScheduler(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer cancel()
+	if err := s.courier.Stop(ctx); err != nil {
+		s.log.Warn("SSE backups did not go out in time; the rest are kept in the outbox", "err", err)
+	}
+	var resumed sync.WaitGroup
+	resumed.Go(func() {
+		if err := s.interrupts.Stop(ctx); err != nil {
+			s.log.Warn("loops resumed after an approval did not finish in time; they were interrupted", "err", err)
+		}
+	})
 	if err := s.scheduler.Stop(ctx); err != nil {
 		s.log.Warn("deliveries did not finish in time; their tasks will be delivered on the next start", "err", err)
 	}
+	resumed.Wait()
 	s.broadcasts.Stop()
 }

@@ -97,17 +97,22 @@ type server struct {
 	listener    net.Listener
 	healthz     *healthListener // nil without --health-addr
 	scheduler   *scheduler.Scheduler
+	courier     *courier.Courier      // its SSE backup queues stop with the scheduler
 	broadcasts  *scheduler.Broadcasts // sent through api, started and stopped with the scheduler
+	interrupts  *scheduler.Interrupts // approvals api settled, started and stopped with the scheduler
 	llm         *llm.Client
 	transcripts *loop.Transcripts
 	dataLock    *os.File // nil when the file system cannot lock
 	version     string   // buildVersion(), read once
 	instance    string   // cluster.go
-	housekeeper store.Leader
-	api         *api.Server // the broadcasts' sender
-	// webhooks sends while this instance holds webhooksLeader (webhooks.go).
-	webhooks       *webhook.Dispatcher
-	webhooksLeader store.Leader
+	// housekeeping is decided by the heartbeat (cluster.go) and read by the
+	// scheduler and the broadcasts.
+	housekeeping *scheduler.Leadership
+	api          *api.Server // the broadcasts' sender
+	// webhooks sends while this instance leads webhooksLeadership, which
+	// the heartbeat decides (webhooks.go, cluster.go).
+	webhooks           *webhook.Dispatcher
+	webhooksLeadership *scheduler.Leadership
 	// now is the one clock: the store, the sender, the courier, the
 	// transcripts, the agent, the scheduler and the API all read it.
 	now func() time.Time
@@ -150,7 +155,8 @@ func openServer(ctx context.Context, cfg config, log *slog.Logger) (*server, err
 	}
 	logPollOnly(log, cfg, st)
 	s := &server{cfg: cfg, log: log, store: st, now: now, dataLock: dataLock, version: buildVersion(),
-		instance: newInstanceID(), housekeeper: st.Leader(housekeepingLeader, missedHeartbeats*cfg.Cluster.Heartbeat)}
+		instance: newInstanceID(), housekeeping: scheduler.NewLeadership(st.Leader(housekeepingLeader, missedHeartbeats*cfg.Cluster.Heartbeat),
+			leadershipHold*cfg.Cluster.Heartbeat, now)}
 	if err := errors.Join(s.joinInstances(ctx), s.build()); err != nil {
 		st.Close()
 		closeFile(dataLock)
@@ -200,6 +206,7 @@ func (s *server) build() error {
 	deliveries := courier.New(sender, s.store, courier.Config{Policy: s.cfg.PushPolicy, Localize: builders.Localize,
 		Receipts: s.store.ReceiptSigner(), Logger: s.log, Now: s.now})
 	reg.MustRegister(deliveries.Collectors()...)
+	s.courier = deliveries
 	// One LLM client and one transcript writer serve /instant, /continue and
 	// the scheduler's prompted and auto tasks.
 	observeLLM, err := newLLMMetrics(reg)
@@ -296,19 +303,16 @@ func (s *server) run(ctx context.Context) error {
 		s.log.Info("--public-url is not set: pushes are not Declarative Web Push messages, which iOS shows even without the service worker")
 	}
 
-	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Go(func() { s.runInstance(background) })
-	wg.Go(func() { s.watchTasks(background) })
-	wg.Go(func() { s.runWebhooks(background) })
-	// Expired approvals are looked for on the scheduler's tick; every
-	// instance looks, and each expiry is settled by one (store fence).
-	wg.Go(func() { s.api.WatchInterrupts(background, s.cfg.Tick) })
-
 	s.scheduler.Start()
+	s.interrupts.Start()
 	if err := s.broadcasts.Start(s.api); err != nil {
 		s.log.Warn("resuming the broadcasts of a previous process failed", "err", err)
 	}
+	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { s.runInstance(background) }) // after Broadcasts.Start: it tells them to lead
+	wg.Go(func() { s.watchTasks(background) })
+	wg.Go(func() { s.runWebhooks(background) })
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.http.Serve(s.listener) }()
 	s.serveHealth()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"amsg/api"
+	"amsg/scheduler"
 	"amsg/scheduler/webhook"
 	"amsg/store"
 )
@@ -100,11 +101,12 @@ func (s *server) newWebhooks(ctx context.Context) error {
 		}
 	}
 	cfg := c.dispatch()
-	// The sender checks its leadership every poll, so it keeps it as long
-	// as it runs; a dead one's passes to another within the housekeeping's
-	// ttl.
-	s.webhooksLeader = s.store.Leader(webhooksLeader, max(missedHeartbeats*s.cfg.Cluster.Heartbeat, missedHeartbeats*webhook.DefaultPollInterval))
-	cfg.Leader, cfg.Now, cfg.Logger = s.webhooksLeader, s.now, s.log
+	// The heartbeat campaigns for it every beat (cluster.go), so this
+	// instance keeps it as long as it runs; a dead one's passes to another
+	// within the ttl. The sender reads the decision every poll.
+	leader := s.store.Leader(webhooksLeader, max(missedHeartbeats*s.cfg.Cluster.Heartbeat, missedHeartbeats*webhook.DefaultPollInterval))
+	s.webhooksLeadership = scheduler.NewLeadership(leader, leadershipHold*s.cfg.Cluster.Heartbeat, s.now)
+	cfg.Leader, cfg.Now, cfg.Logger = s.webhooksLeadership, s.now, s.log
 	var err error
 	s.webhooks, err = webhook.New(s.store, cfg)
 	return err
@@ -113,7 +115,7 @@ func (s *server) newWebhooks(ctx context.Context) error {
 // runWebhooks sends webhooks until ctx ends, then gives up the leadership.
 func (s *server) runWebhooks(ctx context.Context) {
 	s.webhooks.Run(ctx)
-	if err := s.webhooksLeader.Release(); err != nil {
+	if err := s.webhooksLeadership.Release(); err != nil {
 		s.log.Warn("releasing the webhook leadership failed", "err", err)
 	}
 }

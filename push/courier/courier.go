@@ -151,6 +151,7 @@ type Courier struct {
 	users   *limiter
 	origins *limiter
 	devices *deviceCache
+	backups *backups // the SSE rounds' queues (backup.go)
 }
 
 // New makes a Courier.
@@ -171,6 +172,7 @@ func New(sender Sender, st Store, cfg Config) *Courier {
 		users:   newLimiter(cfg.PerUser),
 		origins: newSlowLimiter(cfg.PerOrigin, cfg.Now),
 		devices: newDeviceCache(st, cfg.DeviceMaxAge, cfg.Now),
+		backups: newBackups(),
 	}
 }
 

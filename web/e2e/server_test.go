@@ -120,14 +120,16 @@ func newServerWith(t *testing.T, opts serverOptions) *server {
 		t.Fatal(err)
 	}
 	broadcasts := scheduler.NewBroadcasts(st, scheduler.BroadcastConfig{Logger: log})
+	agent := loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log, PageURL: pageURL})
+	interrupts := scheduler.NewInterrupts(agent, deliveries, scheduler.InterruptsConfig{Logger: log})
+	t.Cleanup(func() { _ = interrupts.Stop(context.Background()) })
 	h, err := api.New(api.Config{AllowPrivateEndpoints: true, AdminToken: adminToken, LLMPolicy: llmPolicy, Logger: log, PageURL: pageURL,
 		WebhookPolicy: webhook.URLPolicy{AllowPrivate: true}}, api.Deps{
-		Store:      st,
-		Courier:    deliveries,
-		Scheduler:  sched,
-		Broadcasts: broadcasts,
-		Instant: &api.Instant{Agent: loop.NewAgent(loop.AgentConfig{Client: client, Transcripts: transcripts, Logger: log, PageURL: pageURL}),
-			DefaultModel: opts.operatorModel != (llm.Model{})},
+		Store:         st,
+		Courier:       deliveries,
+		Scheduler:     sched,
+		Broadcasts:    broadcasts,
+		Instant:       &api.Instant{Agent: agent, Interrupts: interrupts, DefaultModel: opts.operatorModel != (llm.Model{})},
 		Web:           web.Handler(),
 		AdminPage:     web.AdminHandler(),
 		ServiceWorker: sw.Handler(version),
