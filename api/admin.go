@@ -17,6 +17,7 @@ import (
 	"amsg/builders"
 	"amsg/push"
 	"amsg/push/courier"
+	"amsg/push/errcode"
 	"amsg/scheduler"
 	"amsg/store"
 
@@ -72,7 +73,7 @@ func (s *Server) mountAdmin(r chi.Router) {
 	}
 }
 
-var errAdminToken = codeError(http.StatusUnauthorized, "INVALID_ADMIN_TOKEN")
+var errAdminToken = fail(errcode.InvalidAdminToken)
 
 func (s *Server) serveAdmin(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -111,17 +112,17 @@ const (
 func (m adminMessage) check() error {
 	switch {
 	case strings.TrimSpace(m.Message) == "":
-		return invalidParameters("message must be a non-empty string", "message")
+		return invalidFields(errcode.AdminMessageBlank, "message")
 	case len(m.Message) > maxAdminMessageBytes:
-		return invalidParameters("message is longer than "+strconv.Itoa(maxAdminMessageBytes)+" bytes", "message")
+		return invalidFields(errcode.AdminMessageLong.With(maxAdminMessageBytes), "message")
 	case len(m.Title) > 200:
-		return invalidParameters("title is longer than 200 bytes", "title")
+		return invalidFields(errcode.AdminTitleLong, "title")
 	case len(m.ContactName) > 200:
-		return invalidParameters("contactName is longer than 200 bytes", "contactName")
+		return invalidFields(errcode.AdminContactNameLong, "contactName")
 	case len(m.MessageSubtype) > 64:
-		return invalidParameters("messageSubtype is longer than 64 bytes", "messageSubtype")
+		return invalidFields(errcode.AdminSubtypeLong, "messageSubtype")
 	case m.Metadata != nil && !isJSONObjectOrNull(m.Metadata):
-		return invalidParameters("metadata must be a JSON object", "metadata")
+		return invalidFields(errcode.AdminMetadataNotObject, "metadata")
 	case m.Priority != "" && m.Priority != scheduler.PriorityNormal && m.Priority != scheduler.PriorityCritical:
 		return errInvalidPriority
 	}
@@ -153,7 +154,7 @@ func decodeAdminBody(body []byte, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return invalidPayload("The request body is not a valid JSON object of this endpoint: "+err.Error(), nil)
+		return fail(errcode.AdminBodyShape.With(err.Error()))
 	}
 	return nil
 }
@@ -192,7 +193,7 @@ func (s *Server) handleAdminSend(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if strings.TrimSpace(req.UserID) == "" || len(req.UserID) > maxAdminUserIDLen {
-		return invalidParameters("userId must be a non-empty string of at most "+strconv.Itoa(maxAdminUserIDLen)+" bytes", "userId")
+		return invalidFields(errcode.AdminUserIDInvalid.With(maxAdminUserIDLen), "userId")
 	}
 	if err := req.check(); err != nil {
 		return err
@@ -291,7 +292,7 @@ func (s *Server) buildAdminPush(m adminMessage, ids adminPushIDs) (*push.Content
 		Message: m.Message, Title: m.Title, ContactName: m.ContactName,
 	})
 	if err != nil {
-		return nil, invalidParameters(err.Error(), "message")
+		return nil, invalidFields(errcode.InvalidParameters.Quoting(err.Error()), "message") // the builder's reason
 	}
 	return p, nil
 }
@@ -348,13 +349,13 @@ func (s *Server) handleAdminBroadcast(w http.ResponseWriter, r *http.Request) er
 	}
 	switch {
 	case req.All == (len(req.UserIDs) > 0):
-		return invalidParameters("give either userIds (a non-empty list) or all: true", "userIds", "all")
+		return invalidFields(errcode.AdminRecipients, "userIds", "all")
 	case len(req.UserIDs) > maxBroadcastUsers:
-		return invalidParameters("userIds has more than "+strconv.Itoa(maxBroadcastUsers)+" entries", "userIds")
+		return invalidFields(errcode.AdminTooManyUsers.With(maxBroadcastUsers), "userIds")
 	case slices.ContainsFunc(req.UserIDs, func(id string) bool { return strings.TrimSpace(id) == "" || len(id) > maxAdminUserIDLen }):
-		return invalidParameters("every userId must be a non-empty string of at most "+strconv.Itoa(maxAdminUserIDLen)+" bytes", "userIds")
+		return invalidFields(errcode.AdminUserIDsInvalid.With(maxAdminUserIDLen), "userIds")
 	case req.RatePerSecond < 0 || req.RatePerSecond > maxBroadcastRate:
-		return invalidParameters("ratePerSecond must be between 1 and "+strconv.Itoa(maxBroadcastRate), "ratePerSecond")
+		return invalidFields(errcode.AdminRate.With(maxBroadcastRate), "ratePerSecond")
 	}
 	if err := req.check(); err != nil {
 		return err
@@ -410,7 +411,7 @@ func (s *Server) handleAdminBroadcasts(w http.ResponseWriter, r *http.Request) e
 func (s *Server) broadcastOf(r *http.Request) (store.Broadcast, error) {
 	b, err := s.deps.Store.GetBroadcast(r.Context(), chi.URLParam(r, "broadcastId"))
 	if errors.Is(err, store.ErrBroadcastNotFound) {
-		return b, codeError(http.StatusNotFound, "BROADCAST_NOT_FOUND")
+		return b, fail(errcode.BroadcastNotFound)
 	}
 	return b, err
 }
@@ -447,7 +448,7 @@ func pageLimit(r *http.Request) (int, error) {
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 || n > store.MaxAdminPage {
-		return 0, invalidParameters("limit must be an integer from 1 to "+strconv.Itoa(store.MaxAdminPage), "limit")
+		return 0, invalidFields(errcode.AdminPageLimit.With(store.MaxAdminPage), "limit")
 	}
 	return n, nil
 }
@@ -530,7 +531,7 @@ func (s *Server) handleAdminDeleteUser(w http.ResponseWriter, r *http.Request) e
 	}
 	s.deps.Courier.Forget(userID)
 	if d.Total() == 0 {
-		return codeError(http.StatusNotFound, "USER_NOT_FOUND")
+		return fail(errcode.UserNotFound)
 	}
 	s.log.InfoContext(r.Context(), "operator deleted a user", "rows", d.Total())
 	writeData(w, http.StatusOK, map[string]any{"deleted": d})
@@ -557,12 +558,12 @@ func (s *Server) handleAdminTasks(w http.ResponseWriter, r *http.Request) error 
 	q := r.URL.Query()
 	status := store.TaskStatus(q.Get("status"))
 	if !slices.Contains([]store.TaskStatus{"", store.TaskPending, store.TaskSent, store.TaskFailed}, status) {
-		return invalidParameters("status must be pending, sent or failed", "status")
+		return invalidFields(errcode.AdminTaskStatus, "status")
 	}
 	var after int64
 	if raw := q.Get("after"); raw != "" {
 		if after, err = strconv.ParseInt(raw, 10, 64); err != nil || after < 0 {
-			return invalidParameters("after must be a task id", "after")
+			return invalidFields(errcode.AdminAfter, "after")
 		}
 	}
 	tasks, err := s.deps.Store.AllTasks(r.Context(), status, after, limit)
@@ -596,7 +597,7 @@ func (s *Server) sinceParam(r *http.Request) (time.Time, error) {
 	if raw := r.URL.Query().Get("hours"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > 168 {
-			return time.Time{}, invalidParameters("hours must be an integer from 1 to 168", "hours")
+			return time.Time{}, invalidFields(errcode.AdminHours, "hours")
 		}
 		hours = n
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -27,7 +28,7 @@ const (
 func (s *Server) handleAdminMessageTimeline(w http.ResponseWriter, r *http.Request) error {
 	userID := r.URL.Query().Get("userId")
 	if userID == "" || len(userID) > maxAdminUserIDLen {
-		return invalidParameters("userId must name the message's user", "userId")
+		return invalidFields(errcode.AdminTimelineUser, "userId")
 	}
 	status, err := s.messageStatus(r, userID)
 	if err != nil {
@@ -50,7 +51,7 @@ func (s *Server) handleAdminMessagesPerDay(w http.ResponseWriter, r *http.Reques
 	if raw := r.URL.Query().Get("days"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > maxChartDays {
-			return invalidParameters("days must be an integer from 1 to "+strconv.Itoa(maxChartDays), "days")
+			return invalidFields(errcode.AdminDays.With(maxChartDays), "days")
 		}
 		days = n
 	}

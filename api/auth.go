@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"amsg/push/errcode"
 )
 
 // authMode says which credentials a route requires.
@@ -90,10 +92,10 @@ func (s *Server) authorize(mode authMode, r *http.Request) (provenUser string, e
 				}
 			}
 			if got == "" {
-				return "", newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "缺少 X-Client-Token")
+				return "", fail(errcode.ClientTokenMissing)
 			}
 			if !s.tokens.equal(got, s.cfg.ClientToken) {
-				return "", newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "X-Client-Token 无效")
+				return "", fail(errcode.ClientTokenWrong)
 			}
 			s.proofs.record(r.Context(), proofUser(r), s.cfg.ClientToken)
 		}
@@ -121,10 +123,6 @@ func (s *Server) requiresCredential(mode authMode) bool {
 	return s.cfg.ClientToken != "" || mode == authInstant && s.cfg.TokenSigningKey != ""
 }
 
-func unauthorized(message string) *Error {
-	return newError(http.StatusUnauthorized, "UNAUTHORIZED", message)
-}
-
 // MaxTokenTTL is the longest lifetime SignToken (amsg token --ttl) gives a
 // Bearer token, and so the furthest exp verifyBearer accepts: a token that
 // claims more was not minted by amsg, and one leaked would never expire.
@@ -142,34 +140,34 @@ const tokenAlg = "HS256"
 func verifyBearer(header, signingKey string, now time.Time) (subject string, err error) {
 	header = strings.TrimSpace(header)
 	if len(header) < 7 || !strings.EqualFold(header[:7], "bearer ") {
-		return "", unauthorized("缺少 Authorization: Bearer <token>")
+		return "", fail(errcode.BearerMissing)
 	}
 	token := strings.TrimSpace(header[7:])
 	if token == "" {
-		return "", unauthorized("空 Bearer token")
+		return "", fail(errcode.BearerEmpty)
 	}
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return "", unauthorized("token 格式无效")
+		return "", fail(errcode.TokenMalformed)
 	}
 	sig, err := decodeBase64URL(parts[2])
 	if err != nil {
-		return "", unauthorized("token 签名格式无效")
+		return "", fail(errcode.SignatureMalformed)
 	}
 	m := hmac.New(sha256.New, []byte(signingKey))
 	m.Write([]byte(parts[0] + "." + parts[1]))
 	if !hmac.Equal(sig, m.Sum(nil)) {
-		return "", unauthorized("token 签名无效")
+		return "", fail(errcode.SignatureInvalid)
 	}
 	var head struct {
 		Alg string `json:"alg"`
 	}
 	if b, err := decodeBase64URL(parts[0]); err != nil || json.Unmarshal(b, &head) != nil || head.Alg != tokenAlg {
-		return "", unauthorized("token 格式无效")
+		return "", fail(errcode.TokenMalformed)
 	}
 	payload, err := decodeBase64URL(parts[1])
 	if err != nil {
-		return "", unauthorized("token payload 解析失败")
+		return "", fail(errcode.TokenUnreadable)
 	}
 	// Numbers only: upstream compares with ===, so the string "1" fails.
 	var claims struct {
@@ -178,12 +176,12 @@ func verifyBearer(header, signingKey string, now time.Time) (subject string, err
 		TID any `json:"tid"`
 	}
 	if err := json.Unmarshal(payload, &claims); err != nil {
-		return "", unauthorized("token payload 解析失败")
+		return "", fail(errcode.TokenUnreadable)
 	}
 	v, _ := claims.V.(float64)
 	exp, _ := claims.Exp.(float64)
 	if v != 1 || exp <= float64(now.Unix()) || exp > float64(now.Add(MaxTokenTTL).Unix()) {
-		return "", unauthorized("token 已过期或无效")
+		return "", fail(errcode.Unauthorized)
 	}
 	subject, _ = claims.TID.(string)
 	return subject, nil

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"amsg/push/errcode"
 )
 
 // Request bodies may come gzipped (Content-Encoding: gzip, upstream's
@@ -22,8 +24,8 @@ func (s *Server) bodyEncodingFeature() feature {
 }
 
 var (
-	errUnsupportedContentEncoding = newError(http.StatusUnsupportedMediaType, "UNSUPPORTED_CONTENT_ENCODING", "不支持的 Content-Encoding（只支持 gzip）")
-	errInvalidContentEncoding     = newError(http.StatusBadRequest, "INVALID_CONTENT_ENCODING", "请求体不是有效的 gzip 数据")
+	errUnsupportedContentEncoding = fail(errcode.UnsupportedContentEncoding)
+	errInvalidContentEncoding     = fail(errcode.InvalidContentEncoding)
 )
 
 // decodeRequestBody inflates a Content-Encoding: gzip request body and

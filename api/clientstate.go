@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -37,11 +37,11 @@ func (s *Server) clientStateFeature() feature {
 }
 
 var (
-	errInvalidStateEntries    = newError(http.StatusBadRequest, "INVALID_STATE_ENTRIES", "entries 必须是非空数组")
-	errNamespaceRequired      = newError(http.StatusBadRequest, "NAMESPACE_REQUIRED", "必须提供 namespace 查询参数")
-	errStateNamespaceReserved = newError(http.StatusBadRequest, "INVALID_STATE_NAMESPACE", `namespace 不能包含控制字符（\u0000-\u001f 为库内部保留）`)
-	errInvalidNamespaceLimit  = newError(http.StatusBadRequest, "INVALID_NAMESPACE_LIMIT", fmt.Sprintf("limit 必须是 1-%d 的整数", store.MaxStateNamespaces))
-	errStateNamespaceTooLong  = newError(http.StatusBadRequest, "INVALID_STATE_NAMESPACE", fmt.Sprintf("namespace 必须是 1-%d 字符的字符串", store.MaxStateNamespaceLen))
+	errInvalidStateEntries    = fail(errcode.InvalidStateEntries)
+	errNamespaceRequired      = fail(errcode.NamespaceRequired)
+	errStateNamespaceReserved = fail(errcode.StateNamespaceReserved)
+	errInvalidNamespaceLimit  = fail(errcode.InvalidNamespaceLimit.With(store.MaxStateNamespaces))
+	errStateNamespaceTooLong  = fail(errcode.StateNamespaceLength.With(store.MaxStateNamespaceLen))
 )
 
 // maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER: the largest
@@ -109,7 +109,7 @@ func decodeStateEntries(payload json.RawMessage, maxValueBytes int) ([]store.Cli
 		return nil, nil, errInvalidStateEntries
 	}
 	if len(items) > store.MaxStateEntries {
-		return nil, nil, newError(http.StatusBadRequest, "TOO_MANY_STATE_ENTRIES", fmt.Sprintf("单次最多 %d 条", store.MaxStateEntries)).
+		return nil, nil, fail(errcode.StateEntriesOver.With(store.MaxStateEntries)).
 			withDetails(map[string]int{"count": len(items)})
 	}
 	var entries []store.ClientStateEntry
@@ -145,13 +145,15 @@ func decodeObject(payload json.RawMessage) map[string]any {
 // given is the guard.
 func decodeStateEntry(i int, item any, maxValueBytes int) (store.ClientStateEntry, *stateRejection) {
 	rejection := &stateRejection{Index: i}
-	reject := func(code, problem string) (store.ClientStateEntry, *stateRejection) {
-		rejection.Code, rejection.Message = code, fmt.Sprintf("entries[%d]%s", i, problem)
+	// A rejection is in the standard's Chinese whatever the request
+	// prefers, as upstream words it.
+	reject := func(m *errcode.Message) (store.ClientStateEntry, *stateRejection) {
+		rejection.Code, rejection.Message = m.Code(), m.Chinese()
 		return store.ClientStateEntry{}, rejection
 	}
 	fields, ok := item.(map[string]any)
 	if !ok {
-		return reject("INVALID_STATE_ENTRY", " 必须是对象")
+		return reject(errcode.StateEntryNotObject.With(i))
 	}
 	// From here on a rejection echoes the namespace and key when they are
 	// strings, whatever else is wrong with them.
@@ -164,34 +166,35 @@ func decodeStateEntry(i int, item any, maxValueBytes int) (store.ClientStateEntr
 		rejection.Key = &key
 	}
 	for _, name := range []struct {
-		field, code, value string
-		isString           bool
-		maxLen             int
-		check              func(string) error
+		field, value string
+		code         *errcode.Message
+		isString     bool
+		maxLen       int
+		check        func(string) error
 	}{
-		{"namespace", "INVALID_STATE_NAMESPACE", namespace, nsIsString, store.MaxStateNamespaceLen, store.CheckStateNamespace},
-		{"key", "INVALID_STATE_KEY", key, keyIsString, store.MaxStateKeyLen, store.CheckStateKey},
+		{"namespace", namespace, errcode.StateNamespaceReserved, nsIsString, store.MaxStateNamespaceLen, store.CheckStateNamespace},
+		{"key", key, errcode.InvalidStateKey, keyIsString, store.MaxStateKeyLen, store.CheckStateKey},
 	} {
 		switch err := name.check(name.value); {
 		case !name.isString || err != nil && !errors.Is(err, store.ErrStateNameReserved):
-			return reject(name.code, fmt.Sprintf(".%s 必须是 1-%d 字符的字符串", name.field, name.maxLen))
+			return reject(errcode.StateNameLength.With(i, name.field, name.maxLen).Under(name.code))
 		case err != nil:
-			return reject(name.code, "."+name.field+` 不能包含控制字符（\u0000-\u001f 为库内部保留）`)
+			return reject(errcode.StateNameReserved.With(i, name.field).Under(name.code))
 		}
 	}
 	rawValue, present := fields["value"]
 	value, ok := rawValue.(string)
 	deletes := present && rawValue == nil
 	if !ok && !deletes {
-		return reject("INVALID_STATE_VALUE", ".value 必须是字符串（宿主自行序列化）")
+		return reject(errcode.InvalidStateValue.With(i))
 	}
 	if n := len(value); n > maxValueBytes {
 		rejection.Bytes, rejection.MaxBytes = &n, &maxValueBytes
-		return reject("STATE_VALUE_TOO_LARGE", ".value 超过单条总上限")
+		return reject(errcode.StateValueTooLarge.With(i))
 	}
 	guard, ok := positiveInteger(fields["updatedAt"])
 	if !ok {
-		return reject("INVALID_STATE_UPDATED_AT", ".updatedAt 必须是正整数（epoch 毫秒）")
+		return reject(errcode.InvalidStateUpdatedAt.With(i))
 	}
 	versionField, version := "version", fields["version"]
 	if version == nil { // absent or null: ?? moves on
@@ -199,12 +202,13 @@ func decodeStateEntry(i int, item any, maxValueBytes int) (store.ClientStateEntr
 	}
 	if version != nil {
 		if guard, ok = positiveInteger(version); !ok {
-			return reject("INVALID_STATE_VERSION", "."+versionField+" 必须是正整数")
+			return reject(errcode.InvalidStateVersion.With(i, versionField))
 		}
 	}
 	owner, err := decodeOwnerClaim(fields)
 	if refused := (*Error)(nil); errors.As(err, &refused) {
-		return reject(refused.Code, " "+refused.Message)
+		code, _ := errcode.Lookup(refused.Code) // decodeOwnerClaim answers with the table's codes
+		return reject(errcode.StateEntryRefused.With(i, refused.Message).Under(code))
 	}
 	return store.ClientStateEntry{Namespace: namespace, Key: key, Value: value, UpdatedAt: guard, Delete: deletes, Owner: owner}, nil
 }

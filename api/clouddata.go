@@ -2,14 +2,13 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 
 	"github.com/go-chi/chi/v5"
@@ -41,28 +40,28 @@ func (s *Server) cloudDataFeature() feature {
 
 // Errors of the cloud-data routes, upstream's codes and texts.
 var (
-	errInvalidCloudFilter       = newError(http.StatusBadRequest, "INVALID_CLOUD_FILTER", "资源筛选无效")
-	errInvalidCloudLimit        = newError(http.StatusBadRequest, "INVALID_CLOUD_LIMIT", "每页数量必须为 1–200")
-	errInvalidCloudCursor       = newError(http.StatusBadRequest, "INVALID_CLOUD_CURSOR", "分页游标无效")
-	errCloudCursorExpired       = newError(http.StatusConflict, "CLOUD_CURSOR_EXPIRED", "分页已过期或筛选变化")
-	errCloudRecordNotFound      = newError(http.StatusNotFound, "CLOUD_RECORD_NOT_FOUND", "云端管理记录不存在")
-	errInvalidCleanupMode       = newError(http.StatusBadRequest, "INVALID_CLEANUP_MODE", "清理模式无效")
-	errInvalidCloudOwner        = newError(http.StatusBadRequest, "INVALID_CLOUD_OWNER", "归属格式无效")
-	errRetireNeedsOwner         = newError(http.StatusBadRequest, "INVALID_CLOUD_OWNER", "彻底移除需要明确归属")
-	errCleanupNoResources       = newError(http.StatusBadRequest, "INVALID_CLEANUP_SELECTION", "请选择至少一项资源")
-	errCleanupBadTypes          = newError(http.StatusBadRequest, "INVALID_CLEANUP_SELECTION", "资源类别无效")
-	errCleanupNoScope           = newError(http.StatusBadRequest, "INVALID_CLEANUP_SELECTION", "清理需要明确资源或归属")
-	errRetireNarrowed           = newError(http.StatusBadRequest, "INVALID_CLEANUP_SELECTION", "彻底移除不能限制资源类别")
-	errCleanupTooMany           = newError(http.StatusBadRequest, "INVALID_CLEANUP_SELECTION", fmt.Sprintf("单次最多选择 %d 项资源", store.MaxCleanupResourceIDs))
-	errCloudInventoryIncomplete = newError(http.StatusConflict, "CLOUD_INVENTORY_INCOMPLETE", "云端清单不完整，暂不能生成清理计划")
-	errCloudResourceNotFound    = newError(http.StatusConflict, "CLOUD_RESOURCE_NOT_FOUND", "部分选中资源不存在或不属于当前范围")
-	errInvalidCleanupOperation  = newError(http.StatusBadRequest, "INVALID_CLEANUP_OPERATION", "需要计划编号与幂等键")
-	errIdempotencyConflict      = newError(http.StatusConflict, "IDEMPOTENCY_CONFLICT", "此幂等键已用于另一计划")
-	errCloudPlanExpired         = newError(http.StatusConflict, "CLOUD_PLAN_EXPIRED", "清理预览已过期，请重新预览")
-	errCloudPlanChanged         = newError(http.StatusConflict, "CLOUD_PLAN_CHANGED", "预览后数据已变化，请重新预览")
-	errRetirementNotConfirmed   = newError(http.StatusServiceUnavailable, "CLOUD_RETIREMENT_NOT_CONFIRMED", "尚未确认云端停用，请保留本地角色并重试或查看云端操作记录。")
-	errInvalidOwnerAction       = newError(http.StatusBadRequest, "INVALID_CLOUD_OWNER_ACTION", "归属操作无效")
-	errCleanupInProgress        = newError(http.StatusConflict, "CLOUD_CLEANUP_IN_PROGRESS", "清理完成后才能重新启用")
+	errInvalidCloudFilter       = fail(errcode.InvalidCloudFilter)
+	errInvalidCloudLimit        = fail(errcode.InvalidCloudLimit)
+	errInvalidCloudCursor       = fail(errcode.InvalidCloudCursor)
+	errCloudCursorExpired       = fail(errcode.CloudCursorExpired)
+	errCloudRecordNotFound      = fail(errcode.CloudRecordNotFound)
+	errInvalidCleanupMode       = fail(errcode.InvalidCleanupMode)
+	errInvalidCloudOwner        = fail(errcode.InvalidCloudOwner)
+	errRetireNeedsOwner         = fail(errcode.RetireNeedsOwner)
+	errCleanupNoResources       = fail(errcode.CleanupNoResources)
+	errCleanupBadTypes          = fail(errcode.CleanupBadTypes)
+	errCleanupNoScope           = fail(errcode.CleanupNoScope)
+	errRetireNarrowed           = fail(errcode.RetireNarrowed)
+	errCleanupTooMany           = fail(errcode.CleanupTooMany.With(store.MaxCleanupResourceIDs))
+	errCloudInventoryIncomplete = fail(errcode.CloudInventoryIncomplete)
+	errCloudResourceNotFound    = fail(errcode.CloudResourceNotFound)
+	errInvalidCleanupOperation  = fail(errcode.InvalidCleanupOperation)
+	errIdempotencyConflict      = fail(errcode.IdempotencyConflict)
+	errCloudPlanExpired         = fail(errcode.CloudPlanExpired)
+	errCloudPlanChanged         = fail(errcode.CloudPlanChanged)
+	errRetirementNotConfirmed   = fail(errcode.RetirementNotConfirmed)
+	errInvalidOwnerAction       = fail(errcode.InvalidOwnerAction)
+	errCleanupInProgress        = fail(errcode.CleanupInProgress)
 )
 
 // Bounds of the inventory's pages, upstream's.
@@ -294,7 +293,7 @@ func (s *Server) handleCleanupOperations(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	gaps := unreadableGaps("operation", unreadable)
+	gaps := unreadableGaps("operation", errcode.UnreadableOperations, unreadable)
 	return s.writeEncrypted(w, userID, struct {
 		Operations []store.CleanupOperation `json:"operations"`
 		Complete   bool                     `json:"complete"`
@@ -316,12 +315,11 @@ func (s *Server) handleCleanupOperation(w http.ResponseWriter, r *http.Request) 
 
 // unreadableGaps reports the records of a source that do not decrypt, as
 // upstream's gap UNREADABLE_OPERATION does.
-func unreadableGaps(source string, unreadable int) []store.CloudGap {
+func unreadableGaps(source string, gap *errcode.Message, unreadable int) []store.CloudGap {
 	if unreadable == 0 {
 		return []store.CloudGap{}
 	}
-	return []store.CloudGap{{Source: source, Code: "UNREADABLE_" + strings.ToUpper(source),
-		Message: fmt.Sprintf("%d %ss do not decrypt", unreadable, source)}}
+	return []store.CloudGap{{Source: source, Code: gap.Code(), Message: gap.With(unreadable).English()}}
 }
 
 // ownerJSON is an owner's state as upstream answers it.
@@ -355,7 +353,7 @@ func (s *Server) handleCloudOwners(w http.ResponseWriter, r *http.Request) error
 	for i, state := range states {
 		owners[i] = ownerStateJSON(state)
 	}
-	gaps := unreadableGaps("owner", unreadable)
+	gaps := unreadableGaps("owner", errcode.UnreadableOwners, unreadable)
 	return s.writeEncrypted(w, userID, struct {
 		Owners   []ownerJSON      `json:"owners"`
 		Complete bool             `json:"complete"`

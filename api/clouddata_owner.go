@@ -3,11 +3,10 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
-	"net/http"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -18,10 +17,10 @@ import (
 // before a restore, is refused whole and writes nothing.
 
 var (
-	errInvalidOwnerGeneration = newError(http.StatusBadRequest, "INVALID_CLOUD_OWNER_GENERATION", "归属代际必须是非负整数")
-	errInvalidCloudKind       = newError(http.StatusBadRequest, "INVALID_CLOUD_KIND", fmt.Sprintf("kind 必须是不超过 %d 字符的字符串", store.MaxOwnerKindLen))
-	errCloudOwnerRetired      = newError(http.StatusConflict, "CLOUD_OWNER_RETIRED", "归属已停用或代际已变化")
-	errCloudOwnerImmutable    = newError(http.StatusConflict, "CLOUD_OWNER_IMMUTABLE", "已有资源的归属不能由普通写入更改")
+	errInvalidOwnerGeneration = fail(errcode.InvalidOwnerGeneration)
+	errInvalidCloudKind       = fail(errcode.InvalidCloudKind.With(store.MaxOwnerKindLen))
+	errCloudOwnerRetired      = fail(errcode.CloudOwnerRetired)
+	errCloudOwnerImmutable    = fail(errcode.CloudOwnerImmutable)
 )
 
 // decodeOwnerClaim reads owner, kind and ownerGeneration from a write's

@@ -5,9 +5,10 @@ import (
 	"net/http"
 
 	"amsg/loop"
+	"amsg/push/errcode"
 )
 
-var errSessionNotFound = newError(http.StatusNotFound, "SESSION_NOT_FOUND", "会话不存在或已过期")
+var errSessionNotFound = fail(errcode.SessionNotFound)
 
 // handleContinue resumes a loop paused on a tool request. The body is the
 // standard's /continue body; its messages may be the whole history ending
@@ -39,10 +40,10 @@ func (s *Server) handleContinue(w http.ResponseWriter, r *http.Request) error {
 		if ce.Expected >= 0 {
 			details["expectedIteration"] = ce.Expected
 		}
-		return newError(http.StatusConflict, "CONCURRENT_CONTINUE", "这一轮已由另一个 /continue 处理，或会话没有在等待工具结果").
+		return fail(errcode.ConcurrentContinue).
 			withDetails(details)
 	case errors.As(err, &ce):
-		return invalidPayload("工具结果与会话等待的工具调用不符", map[string]any{"invalidFields": []string{"messages"}, "reason": ce.Reason})
+		return invalidPayload(errcode.ToolResultsMismatch, map[string]any{"invalidFields": []string{"messages"}, "reason": ce.Reason})
 	case err != nil:
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"amsg/llm"
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -29,14 +30,14 @@ func (s *Server) credentialsFeature() feature {
 }
 
 var (
-	errCredentialsNotArray = invalidParameters("credentials 必须是非空数组", "credentials")
-	errCredentialsBatch    = invalidParameters(fmt.Sprintf("credentials 一批最多 %d 条", store.MaxCredentialBatch), "credentials")
-	errCredDeleteTarget    = invalidParameters("要么 { all: true }，要么 credIds 非空数组，要么 credIdPrefix", "credIds")
-	errCredDeleteSeveral   = invalidParameters("all、credIds 与 credIdPrefix 只能给一个", "all", "credIds", "credIdPrefix")
+	errCredentialsNotArray = invalidFields(errcode.CredentialsNotArray, "credentials")
+	errCredentialsBatch    = invalidFields(errcode.CredentialsBatchOver.With(store.MaxCredentialBatch), "credentials")
+	errCredDeleteTarget    = invalidFields(errcode.CredDeleteTarget, "credIds")
+	errCredDeleteSeveral   = invalidFields(errcode.CredDeleteSeveral, "all", "credIds", "credIdPrefix")
 )
 
 func credIDError(field string) *Error {
-	return invalidParameters(fmt.Sprintf("%s 必须是 1–%d 字符、不含控制字符的字符串", field, store.MaxCredIDLen), field)
+	return invalidFields(errcode.CredIDInvalid.With(field, store.MaxCredIDLen), field)
 }
 
 func (s *Server) handlePutCredentials(w http.ResponseWriter, r *http.Request) error {
@@ -56,7 +57,7 @@ func (s *Server) handlePutCredentials(w http.ResponseWriter, r *http.Request) er
 		checked[e.Value.APIURL] = true
 		if err := s.checkAPIURL(r.Context(), e.Value.APIURL); err != nil {
 			var apiErr *Error
-			if errors.As(err, &apiErr) && apiErr.Code == "INVALID_API_URL" {
+			if errors.As(err, &apiErr) && apiErr.Code == errcode.InvalidAPIURL.Code() {
 				return apiErr.withDetails(map[string]any{"invalidFields": []string{fmt.Sprintf("credentials[%d].value.apiUrl", i)}})
 			}
 			return err
@@ -66,7 +67,7 @@ func (s *Server) handlePutCredentials(w http.ResponseWriter, r *http.Request) er
 	err = ownerWriteError(err)
 	var limit *store.CredentialLimitError
 	if errors.As(err, &limit) {
-		return newError(http.StatusBadRequest, "LLM_CREDENTIALS_LIMIT_EXCEEDED", fmt.Sprintf("单用户最多存 %d 行凭据", store.MaxCredentials)).
+		return fail(errcode.CredentialsLimitOf.With(store.MaxCredentials)).
 			withDetails(map[string]int{"existing": limit.Existing, "adding": limit.Adding, "limit": store.MaxCredentials})
 	}
 	if err != nil {
@@ -99,8 +100,8 @@ func decodeCredentials(payload json.RawMessage) ([]store.CredentialEntry, error)
 			return nil, credIDError(fmt.Sprintf("credentials[%d].credId", i))
 		}
 		value, problem := decodeCredentialValue(f["value"])
-		if problem != "" {
-			return nil, invalidParameters(fmt.Sprintf("credentials[%d].%s", i, problem), fmt.Sprintf("credentials[%d].value", i))
+		if problem != nil {
+			return nil, invalidFields(errcode.CredentialValueInvalid.With(i, problem.Chinese()), fmt.Sprintf("credentials[%d].value", i))
 		}
 		owner, err := decodeOwnerClaim(decodeObject(raw))
 		if err != nil {
@@ -115,9 +116,9 @@ func decodeCredentials(payload json.RawMessage) ([]store.CredentialEntry, error)
 // and primaryModel are non-empty strings of at most
 // store.MaxCredentialFieldLen, apiUrl a chat-completions URL as an inline
 // one must be. It returns what is wrong, or "".
-func decodeCredentialValue(raw json.RawMessage) (store.LLMCredential, string) {
+func decodeCredentialValue(raw json.RawMessage) (store.LLMCredential, *errcode.Message) {
 	if push.JSONKind(raw) != '{' {
-		return store.LLMCredential{}, "value 必须是 { apiUrl, apiKey, primaryModel } 对象"
+		return store.LLMCredential{}, errcode.CredValueNotObject
 	}
 	f := decodeFields(raw)
 	var v store.LLMCredential
@@ -128,16 +129,16 @@ func decodeCredentialValue(raw json.RawMessage) (store.LLMCredential, string) {
 		s, ok := f.str(field.name)
 		switch {
 		case !ok || s == "":
-			return v, "value." + field.name + " 必须是非空字符串"
+			return v, errcode.CredValueFieldBlank.With(field.name)
 		case push.JSLength(s) > store.MaxCredentialFieldLen:
-			return v, fmt.Sprintf("value.%s 不能超过 %d 字符", field.name, store.MaxCredentialFieldLen)
+			return v, errcode.CredValueFieldLong.With(field.name, store.MaxCredentialFieldLen)
 		}
 		*field.dst = s
 	}
 	if _, err := llm.NormalizeAPIURL(v.APIURL); err != nil {
-		return v, "value.apiUrl: " + err.Error()
+		return v, errcode.CredValueAPIURL.With(err.Error())
 	}
-	return v, ""
+	return v, nil
 }
 
 func (s *Server) handleGetCredentials(w http.ResponseWriter, r *http.Request) error {
@@ -224,7 +225,7 @@ func decodeCredentialDeletion(payload json.RawMessage) (credentialDeletion, erro
 			return d, errCredDeleteTarget
 		}
 		if len(items) > store.MaxCredentials {
-			return d, invalidParameters(fmt.Sprintf("credIds 一次最多 %d 条", store.MaxCredentials), "credIds")
+			return d, invalidFields(errcode.CredIDsOver.With(store.MaxCredentials), "credIds")
 		}
 		for i, item := range items {
 			id, ok := push.JSONString(item)

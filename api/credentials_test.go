@@ -12,6 +12,7 @@ import (
 
 	"amsg/llm"
 	"amsg/llm/llmtest"
+	"amsg/push/errcode"
 	"amsg/store"
 	"amsg/store/storetest"
 )
@@ -298,7 +299,7 @@ func FuzzCredentialBodies(f *testing.F) {
 		if err == nil && btoi(d.all)+btoi(d.prefix != "")+btoi(len(d.ids) > 0) != 1 {
 			t.Fatalf("%q: %+v", payload, d)
 		}
-		if refs, apiErr := decodeCredRefs(json.RawMessage(payload), errInvalidParameters); apiErr == nil {
+		if refs, apiErr := decodeCredRefs(json.RawMessage(payload), errcode.InvalidParameters); apiErr == nil {
 			for _, id := range refs {
 				if store.CheckCredID(id) != nil {
 					t.Fatalf("%q: accepted %q", payload, id)

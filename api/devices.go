@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"amsg/push"
+	"amsg/push/errcode"
 )
 
 // devicesFeature is amsg's liveness of push devices: POST /device-seen
@@ -35,10 +36,10 @@ func (s *Server) devicesFeature() feature {
 const maxDeviceSeenBody = 16 << 10
 
 var (
-	errInvalidDeviceSeen = newError(http.StatusBadRequest, "INVALID_PARAMETERS", `请求体必须是 {"endpoint": 推送端点 URL}`)
-	errDeviceNotFound    = newError(http.StatusNotFound, "PUSH_SUBSCRIPTION_NOT_FOUND", "该设备未登记推送订阅（PUT /push-subscription）")
-	errEndpointTaken     = newError(http.StatusConflict, "PUSH_SUBSCRIPTION_CONFLICT", "该推送端点已由另一用户以不同密钥登记")
-	errInvalidDeviceID   = newError(http.StatusBadRequest, "INVALID_PARAMETERS", "deviceId 必须是正整数").withDetails(map[string]any{"invalidFields": []string{"deviceId"}})
+	errInvalidDeviceSeen = fail(errcode.DeviceSeenBody)
+	errDeviceNotFound    = fail(errcode.DeviceNotFound)
+	errEndpointTaken     = fail(errcode.EndpointTaken)
+	errInvalidDeviceID   = fail(errcode.InvalidDeviceID).withDetails(map[string]any{"invalidFields": []string{"deviceId"}})
 )
 
 // decodeDeviceSeen reads a POST /device-seen body: a JSON object whose

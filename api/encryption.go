@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"amsg/push/errcode"
 	"amsg/store/usercrypt"
 )
 
@@ -16,14 +17,14 @@ import (
 var userIDPattern = regexp.MustCompile(`(?i)^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 var (
-	errUserIDRequired      = newError(http.StatusBadRequest, "USER_ID_REQUIRED", "缺少用户标识符")
-	errInvalidUserIDFormat = newError(http.StatusBadRequest, "INVALID_USER_ID_FORMAT", "用户标识符格式无效，必须是 UUID v4")
-	errEncryptionRequired  = newError(http.StatusBadRequest, "ENCRYPTION_REQUIRED", "请求体必须加密")
-	errUnsupportedVersion  = newError(http.StatusBadRequest, "UNSUPPORTED_ENCRYPTION_VERSION", "加密版本不支持")
-	errInvalidEnvelope     = newError(http.StatusBadRequest, "INVALID_ENCRYPTED_PAYLOAD", "加密数据格式错误")
-	errDecryptionFailed    = newError(http.StatusBadRequest, "DECRYPTION_FAILED", "请求体解密失败")
-	errPlaintextNotJSON    = newError(http.StatusBadRequest, "INVALID_PAYLOAD_FORMAT", "解密后的数据不是合法 JSON")
-	errPlaintextNotObject  = newError(http.StatusBadRequest, "INVALID_PAYLOAD_FORMAT", "解密后的数据必须是 JSON 对象")
+	errUserIDRequired      = fail(errcode.UserIDRequired)
+	errInvalidUserIDFormat = fail(errcode.InvalidUserIDFormat)
+	errEncryptionRequired  = fail(errcode.EncryptionRequired)
+	errUnsupportedVersion  = fail(errcode.UnsupportedEncryption)
+	errInvalidEnvelope     = fail(errcode.InvalidEnvelope)
+	errDecryptionFailed    = fail(errcode.DecryptionFailed)
+	errPlaintextNotJSON    = fail(errcode.PlaintextNotJSON)
+	errPlaintextNotObject  = fail(errcode.PlaintextNotObject)
 )
 
 // requireUserID is the X-User-Id gate: present (after trimming) and a UUID v4.

@@ -6,15 +6,23 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"amsg/push/errcode"
 )
 
 // Error is an API failure that carries the standard's error code. Handlers
-// return it; writeError is the one place that turns an error into the
-// envelope {"success":false,"error":{"code","message","details"?}}.
+// return it, made from a message of the table (push/errcode) by fail;
+// writeError is the one place that turns an error into the envelope
+// {"success":false,"error":{"code","message","details"?}}.
 type Error struct {
-	Status  int
-	Code    string
+	Status int
+	Code   string
+	// Message is the standard's Chinese text, which a request preferring
+	// zh gets.
 	Message string
+	// english is the English text; "" says the code's General English,
+	// followed by the reason or the fields Details names.
+	english string
 	Details any
 	// Cause is what a push service or an LLM answered when the request
 	// failed because of it.
@@ -33,9 +41,9 @@ type Cause struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// newError returns an Error without details.
-func newError(status int, code, message string) *Error {
-	return &Error{Status: status, Code: code, Message: message}
+// fail is the answer with message m, in its code's status.
+func fail(m *errcode.Message) *Error {
+	return &Error{Status: m.Status(), Code: m.Code(), Message: m.Chinese(), english: m.English()}
 }
 
 // withDetails returns a copy of e carrying details, so shared error values
@@ -46,19 +54,11 @@ func (e *Error) withDetails(details any) *Error {
 	return &c
 }
 
-// codeError returns an Error with its code's default message from
-// errorTable.
-func codeError(status int, code string) *Error {
-	return newError(status, code, defaultText(code).ZH)
-}
-
-// Errors shared by every endpoint. Messages are the standard's, verbatim:
-// writeError answers with them when the request prefers Chinese and with
-// errorTable's English otherwise; clients branch on the code.
+// Errors shared by every endpoint.
 var (
-	errNotFound           = newError(http.StatusNotFound, "NOT_FOUND", "Unknown route")
-	errInternal           = newError(http.StatusInternalServerError, "INTERNAL_ERROR", "服务器内部错误")
-	errInvalidClientToken = newError(http.StatusUnauthorized, "INVALID_CLIENT_TOKEN", "共享密钥无效或缺失")
+	errNotFound           = fail(errcode.NotFound)
+	errInternal           = fail(errcode.Internal)
+	errInvalidClientToken = fail(errcode.InvalidClientToken)
 )
 
 type errorBody struct {
@@ -90,40 +90,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}{false, errorBody{apiErr.Code, message, apiErr.Details, apiErr.Cause}})
 }
 
-// errorTexts indexes errorTable by code and Chinese text; defaultTexts
-// holds each code's first row.
-var errorTexts, defaultTexts = func() (map[[2]string]string, map[string]errorText) {
-	byText, byCode := map[[2]string]string{}, map[string]errorText{}
-	for _, t := range errorTable {
-		byText[[2]string{t.Code, t.ZH}] = t.EN
-		if _, ok := byCode[t.Code]; !ok {
-			byCode[t.Code] = t
-		}
-	}
-	return byText, byCode
-}()
-
-// defaultText is code's default row; a code missing from the table gets a
-// generic text naming it.
-func defaultText(code string) errorText {
-	if t, ok := defaultTexts[code]; ok {
-		return t
-	}
-	return errorText{Code: code, EN: "Request failed (" + code + ")", ZH: "请求失败（" + code + "）"}
-}
-
-// englishMessage is e's message in English: the table's row for its text,
-// else the message itself when it has no Chinese in it (the agent loop's
-// and the validators' own words), else the code's default with the
-// details' reason or the fields they list.
+// englishMessage is e's message in English: its own, else its code's
+// General English with the details' reason or the fields they list.
 func englishMessage(e *Error) string {
-	if en, ok := errorTexts[[2]string{e.Code, e.Message}]; ok {
-		return en
+	if e.english != "" {
+		return e.english
 	}
-	if e.Message != "" && !hasHan(e.Message) {
+	general, ok := errcode.Lookup(e.Code)
+	if !ok {
 		return e.Message
 	}
-	msg := defaultText(e.Code).EN
+	msg := general.English()
 	if d, ok := e.Details.(map[string]any); ok {
 		if reason, ok := d["reason"].(string); ok && reason != "" && !hasHan(reason) {
 			return msg + ": " + reason

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -35,10 +36,10 @@ const (
 )
 
 var (
-	errInvalidIdempotencyKey = newError(http.StatusBadRequest, "INVALID_IDEMPOTENCY_KEY", "Idempotency-Key 必须是 1 到 255 个可打印 ASCII 字符")
-	errIdempotencyKeyTooLong = newError(http.StatusBadRequest, "IDEMPOTENCY_KEY_TOO_LONG", "Idempotency-Key 不能超过 255 个字符")
-	errIdempotencyKeyReused  = newError(http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", "该 Idempotency-Key 已用于另一个请求")
-	errIdempotencyKeyInUse   = newError(http.StatusConflict, "IDEMPOTENCY_KEY_IN_USE", "使用该 Idempotency-Key 的请求仍在处理中，请稍后重试")
+	errInvalidIdempotencyKey = fail(errcode.InvalidIdempotencyKey)
+	errIdempotencyKeyTooLong = fail(errcode.IdempotencyKeyTooLong)
+	errIdempotencyKeyReused  = fail(errcode.IdempotencyKeyReused)
+	errIdempotencyKeyInUse   = fail(errcode.IdempotencyKeyInUse)
 )
 
 // idempotencyScope names whose keys a request's are: the user's, or the

@@ -12,6 +12,7 @@ import (
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
+	"amsg/push/errcode"
 	"amsg/scheduler"
 )
 
@@ -61,7 +62,7 @@ func (s *Server) instantFeature() feature {
 
 // onlyPost answers the instant path's other methods as the standard does.
 func onlyPost(http.ResponseWriter, *http.Request) error {
-	return newError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "Only POST is supported")
+	return fail(errcode.MethodNotAllowed)
 }
 
 // instantCall is an /instant or /continue request read, validated and
@@ -231,8 +232,12 @@ func (s *Server) respondJSON(ctx context.Context, w http.ResponseWriter, run *lo
 // roundError is the JSON transport's answer to a failed round, with the
 // standard's statuses.
 func roundError(f *loop.Failure) *Error {
-	if f.Code == loop.CodeLLMCallFailed {
-		e := newError(http.StatusBadGateway, f.Code, f.Message)
+	code, ok := errcode.Lookup(f.Code)
+	if !ok {
+		return errInternal
+	}
+	if code == errcode.LLMCallFailed {
+		e := fail(code.Quoting(f.Message))
 		var le *llm.Error
 		if errors.As(f.Err, &le) {
 			e.Cause = Cause{LLMStatus: le.Status, ProviderCode: le.ProviderCode}
@@ -240,10 +245,12 @@ func roundError(f *loop.Failure) *Error {
 		return e
 	}
 	if errors.Is(f.Err, push.ErrPayloadTooLarge) {
-		return newError(http.StatusInternalServerError, "PAYLOAD_TOO_LARGE", f.Message)
+		e := fail(errcode.PayloadTooLarge.Quoting(f.Message))
+		e.Status = http.StatusInternalServerError // the standard's: no size of the push fits
+		return e
 	}
 	details := map[string]any{"messageIndex": f.MessageIndex}
-	e := newError(http.StatusBadGateway, f.Code, f.Message)
+	e := fail(code.Quoting(f.Message))
 	var de *courier.UndeliveredError
 	if errors.As(f.Err, &de) && de.Status != 0 {
 		details["statusCode"] = de.Status

@@ -13,6 +13,7 @@ import (
 	"amsg/llm"
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/push/notifytext"
 )
 
@@ -59,7 +60,7 @@ func (q *instantRequest) presentation(r *http.Request) loop.Presentation {
 var removedSplitFields = []string{"splitPattern", "reasoningSplitPattern", "errorSplitPattern"}
 
 // errBodyNotJSON is step 8 of the standard's pipeline.
-var errBodyNotJSON = newError(http.StatusBadRequest, "INVALID_PAYLOAD_FORMAT", "请求体不是合法 JSON")
+var errBodyNotJSON = fail(errcode.BodyNotJSON)
 
 // bodyFields parses a plaintext body into its members, absent and null kept
 // apart. A repeated key keeps its last value, as JSON.parse does.
@@ -68,7 +69,7 @@ func bodyFields(body []byte) (fields, error) {
 		return nil, errBodyNotJSON
 	}
 	if push.JSONKind(body) != '{' {
-		return nil, invalidPayload("payload 必须是 JSON 对象", nil)
+		return nil, invalidPayload(errcode.PayloadNotObject, nil)
 	}
 	return decodeFields(body), nil
 }
@@ -90,16 +91,19 @@ func (f fields) integer(key string) (int64, bool) {
 	return int64(n), true
 }
 
-func invalidPayload(message string, details any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: "INVALID_PAYLOAD_FORMAT", Message: message, Details: details}
+// invalidPayload is m with details.
+func invalidPayload(m *errcode.Message, details any) *Error {
+	return fail(m).withDetails(details)
 }
 
-func invalidFields(message string, names ...string) *Error {
-	return invalidPayload(message, map[string]any{"invalidFields": names})
+// invalidFields is m naming the fields that are wrong.
+func invalidFields(m *errcode.Message, names ...string) *Error {
+	return invalidPayload(m, map[string]any{"invalidFields": names})
 }
 
-func missingFields(message string, names ...string) *Error {
-	return invalidPayload(message, map[string]any{"missingFields": names})
+// missingFields is m naming the fields that are missing.
+func missingFields(m *errcode.Message, names ...string) *Error {
+	return invalidPayload(m, map[string]any{"missingFields": names})
 }
 
 // requestValidator runs the standard's checks in order; the first failure
@@ -122,9 +126,9 @@ type requestValidator struct {
 func decodeInstant(f fields, haveUser bool, maxIter int, defaultModel bool, warn func(builders.Warning)) (*instantRequest, error) {
 	v := &requestValidator{f: f, q: &instantRequest{iteration: -1}, haveUser: haveUser, maxIter: maxIter, defaultModel: defaultModel, log: warn}
 	err := check(
-		v.forbidden("firstSendTime", "amsg-instant 不接受 firstSendTime；该字段属于 amsg-server 的定时消息"),
-		v.onlyValue("recurrenceType", "none", `amsg-instant 不支持 recurrenceType（必须省略或为 "none"）`),
-		v.onlyValue("messageType", "instant", `amsg-instant 仅支持 messageType: "instant"（或省略）`),
+		v.forbidden("firstSendTime", errcode.InstantFirstSendTime),
+		v.onlyValue("recurrenceType", "none", errcode.InstantRecurrenceType),
+		v.onlyValue("messageType", "instant", errcode.InstantMessageType),
 		v.contactName,
 		v.promptOrMessages,
 		v.temperature,
@@ -150,18 +154,16 @@ func decodeContinue(f fields, haveUser bool, maxIter int, defaultModel bool, war
 	err := check(
 		func() *Error {
 			if _, ok := f.nonBlank("sessionId"); !ok {
-				return missingFields("sessionId 必填且为非空字符串", "sessionId")
+				return missingFields(errcode.SessionIDRequired, "sessionId")
 			}
 			return nil
 		},
 		func() *Error {
 			if f.has("completePrompt") {
-				return &Error{Status: http.StatusBadRequest, Code: "COMPLETE_PROMPT_NOT_SUPPORTED_ON_HOOK_PATH",
-					Message: "completePrompt is not accepted on /continue; pass a `messages` array directly",
-					Details: map[string]any{"invalidFields": []string{"completePrompt"}}}
+				return invalidFields(errcode.CompletePromptOnHookPath, "completePrompt")
 			}
 			if !f.has("messages") {
-				return missingFields("`messages` is required on /continue", "messages")
+				return missingFields(errcode.MessagesRequired, "messages")
 			}
 			return nil
 		},
@@ -182,53 +184,52 @@ func decodeContinue(f fields, haveUser bool, maxIter int, defaultModel bool, war
 	return v.q, err
 }
 
-func (v *requestValidator) forbidden(key, message string) func() *Error {
+func (v *requestValidator) forbidden(key string, m *errcode.Message) func() *Error {
 	return func() *Error {
 		if v.f.has(key) {
-			return invalidFields(message, key)
+			return invalidFields(m, key)
 		}
 		return nil
 	}
 }
 
-func (v *requestValidator) onlyValue(key, allowed, message string) func() *Error {
+func (v *requestValidator) onlyValue(key, allowed string, m *errcode.Message) func() *Error {
 	return func() *Error {
 		if s, ok := v.f.str(key); v.f.has(key) && (!ok || s != allowed) {
-			return invalidFields(message, key)
+			return invalidFields(m, key)
 		}
 		return nil
 	}
 }
 
 func (v *requestValidator) contactName() *Error {
-	return readInto(v.f.nonBlank, "contactName", &v.q.contactName, missingFields("contactName 必填", "contactName"))
+	return readInto(v.f.nonBlank, "contactName", &v.q.contactName, missingFields(errcode.ContactNameRequired, "contactName"))
 }
 
 func (v *requestValidator) promptOrMessages() *Error {
-	const oneOf = "exactly one of `completePrompt` or `messages` must be provided"
 	hasPrompt, hasMessages := v.f.has("completePrompt"), v.f.has("messages")
 	switch {
 	case hasPrompt && hasMessages:
-		return invalidFields(oneOf+"（两者不能同时出现）", "completePrompt", "messages")
+		return invalidFields(errcode.PromptAndMessages, "completePrompt", "messages")
 	case !hasPrompt && !hasMessages:
-		return missingFields(oneOf, "completePrompt", "messages")
+		return missingFields(errcode.PromptOrMessages, "completePrompt", "messages")
 	case hasMessages:
 		return v.messages()
 	}
-	return readInto(v.f.nonBlank, "completePrompt", &v.q.completePrompt, invalidFields("completePrompt 必须是非空字符串", "completePrompt"))
+	return readInto(v.f.nonBlank, "completePrompt", &v.q.completePrompt, invalidFields(errcode.CompletePromptBlank, "completePrompt"))
 }
 
 func (v *requestValidator) messages() *Error {
 	var bad *llm.MessagesError
 	if errors.As(llm.ValidateMessages(v.f["messages"]), &bad) {
-		return invalidFields(bad.Chinese(), "messages")
+		return invalidFields(errcode.MessagesShape.With(bad.Chinese()), "messages")
 	}
 	v.q.messages = v.f["messages"]
 	return nil
 }
 
 func (v *requestValidator) temperature() *Error {
-	return readInto(v.f.optionalNumber, "temperature", &v.q.temperature, invalidFields("temperature 必须是有限数字", "temperature"))
+	return readInto(v.f.optionalNumber, "temperature", &v.q.temperature, invalidFields(errcode.TemperatureNotFinite, "temperature"))
 }
 
 func (v *requestValidator) credentials() *Error {
@@ -241,7 +242,7 @@ func (v *requestValidator) credentials() *Error {
 	}{{"apiUrl", &v.q.apiURL}, {"apiKey", &v.q.apiKey}, {"primaryModel", &v.q.primaryModel}} {
 		s, ok := v.f.nonBlank(c.key)
 		if !ok {
-			return missingFields(c.key+" 必填", c.key)
+			return missingFields(errcode.FieldRequired.With(c.key), c.key)
 		}
 		*c.dst = s
 	}
@@ -262,7 +263,7 @@ func (v *requestValidator) positiveInteger(key string, limit int64) (int64, *Err
 	}
 	n, ok := v.f.integer(key)
 	if !ok || n <= 0 || n > limit {
-		return 0, invalidFields(key+" 必须是正整数", key)
+		return 0, invalidFields(errcode.FieldNotPositiveInt.With(key), key)
 	}
 	return n, nil
 }
@@ -278,7 +279,7 @@ func (v *requestValidator) pushSubscription() *Error {
 	sub := decodeFields(raw)
 	endpoint, ok := sub.str("endpoint")
 	if push.JSONKind(raw) != '{' || !ok {
-		return missingFields("pushSubscription 必须是合法 Web Push 订阅对象", "pushSubscription.endpoint")
+		return missingFields(errcode.SubscriptionShape, "pushSubscription.endpoint")
 	}
 	v.q.subscription = &push.Subscription{Endpoint: endpoint}
 	// Keys of the wrong type stay empty; the key check reports them.
@@ -296,13 +297,13 @@ func (v *requestValidator) avatarURL() *Error {
 }
 
 func (v *requestValidator) messageSubtype() *Error {
-	return readInto(v.f.optionalString, "messageSubtype", &v.q.messageSubtype, invalidFields("messageSubtype 必须是字符串", "messageSubtype"))
+	return readInto(v.f.optionalString, "messageSubtype", &v.q.messageSubtype, invalidFields(errcode.MessageSubtypeNotString, "messageSubtype"))
 }
 
 func (v *requestValidator) splitFields() *Error {
 	for _, key := range removedSplitFields {
 		if v.f.has(key) {
-			return invalidFields(key+" is removed in 0.8.0; caller is responsible for splitting (return decision.pushPayloads with the exact pushes you want sent)", key)
+			return invalidFields(errcode.SplitFieldRemoved.With(key), key)
 		}
 	}
 	return nil
@@ -314,7 +315,7 @@ func (v *requestValidator) shared() *Error {
 	for _, key := range []string{"sessionId", "charId"} {
 		s, ok := v.f.nonBlank(key)
 		if v.f.has(key) && !ok {
-			return invalidFields(key+" 必须是非空字符串", key)
+			return invalidFields(errcode.FieldBlank.With(key), key)
 		}
 		if key == "sessionId" {
 			v.q.sessionID = s
@@ -323,11 +324,11 @@ func (v *requestValidator) shared() *Error {
 	if v.f.has("iteration") {
 		n, ok := v.f.integer("iteration")
 		if !ok || n < 0 || n >= int64(v.maxIter) {
-			return invalidFields(fmt.Sprintf("iteration 必须是 0..%d 范围内的整数", v.maxIter-1), "iteration")
+			return invalidFields(errcode.IterationOutOfRange.With(v.maxIter-1), "iteration")
 		}
 		v.q.iteration = int(n)
 	}
-	if err := checkMetadata(v.f, invalidPayload("", nil)); err != nil {
+	if err := checkMetadata(v.f, errcode.InvalidPayloadFormat); err != nil {
 		return err
 	}
 	v.q.metadata = v.f.raw("metadata")
@@ -342,7 +343,7 @@ func (v *requestValidator) tools() *Error {
 		return nil
 	}
 	if v.f["tools"][0] != '[' { // given: neither absent nor null, so not empty
-		return invalidFields("tools 必须是数组", "tools")
+		return invalidFields(errcode.ToolsNotArray, "tools")
 	}
 	v.q.tools = v.f["tools"]
 	if v.f.given("toolChoice") {
@@ -386,7 +387,7 @@ func (v *requestValidator) approvalTools() *Error {
 }
 
 func invalidApprovalTools(reason string) *Error {
-	return newError(http.StatusBadRequest, "INVALID_APPROVAL_TOOLS", "approvalTools 必须列出 tools 中声明的函数名，且请求须带 X-User-Id").
+	return fail(errcode.InvalidApprovalTools).
 		withDetails(map[string]any{"invalidFields": []string{"approvalTools"}, "reason": reason})
 }
 
@@ -413,7 +414,7 @@ func (v *requestValidator) approvalTimeout() *Error {
 	lo, hi := int64(loop.MinInterruptTimeout/time.Second), int64(loop.MaxInterruptTimeout/time.Second)
 	n, ok := v.f.integer("approvalTimeoutSeconds")
 	if !ok || n < lo || n > hi {
-		return newError(http.StatusBadRequest, "INVALID_APPROVAL_TIMEOUT", "approvalTimeoutSeconds 超出允许范围").
+		return fail(errcode.InvalidApprovalTimeout).
 			withDetails(map[string]any{"invalidFields": []string{"approvalTimeoutSeconds"}, "min": lo, "max": hi})
 	}
 	v.q.approvals.TimeoutSeconds = n

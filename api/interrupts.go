@@ -9,6 +9,7 @@ import (
 
 	"amsg/loop"
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/push/notifytext"
 	"amsg/store"
 
@@ -40,11 +41,11 @@ const (
 )
 
 var (
-	errInterruptNotFound = newError(http.StatusNotFound, "INTERRUPT_NOT_FOUND", "审批不存在或已被清理")
-	errInterruptToken    = newError(http.StatusForbidden, "INTERRUPT_TOKEN_INVALID", "决定令牌无效，或不属于这个审批")
-	errInterruptDecided  = newError(http.StatusConflict, "INTERRUPT_ALREADY_DECIDED", "这个审批已经有了决定")
-	errInterruptExpired  = newError(http.StatusGone, "INTERRUPT_EXPIRED", "这个审批已过期")
-	errInterruptStatus   = newError(http.StatusBadRequest, "INVALID_INTERRUPT_STATUS", `status 只支持 "pending"`)
+	errInterruptNotFound = fail(errcode.InterruptNotFound)
+	errInterruptToken    = fail(errcode.InterruptTokenInvalid)
+	errInterruptDecided  = fail(errcode.InterruptAlreadyDecided)
+	errInterruptExpired  = fail(errcode.InterruptExpired)
+	errInterruptStatus   = fail(errcode.InvalidInterruptStatus)
 )
 
 // decisionResult is POST /interrupts/{id}/decision's data.

@@ -1,6 +1,10 @@
 package api
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"amsg/push/errcode"
+)
 
 // decisionRequest is a validated POST /interrupts/{id}/decision body.
 type decisionRequest struct {
@@ -31,7 +35,7 @@ func decodeDecision(body []byte) (decisionRequest, error) {
 		func() *Error {
 			s, ok := f.str("decision")
 			if !ok || (s != "approve" && s != "deny") {
-				return invalidFields(`decision 必须是 "approve" 或 "deny"`, "decision")
+				return invalidFields(errcode.DecisionInvalid, "decision")
 			}
 			d.Decision = s
 			return nil
@@ -40,9 +44,9 @@ func decodeDecision(body []byte) (decisionRequest, error) {
 			s, ok := f.str("token")
 			switch {
 			case !f.has("token"):
-				return missingFields("token 必填", "token")
+				return missingFields(errcode.DecisionTokenRequired, "token")
 			case !ok || s == "" || len(s) > maxDecisionToken:
-				return invalidFields("token 必须是非空字符串", "token")
+				return invalidFields(errcode.DecisionTokenBlank, "token")
 			}
 			d.Token = s
 			return nil
@@ -53,7 +57,7 @@ func decodeDecision(body []byte) (decisionRequest, error) {
 			}
 			s, ok := f.str("reason")
 			if !ok || utf8.RuneCountInString(s) > maxDecisionReason {
-				return invalidFields("reason 必须是不超过 1000 字的字符串", "reason")
+				return invalidFields(errcode.DecisionReasonInvalid, "reason")
 			}
 			if d.Decision == "deny" {
 				d.Reason = s
@@ -66,7 +70,7 @@ func decodeDecision(body []byte) (decisionRequest, error) {
 			}
 			s, ok := f.str("endpoint")
 			if !ok || len(s) > maxDecisionEndpoint {
-				return invalidFields("endpoint 必须是字符串", "endpoint")
+				return invalidFields(errcode.DecisionEndpointNotString, "endpoint")
 			}
 			d.Endpoint = s
 			return nil

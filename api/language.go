@@ -2,14 +2,14 @@ package api
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
-var errInvalidLanguage = newError(http.StatusBadRequest, "INVALID_LANGUAGE", "language 必须是 BCP 47 语言标签（如 en-US、zh-CN），最多 35 个字符")
+var errInvalidLanguage = fail(errcode.InvalidLanguage)
 
 // deviceLanguage is the language a PUT /push-subscription reports for its
 // device: the body's language member (raw JSON, nil when absent), else the

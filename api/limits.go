@@ -13,6 +13,8 @@ import (
 	"amsg/loop"
 
 	"golang.org/x/time/rate"
+
+	"amsg/push/errcode"
 )
 
 // Limits bound what one caller can make the server do. The zero value of a
@@ -135,14 +137,14 @@ func setDefault[T int | int64 | float64 | time.Duration](v *T, def T) {
 func rateLimited(w http.ResponseWriter, retryAfter time.Duration, limit string) *Error {
 	seconds := max(1, int(math.Ceil(min(retryAfter, time.Hour).Seconds())))
 	w.Header().Set("Retry-After", strconv.Itoa(seconds))
-	return newError(http.StatusTooManyRequests, "RATE_LIMITED", "请求过于频繁，请稍后再试").
+	return fail(errcode.RateLimited).
 		withDetails(map[string]any{"limit": limit, "retryAfterSeconds": seconds})
 }
 
 // quotaExceeded is the answer to a write that would take a caller over a
 // quota; details name the quota and its limit.
 func quotaExceeded(quota string, limit int64) *Error {
-	return newError(http.StatusForbidden, "QUOTA_EXCEEDED", fmt.Sprintf("超出配额 %s（上限 %d）", quota, limit)).
+	return fail(errcode.QuotaOf.With(quota, limit)).
 		withDetails(map[string]any{"quota": quota, "limit": limit})
 }
 

@@ -7,13 +7,13 @@ import (
 	"net/http"
 
 	"amsg/llm"
+	"amsg/push/errcode"
 )
 
 // errUnsupportedMediaType refuses an /instant or /continue body that is
 // not declared JSON: a cross-site page may send text/plain without a CORS
 // preflight, and must not be able to start an LLM call.
-var errUnsupportedMediaType = newError(http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
-	"Content-Type 必须是 application/json")
+var errUnsupportedMediaType = fail(errcode.UnsupportedMedia)
 
 // requireJSONContent accepts only Content-Type: application/json (any
 // parameters), which upstream clients send, the encrypted envelope
@@ -38,7 +38,7 @@ func (s *Server) checkAPIURL(ctx context.Context, apiURL string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &le) && errors.Is(err, llm.ErrInvalidAPIURL):
-		return newError(http.StatusBadRequest, "INVALID_API_URL", le.Error()).
+		return fail(errcode.InvalidAPIURL.Quoting(le.Error())).
 			withDetails(map[string]any{"invalidFields": []string{"apiUrl"}})
 	}
 	return err

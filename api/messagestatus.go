@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -25,7 +26,7 @@ func (s *Server) messageEventsFeature() feature {
 	}
 }
 
-var errMessageNotFound = newError(http.StatusNotFound, "MESSAGE_NOT_FOUND", "消息不存在，或它的记录已过保留期")
+var errMessageNotFound = fail(errcode.MessageNotFound)
 
 // messageStatusJSON is a message's timeline as the status routes answer it.
 type messageStatusJSON struct {

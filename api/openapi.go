@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+
+	"amsg/push/errcode"
 )
 
 // openAPIDocument describes every route the server has (an OpenAPI 3.1
@@ -15,7 +17,7 @@ import (
 var openAPIDocument []byte
 
 // servedOpenAPI is the document as served: its ErrorCode schema lists the
-// codes of errorTable, so the document names every code without a second
+// codes of the error table (push/errcode), so the document names every code without a second
 // list to keep in step.
 var servedOpenAPI = sync.OnceValue(func() []byte {
 	var doc map[string]any
@@ -31,11 +33,14 @@ var servedOpenAPI = sync.OnceValue(func() []byte {
 	return out
 })
 
-// errorCodes are the distinct codes of errorTable, sorted.
+// errorCodes are the codes of the error table an answer can carry (those
+// with a status), sorted.
 func errorCodes() []string {
 	var codes []string
-	for _, e := range errorTable {
-		codes = append(codes, e.Code)
+	for _, m := range errcode.Table() {
+		if m.Status() != 0 {
+			codes = append(codes, m.Code())
+		}
 	}
 	slices.Sort(codes)
 	return slices.Compact(codes)

@@ -15,15 +15,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"amsg/push/errcode"
 )
 
 // errorCodeSource is the api package type-checked from its source, read
-// for the error codes each function can answer with: the constant status
-// and code of every newError and codeError call and Error literal in it,
-// and of everything it refers to in the package, transitively. Codes made
-// elsewhere (the agent loop's) are not constants here and are not seen.
+// for the error codes each function can answer with: the code and status
+// of every message of the error table (push/errcode) it names, and of
+// everything it refers to in the package, transitively. A message said
+// Under another code counts as that code; codes made elsewhere (the agent
+// loop's, carried as strings) are not seen.
 type errorCodeSource struct {
 	fset  *token.FileSet
 	files []*ast.File
@@ -33,6 +37,8 @@ type errorCodeSource struct {
 	// itself; refs the package's functions and variables it refers to.
 	direct map[types.Object]map[string]bool
 	refs   map[types.Object][]types.Object
+	// messages are push/errcode's messages by their Go names.
+	messages map[string]*errcode.Message
 }
 
 func loadErrorCodeSource(t *testing.T) *errorCodeSource {
@@ -76,7 +82,7 @@ func loadErrorCodeSource(t *testing.T) *errorCodeSource {
 		t.Fatal(err)
 	}
 	src := &errorCodeSource{fset: fset, files: files, info: info, pkg: pkg,
-		direct: map[types.Object]map[string]bool{}, refs: map[types.Object][]types.Object{}}
+		direct: map[types.Object]map[string]bool{}, refs: map[types.Object][]types.Object{}, messages: errcodeMessages(t)}
 	for _, f := range files {
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
@@ -102,6 +108,7 @@ func (src *errorCodeSource) scan(obj types.Object, node ast.Node) {
 		return
 	}
 	codes := map[string]bool{}
+	recoded := map[ast.Expr]bool{}
 	ast.Inspect(node, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.Ident:
@@ -111,23 +118,22 @@ func (src *errorCodeSource) scan(obj types.Object, node ast.Node) {
 				}
 			}
 		case *ast.CallExpr:
-			if fn, ok := n.Fun.(*ast.Ident); ok && (fn.Name == "newError" || fn.Name == "codeError") && len(n.Args) >= 2 {
-				src.add(codes, n.Args[0], n.Args[1])
+			// m.Under(code) and invalidUpdate(m) answer with another
+			// code than m's.
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Under" {
+				recoded[messageOf(sel.X)] = true
 			}
-		case *ast.CompositeLit:
-			if id, ok := n.Type.(*ast.Ident); ok && id.Name == "Error" {
-				var status, code ast.Expr
-				for _, el := range n.Elts {
-					if kv, ok := el.(*ast.KeyValueExpr); ok {
-						switch kv.Key.(*ast.Ident).Name {
-						case "Status":
-							status = kv.Value
-						case "Code":
-							code = kv.Value
-						}
-					}
+			if fn, ok := n.Fun.(*ast.Ident); ok && fn.Name == "invalidUpdate" && len(n.Args) > 0 {
+				recoded[messageOf(n.Args[0])] = true
+			}
+		case *ast.SelectorExpr:
+			if recoded[n] || obj.Name() == "decodeStateEntry" { // its codes are rejections inside a 200 answer
+				return false
+			}
+			if v, ok := src.info.Uses[n.Sel].(*types.Var); ok && v.Pkg() != nil && v.Pkg().Path() == "amsg/push/errcode" {
+				if m := src.messages[v.Name()]; m != nil && m.Status() != 0 {
+					codes[fmt.Sprintf("%d %s", m.Status(), m.Code())] = true
 				}
-				src.add(codes, status, code)
 			}
 		}
 		return true
@@ -135,15 +141,53 @@ func (src *errorCodeSource) scan(obj types.Object, node ast.Node) {
 	src.direct[obj] = codes
 }
 
-// add records a status and code given as constants.
-func (src *errorCodeSource) add(codes map[string]bool, status, code ast.Expr) {
-	if status == nil || code == nil {
-		return
+// messageOf is the message a chain such as errcode.X.With(a) starts from.
+func messageOf(e ast.Expr) ast.Expr {
+	for {
+		call, ok := e.(*ast.CallExpr)
+		if !ok {
+			return e
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return e
+		}
+		e = sel.X
 	}
-	s, c := src.info.Types[status].Value, src.info.Types[code].Value
-	if s != nil && c != nil && s.Kind() == constant.Int && c.Kind() == constant.String {
-		codes[fmt.Sprintf("%s %s", s.ExactString(), constant.StringVal(c))] = true
+}
+
+// errcodeMessages maps the Go names of push/errcode's messages to them:
+// its table.go declares them in the order errcode.Table lists them.
+func errcodeMessages(t *testing.T) map[string]*errcode.Message {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "push", "errcode", "table.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var specs []*ast.ValueSpec
+	for _, decl := range f.Decls {
+		if gd, ok := decl.(*ast.GenDecl); ok && gd.Tok == token.VAR {
+			for _, spec := range gd.Specs {
+				specs = append(specs, spec.(*ast.ValueSpec))
+			}
+		}
+	}
+	table := errcode.Table()
+	if len(specs) != len(table) {
+		t.Fatalf("push/errcode/table.go declares %d messages, errcode.Table has %d", len(specs), len(table))
+	}
+	out := make(map[string]*errcode.Message, len(specs))
+	for i, spec := range specs {
+		// A define names its code: the check that source and table align.
+		call := spec.Values[0].(*ast.CallExpr)
+		if fn, ok := call.Fun.(*ast.Ident); ok && fn.Name == "define" {
+			if code, _ := strconv.Unquote(call.Args[0].(*ast.BasicLit).Value); code != table[i].Code() {
+				t.Fatalf("push/errcode/table.go's %s defines %s, errcode.Table has %s there", spec.Names[0].Name, code, table[i].Code())
+			}
+		}
+		out[spec.Names[0].Name] = table[i]
+	}
+	return out
 }
 
 // codes are the codes the objects named by roots can answer with.

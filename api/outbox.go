@@ -2,6 +2,7 @@ package api
 
 import (
 	"amsg/push"
+	"amsg/push/errcode"
 
 	"encoding/json"
 	"errors"
@@ -29,10 +30,10 @@ func (s *Server) outboxFeature() feature {
 }
 
 var (
-	errInvalidOutboxCursor = newError(http.StatusBadRequest, "INVALID_OUTBOX_CURSOR", "since 必须是非负整数（上一页响应里的 cursor）")
-	errInvalidOutboxLimit  = newError(http.StatusBadRequest, "INVALID_OUTBOX_LIMIT", fmt.Sprintf("limit 必须是 1-%d 的整数", store.MaxOutboxPage))
-	errInvalidOutboxAckIDs = newError(http.StatusBadRequest, "INVALID_OUTBOX_ACK", "messageIds 必须是非空数组")
-	errInvalidOutboxAckID  = newError(http.StatusBadRequest, "INVALID_OUTBOX_ACK", "messageIds 的每一项必须是非空字符串")
+	errInvalidOutboxCursor = fail(errcode.InvalidOutboxCursor)
+	errInvalidOutboxLimit  = fail(errcode.OutboxLimitRange.With(store.MaxOutboxPage))
+	errInvalidOutboxAckIDs = fail(errcode.InvalidOutboxAck)
+	errInvalidOutboxAckID  = fail(errcode.OutboxAckIDBlank)
 )
 
 // outboxEntryJSON is one entry of GET /outbox; absent identity fields are
@@ -124,7 +125,7 @@ func (s *Server) handleOutboxAck(w http.ResponseWriter, r *http.Request) error {
 		return errInvalidOutboxAckIDs
 	}
 	if len(items) > store.MaxOutboxIDs {
-		return newError(http.StatusBadRequest, "TOO_MANY_OUTBOX_ACK_IDS", fmt.Sprintf("单次最多 ack %d 条", store.MaxOutboxIDs)).
+		return fail(errcode.OutboxAckIDsOver.With(store.MaxOutboxIDs)).
 			withDetails(map[string]int{"count": len(items)})
 	}
 	ids := make([]string, len(items))
@@ -147,9 +148,9 @@ func (s *Server) handleOutboxAck(w http.ResponseWriter, r *http.Request) error {
 }
 
 var (
-	errOutboxDeleteTarget = newError(http.StatusBadRequest, "INVALID_PARAMETERS", "要么 { all: true }，要么 messageIds 非空数组").
+	errOutboxDeleteTarget = fail(errcode.OutboxDeleteTarget).
 				withDetails(map[string]any{"invalidFields": []string{"messageIds"}})
-	errOutboxDeleteBoth = newError(http.StatusBadRequest, "INVALID_PARAMETERS", "all 与 messageIds 不能同时出现").
+	errOutboxDeleteBoth = fail(errcode.OutboxDeleteBoth).
 				withDetails(map[string]any{"invalidFields": []string{"all", "messageIds"}})
 )
 
@@ -196,13 +197,13 @@ func decodeOutboxDelete(payload json.RawMessage) (all bool, ids []string, err er
 		return false, nil, errOutboxDeleteTarget
 	}
 	if len(items) > store.MaxOutboxIDs {
-		return false, nil, newError(http.StatusBadRequest, "INVALID_PARAMETERS", fmt.Sprintf("messageIds 一次最多 %d 条", store.MaxOutboxIDs)).
+		return false, nil, fail(errcode.OutboxDeleteOver.With(store.MaxOutboxIDs)).
 			withDetails(map[string]any{"invalidFields": []string{"messageIds"}, "count": len(items)})
 	}
 	ids = make([]string, len(items))
 	for i, item := range items {
 		if ids[i], ok = item.(string); !ok || push.IsJSBlank(ids[i]) {
-			return false, nil, newError(http.StatusBadRequest, "INVALID_PARAMETERS", fmt.Sprintf("messageIds[%d] 必须是非空字符串", i)).
+			return false, nil, fail(errcode.OutboxDeleteIDBlank.With(i)).
 				withDetails(map[string]any{"invalidFields": []string{fmt.Sprintf("messageIds[%d]", i)}})
 		}
 	}

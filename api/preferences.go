@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/scheduler"
 	"amsg/store"
 )
@@ -29,11 +30,11 @@ func (s *Server) preferencesFeature() feature {
 
 // The preferences' error codes, amsg's own.
 var (
-	errUnknownPreference = newError(http.StatusBadRequest, "UNKNOWN_PREFERENCE", "未知的偏好设置字段（只接受 timeZone、quietHours、dailyLimit）")
-	errInvalidTimeZone   = newError(http.StatusBadRequest, "INVALID_TIME_ZONE", "timeZone 必须是可用的 IANA 时区 id（如 Asia/Tokyo），或 null")
-	errInvalidQuietHours = newError(http.StatusBadRequest, "INVALID_QUIET_HOURS", `quietHours 必须是 {"start":"HH:MM","end":"HH:MM"}（00:00 至 23:59），或 null`)
-	errEmptyQuietHours   = newError(http.StatusBadRequest, "QUIET_HOURS_EMPTY", "quietHours 的 start 与 end 不能相同")
-	errInvalidDailyLimit = newError(http.StatusBadRequest, "INVALID_DAILY_LIMIT", fmt.Sprintf("dailyLimit 必须是 0 到 %d 的整数，或 null", store.MaxDailyLimit))
+	errUnknownPreference = fail(errcode.UnknownPreference)
+	errInvalidTimeZone   = fail(errcode.InvalidTimeZone)
+	errInvalidQuietHours = fail(errcode.InvalidQuietHours)
+	errEmptyQuietHours   = fail(errcode.QuietHoursEmpty)
+	errInvalidDailyLimit = fail(errcode.InvalidDailyLimit.With(store.MaxDailyLimit))
 )
 
 // preferencesJSON is the preferences on the wire; null for what is unset.
@@ -90,7 +91,7 @@ func (c preferencesChange) apply(p store.Preferences) store.Preferences {
 func decodePreferences(payload []byte) (preferencesChange, error) {
 	var members map[string]json.RawMessage
 	if !json.Valid(payload) || bytes.TrimSpace(payload)[0] != '{' || json.Unmarshal(payload, &members) != nil {
-		return preferencesChange{}, invalidPayload("payload 必须是 JSON 对象", nil)
+		return preferencesChange{}, invalidPayload(errcode.PayloadNotObject, nil)
 	}
 	for name := range members {
 		if name != "timeZone" && name != "quietHours" && name != "dailyLimit" {
@@ -245,7 +246,7 @@ func (s *Server) readUserBody(w http.ResponseWriter, r *http.Request) (userID st
 	return userID, body, err
 }
 
-var errInvalidPriority = newError(http.StatusBadRequest, "INVALID_PRIORITY", `priority 必须是 "normal" 或 "critical"`)
+var errInvalidPriority = fail(errcode.InvalidPriority)
 
 // decodePriority reads a task's or a send's priority: "" for normal (absent,
 // null or "normal"), scheduler.PriorityCritical for one that passes quiet

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/push/receipt"
 	"amsg/store"
 )
@@ -18,10 +19,10 @@ import (
 // before anything is written; a report sent again counts once.
 
 var (
-	errInvalidReceipts      = newError(http.StatusBadRequest, "INVALID_RECEIPTS", "回执批次格式无效")
-	errReceiptTokenInvalid  = newError(http.StatusForbidden, "RECEIPT_TOKEN_INVALID", "回执令牌无效：不是服务器为这条消息和设备签发的")
-	errReceiptOtherDevice   = newError(http.StatusForbidden, "RECEIPT_OTHER_DEVICE", "回执令牌属于另一台设备")
-	errReceiptDeviceUnknown = newError(http.StatusNotFound, "RECEIPT_DEVICE_UNKNOWN", "报告回执的设备未登记（endpoint 未知）")
+	errInvalidReceipts      = fail(errcode.InvalidReceipts)
+	errReceiptTokenInvalid  = fail(errcode.ReceiptTokenInvalid)
+	errReceiptOtherDevice   = fail(errcode.ReceiptOtherDevice)
+	errReceiptDeviceUnknown = fail(errcode.ReceiptDeviceUnknown)
 )
 
 // receiptsResult is POST /receipts' data.

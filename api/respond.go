@@ -2,11 +2,11 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
 	"amsg/push"
+	"amsg/push/errcode"
 )
 
 // marshalJSON encodes v with a trailing newline and without HTML escaping,
@@ -25,7 +25,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := marshalJSON(v)
 	if err != nil {
 		// Only a programming error gets here: every response type is plain data.
-		http.Error(w, `{"success":false,"error":{"code":"INTERNAL_ERROR","message":"服务器内部错误"}}`, http.StatusInternalServerError)
+		http.Error(w, `{"success":false,"error":{"code":"`+errcode.Internal.Code()+`","message":"`+errcode.Internal.Chinese()+`"}}`, http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -64,13 +64,12 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	case errors.As(err, &badEncoding):
 		return nil, errInvalidContentEncoding
 	case errors.As(err, &tooLarge):
-		return nil, newError(http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE",
-			fmt.Sprintf("请求体超过 %d 字节上限", limit)).withDetails(map[string]any{"maxBytes": limit})
+		return nil, fail(errcode.BodyTooLarge.With(limit)).withDetails(map[string]any{"maxBytes": limit})
 	case isReadTimeout(err):
 		w.Header().Set("Connection", "close")
 		return nil, errRequestTimeout
 	case err != nil:
-		return nil, newError(http.StatusBadRequest, "INVALID_PAYLOAD_FORMAT", "无法读取请求体")
+		return nil, fail(errcode.BodyUnreadable)
 	}
 	return body, nil
 }

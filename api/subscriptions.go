@@ -11,6 +11,7 @@ import (
 	"amsg/builders"
 	"amsg/push"
 	"amsg/push/courier"
+	"amsg/push/errcode"
 	"amsg/push/webpush"
 	"amsg/store"
 )
@@ -33,8 +34,8 @@ func (s *Server) subscriptionFeature() feature {
 }
 
 var (
-	errInvalidSubscription = newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅格式无效")
-	errInvalidUpdatedAt    = newError(http.StatusBadRequest, "INVALID_UPDATED_AT", "updatedAt 必须是正整数（毫秒时间戳）")
+	errInvalidSubscription = fail(errcode.InvalidSubscription)
+	errInvalidUpdatedAt    = fail(errcode.InvalidUpdatedAt)
 )
 
 // handlePutSubscription stores the browser's PushSubscription as one of the
@@ -202,7 +203,7 @@ func (s *Server) checkSubscription(ctx context.Context, sub push.Subscription, w
 	err := s.endpoints.CheckSubscription(ctx, sub)
 	var invalid *webpush.InvalidSubscriptionError
 	if errors.As(err, &invalid) {
-		return newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅无效："+invalid.Error()).
+		return fail(errcode.SubscriptionRefused.With(invalid.Error(), invalid.Reason)).
 			withDetails(map[string]any{"field": where + invalid.Field, "reason": invalid.Reason})
 	}
 	return err
@@ -210,4 +211,4 @@ func (s *Server) checkSubscription(ctx context.Context, sub push.Subscription, w
 
 // errSubscriptionMissing is the standard's answer when a user has no device
 // to push to.
-var errSubscriptionMissing = newError(http.StatusConflict, "PUSH_SUBSCRIPTION_MISSING", "该用户还没有登记推送订阅（PUT /push-subscription）")
+var errSubscriptionMissing = fail(errcode.SubscriptionMissing)

@@ -9,6 +9,7 @@ import (
 
 	"amsg/builders"
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/scheduler"
 	"amsg/store"
 )
@@ -39,12 +40,12 @@ func (s *Server) taskFeature() feature {
 }
 
 var (
-	errTaskIDRequired       = newError(http.StatusBadRequest, "TASK_ID_REQUIRED", "缺少任务ID")
-	errTaskNotFound         = newError(http.StatusNotFound, "TASK_NOT_FOUND", "指定的任务不存在或已被删除")
-	errTaskUUIDConflict     = newError(http.StatusConflict, "TASK_UUID_CONFLICT", "任务 UUID 已存在，请使用新的 uuid 重新提交")
-	errSubscriptionLookup   = newError(http.StatusServiceUnavailable, "PUSH_SUBSCRIPTION_LOOKUP_FAILED", "推送订阅读取失败，请稍后重试")
-	errInvalidUpdateData    = newError(http.StatusBadRequest, "INVALID_UPDATE_DATA", "更新数据格式错误")
-	errTaskAlreadyCompleted = newError(http.StatusConflict, "TASK_ALREADY_COMPLETED", "任务已完成或已失败，无法更新")
+	errTaskIDRequired       = fail(errcode.TaskIDRequired)
+	errTaskNotFound         = fail(errcode.TaskNotFound)
+	errTaskUUIDConflict     = fail(errcode.TaskUUIDConflict)
+	errSubscriptionLookup   = fail(errcode.SubscriptionLookupFailed)
+	errInvalidUpdateData    = fail(errcode.InvalidUpdateData)
+	errTaskAlreadyCompleted = fail(errcode.TaskAlreadyCompleted)
 )
 
 // scheduleRequest is a validated POST /schedule-message.
@@ -144,7 +145,7 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 	var failed *scheduler.InstantError
 	switch {
 	case errors.As(err, &failed):
-		return newError(http.StatusInternalServerError, "MESSAGE_SEND_FAILED", "消息发送失败").withDetails(failed)
+		return fail(errcode.MessageSendFailed).withDetails(failed)
 	case err != nil:
 		return err
 	}

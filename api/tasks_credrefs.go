@@ -3,13 +3,12 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/scheduler"
 	"amsg/store"
 )
@@ -20,31 +19,31 @@ const (
 	maxCredRefPurpose = 64
 )
 
-var errTaskUsesCredRefs = newError(http.StatusConflict, "TASK_USES_CRED_REFS", "该任务通过 credRefs 引用凭据，请用 PUT /llm-credentials 更新凭据")
+var errTaskUsesCredRefs = fail(errcode.TaskUsesCredRefs)
 
 // decodeCredRefs reads a task's credRefs, {<purpose>: <credId>}: an object
 // of 1 to maxCredRefs members, purposes of at most maxCredRefPurpose
 // characters without control characters, valid cred_ids. base is the
 // route's error for a bad value.
-func decodeCredRefs(raw json.RawMessage, base *Error) (map[string]string, *Error) {
+func decodeCredRefs(raw json.RawMessage, base *errcode.Message) (map[string]string, *Error) {
 	var refs map[string]json.RawMessage
 	if push.JSONKind(raw) != '{' || json.Unmarshal(raw, &refs) != nil {
-		return nil, withMessage(base, "credRefs 必须是 { <purpose>: <credId> } 形状的普通对象", "credRefs")
+		return nil, invalidFields(errcode.CredRefsNotObject.Under(base), "credRefs")
 	}
 	switch {
 	case len(refs) == 0:
-		return nil, withMessage(base, "credRefs 不能是空对象（不需要就别带这个字段）", "credRefs")
+		return nil, invalidFields(errcode.CredRefsEmpty.Under(base), "credRefs")
 	case len(refs) > maxCredRefs:
-		return nil, withMessage(base, fmt.Sprintf("credRefs 最多 %d 个条目", maxCredRefs), "credRefs")
+		return nil, invalidFields(errcode.CredRefsOver.With(maxCredRefs).Under(base), "credRefs")
 	}
 	out := make(map[string]string, len(refs))
 	for purpose, v := range refs {
 		if push.JSLength(purpose) > maxCredRefPurpose || strings.ContainsFunc(purpose, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return nil, withMessage(base, fmt.Sprintf("credRefs 的 purpose 键不能超过 %d 字符、不能含控制字符", maxCredRefPurpose), "credRefs")
+			return nil, invalidFields(errcode.CredRefPurposeInvalid.With(maxCredRefPurpose).Under(base), "credRefs")
 		}
 		id, ok := push.JSONString(v)
 		if !ok || store.CheckCredID(id) != nil {
-			return nil, withMessage(base, fmt.Sprintf("credRefs['%s'] 必须是 1–%d 字符、不含控制字符的 cred_id", purpose, store.MaxCredIDLen), "credRefs."+purpose)
+			return nil, invalidFields(errcode.CredRefIDInvalid.With(purpose, store.MaxCredIDLen).Under(base), "credRefs."+purpose)
 		}
 		out[purpose] = id
 	}
@@ -63,12 +62,12 @@ func (v *scheduleValidator) credRefs() *Error {
 	if !v.f.given("credRefs") {
 		return nil
 	}
-	refs, err := decodeCredRefs(v.f["credRefs"], errInvalidParameters)
+	refs, err := decodeCredRefs(v.f["credRefs"], errcode.InvalidParameters)
 	if err != nil {
 		return err
 	}
 	if refs["chat"] != "" && hasInlineCredentials(v.f) {
-		return invalidParameters("credRefs.chat 与内联的 apiUrl / apiKey / primaryModel 只能给一种", "credRefs", "apiUrl", "apiKey", "primaryModel")
+		return invalidFields(errcode.CredRefsOrInline, "credRefs", "apiUrl", "apiKey", "primaryModel")
 	}
 	v.req.payload.CredRefs = refs
 	return nil
@@ -95,7 +94,7 @@ func (s *Server) requireCredentials(ctx context.Context, userID string, refs map
 	if err != nil || len(missing) == 0 {
 		return err
 	}
-	return newError(http.StatusConflict, "CREDENTIAL_NOT_FOUND", fmt.Sprintf("凭据 %s 不存在，请先 PUT /llm-credentials", missing[0])).
+	return fail(errcode.CredentialNamed.With(missing[0])).
 		withDetails(map[string]any{"credId": missing[0], "missingCredIds": missing})
 }
 
@@ -105,12 +104,12 @@ func updateCredRefs(f *updateFields) (map[string]string, error) {
 	if !f.given("credRefs") {
 		return nil, nil
 	}
-	refs, err := decodeCredRefs(f.fields["credRefs"], errInvalidUpdateData)
+	refs, err := decodeCredRefs(f.fields["credRefs"], errcode.InvalidUpdateData)
 	if err != nil {
 		return nil, err
 	}
 	if refs["chat"] != "" && hasInlineCredentials(f.fields) {
-		return nil, invalidUpdate("credRefs.chat 与内联的 apiUrl / apiKey / primaryModel 只能给一种", "credRefs", "apiUrl", "apiKey", "primaryModel")
+		return nil, invalidUpdate(errcode.CredRefsOrInline, "credRefs", "apiUrl", "apiKey", "primaryModel")
 	}
 	return refs, nil
 }

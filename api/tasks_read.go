@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/scheduler"
 	"amsg/store"
 )
@@ -107,12 +108,12 @@ func (s *Server) handleListMessages(w http.ResponseWriter, r *http.Request) erro
 	}
 	limit, ok := push.JSParseInt(cmp.Or(q.Get("limit"), strconv.Itoa(defaultTaskPage)))
 	if !ok || limit < 1 {
-		return newError(http.StatusBadRequest, "INVALID_PARAMETERS", "limit 参数无效，必须为正整数")
+		return fail(errcode.InvalidLimit)
 	}
 	limit = min(limit, maxTaskPage)
 	offset, ok := push.JSParseInt(cmp.Or(q.Get("offset"), "0"))
 	if !ok || offset < 0 {
-		return newError(http.StatusBadRequest, "INVALID_PARAMETERS", "offset 参数无效，必须为非负整数")
+		return fail(errcode.InvalidOffset)
 	}
 	tasks, total, err := s.deps.Store.Tasks(r.Context(), userID, store.TaskStatus(status), limit, offset)
 	if err != nil {
@@ -157,7 +158,7 @@ func (s *Server) handleGetMessage(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if t.Status != store.TaskPending {
-		return newError(http.StatusConflict, "TASK_ALREADY_COMPLETED", "任务已完成或已失败").
+		return fail(errcode.TaskEnded).
 			withDetails(map[string]any{"status": t.Status, "lastError": lastErrorJSON(t.LastError)})
 	}
 	views := []taskView{s.projectTask(t, true)}

@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"amsg/llm"
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/scheduler"
 )
 
@@ -26,23 +26,12 @@ func check(checks ...func() *Error) error {
 	return nil
 }
 
-// The standard's generic message for a missing or malformed field.
-const msgInvalidParameters = "缺少必需参数或参数格式错误"
-
 // errInvalidParameters is schedule-message's failure; its shared field
-// checks replace the message and name the field.
-var errInvalidParameters = newError(http.StatusBadRequest, "INVALID_PARAMETERS", msgInvalidParameters)
-
-func invalidParameters(message string, invalid ...string) *Error {
-	return withMessage(errInvalidParameters, message, invalid...)
-}
+// checks name the field.
+var errInvalidParameters = fail(errcode.InvalidParameters)
 
 func missingParameters(missing ...string) *Error {
 	return errInvalidParameters.withDetails(map[string]any{"missingFields": missing})
-}
-
-func invalidTimestamp(message string, details map[string]any) *Error {
-	return newError(http.StatusBadRequest, "INVALID_TIMESTAMP", message).withDetails(details)
 }
 
 // readInto stores the member that read accepts into dst; a member read
@@ -54,14 +43,6 @@ func readInto[T any](read func(key string) (T, bool), key string, dst *T, fail *
 	}
 	*dst = value
 	return nil
-}
-
-// withMessage is base with message and invalidFields details.
-func withMessage(base *Error, message string, invalid ...string) *Error {
-	e := *base
-	e.Message = message
-	e.Details = map[string]any{"invalidFields": invalid}
-	return &e
 }
 
 var allowedTypes = []string{"fixed", "prompted", "auto", "instant"}
@@ -135,7 +116,7 @@ func (v *scheduleValidator) messageType() *Error {
 	mt, _ := v.f.str("messageType")
 	v.req.payload.MessageType = push.MessageType(mt)
 	if !v.req.payload.MessageType.Valid() {
-		return newError(http.StatusBadRequest, "INVALID_MESSAGE_TYPE", "消息类型无效").withDetails(struct {
+		return fail(errcode.InvalidMessageType).withDetails(struct {
 			ProvidedType json.RawMessage `json:"providedType,omitempty"`
 			AllowedTypes []string        `json:"allowedTypes"`
 		}{v.f["messageType"], allowedTypes})
@@ -146,11 +127,11 @@ func (v *scheduleValidator) messageType() *Error {
 func (v *scheduleValidator) immediateFlag() *Error {
 	raw := string(v.f["immediate"])
 	if v.f.has("immediate") && raw != "true" && raw != "false" {
-		return invalidParameters("immediate 必须是布尔值", "immediate")
+		return invalidFields(errcode.ImmediateNotBoolean, "immediate")
 	}
 	v.immediate = raw == "true"
 	if v.immediate && v.req.payload.MessageType == push.TypeInstant {
-		return invalidParameters("messageType 'instant' 本就立即投递，不能再带 immediate", "immediate")
+		return invalidFields(errcode.ImmediateOnInstant, "immediate")
 	}
 	return nil
 }
@@ -158,7 +139,7 @@ func (v *scheduleValidator) immediateFlag() *Error {
 func (v *scheduleValidator) sendTime() *Error {
 	rec, _ := v.f.str("recurrenceType")
 	v.cronStartsItself = rec == string(push.RecurrenceCron) && !v.immediate && !v.f.given("firstSendTime")
-	badFormat := invalidTimestamp("时间格式无效", map[string]any{"field": "firstSendTime"})
+	badFormat := invalidPayload(errcode.InvalidTimestamp, map[string]any{"field": "firstSendTime"})
 	switch {
 	case v.cronStartsItself:
 		return nil
@@ -174,7 +155,7 @@ func (v *scheduleValidator) sendTime() *Error {
 		return badFormat
 	}
 	if !at.After(v.now) {
-		return invalidTimestamp("时间必须在未来", map[string]any{"field": "firstSendTime", "reason": "must be in the future"})
+		return invalidPayload(errcode.TimeNotInFuture, map[string]any{"field": "firstSendTime", "reason": "must be in the future"})
 	}
 	v.req.sendAt = at
 	return nil
@@ -186,10 +167,10 @@ func (v *scheduleValidator) supersedes() *Error {
 	}
 	sup, ok := v.f.str("supersedesUuid")
 	if !ok || !anyUUID.MatchString(sup) {
-		return invalidParameters("supersedesUuid 必须是合法 UUID", "supersedesUuid")
+		return invalidFields(errcode.SupersedesNotUUID, "supersedesUuid")
 	}
 	if uuid, _ := v.f.str("uuid"); v.f.truthy("uuid") && sup == uuid {
-		return invalidParameters("supersedesUuid 不能与本条任务的 uuid 相同", "supersedesUuid")
+		return invalidFields(errcode.SupersedesItself, "supersedesUuid")
 	}
 	v.req.supersedesUUID = sup
 	return nil
@@ -203,7 +184,7 @@ func (v *scheduleValidator) pushSubscription() *Error {
 		return nil
 	}
 	if sub, ok := subscriptionShape(v.f["pushSubscription"]); !ok || v.s.checkSubscription(v.ctx, sub, "pushSubscription.") != nil {
-		return newError(http.StatusBadRequest, "INVALID_PUSH_SUBSCRIPTION", "推送订阅格式无效").
+		return fail(errcode.InvalidSubscription).
 			withDetails(map[string]any{"invalidFields": []string{"pushSubscription"}})
 	}
 	v.req.subscription = v.f["pushSubscription"]
@@ -213,7 +194,7 @@ func (v *scheduleValidator) pushSubscription() *Error {
 func (v *scheduleValidator) recurrence() *Error {
 	rec, ok := v.f.recurrence()
 	if !ok {
-		return invalidParameters(msgInvalidParameters, "recurrenceType")
+		return invalidFields(errcode.InvalidParameters, "recurrenceType")
 	}
 	v.req.payload.RecurrenceType = cmp.Or(rec, push.RecurrenceNone)
 	return nil
@@ -225,7 +206,7 @@ func (v *scheduleValidator) zone() *Error {
 	}
 	tz, ok := v.f.str("tzId")
 	if !ok || !validZone(tz) {
-		return invalidParameters("tzId 必须是可用的 IANA 时区 id（如 Asia/Tokyo）", "tzId")
+		return invalidFields(errcode.InvalidTzID, "tzId")
 	}
 	v.req.payload.TzID = &tz
 	return nil
@@ -233,12 +214,12 @@ func (v *scheduleValidator) zone() *Error {
 
 func (v *scheduleValidator) cron() *Error {
 	p := &v.req.payload
-	if err := checkCronExpr(v.f, errInvalidParameters); err != nil {
+	if err := checkCronExpr(v.f, errcode.InvalidParameters); err != nil {
 		return err
 	}
 	p.CronExpr, _ = v.f.str("cronExpr")
 	if p.RecurrenceType == push.RecurrenceCron && p.CronExpr == "" {
-		return invalidParameters(msgCronRequired, "cronExpr")
+		return invalidFields(errcode.CronRequired, "cronExpr")
 	}
 	if !v.cronStartsItself {
 		return nil
@@ -249,14 +230,14 @@ func (v *scheduleValidator) cron() *Error {
 	}
 	r, err := scheduler.ParseRecurrence(push.RecurrenceCron, tz, p.CronExpr)
 	if err != nil {
-		return invalidParameters(msgCronInvalid, "cronExpr")
+		return invalidFields(errcode.CronInvalid, "cronExpr")
 	}
 	v.req.sendAt, _ = r.NextAfter(v.now, v.now)
 	return nil
 }
 
 func (v *scheduleValidator) maxTokens() *Error {
-	n, err := checkMaxTokens(v.f, errInvalidParameters)
+	n, err := checkMaxTokens(v.f, errcode.InvalidParameters)
 	v.req.payload.MaxTokens = n
 	return err
 }
@@ -265,7 +246,7 @@ func (v *scheduleValidator) userMessage() *Error {
 	p := &v.req.payload
 	if v.f.given("userMessage") {
 		if p.UserMessage = v.f.stringPtr("userMessage"); p.UserMessage == nil {
-			return invalidParameters(msgInvalidParameters, "userMessage (must be a string)")
+			return invalidFields(errcode.InvalidParameters, "userMessage (must be a string)")
 		}
 	}
 	if p.MessageType == push.TypeFixed && !v.f.truthy("userMessage") {
@@ -274,7 +255,7 @@ func (v *scheduleValidator) userMessage() *Error {
 	return nil
 }
 
-func (v *scheduleValidator) prompt() *Error { return checkPrompt(v.f, errInvalidParameters) }
+func (v *scheduleValidator) prompt() *Error { return checkPrompt(v.f, errcode.InvalidParameters) }
 
 // hasPrompt is the standard's test for an AI task's prompt.
 func (v *scheduleValidator) hasPrompt() bool {
@@ -301,7 +282,9 @@ func (v *scheduleValidator) aiConfig() *Error {
 	return nil
 }
 
-func (v *scheduleValidator) credentials() *Error { return checkCredentials(v.f, errInvalidParameters) }
+func (v *scheduleValidator) credentials() *Error {
+	return checkCredentials(v.f, errcode.InvalidParameters)
+}
 
 // instantContent: an instant task does not recur and needs a message or a
 // complete AI configuration.
@@ -310,11 +293,11 @@ func (v *scheduleValidator) instantContent() *Error {
 		return nil
 	}
 	if v.f.truthy("recurrenceType") && v.req.payload.RecurrenceType != push.RecurrenceNone {
-		return invalidParameters("instant 类型的 recurrenceType 必须为 none", `recurrenceType (must be "none" for instant type)`)
+		return invalidFields(errcode.InstantRecurrence, `recurrenceType (must be "none" for instant type)`)
 	}
 	aiConfig := v.hasPrompt() && (v.chatCredRef() || v.f.truthy("apiUrl") && v.f.truthy("apiKey") && v.f.truthy("primaryModel"))
 	if !aiConfig && !v.f.truthy("userMessage") {
-		return newError(http.StatusBadRequest, "INVALID_PARAMETERS", "instant 类型必须提供 userMessage 或完整的 AI 配置").
+		return fail(errcode.InstantNoContent).
 			withDetails(map[string]any{"missingFields": []string{"userMessage or ((completePrompt | messages) + apiUrl + apiKey + primaryModel)"}})
 	}
 	return nil
@@ -322,7 +305,7 @@ func (v *scheduleValidator) instantContent() *Error {
 
 func (v *scheduleValidator) temperature() *Error {
 	return readInto(v.f.optionalNumber, "temperature", &v.req.payload.Temperature,
-		invalidParameters(msgInvalidParameters, "temperature (must be a finite number)"))
+		invalidFields(errcode.InvalidParameters, "temperature (must be a finite number)"))
 }
 
 func (v *scheduleValidator) avatarURL() *Error {
@@ -337,7 +320,7 @@ func (v *scheduleValidator) uuid() *Error {
 		return nil
 	}
 	if !anyUUID.MatchString(uuid) {
-		return invalidParameters(msgInvalidParameters, "uuid (invalid UUID format)")
+		return invalidFields(errcode.InvalidParameters, "uuid (invalid UUID format)")
 	}
 	v.req.uuid = uuid
 	return nil
@@ -346,7 +329,7 @@ func (v *scheduleValidator) uuid() *Error {
 func (v *scheduleValidator) messageSubtype() *Error {
 	sub, ok := v.f.optionalString("messageSubtype")
 	if !ok {
-		return invalidParameters(msgInvalidParameters, "messageSubtype")
+		return invalidFields(errcode.InvalidParameters, "messageSubtype")
 	}
 	v.req.payload.MessageSubtype = cmp.Or(sub, push.DefaultSubtype)
 	return nil
@@ -354,19 +337,19 @@ func (v *scheduleValidator) messageSubtype() *Error {
 
 func (v *scheduleValidator) splitPattern() *Error {
 	if err := llm.ValidateSplitPattern(v.f["splitPattern"]); err != nil {
-		return invalidParameters(err.Error(), "splitPattern")
+		return invalidFields(errcode.SplitPatternInvalid.With(err.Error()), "splitPattern")
 	}
 	return nil
 }
 
 func (v *scheduleValidator) llmExtraBody() *Error {
 	if v.f.given("llmExtraBody") && push.JSONKind(v.f["llmExtraBody"]) != '{' {
-		return invalidParameters("llmExtraBody 必须是普通对象", "llmExtraBody")
+		return invalidFields(errcode.ExtraBodyNotObject, "llmExtraBody")
 	}
 	return nil
 }
 
-func (v *scheduleValidator) metadata() *Error { return checkMetadata(v.f, errInvalidParameters) }
+func (v *scheduleValidator) metadata() *Error { return checkMetadata(v.f, errcode.InvalidParameters) }
 
 // priority is amsg's: "critical" passes the user's quiet hours and daily
 // limit (scheduler/quiet.go); absent, null or "normal" does not.
@@ -440,8 +423,8 @@ func (v *updateValidator) priority() *Error {
 }
 
 // invalidUpdate is the update's failure naming fields.
-func invalidUpdate(message string, invalid ...string) *Error {
-	return withMessage(errInvalidUpdateData, message, invalid...)
+func invalidUpdate(m *errcode.Message, invalid ...string) *Error {
+	return invalidFields(m.Under(errcode.InvalidUpdateData), invalid...)
 }
 
 func (v *updateValidator) nextSendAt() *Error {
@@ -450,7 +433,7 @@ func (v *updateValidator) nextSendAt() *Error {
 	}
 	t, ok := parseTime(v.f.fields["nextSendAt"])
 	if !ok {
-		return invalidUpdate(errInvalidUpdateData.Message, "nextSendAt")
+		return invalidUpdate(errcode.InvalidUpdateData, "nextSendAt")
 	}
 	v.next = t
 	return nil
@@ -458,44 +441,44 @@ func (v *updateValidator) nextSendAt() *Error {
 
 func (v *updateValidator) contactName() *Error {
 	if name, ok := v.f.str("contactName"); v.f.has("contactName") && (!ok || strings.TrimSpace(name) == "") {
-		return invalidUpdate("contactName 必须是非空字符串", "contactName")
+		return invalidUpdate(errcode.UpdateContactNameBlank, "contactName")
 	}
 	return nil
 }
 
 func (v *updateValidator) recurrence() *Error {
 	if _, ok := v.f.recurrence(); !ok {
-		return invalidUpdate(errInvalidUpdateData.Message, "recurrenceType")
+		return invalidUpdate(errcode.InvalidUpdateData, "recurrenceType")
 	}
 	return nil
 }
 
 func (v *updateValidator) zone() *Error {
 	if tz, ok := v.f.str("tzId"); v.f.given("tzId") && (!ok || !validZone(tz)) {
-		return invalidUpdate("tzId 必须是可用的 IANA 时区 id（如 Asia/Tokyo），或 null 表示按 UTC 推进", "tzId")
+		return invalidUpdate(errcode.UpdateTzIDInvalid, "tzId")
 	}
 	return nil
 }
 
-func (v *updateValidator) cron() *Error { return checkCronExpr(v.f.fields, errInvalidUpdateData) }
+func (v *updateValidator) cron() *Error { return checkCronExpr(v.f.fields, errcode.InvalidUpdateData) }
 
 func (v *updateValidator) maxTokens() *Error {
-	_, err := checkMaxTokens(v.f.fields, errInvalidUpdateData)
+	_, err := checkMaxTokens(v.f.fields, errcode.InvalidUpdateData)
 	return err
 }
 
 func (v *updateValidator) oneKindOfPrompt() *Error {
 	if v.f.truthy("completePrompt") && v.f.given("messages") {
-		return invalidUpdate("completePrompt 与 messages 不能同时更新（二选一）", "completePrompt", "messages")
+		return invalidUpdate(errcode.UpdatePromptAndMessages, "completePrompt", "messages")
 	}
 	return nil
 }
 
-func (v *updateValidator) prompt() *Error { return checkPrompt(v.f.fields, errInvalidUpdateData) }
+func (v *updateValidator) prompt() *Error { return checkPrompt(v.f.fields, errcode.InvalidUpdateData) }
 
 func (v *updateValidator) temperature() *Error {
 	if _, ok := v.f.optionalNumber("temperature"); !ok {
-		return invalidUpdate(errInvalidUpdateData.Message, "temperature")
+		return invalidUpdate(errcode.InvalidUpdateData, "temperature")
 	}
 	return nil
 }
@@ -505,7 +488,7 @@ func (v *updateValidator) splitPattern() *Error {
 		return nil
 	}
 	if err := llm.ValidateSplitPattern(v.f.fields["splitPattern"]); err != nil {
-		return invalidUpdate(err.Error(), "splitPattern")
+		return invalidUpdate(errcode.SplitPatternInvalid.With(err.Error()), "splitPattern")
 	}
 	return nil
 }
@@ -520,8 +503,7 @@ func (v *updateValidator) avatarURL() *Error {
 
 func (v *updateValidator) pushSubscription() *Error {
 	if v.f.has("pushSubscription") {
-		return newError(http.StatusBadRequest, "PUSH_SUBSCRIPTION_NOT_ACCEPTED",
-			"pushSubscription 不再随任务更新，改用 PUT /push-subscription 覆盖用户级订阅").
+		return fail(errcode.SubscriptionNotAccepted).
 			withDetails(map[string]any{"invalidFields": []string{"pushSubscription"}})
 	}
 	return nil
@@ -531,19 +513,19 @@ func (v *updateValidator) pushSubscription() *Error {
 // it fires from must hold strings and a metadata object.
 func (v *updateValidator) userMessage() *Error {
 	if v.f.truthy("userMessage") && v.f.stringPtr("userMessage") == nil {
-		return invalidUpdate(errInvalidUpdateData.Message, "userMessage")
+		return invalidUpdate(errcode.InvalidUpdateData, "userMessage")
 	}
 	return nil
 }
 
 func (v *updateValidator) credentials() *Error {
-	return checkCredentials(v.f.fields, errInvalidUpdateData)
+	return checkCredentials(v.f.fields, errcode.InvalidUpdateData)
 }
 
 // messageSubtype: a string, or null for the default.
 func (v *updateValidator) messageSubtype() *Error {
 	if _, ok := v.f.optionalString("messageSubtype"); !ok {
-		return invalidUpdate(errInvalidUpdateData.Message, "messageSubtype")
+		return invalidUpdate(errcode.InvalidUpdateData, "messageSubtype")
 	}
 	return nil
 }
@@ -551,7 +533,7 @@ func (v *updateValidator) messageSubtype() *Error {
 // llmExtraBody: an object, or null for none.
 func (v *updateValidator) llmExtraBody() *Error {
 	if v.f.given("llmExtraBody") && push.JSONKind(v.f.fields["llmExtraBody"]) != '{' {
-		return invalidUpdate("llmExtraBody 必须是普通对象", "llmExtraBody")
+		return invalidUpdate(errcode.ExtraBodyNotObject, "llmExtraBody")
 	}
 	return nil
 }
@@ -561,7 +543,7 @@ func (v *updateValidator) metadata() *Error {
 	if !v.f.truthy("metadata") {
 		return nil
 	}
-	return checkMetadata(v.f.fields, errInvalidUpdateData)
+	return checkMetadata(v.f.fields, errcode.InvalidUpdateData)
 }
 
 func validZone(name string) bool {
@@ -572,39 +554,32 @@ func validZone(name string) bool {
 // The checks below are shared by schedule, update and (metadata) instant.
 // Each base error carries its endpoint's status, code and generic message.
 
-// Messages of the cronExpr checks, amsg's own.
-const (
-	msgCronRequired = `recurrenceType "cron" 需要 cronExpr（五段 cron 表达式，如 "0 9 * * 1-5"）`
-	msgCronInvalid  = `cronExpr 必须是五段 cron 表达式，如 "0 9 * * 1-5"`
-	msgCronNotCron  = `cronExpr 只用于 recurrenceType "cron"`
-)
-
 // checkCronExpr checks a cronExpr member: a valid five-field expression, and
 // not beside a recurrenceType other than cron. null is allowed (on update it
 // clears the expression).
-func checkCronExpr(f fields, base *Error) *Error {
+func checkCronExpr(f fields, base *errcode.Message) *Error {
 	if !f.given("cronExpr") {
 		return nil
 	}
 	expr, ok := f.str("cronExpr")
 	if _, err := scheduler.ParseCron(expr); !ok || err != nil {
-		return withMessage(base, msgCronInvalid, "cronExpr")
+		return invalidFields(errcode.CronInvalid.Under(base), "cronExpr")
 	}
 	if rec, _ := f.str("recurrenceType"); f.truthy("recurrenceType") && push.Recurrence(rec) != push.RecurrenceCron {
-		return withMessage(base, msgCronNotCron, "cronExpr")
+		return invalidFields(errcode.CronNotCron.Under(base), "cronExpr")
 	}
 	return nil
 }
 
 // checkMaxTokens reads an optional maxTokens: absent and null are nil,
 // anything else must be a positive integer.
-func checkMaxTokens(f fields, base *Error) (*int, *Error) {
+func checkMaxTokens(f fields, base *errcode.Message) (*int, *Error) {
 	if !f.given("maxTokens") {
 		return nil, nil
 	}
 	n, ok := f.positiveInt("maxTokens")
 	if !ok {
-		return nil, withMessage(base, base.Message, "maxTokens")
+		return nil, invalidFields(base, "maxTokens")
 	}
 	return &n, nil
 }
@@ -612,18 +587,18 @@ func checkMaxTokens(f fields, base *Error) (*int, *Error) {
 // checkPrompt applies the prompt rules shared by schedule and update:
 // completePrompt and messages exclude each other, messages has the
 // standard's shape, and completePrompt is a string.
-func checkPrompt(f fields, base *Error) *Error {
+func checkPrompt(f fields, base *errcode.Message) *Error {
 	if f.truthy("completePrompt") && f.given("messages") {
-		return withMessage(base, "exactly one of `completePrompt` or `messages` must be provided（两者不能同时出现）", "completePrompt", "messages")
+		return invalidFields(errcode.PromptAndMessages.Under(base), "completePrompt", "messages")
 	}
 	if f.given("messages") {
 		var bad *llm.MessagesError
 		if errors.As(llm.ValidateMessages(f["messages"]), &bad) {
-			return withMessage(base, bad.English(), "messages")
+			return invalidFields(base.Quoting(bad.English()), "messages")
 		}
 	}
 	if f.truthy("completePrompt") && f.stringPtr("completePrompt") == nil {
-		return withMessage(base, msgInvalidParameters, "completePrompt")
+		return invalidFields(errcode.InvalidParameters.Under(base), "completePrompt")
 	}
 	return nil
 }
@@ -634,15 +609,15 @@ var credentialKeys = []string{"apiUrl", "apiKey", "primaryModel"}
 // apiKey and primaryModel, when given, are strings, and apiUrl normalizes to
 // a chat-completions URL, so a typo fails the request and not every fire.
 // base's message is the one for a value that is not a string.
-func checkCredentials(f fields, base *Error) *Error {
+func checkCredentials(f fields, base *errcode.Message) *Error {
 	for _, k := range credentialKeys {
 		if f.truthy(k) && f.stringPtr(k) == nil {
-			return withMessage(base, base.Message, k)
+			return invalidFields(base, k)
 		}
 	}
 	if u, ok := f.str("apiUrl"); ok && u != "" {
 		if _, err := llm.NormalizeAPIURL(u); err != nil {
-			return withMessage(base, err.Error(), "apiUrl")
+			return invalidFields(base.Quoting(err.Error()), "apiUrl")
 		}
 	}
 	return nil
@@ -651,9 +626,9 @@ func checkCredentials(f fields, base *Error) *Error {
 // checkMetadata: upstream stores any metadata; the pushes it is copied into
 // must carry an object, so anything else is refused now rather than at
 // every fire.
-func checkMetadata(f fields, base *Error) *Error {
+func checkMetadata(f fields, base *errcode.Message) *Error {
 	if f.given("metadata") && push.JSONKind(f["metadata"]) != '{' {
-		return withMessage(base, "metadata 必须是普通对象", "metadata")
+		return invalidFields(errcode.MetadataNotObject.Under(base), "metadata")
 	}
 	return nil
 }

@@ -1,8 +1,7 @@
 package api
 
 import (
-	"fmt"
-	"net/http"
+	"amsg/push/errcode"
 )
 
 // MaxTaskPayloadBytes is the largest task amsg stores: its payload as
@@ -33,6 +32,6 @@ func checkTaskSize(payload []byte, was int) error {
 	if n <= MaxTaskPayloadBytes || (was > 0 && n <= was) {
 		return nil
 	}
-	return newError(http.StatusBadRequest, "TASK_PAYLOAD_TOO_LARGE", fmt.Sprintf("任务内容 %d 字节，超过 %d 字节上限", n, MaxTaskPayloadBytes)).
+	return fail(errcode.TaskPayloadOver.With(n, MaxTaskPayloadBytes)).
 		withDetails(map[string]int{"bytes": n, "maxBytes": MaxTaskPayloadBytes})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/scheduler"
 	"amsg/store"
 )
@@ -138,7 +139,7 @@ var errCommitFirst = errors.New("commit the occurrence under way first")
 // errTaskInFlight refuses to move a task whose occurrence is being
 // delivered: the occurrence is committed, and moving the task under it
 // would deliver a one-shot task twice (upstream's 409).
-var errTaskInFlight = newError(http.StatusConflict, "TASK_IN_FLIGHT", "任务正在投递中，暂时不能修改发送时间，请稍后重试")
+var errTaskInFlight = fail(errcode.TaskInFlight)
 
 // movesOccurrence reports whether an update changes when the task fires:
 // its next time, recurrence, cron expression or time zone.
@@ -224,7 +225,7 @@ func mergeUpdate(p *scheduler.Payload, f *updateFields) ([]string, error) {
 	case p.RecurrenceType != push.RecurrenceCron:
 		p.CronExpr = ""
 	case p.CronExpr == "":
-		return nil, withMessage(errInvalidUpdateData, msgCronRequired, "cronExpr")
+		return nil, invalidUpdate(errcode.CronRequired, "cronExpr")
 	}
 	keys := slices.DeleteFunc(slices.Clone(f.keys), func(k string) bool { return !stored[k] })
 	return keys, nil

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -20,7 +21,7 @@ func (s *Server) tenantFeature() feature {
 const singleTenantID = "single"
 
 // errInitFailed keeps the cause (which may name files) in the log only.
-var errInitFailed = newError(http.StatusInternalServerError, "INIT_FAILED", "数据库结构检查失败")
+var errInitFailed = fail(errcode.InitFailed)
 
 type schemaIndexJSON struct {
 	Name        string `json:"name"`

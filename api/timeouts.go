@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"amsg/push/errcode"
 )
 
 // Defaults of Config's timeouts.
@@ -27,7 +29,7 @@ const (
 
 // errRequestTimeout answers a request whose body did not arrive in time.
 // The connection is closed after it: what is left of the body is unknown.
-var errRequestTimeout = newError(http.StatusRequestTimeout, "REQUEST_TIMEOUT", "请求体未在限定时间内送达")
+var errRequestTimeout = fail(errcode.RequestTimeout)
 
 // deadlines bounds every request's I/O on its connection. A request that
 // declares a body gets a read deadline when it arrives: the body must start

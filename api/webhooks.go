@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/scheduler/webhook"
 	"amsg/store"
 )
@@ -39,10 +40,10 @@ func (s *Server) webhookRoutes() []adminRoute {
 }
 
 var (
-	errInvalidWebhookURL   = codeError(http.StatusBadRequest, "INVALID_WEBHOOK_URL")
-	errInvalidWebhookEvent = codeError(http.StatusBadRequest, "INVALID_WEBHOOK_EVENT")
-	errWebhookNotFound     = codeError(http.StatusNotFound, "WEBHOOK_NOT_FOUND")
-	errWebhookLimit        = codeError(http.StatusConflict, "WEBHOOK_LIMIT_EXCEEDED")
+	errInvalidWebhookURL   = fail(errcode.InvalidWebhookURL)
+	errInvalidWebhookEvent = fail(errcode.InvalidWebhookEvent)
+	errWebhookNotFound     = fail(errcode.WebhookNotFound)
+	errWebhookLimit        = fail(errcode.WebhookLimitExceeded)
 )
 
 // webhookRequest is POST /admin/webhooks's body.

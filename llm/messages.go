@@ -2,11 +2,10 @@ package llm
 
 import (
 	"amsg/push"
+	"amsg/push/errcode"
 
 	"bytes"
 	"encoding/json"
-	"strconv"
-	"strings"
 )
 
 // MessagesCode is a stable code of the messages-array shape check, the same
@@ -35,32 +34,33 @@ type MessagesError struct {
 	ToolCallIndex int
 }
 
-// messagesTexts holds each code's message: amsg-server's English
-// (validateLlmMessagesArray) and amsg-instant's Chinese
-// (validateInstantPayload). {i} is the message index, {j} the tool call's.
-var messagesTexts = map[MessagesCode]struct{ english, chinese string }{
-	MessagesNotArray:   {"messages must be a non-empty array", "messages 必须是长度 ≥ 1 的数组"},
-	MessageNotObject:   {"messages[{i}] must be an object", "messages[{i}] 必须是对象"},
-	InvalidRole:        {"messages[{i}].role must be one of system / user / assistant / tool", "messages[{i}].role 必须是 system / user / assistant / tool 之一"},
-	ToolCallMalformed:  {"messages[{i}].tool_calls[{j}] is malformed (expected { id, type:'function', function:{ name, arguments } })", "messages[{i}].tool_calls[{j}] 形状非法 (需要 { id, type:'function', function:{ name, arguments } })"},
-	ToolContentInvalid: {"messages[{i}].content (tool) must be a string or an array", "messages[{i}].content (tool) 必须是字符串或数组"},
-	ToolCallIDMissing:  {"messages[{i}].tool_call_id is required (tool messages must reference a prior tool_call)", "messages[{i}].tool_call_id 必填 (tool 消息必须关联到一次 tool_call)"},
-	ContentEmptyString: {"messages[{i}].content must be a non-empty string", "messages[{i}].content 不能是空字符串"},
-	ContentEmptyArray:  {"messages[{i}].content array must be non-empty", "messages[{i}].content 数组不能为空"},
-	ContentInvalidType: {"messages[{i}].content must be a non-empty string or a non-empty array", "messages[{i}].content 必须是非空字符串或长度 ≥ 1 的数组"},
+// messagesTexts holds each code's message in the error table: amsg-server's
+// English (validateLlmMessagesArray) and amsg-instant's Chinese
+// (validateInstantPayload), filled with the message index and the tool
+// call's.
+var messagesTexts = map[MessagesCode]*errcode.Message{
+	MessagesNotArray:   errcode.MessagesNotArray,
+	MessageNotObject:   errcode.MessagesItemNotObject,
+	InvalidRole:        errcode.MessagesRoleInvalid,
+	ToolCallMalformed:  errcode.MessagesToolCallMalformed,
+	ToolContentInvalid: errcode.MessagesToolContentInvalid,
+	ToolCallIDMissing:  errcode.MessagesToolCallIDMissing,
+	ContentEmptyString: errcode.MessagesContentEmptyString,
+	ContentEmptyArray:  errcode.MessagesContentEmptyArray,
+	ContentInvalidType: errcode.MessagesContentInvalidType,
 }
 
 // Error is the English text, as amsg-server words it.
 func (e *MessagesError) Error() string { return e.English() }
 
 // English is the message amsg-server returns for the violation.
-func (e *MessagesError) English() string { return e.fill(messagesTexts[e.Code].english) }
+func (e *MessagesError) English() string { return e.text().English() }
 
 // Chinese is the message amsg-instant returns for the violation.
-func (e *MessagesError) Chinese() string { return e.fill(messagesTexts[e.Code].chinese) }
+func (e *MessagesError) Chinese() string { return e.text().Chinese() }
 
-func (e *MessagesError) fill(text string) string {
-	return strings.NewReplacer("{i}", strconv.Itoa(e.Index), "{j}", strconv.Itoa(e.ToolCallIndex)).Replace(text)
+func (e *MessagesError) text() *errcode.Message {
+	return messagesTexts[e.Code].With(e.Index, e.ToolCallIndex)
 }
 
 // ValidateMessages checks an OpenAI messages array (raw JSON) against the

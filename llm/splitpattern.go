@@ -2,6 +2,7 @@ package llm
 
 import (
 	"amsg/push"
+	"amsg/push/errcode"
 
 	"encoding/json"
 	"errors"
@@ -117,7 +118,7 @@ func NewSplitter(patterns ...string) (*Splitter, error) {
 		return DefaultSplitter(), nil
 	}
 	if len(patterns) > MaxSplitPatterns {
-		return nil, splitPatternError(fmt.Sprintf("splitPattern 数组最多 %d 项", MaxSplitPatterns))
+		return nil, splitPatternError(errcode.SplitPatternTooMany.With(MaxSplitPatterns))
 	}
 	s := &Splitter{passes: make([]*splitPass, len(patterns))}
 	for i, p := range patterns {
@@ -147,20 +148,20 @@ func ParseSplitPattern(raw json.RawMessage) (*Splitter, error) {
 	case '[':
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, splitPatternError("splitPattern 必须是字符串")
+			return nil, splitPatternError(errcode.SplitPatternNotString.With("splitPattern"))
 		}
 		if len(items) == 0 {
 			return DefaultSplitter(), nil
 		}
 		if len(items) > MaxSplitPatterns {
-			return nil, splitPatternError(fmt.Sprintf("splitPattern 数组最多 %d 项", MaxSplitPatterns))
+			return nil, splitPatternError(errcode.SplitPatternTooMany.With(MaxSplitPatterns))
 		}
 		s := &Splitter{passes: make([]*splitPass, len(items))}
 		for i, item := range items {
 			label := fmt.Sprintf("splitPattern[%d]", i)
 			p, ok := push.JSONString(item)
 			if !ok {
-				return nil, splitPatternError(label + " 必须是字符串")
+				return nil, splitPatternError(errcode.SplitPatternNotString.With(label))
 			}
 			var err error
 			if s.passes[i], err = compileSplitItem(label, p); err != nil {
@@ -169,7 +170,7 @@ func ParseSplitPattern(raw json.RawMessage) (*Splitter, error) {
 		}
 		return s, nil
 	default:
-		return nil, splitPatternError("splitPattern 必须是字符串")
+		return nil, splitPatternError(errcode.SplitPatternNotString.With("splitPattern"))
 	}
 }
 
@@ -185,11 +186,11 @@ func ValidateSplitPattern(raw json.RawMessage) error {
 
 func compileSplitItem(label, pattern string) (*splitPass, error) {
 	if push.JSLength(pattern) > MaxSplitPatternLength {
-		return nil, splitPatternError(fmt.Sprintf("%s 不能超过 %d 字符", label, MaxSplitPatternLength))
+		return nil, splitPatternError(errcode.SplitPatternTooLong.With(label, MaxSplitPatternLength))
 	}
 	pass, err := compileSplitPass(pattern)
 	if err != nil {
-		return nil, &splitError{msg: label + " 不是有效正则表达式", cause: err}
+		return nil, &splitError{msg: errcode.SplitPatternNotRegexp.With(label).Chinese(), cause: err}
 	}
 	return pass, nil
 }
@@ -208,7 +209,8 @@ func (e *splitError) Unwrap() []error {
 	return []error{ErrInvalidSplitPattern, e.cause}
 }
 
-func splitPatternError(msg string) error { return &splitError{msg: msg} }
+// splitPatternError is m as an error whose text is the standard's Chinese.
+func splitPatternError(m *errcode.Message) error { return &splitError{msg: m.Chinese()} }
 
 func compileSplitPass(pattern string) (*splitPass, error) {
 	translated, groups, err := translateJSPattern(pattern)

@@ -14,20 +14,13 @@ import (
 	"amsg/builders"
 	"amsg/llm"
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
 // DefaultMaxIterations bounds an agent loop's rounds, as the standard's
 // DEFAULT_MAX_LOOP_ITERATIONS does.
 const DefaultMaxIterations = 10
-
-// Codes of the error pushes and failures of a round.
-const (
-	CodeLLMCallFailed   = "LLM_CALL_FAILED"
-	CodePushSendFailed  = "PUSH_SEND_FAILED"
-	CodeLoopExceeded    = "LOOP_EXCEEDED"
-	CodeBudgetExhausted = "BUDGET_EXHAUSTED"
-)
 
 // Status is how a request's round ended, the standard's result status.
 type Status string
@@ -417,7 +410,7 @@ type Outcome struct {
 
 // Failure is a round that could not finish.
 type Failure struct {
-	Code    string // CodeLLMCallFailed or CodePushSendFailed
+	Code    string // errcode.LLMCallFailed's or errcode.PushSendFailed's
 	Message string
 	// Push is the error push to deliver about the failure; nil when
 	// pushes themselves failed.
@@ -473,7 +466,7 @@ func (r *Run) Execute(ctx context.Context, emit Emit) (Outcome, error) {
 
 func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	if r.budget > 0 && r.used.Total() >= r.budget {
-		return r.stop(p, CodeBudgetExhausted, r.iteration), nil
+		return r.stop(p, errcode.BudgetExhausted, r.iteration), nil
 	}
 	call := r.call
 	call.RequireContent = false // an answer may be tool calls only; checked below
@@ -484,7 +477,7 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	var pf *pushFailure
 	switch {
 	case errors.As(err, &pf):
-		return Outcome{}, &Failure{Code: CodePushSendFailed, Message: pf.err.Error(), MessageIndex: pf.index, Err: pf.err}
+		return Outcome{}, &Failure{Code: errcode.PushSendFailed.Code(), Message: pf.err.Error(), MessageIndex: pf.index, Err: pf.err}
 	case err != nil:
 		return Outcome{}, r.llmFailure(err.Error(), err)
 	}
@@ -495,9 +488,9 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	}
 	switch {
 	case r.iteration+1 >= r.a.maxIterations:
-		return r.stop(p, CodeLoopExceeded, r.a.maxIterations), nil
+		return r.stop(p, errcode.LoopExceeded, r.a.maxIterations), nil
 	case r.budget > 0 && r.used.Total() >= r.budget:
-		return r.stop(p, CodeBudgetExhausted, r.iteration), nil
+		return r.stop(p, errcode.BudgetExhausted, r.iteration), nil
 	}
 	if len(r.approvals.Tools) > 0 {
 		if out, ok, err := r.requestApprovals(ctx, p, resp); ok {
@@ -509,10 +502,10 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 	})
 	if err != nil {
 		// The model's tool_calls are not an array of objects.
-		return Outcome{}, r.llmFailure("AI API error: malformed tool_calls: "+err.Error(), err)
+		return Outcome{}, r.llmFailure(errcode.MalformedToolCalls.With(err.Error()).English(), err)
 	}
 	if err := p.emitBurst(tr); err != nil {
-		return Outcome{}, &Failure{Code: CodePushSendFailed, Message: err.Error(), MessageIndex: p.sent + 1, Err: err}
+		return Outcome{}, &Failure{Code: errcode.PushSendFailed.Code(), Message: err.Error(), MessageIndex: p.sent + 1, Err: err}
 	}
 	p.round.ToolRequestPush = tr.MessageID
 	return Outcome{Status: StatusToolRequested, Iteration: r.iteration}, nil
@@ -522,25 +515,27 @@ func (r *Run) execute(ctx context.Context, p *roundPusher) (Outcome, error) {
 // what the LLM answered (its status, and the code of its error body, which
 // the client leaves out for a caller-chosen endpoint).
 func (r *Run) llmFailure(message string, err error) *Failure {
-	a := builders.ErrorArgs{Code: CodeLLMCallFailed, Message: message}
+	a := builders.ErrorArgs{Code: errcode.LLMCallFailed.Code(), Message: message}
 	var le *llm.Error
 	if errors.As(err, &le) {
 		a.LLMStatus, a.ProviderCode = le.Status, le.ProviderCode
 	}
-	return &Failure{Code: CodeLLMCallFailed, Message: message, Err: err, Push: r.errorPush(a, "error")}
+	return &Failure{Code: errcode.LLMCallFailed.Code(), Message: message, Err: err, Push: r.errorPush(a, "error")}
 }
 
 // stop ends the loop with an error push instead of a call or a tool
-// request.
-func (r *Run) stop(p *roundPusher, code string, iteration int) Outcome {
+// request: errcode.LoopExceeded or errcode.BudgetExhausted. The push says
+// the standard's English.
+func (r *Run) stop(p *roundPusher, reason *errcode.Message, iteration int) Outcome {
 	var msg, suffix string
 	status := StatusLoopExceeded
-	if code == CodeLoopExceeded {
-		msg, suffix = fmt.Sprintf("Agentic loop exceeded %d iterations", r.a.maxIterations), "loop_exceeded"
+	if reason == errcode.LoopExceeded {
+		msg, suffix = errcode.LoopExceededAfter.With(r.a.maxIterations).English(), "loop_exceeded"
 	} else {
-		msg = fmt.Sprintf("Session token budget of %d tokens exhausted (%d used)", r.budget, r.used.Total())
+		msg = errcode.BudgetExhaustedAfter.With(r.budget, r.used.Total()).English()
 		suffix, status = "budget_exhausted", StatusBudgetExhausted
 	}
+	code := reason.Code()
 	ep := r.errorPush(builders.ErrorArgs{Code: code, Message: msg, Iteration: push.Some(iteration)}, suffix)
 	p.pushReasoning()
 	if err := p.emit(ep); err != nil {

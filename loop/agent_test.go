@@ -17,6 +17,7 @@ import (
 	"amsg/llm/llmtest"
 	"amsg/push"
 	"amsg/push/clocktest"
+	"amsg/push/errcode"
 	"amsg/store/storetest"
 )
 
@@ -556,7 +557,7 @@ func testAgentLLMFailure(t *testing.T) {
 	}
 	_, err = run.Execute(t.Context(), (&collect{}).emit)
 	var fail *Failure
-	if !errors.As(err, &fail) || fail.Code != CodeLLMCallFailed || fail.Push == nil || fail.Push.Code != CodeLLMCallFailed ||
+	if !errors.As(err, &fail) || fail.Code != errcode.LLMCallFailed.Code() || fail.Push == nil || fail.Push.Code != errcode.LLMCallFailed.Code() ||
 		!strings.HasPrefix(fail.Message, "AI API error: 503") || !strings.HasSuffix(fail.Push.MessageID, "_error") {
 		t.Fatalf("failure %#v", err)
 	}
@@ -603,7 +604,7 @@ func testAgentPushFailure(t *testing.T) {
 	}}
 	_, err := f.start(t, "s", `[{"role":"user","content":"x"}]`).Execute(t.Context(), c.emit)
 	var fail *Failure
-	if !errors.As(err, &fail) || fail.Code != CodePushSendFailed || fail.MessageIndex != 2 || !errors.Is(err, boom) || fail.Push != nil {
+	if !errors.As(err, &fail) || fail.Code != errcode.PushSendFailed.Code() || fail.MessageIndex != 2 || !errors.Is(err, boom) || fail.Push != nil {
 		t.Fatalf("%#v", err)
 	}
 	if got := summaries(c.pushes); !reflect.DeepEqual(got, []string{"content 1/2 一。"}) {
@@ -611,7 +612,7 @@ func testAgentPushFailure(t *testing.T) {
 	}
 	tr, _ := f.agent.Transcripts().Load(t.Context(), owner, "s")
 	last := tr.Messages[len(tr.Messages)-1]
-	if prev := tr.Messages[len(tr.Messages)-2]; last.Type != MessageError || last.Code != CodePushSendFailed || prev.Type != MessageReply || len(prev.Pushes) != 1 {
+	if prev := tr.Messages[len(tr.Messages)-2]; last.Type != MessageError || last.Code != errcode.PushSendFailed.Code() || prev.Type != MessageReply || len(prev.Pushes) != 1 {
 		t.Errorf("transcript ends %+v, %+v", prev, last)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"amsg/builders"
 	"amsg/llm"
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/push/notifytext"
 	"amsg/store"
 )
@@ -400,7 +401,7 @@ func (r *Run) requestApprovals(ctx context.Context, p *roundPusher, resp *llm.Re
 	}
 	for _, pp := range pushes {
 		if err := p.emitBurst(pp); err != nil {
-			return Outcome{}, true, &Failure{Code: CodePushSendFailed, Message: err.Error(), MessageIndex: p.sent + 1, Err: err}
+			return Outcome{}, true, &Failure{Code: errcode.PushSendFailed.Code(), Message: err.Error(), MessageIndex: p.sent + 1, Err: err}
 		}
 	}
 	return Outcome{Status: StatusToolRequested, Iteration: r.iteration}, true, nil

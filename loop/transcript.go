@@ -16,6 +16,7 @@ import (
 
 	"amsg/llm"
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -473,7 +474,7 @@ func (t *Transcript) replay(abandoned func(Message) bool) (history []json.RawMes
 			}
 			pending = nil
 		case MessageError:
-			if m.Code == CodeLLMCallFailed && awaited != nil {
+			if m.Code == errcode.LLMCallFailed.Code() && awaited != nil {
 				history, pending = history[:mark], awaited
 				continue
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"amsg/push/errcode"
 )
 
 // MultipartChunk is one `_multipart` transport push: a byte slice of an
@@ -31,10 +33,6 @@ type MultipartMeta struct {
 	TTLMs     int64 `json:"ttlMs"`
 }
 
-// CodePayloadTooLarge is the standard's error code for a push that cannot be
-// delivered at any size.
-const CodePayloadTooLarge = "PAYLOAD_TOO_LARGE"
-
 // ErrPayloadTooLarge is what every *PayloadTooLargeError matches with errors.Is.
 var ErrPayloadTooLarge = errors.New("push payload too large")
 
@@ -48,7 +46,7 @@ type PayloadTooLargeError struct {
 func (e *PayloadTooLargeError) Error() string { return e.Reason }
 
 // Code returns the standard's error code, PAYLOAD_TOO_LARGE.
-func (e *PayloadTooLargeError) Code() string { return CodePayloadTooLarge }
+func (e *PayloadTooLargeError) Code() string { return errcode.PayloadTooLarge.Code() }
 
 // Unwrap makes errors.Is(err, ErrPayloadTooLarge) hold.
 func (e *PayloadTooLargeError) Unwrap() error { return ErrPayloadTooLarge }

@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"amsg/push/errcode"
 )
 
-// CodeCredentialMissing is the lastError code of an occurrence whose
-// credRefs.chat names a credential the user no longer has (and the task
-// has no inline credentials to fall back on). It is retried: a new PUT
-// /llm-credentials repairs it.
-const CodeCredentialMissing = "CREDENTIAL_MISSING"
-
-// errCredentialMissing is CodeCredentialMissing's failure.
-var errCredentialMissing = errors.New(CodeCredentialMissing)
+// errCredentialMissing is the failure of an occurrence whose credRefs.chat
+// names a credential the user no longer has (and the task has no inline
+// credentials to fall back on), CREDENTIAL_MISSING in its lastError. It is
+// retried: a new PUT /llm-credentials repairs it.
+var errCredentialMissing = errors.New(errcode.CredentialMissing.Code())
 
 // ChatCredRef is the cred_id a payload's credRefs names for the fire's LLM
 // call, or "".
@@ -38,5 +37,5 @@ func (s *Scheduler) resolveCredentials(ctx context.Context, userID string, p *Pa
 	case deref(p.APIURL) != "" && deref(p.APIKey) != "" && deref(p.PrimaryModel) != "":
 		return nil
 	}
-	return fmt.Errorf("%w: credential %q does not exist (PUT /llm-credentials repairs the next retry)", errCredentialMissing, ref)
+	return fmt.Errorf("%w: %s", errCredentialMissing, errcode.CredentialNamedMissing.With(ref).English())
 }

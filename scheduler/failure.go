@@ -4,29 +4,17 @@ import (
 	"errors"
 
 	"amsg/llm"
-	"amsg/loop"
+	"amsg/push/errcode"
 )
-
-// Error codes of failed deliveries, as the standard names them; a push no
-// device took is loop.CodePushSendFailed and a failed LLM call
-// loop.CodeLLMCallFailed, as on the instant path.
-const (
-	CodeSubscriptionMissing = "PUSH_SUBSCRIPTION_MISSING"
-	CodePayloadTooLarge     = "PUSH_PAYLOAD_TOO_LARGE"
-	// CodeProcessingError is the standard's code of any other failure.
-	CodeProcessingError = "PROCESSING_ERROR"
-)
-
-// subscriptionMissingText is the standard's reason for a user without a
-// push subscription.
-const subscriptionMissingText = "PUSH_SUBSCRIPTION_MISSING: 该用户还没有登记推送订阅（PUT /push-subscription）"
 
 // The failures a delivery tells apart (see failure); any other error is an
-// ordinary failure, retried with backoff.
+// ordinary failure, retried with backoff. Their texts, which a task's
+// lastError keeps, come from the error table: a user without a push
+// subscription is the code with the standard's reason.
 var (
-	errSubscriptionMissing error = textError(subscriptionMissingText)
-	errPayloadTooLarge     error = textError(CodePayloadTooLarge)
-	errPushSendFailed      error = textError("Web Push delivery failed")
+	errSubscriptionMissing error = textError(errcode.SubscriptionMissing.Code() + ": " + errcode.SubscriptionMissing.Chinese())
+	errPayloadTooLarge     error = textError(errcode.PushPayloadTooLarge.Code())
+	errPushSendFailed      error = textError(errcode.PushSendFailed.English())
 )
 
 // textError is an error whose text is the standard's wording, capitals
@@ -50,7 +38,9 @@ type pushStatusError struct {
 
 func (e pushStatusError) Unwrap() error { return e.error }
 
-// verdict is what a failed delivery means: the standard's code, whether it
+// verdict is what a failed delivery means: the standard's code (a push no
+// device took is PUSH_SEND_FAILED and a failed LLM call LLM_CALL_FAILED, as
+// on the instant path; any other failure PROCESSING_ERROR), whether it
 // is permanent, so not retried (a one-off task fails, a recurring one skips
 // the occurrence), whether the LLM failed (generation, bounded by
 // MaxGenerationRetries) rather than delivery, and what the push service or
@@ -77,20 +67,20 @@ func failure(err error) verdict {
 	var le *llm.Error
 	switch {
 	case errors.Is(err, errSubscriptionMissing):
-		v.code, v.permanent = CodeSubscriptionMissing, true
+		v.code, v.permanent = errcode.SubscriptionMissing.Code(), true
 	case errors.Is(err, errPayloadTooLarge):
-		v.code, v.permanent = CodePayloadTooLarge, true
+		v.code, v.permanent = errcode.PushPayloadTooLarge.Code(), true
 	case errors.Is(err, errPushSendFailed):
-		v.code = loop.CodePushSendFailed
+		v.code = errcode.PushSendFailed.Code()
 	case errors.Is(err, errCredentialMissing):
-		v.code = CodeCredentialMissing
+		v.code = errcode.CredentialMissing.Code()
 	case errors.As(err, &le):
-		v.code, v.generation, v.permanent = loop.CodeLLMCallFailed, true, le.Permanent()
+		v.code, v.generation, v.permanent = errcode.LLMCallFailed.Code(), true, le.Permanent()
 		v.llmStatus, v.providerCode = le.Status, le.ProviderCode
 	case errors.As(err, new(unreadableError)):
-		v.code, v.permanent = CodeProcessingError, true
+		v.code, v.permanent = errcode.ProcessingError.Code(), true
 	default:
-		v.code = CodeProcessingError
+		v.code = errcode.ProcessingError.Code()
 	}
 	return v
 }

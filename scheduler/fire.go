@@ -16,6 +16,7 @@ import (
 	"amsg/loop"
 	"amsg/push"
 	"amsg/push/courier"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -123,7 +124,7 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence, prefix string) (burst []outgoing, started bool, round *loop.Round, err error) {
 	if !usesLLM(p) {
 		if p.UserMessage == nil {
-			return nil, false, nil, textError("Invalid instant message: no content source available")
+			return nil, false, nil, textError(errcode.NoContentSource.English())
 		}
 		if burst, err = s.build(task, p, rec, "", *p.UserMessage, true); err != nil || len(burst) == 1 {
 			// A lone push an earlier attempt delivered goes again under its
@@ -202,7 +203,7 @@ func (s *Scheduler) recordRound(task store.Task, round *loop.Round, err error) {
 	if err != nil {
 		code := failure(err).code
 		if round.Response == nil {
-			code = loop.CodeLLMCallFailed
+			code = errcode.LLMCallFailed.Code()
 		}
 		round.Error = &loop.RoundError{Code: code, Message: err.Error()}
 	}

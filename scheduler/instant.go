@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/errcode"
 	"amsg/store"
 )
 
@@ -65,7 +66,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	lease, lost := held.end()
 	if lost || (err != nil && cancelled(ctx)) {
 		s.deps.Courier.Keep(ctx, last)
-		return InstantResult{}, &InstantError{Code: "TASK_NOT_FOUND", Message: "任务不存在或已处理"}
+		return InstantResult{}, &InstantError{Code: errcode.TaskNotFound.Code(), Message: errcode.TaskNotFound.Chinese()}
 	}
 	if err != nil {
 		le := newLastError(s.now(), t.NextSendAt, err.Error())
@@ -75,11 +76,11 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 		if ferr := s.deps.Store.FailTask(bctx, lease, retries, le.json()); ferr != nil {
 			s.log.Error("scheduler: recording a failed instant task failed", "taskId", t.ID, "err", ferr)
 		}
-		return InstantResult{}, &InstantError{Code: CodeProcessingError, Message: err.Error(), RetriesAttempted: &retries,
+		return InstantResult{}, &InstantError{Code: errcode.ProcessingError.Code(), Message: err.Error(), RetriesAttempted: &retries,
 			Permanent: le.Permanent, PushStatus: le.PushStatus, LLMStatus: le.LLMStatus}
 	}
 	if err := s.complete(ctx, lease, time.Time{}, last); err != nil {
-		return InstantResult{}, &InstantError{Code: "POST_SEND_CLEANUP_FAILED", Message: "消息已发送，但任务清理失败",
+		return InstantResult{}, &InstantError{Code: errcode.PostSendCleanupFailed.Code(), Message: errcode.PostSendCleanupFailed.Chinese(),
 			Details: map[string]string{"error": err.Error()}}
 	}
 	return InstantResult{MessagesSent: sent, RetriesUsed: retries}, nil

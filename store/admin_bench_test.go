@@ -72,7 +72,7 @@ func BenchmarkBackup(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		i++
-		if err := store.Backup(b.Context(), path, filepath.Join(dir, fmt.Sprintf("copy-%d.db", i))); err != nil {
+		if err := store.Backup(b.Context(), store.Config{Path: path}, filepath.Join(dir, fmt.Sprintf("copy-%d.db", i))); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -154,7 +154,7 @@ func (s *Store) PutClientState(ctx context.Context, userID string, entries []Cli
 		for i, e := range entries {
 			guard := min(e.UpdatedAt, now)
 			var stored int64
-			err := tx.QueryRow(`SELECT updated_at FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
+			err := tx.QueryRowContext(s.statementContext(ctx), `SELECT updated_at FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
 				userID, e.Namespace, e.Key).Scan(&stored)
 			exists := err == nil
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -170,23 +170,23 @@ func (s *Store) PutClientState(ctx context.Context, userID string, entries []Cli
 				continue
 			}
 			chunkNS := stateChunkNSPfx + e.Namespace
-			if _, err := tx.Exec(`DELETE FROM client_state WHERE user_id = ? AND namespace = ? AND key > ? AND key < ?`,
+			if _, err := s.txExec(ctx, tx, `DELETE FROM client_state WHERE user_id = ? AND namespace = ? AND key > ? AND key < ?`,
 				userID, chunkNS, e.Key+stateSep, e.Key+stateSliceKeyStop); err != nil {
 				return err
 			}
 			if e.Delete {
-				if _, err := tx.Exec(`DELETE FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
+				if _, err := s.txExec(ctx, tx, `DELETE FROM client_state WHERE user_id = ? AND namespace = ? AND key = ?`,
 					userID, e.Namespace, e.Key); err != nil {
 					return err
 				}
 				put.Deleted++
 				continue
 			}
-			if err := upsertStateRow(tx, userID, e.Namespace, e.Key, rows[i].root, guard); err != nil {
+			if err := s.upsertStateRow(ctx, tx, userID, e.Namespace, e.Key, rows[i].root, guard); err != nil {
 				return err
 			}
 			for j, slice := range rows[i].slices {
-				if err := upsertStateRow(tx, userID, chunkNS, e.Key+stateSep+strconv.Itoa(j), slice, guard); err != nil {
+				if err := s.upsertStateRow(ctx, tx, userID, chunkNS, e.Key+stateSep+strconv.Itoa(j), slice, guard); err != nil {
 					return err
 				}
 			}
@@ -220,8 +220,8 @@ func (s *Store) checkStateEntry(e ClientStateEntry) error {
 	return nil
 }
 
-func upsertStateRow(tx *sql.Tx, userID, namespace, key, value string, updatedAt int64) error {
-	_, err := tx.Exec(`INSERT INTO client_state (user_id, namespace, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
+func (s *Store) upsertStateRow(ctx context.Context, tx *sql.Tx, userID, namespace, key, value string, updatedAt int64) error {
+	_, err := s.txExec(ctx, tx, `INSERT INTO client_state (user_id, namespace, key, value, updated_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (user_id, namespace, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
 		userID, namespace, key, value, updatedAt)
 	return err

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"amsg/push/errcode"
 	"amsg/store/usercrypt"
 )
 
@@ -559,16 +560,16 @@ func (s *Store) recordFailedAttempt(ctx context.Context, key usercrypt.Key, user
 		now := s.now()
 		op.Attempts++
 		terminal := errors.Is(cause, ErrCloudPlanChanged) || errors.Is(cause, ErrCloudOwnerChanged) || op.Attempts >= maxOperationAttempts
-		code, message := "CLOUD_CLEANUP_FAILED", "the cleanup did not finish; it is retried"
+		failed := errcode.CleanupRetrying
 		switch {
 		case errors.Is(cause, ErrCloudPlanChanged):
-			code, message = "CLOUD_PLAN_CHANGED", "the data changed since the preview; nothing was deleted"
+			failed = errcode.CleanupPlanChanged
 		case errors.Is(cause, ErrCloudOwnerChanged):
-			code, message = "CLOUD_OWNER_CHANGED", "the owner changed; the old cleanup stopped"
+			failed = errcode.CleanupOwnerChanged
 		case errors.Is(cause, ErrCloudInventoryIncomplete):
-			code = "CLOUD_INVENTORY_INCOMPLETE"
+			failed = errcode.CleanupInventoryIncomplete
 		}
-		op.Errors = []OperationError{{code, message}}
+		op.Errors = []OperationError{{failed.Code(), failed.English()}}
 		op.UpdatedAt = millis(now)
 		next := &op.NextAttemptAt
 		expires := int64(0)

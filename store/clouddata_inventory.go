@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"amsg/push/errcode"
 	"amsg/store/usercrypt"
 )
 
@@ -200,7 +201,7 @@ func (s *Store) inventory(ctx context.Context, tx *sql.Tx, key usercrypt.Key, us
 	}
 	inv := Inventory{Complete: true}
 	if unreadable > 0 {
-		inv.Gaps = append(inv.Gaps, CloudGap{"ownership", "UNREADABLE_OWNERSHIP", strconv.Itoa(unreadable) + " ownership records do not decrypt"})
+		inv.Gaps = append(inv.Gaps, CloudGap{"ownership", errcode.UnreadableOwnership.Code(), errcode.UnreadableOwnership.With(unreadable).English()})
 	}
 	type indexed struct {
 		Resource
@@ -214,7 +215,7 @@ func (s *Store) inventory(ctx context.Context, tx *sql.Tx, key usercrypt.Key, us
 		}
 		if len(rows) > MaxResourcesPerType {
 			rows = rows[:MaxResourcesPerType]
-			inv.Gaps = append(inv.Gaps, CloudGap{t.name, "TOO_MANY_RESOURCES", fmt.Sprintf("more than %d resources; only the first are listed", MaxResourcesPerType)})
+			inv.Gaps = append(inv.Gaps, CloudGap{t.name, errcode.TooManyResources.Code(), errcode.TooManyResources.With(MaxResourcesPerType).English()})
 		}
 		for _, r := range rows {
 			meta := owned[t.name+"\x00"+r.ref]

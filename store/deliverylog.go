@@ -195,7 +195,7 @@ func (s *Store) PruneDeliveryLog(ctx context.Context) (int, error) {
 			{`DELETE FROM delivery_log WHERE at < ?`, cutoff},
 			{`DELETE FROM delivery_log WHERE id <= (SELECT id FROM delivery_log ORDER BY id DESC LIMIT 1 OFFSET ?)`, int64(s.deliveryLogMaxRows)},
 		} {
-			res, err := tx.Exec(q.query, q.arg)
+			res, err := s.txExec(ctx, tx, q.query, q.arg)
 			if err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 
 	"amsg/store/driver"
 	"amsg/store/driver/postgres"
@@ -26,11 +27,18 @@ func databaseName(cfg Config) (string, error) {
 }
 
 // openDriver opens the database cfg names with its driver: PostgreSQL for
-// a DatabaseURL, else SQLite. It is the one place in store that names a
-// concrete driver; everything else goes through driver.Driver.
-func openDriver(ctx context.Context, cfg Config, log *slog.Logger) (driver.Driver, error) {
+// a DatabaseURL, else SQLite, whose file it creates if create is set (Open)
+// and otherwise must exist (a backup, a restore's check). It is the one
+// place in store that names a concrete driver; everything else goes
+// through driver.Driver.
+func openDriver(ctx context.Context, cfg Config, log *slog.Logger, create bool) (driver.Driver, error) {
 	if cfg.DatabaseURL != "" {
 		return postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL, cfg.DatabasePooler)
+	}
+	if !create {
+		if _, err := os.Stat(cfg.Path); err != nil {
+			return nil, err
+		}
 	}
 	return sqlite.Open(ctx, cfg.Path, log)
 }

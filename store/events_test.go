@@ -100,7 +100,8 @@ func TestMessageTimelineIsBounded(t *testing.T) {
 	st := storetest.New(t)
 	events := make([]store.MessageEvent, store.MaxTimelineEvents+5)
 	for i := range events {
-		events[i] = store.MessageEvent{UserID: alice, MessageID: "m1", DeviceID: "1", Type: store.EventShown}
+		// A device reports a message shown once (message_events_receipt).
+		events[i] = store.MessageEvent{UserID: alice, MessageID: "m1", DeviceID: fmt.Sprint(i), Type: store.EventShown}
 	}
 	events[0].Type = store.EventQueued
 	if err := st.AppendMessageEvents(t.Context(), events...); err != nil {

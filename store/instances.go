@@ -72,10 +72,7 @@ func (s *Store) Leader(name string, ttl time.Duration) Leader { return s.db.Lead
 // PollOnly reports that the database is PostgreSQL reached through a
 // transaction pooler alone: leadership is a lease, and other instances'
 // new tasks are found by the scheduler's tick, without wake-ups.
-func (s *Store) PollOnly() bool {
-	p, ok := s.db.(interface{ PollOnly() bool })
-	return ok && p.PollOnly()
-}
+func (s *Store) PollOnly() bool { return s.db.PollOnly() }
 
 // WatchTasks calls wake whenever another process on the database may have
 // made a task claimable sooner than this one expects, and cancelled when

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"amsg/push/receipt"
@@ -47,33 +48,49 @@ func (s *Store) DeviceAt(ctx context.Context, endpoint string) (int64, error) {
 	return id, nil
 }
 
+// receiptTypes are the events a device reports, each recorded once per
+// user, message and device: the message_events_receipt index covers them.
+var receiptTypes = []string{EventShown, EventClicked, EventDismissed}
+
+// insertReceiptSQL records a report unless it is recorded already. The
+// unique index decides, so two instances given the same report at the same
+// moment record it once: at READ COMMITTED the second waits for the first
+// to commit and then inserts nothing.
+var insertReceiptSQL = preparedSQL(`INSERT INTO message_events (at, user_id, message_id, device_id, type, detail)
+	VALUES (?, ?, ?, ?, ?, ?)
+	ON CONFLICT (user_id, message_id, device_id, type) WHERE type IN ('shown', 'clicked', 'dismissed') DO NOTHING`)
+
 // RecordReceipts appends, in one write, each event a device reported that
 // is not recorded already (the same user, message, device and type), and
 // says for each whether it was new: a report sent again, by a worker that
-// did not hear the answer, counts once. Invalid events fail them all
-// (ErrInvalidMessageEvent) and nothing is written.
+// did not hear the answer, counts once, also when two instances receive
+// it at once. Invalid events, or events of another type than a receipt's,
+// fail them all (ErrInvalidMessageEvent) and nothing is written.
 func (s *Store) RecordReceipts(ctx context.Context, events []MessageEvent) ([]bool, error) {
-	if err := checkMessageEvents(events); err != nil {
+	if err := checkReceipts(events); err != nil {
 		return nil, fmt.Errorf("store: record receipts: %w", err)
 	}
 	var recorded []bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeLocked(ctx, func(tx *sql.Tx) error {
 		now := s.now()
 		recorded = make([]bool, len(events)) // a write may run more than once
 		for i, e := range events {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM message_events
-				WHERE user_id = ? AND message_id = ? AND device_id = ? AND type = ?`,
-				e.UserID, e.MessageID, e.DeviceID, e.Type).Scan(&n); err != nil {
+			at, detail := e.At, "{}"
+			if at.IsZero() {
+				at = now
+			}
+			if e.Detail != nil {
+				detail = string(e.Detail)
+			}
+			res, err := s.txExec(ctx, tx, insertReceiptSQL, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail)
+			if err != nil {
 				return err
 			}
-			if n > 0 {
-				continue
-			}
-			if err := s.insertMessageEvents(ctx, tx, events[i:i+1], now); err != nil {
+			n, err := res.RowsAffected()
+			if err != nil {
 				return err
 			}
-			recorded[i] = true
+			recorded[i] = n == 1
 		}
 		return nil
 	})
@@ -81,6 +98,19 @@ func (s *Store) RecordReceipts(ctx context.Context, events []MessageEvent) ([]bo
 		return nil, fmt.Errorf("store: record receipts: %w", err)
 	}
 	return recorded, nil
+}
+
+// checkReceipts checks events as message events that are receipts.
+func checkReceipts(events []MessageEvent) error {
+	if err := checkMessageEvents(events); err != nil {
+		return err
+	}
+	for i, e := range events {
+		if !slices.Contains(receiptTypes, e.Type) {
+			return fmt.Errorf("%w: event %d: type %q is not a receipt's (shown, clicked, dismissed)", ErrInvalidMessageEvent, i, e.Type)
+		}
+	}
+	return nil
 }
 
 // DeviceIDString is how message events name a stored device.

@@ -63,7 +63,7 @@ func (s *Store) Rekey(ctx context.Context, newMasterKey string) (RekeyResult, er
 			}
 			res.Resealed += n
 		}
-		stored, err := readSecrets(tx)
+		stored, err := s.readSecrets(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func (s *Store) Rekey(ctx context.Context, newMasterKey string) (RekeyResult, er
 		if stored[secretMasterKey] != "" {
 			values[secretMasterKey] = newMasterKey
 		}
-		return putSecrets(tx, stored, values, millis(s.now()))
+		return s.putSecrets(ctx, tx, stored, values, millis(s.now()))
 	})
 	if err != nil {
 		return res, fmt.Errorf("store: rekey: %w", err)

@@ -164,7 +164,7 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 	var notices []func()
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		notices = nil // a rerun of a transaction that lost a conflict
-		stored, err := readSecrets(tx)
+		stored, err := s.readSecrets(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 		if cfg.MasterKey != "" && !cfg.StoreMasterKey {
 			storedKey = ""
 		}
-		if err := putSecrets(tx, stored, map[string]string{
+		if err := s.putSecrets(ctx, tx, stored, map[string]string{
 			secretMasterKey:       storedKey,
 			secretMasterKeyCheck:  masterKeyCheck(sec.MasterKey),
 			secretVAPIDPublicKey:  sec.VAPIDPublicKey,
@@ -237,15 +237,15 @@ func (s *Store) loadSecrets(ctx context.Context, cfg Config) error {
 
 // putSecrets writes the values that differ from stored; an empty value
 // deletes its row.
-func putSecrets(tx *sql.Tx, stored, values map[string]string, now int64) error {
+func (s *Store) putSecrets(ctx context.Context, tx *sql.Tx, stored, values map[string]string, now int64) error {
 	for name, value := range values {
 		var err error
 		switch {
 		case stored[name] == value:
 		case value == "":
-			_, err = tx.Exec(`DELETE FROM secrets WHERE name = ?`, name)
+			_, err = s.txExec(ctx, tx, `DELETE FROM secrets WHERE name = ?`, name)
 		default:
-			_, err = tx.Exec(`INSERT INTO secrets (name, value, updated_at) VALUES (?, ?, ?)
+			_, err = s.txExec(ctx, tx, `INSERT INTO secrets (name, value, updated_at) VALUES (?, ?, ?)
 				ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, name, value, now)
 		}
 		if err != nil {
@@ -255,8 +255,8 @@ func putSecrets(tx *sql.Tx, stored, values map[string]string, now int64) error {
 	return nil
 }
 
-func readSecrets(tx *sql.Tx) (map[string]string, error) {
-	rows, err := tx.Query(`SELECT name, value FROM secrets`)
+func (s *Store) readSecrets(ctx context.Context, tx *sql.Tx) (map[string]string, error) {
+	rows, err := s.txQuery(ctx, tx, `SELECT name, value FROM secrets`)
 	if err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.outboxMaxRows <= 0 {
 		s.outboxMaxRows = DefaultOutboxMaxRowsPerUser
 	}
-	if s.db, err = openDriver(ctx, cfg, s.log); err != nil {
+	if s.db, err = openDriver(ctx, cfg, s.log, true); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", where, err)
 	}
 	s.dialect, s.writer, s.reader = s.db.Dialect(), s.db.Writer(), s.db.Reader()

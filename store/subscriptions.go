@@ -82,11 +82,11 @@ func (s *Store) PutDevice(ctx context.Context, userID string, subscription json.
 	sealed := s.userKey(userID).SealAtRest(compact.Bytes())
 	var evicted int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := s.checkEndpointOwner(tx, userID, sub); err != nil {
+		if err := s.checkEndpointOwner(ctx, tx, userID, sub); err != nil {
 			return err
 		}
 		var created int64
-		err := tx.QueryRow(`INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at, language)
+		err := tx.QueryRowContext(s.statementContext(ctx), `INSERT INTO subscriptions (user_id, endpoint_sha256, subscription, created_at, updated_at, language)
 			VALUES (?, ?, ?, ?, ?, ?)
 			ON CONFLICT (endpoint_sha256) DO UPDATE SET
 				created_at   = CASE WHEN subscriptions.user_id = excluded.user_id THEN subscriptions.created_at ELSE excluded.created_at END,
@@ -100,7 +100,7 @@ func (s *Store) PutDevice(ctx context.Context, userID string, subscription json.
 			return err
 		}
 		d.CreatedAt = fromMillis(created)
-		res, err := tx.Exec(`DELETE FROM subscriptions WHERE user_id = ? AND id <> ? AND id NOT IN (
+		res, err := s.txExec(ctx, tx, `DELETE FROM subscriptions WHERE user_id = ? AND id <> ? AND id NOT IN (
 				SELECT id FROM subscriptions WHERE user_id = ? AND id <> ? ORDER BY updated_at DESC, id DESC LIMIT ?)`,
 			userID, d.ID, userID, d.ID, s.maxDevicesPerUser-1)
 		if err != nil {
@@ -122,9 +122,9 @@ func (s *Store) PutDevice(ctx context.Context, userID string, subscription json.
 // user's device registered with other keys (issue 22: user B registering
 // user A's endpoint with B's keys took A's device). A row that no longer
 // opens is dead and may be taken.
-func (s *Store) checkEndpointOwner(tx *sql.Tx, userID string, sub push.Subscription) error {
+func (s *Store) checkEndpointOwner(ctx context.Context, tx *sql.Tx, userID string, sub push.Subscription) error {
 	var owner, sealed string
-	err := tx.QueryRow(`SELECT user_id, subscription FROM subscriptions WHERE endpoint_sha256 = ?`,
+	err := tx.QueryRowContext(s.statementContext(ctx), `SELECT user_id, subscription FROM subscriptions WHERE endpoint_sha256 = ?`,
 		endpointHash(sub.Endpoint)).Scan(&owner, &sealed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

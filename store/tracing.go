@@ -10,11 +10,7 @@ func (s *Store) traceWrite(span tracing.Span, err error) {
 	if !span.Recording() {
 		return
 	}
-	system := s.dialect.Name
-	if system == "postgres" {
-		system = "postgresql" // the OpenTelemetry name
-	}
-	span.Str("db.system.name", system)
+	span.Str("db.system.name", s.dialect.Name)
 	if err != nil {
 		span.Fail("write failed")
 	}

@@ -117,7 +117,7 @@ func (s *Store) AppendTranscript(ctx context.Context, a TranscriptAppend) (Trans
 	var head TranscriptHead
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var id, seq int64
-		err := tx.QueryRow(`INSERT INTO transcript_sessions (owner, session_id, settings, last_seq,
+		err := tx.QueryRowContext(s.statementContext(ctx), `INSERT INTO transcript_sessions (owner, session_id, settings, last_seq,
 				input_tokens, cached_tokens, output_tokens, reasoning_tokens, created_at, updated_at)
 			VALUES (?, ?, ?, 0, 0, 0, 0, 0, ?, ?)
 			ON CONFLICT (owner, session_id) DO UPDATE SET updated_at = excluded.updated_at
@@ -129,7 +129,7 @@ func (s *Store) AppendTranscript(ctx context.Context, a TranscriptAppend) (Trans
 		if a.After != AnySeq && a.After != seq {
 			return ErrConcurrentAppend
 		}
-		stmt, err := tx.Prepare(`INSERT INTO transcript_entries (session, seq, id, at, type, iteration,
+		stmt, err := tx.PrepareContext(s.statementContext(ctx), `INSERT INTO transcript_entries (session, seq, id, at, type, iteration,
 				input_tokens, cached_tokens, output_tokens, reasoning_tokens, pushes, body)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
@@ -144,14 +144,14 @@ func (s *Store) AppendTranscript(ctx context.Context, a TranscriptAppend) (Trans
 				return err
 			}
 			u := e.Usage
-			if _, err := stmt.Exec(id, seq, e.ID, millis(e.At), e.Type, e.Iteration,
+			if _, err := stmt.ExecContext(s.statementContext(ctx), id, seq, e.ID, millis(e.At), e.Type, e.Iteration,
 				u.Input, u.Cached, u.Output, u.Reasoning, string(pushes), key.SealAtRest(e.Body)); err != nil {
 				return err
 			}
 			used = used.Add(u)
 		}
 		u := &head.Usage
-		return tx.QueryRow(`UPDATE transcript_sessions SET last_seq = ?, settings = coalesce(?, settings),
+		return tx.QueryRowContext(s.statementContext(ctx), `UPDATE transcript_sessions SET last_seq = ?, settings = coalesce(?, settings),
 				input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?,
 				output_tokens = output_tokens + ?, reasoning_tokens = reasoning_tokens + ?
 			WHERE id = ?
@@ -241,14 +241,14 @@ func readTranscript(ctx context.Context, tx *sql.Tx, key usercrypt.Key, owner, s
 func (s *Store) PruneTranscripts(ctx context.Context, cutoff time.Time) (int, error) {
 	var deleted int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`DELETE FROM transcript_entries WHERE at < ?`, millis(cutoff))
+		res, err := s.txExec(ctx, tx, `DELETE FROM transcript_entries WHERE at < ?`, millis(cutoff))
 		if err != nil {
 			return err
 		}
 		if deleted, err = res.RowsAffected(); err != nil {
 			return err
 		}
-		_, err = tx.Exec(`DELETE FROM transcript_sessions WHERE updated_at < ?`, millis(cutoff))
+		_, err = s.txExec(ctx, tx, `DELETE FROM transcript_sessions WHERE updated_at < ?`, millis(cutoff))
 		return err
 	})
 	if err != nil {

@@ -153,11 +153,30 @@ const LOG = '[amsg-sw]';
 // that a push showed something (see self.__amsgTest).
 let notificationsShown = 0;
 
+// Chromium's getNotifications() deletes the notifications it finds stored
+// but not yet displayed: a push listing notifications (closeTagged) while
+// another push's showNotification was under way lost that one, shown but
+// gone from getNotifications() and from its clicks. Pushes that arrive
+// together (a quiet-hours release) did that, so the worker's notification
+// calls run one at a time, each once the one before settled.
+let notificationCalls = Promise.resolve();
+
+function oneNotificationCall(call) {
+  const result = notificationCalls.then(call);
+  notificationCalls = result.catch(() => {});
+  return result;
+}
+
 async function showNotification(title, options) {
   // A path that did not resolve silent:'when-visible' reads the windows now.
   if (options.silent === SILENT_WHEN_VISIBLE) options = resolveSilent(options, await windowClients());
-  await self.registration.showNotification(title, options);
+  await oneNotificationCall(() => self.registration.showNotification(title, options));
   notificationsShown += 1;
+}
+
+/** registration.getNotifications, after the notification calls under way. */
+function getNotifications(filter) {
+  return oneNotificationCall(() => self.registration.getNotifications(filter));
 }
 
 // ---------------------------------------------------------------------------
@@ -935,7 +954,7 @@ async function processPayload(payload, source, apple = false) {
 /** Closes the notifications shown under tag. */
 async function closeTagged(tag) {
   try {
-    for (const notification of await self.registration.getNotifications({ tag })) notification.close();
+    for (const notification of await getNotifications({ tag })) notification.close();
   } catch (err) {
     console.warn(LOG, 'could not close notifications', err);
   }
@@ -1277,7 +1296,7 @@ async function completeTruncated(config, payload) {
   if (!isObject(full)) return;
   broadcast(await windowClients(), { type: 'REI_AMSG_PUSH', event: eventNameFor(full), payload: full });
   const { title, options } = buildNotification(payload);
-  if ((await self.registration.getNotifications({ tag: options.tag })).length === 0) return; // dismissed meanwhile
+  if ((await getNotifications({ tag: options.tag })).length === 0) return; // dismissed meanwhile
   await showNotification(title, { ...options, silent: true, data: { ...options.data, payload: full } });
 }
 

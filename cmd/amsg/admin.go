@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"amsg/push/errcode"
 )
 
 // `amsg send` and `amsg admin …` are clients of the operator API: the
@@ -79,7 +81,7 @@ func (c *adminClient) call(ctx context.Context, method, path string, body, out a
 		return fmt.Errorf("%s %s: %s, and the body is not amsg's JSON", method, path, resp.Status)
 	}
 	if env.Error != nil {
-		if env.Error.Code == "NOT_FOUND" {
+		if env.Error.Code == errcode.NotFound.Code() {
 			return fmt.Errorf("%s: %s (is AMSG_ADMIN_TOKEN set on the server?)", env.Error.Code, env.Error.Message)
 		}
 		return fmt.Errorf("%s: %s", env.Error.Code, env.Error.Message)

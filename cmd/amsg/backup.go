@@ -19,7 +19,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if !ok {
 		return status
 	}
-	if err := store.Backup(ctx, filepath.Join(dir, "amsg.db"), fs.Arg(0)); err != nil {
+	if err := store.Backup(ctx, store.Config{Path: filepath.Join(dir, "amsg.db")}, fs.Arg(0)); err != nil {
 		fmt.Fprintf(stderr, "amsg backup: %v\n", err)
 		return 1
 	}

@@ -46,6 +46,9 @@ const walkthroughLaunch = `launch() {
 	n=$(ls "$WALK" | grep -c '^instance-.*\.log$' || true)
 	log="$WALK/instance-$n.log"
 	env | grep '^AMSG_' >"$WALK/instance-$n.env" || true
+	# The background job opens its redirections when it gets to run: made
+	# here, the log is there for tail (and for the next launch's count).
+	: >"$log"
 	setsid "$@" >/dev/null 2>"$log" </dev/null &
 	local pid=$!
 	# grep ends the pipeline at the line; tail's SIGPIPE is no failure.

@@ -66,9 +66,24 @@ type Driver interface {
 	// (a group of writes counts once): the benchmarks divide it by the
 	// pushes to tell how well writes are grouped.
 	Commits() uint64
-	// Close stops the writes, runs what the database wants run last (SQLite:
-	// PRAGMA optimize, a TRUNCATE checkpoint) and releases the database.
+	// Close stops the writes, runs what the database wants run last (SQLite,
+	// after writes of its own: PRAGMA optimize, a TRUNCATE checkpoint) and
+	// releases the database.
 	Close() error
+	// Backup writes a consistent copy of the database into dest, an empty
+	// file the caller created, while other processes keep reading and
+	// writing (SQLite: VACUUM INTO). A database copied by its own tools
+	// (PostgreSQL: pg_dump) returns an error that names them.
+	Backup(ctx context.Context, dest string) error
+	// CheckIntegrity reads the database for damage, as a restore wants of a
+	// file before it replaces the database (SQLite: PRAGMA quick_check).
+	// PostgreSQL checks pages as it reads them and adds nothing.
+	CheckIntegrity(ctx context.Context) error
+	// PollOnly reports that the database is reached through a transaction
+	// pooler alone (PostgreSQL without a direct URL): leadership is a lease,
+	// and ListenTasks hears nothing, so other processes' new tasks are
+	// found by the scheduler's tick.
+	PollOnly() bool
 }
 
 // Leader elects one process among those on a database.
@@ -85,7 +100,8 @@ type Leader interface {
 // one field per statement or fragment, as ntfy keeps a table of queries per
 // dialect. Placeholders are ?; PostgreSQL's driver rewrites them.
 type Dialect struct {
-	// Name is "sqlite" or "postgres".
+	// Name is the database's name as OpenTelemetry's db.system.name
+	// spells it: "sqlite" or "postgresql".
 	Name string
 	// Migrations are the schema's history, oldest first: step i brings the
 	// schema to version i+1. Both dialects have the same steps in the same

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -52,7 +53,7 @@ func DatabaseURL(t testing.TB) string {
 	t.Cleanup(func() {
 		admin, err := sql.Open("pgx", base)
 		if err == nil {
-			_, err = admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+			_, err = admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE") // t.Context() has ended
 			admin.Close()
 		}
 		if err != nil {

@@ -12,7 +12,7 @@ const tasksChannel = "amsg_tasks"
 const cancelPrefix = "cancel:"
 
 var dialect = driver.Dialect{
-	Name: "postgres",
+	Name: "postgresql",
 	Migrations: []string{
 		secretsSchema,
 		subscriptionsSchema,
@@ -40,6 +40,7 @@ var dialect = driver.Dialect{
 		claimHOTSchema,
 		outboxBytewiseSchema,
 		timeRangesSchema,
+		receiptOnceSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

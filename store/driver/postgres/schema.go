@@ -332,6 +332,15 @@ CREATE INDEX message_events_message ON message_events (user_id, message_id, id);
 CREATE INDEX message_events_at ON message_events (at);
 `
 
+// receiptOnceSchema: see SQLite's.
+const receiptOnceSchema = `
+DELETE FROM message_events WHERE type IN ('shown', 'clicked', 'dismissed') AND id NOT IN (
+	SELECT min(id) FROM message_events WHERE type IN ('shown', 'clicked', 'dismissed')
+	GROUP BY user_id, message_id, device_id, type);
+CREATE UNIQUE INDEX message_events_receipt ON message_events (user_id, message_id, device_id, type)
+	WHERE type IN ('shown', 'clicked', 'dismissed');
+`
+
 // webhooksSchema: see SQLite's.
 const webhooksSchema = `
 CREATE TABLE webhook_endpoints (

@@ -35,6 +35,7 @@ var dialect = driver.Dialect{
 		claimHOTSchema,
 		outboxBytewiseSchema,
 		timeRangesSchema,
+		receiptOnceSchema,
 	},
 
 	ClaimableAt: claimableAt,

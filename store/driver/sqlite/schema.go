@@ -321,6 +321,19 @@ CREATE INDEX message_events_message ON message_events (user_id, message_id, id);
 CREATE INDEX message_events_at ON message_events (at);
 `
 
+// receiptOnceSchema: a device's report of a message (shown, clicked,
+// dismissed) is one row, however many times and through however many
+// instances it arrives: store.RecordReceipts inserts it ON CONFLICT DO
+// NOTHING on this index. Rows an older version recorded twice keep their
+// first.
+const receiptOnceSchema = `
+DELETE FROM message_events WHERE type IN ('shown', 'clicked', 'dismissed') AND id NOT IN (
+	SELECT min(id) FROM message_events WHERE type IN ('shown', 'clicked', 'dismissed')
+	GROUP BY user_id, message_id, device_id, type);
+CREATE UNIQUE INDEX message_events_receipt ON message_events (user_id, message_id, device_id, type)
+	WHERE type IN ('shown', 'clicked', 'dismissed');
+`
+
 // webhooksSchema: signed webhooks (store/webhooks.go). webhook_endpoints are
 // the operator's receivers, their secret sealed at rest; webhook_cursor is
 // how far the fan-out has read message_events; webhook_deliveries one row

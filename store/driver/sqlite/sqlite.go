@@ -141,37 +141,6 @@ func dsn(path, extra string) string {
 	return u.String()
 }
 
-// LatestSchemaVersion is the version dialect.Migrations bring a database to.
-func LatestSchemaVersion() int { return len(dialect.Migrations) }
-
-// OpenExisting opens the database file at path, which must exist, on one
-// connection of its own with the driver's pragmas: for checking a file
-// before it becomes a store.
-func OpenExisting(path string) (*sql.DB, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
-	}
-	db, err := sql.Open("sqlite", dsn(path, "mode=rw"))
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	return db, nil
-}
-
-// VacuumInto writes a compact, consistent copy of the database file at path
-// into out, an existing empty file, in one read transaction: a server using
-// the file keeps reading and writing meanwhile.
-func VacuumInto(ctx context.Context, path, out string) error {
-	db, err := sql.Open("sqlite", dsn(path, ""))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.ExecContext(ctx, `VACUUM INTO ?`, out)
-	return err
-}
-
 // Probe runs fn on a connection of its own to the file at its path,
 // without creating it: the pooled connections keep a deleted or replaced
 // file open and would not notice. While the disk refuses writes, the WAL
@@ -237,12 +206,15 @@ func (db *DB) ListenTasks(ctx context.Context, _ func(), _ func(int64)) error {
 	return nil
 }
 
+// PollOnly is false: the one process needs no wake-ups from others.
+func (db *DB) PollOnly() bool { return false }
+
 // closing runs on the writer at Close, once the committer has stopped.
 var closing = []string{`PRAGMA optimize`, `PRAGMA wal_checkpoint(TRUNCATE)`}
 
 // Close stops the writer (writes after it fail with driver.ErrClosed), runs
-// PRAGMA optimize and a TRUNCATE checkpoint of the WAL, and closes the
-// pools. Later calls return the first call's result.
+// PRAGMA optimize and a TRUNCATE checkpoint of the WAL when it committed
+// anything, and closes the pools. Later calls return the first call's result.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() { db.closeErr = db.close() })
 	return db.closeErr
@@ -250,6 +222,12 @@ func (db *DB) Close() error {
 
 func (db *DB) close() error {
 	db.stopWriter()
+	if db.commits.Load() == 0 {
+		// Nothing of this process's to optimize or checkpoint away (a
+		// backup, a restore's check), and a checkpoint would wait for the
+		// readers of the process that writes the file.
+		return db.closePools()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), BusyTimeout)
 	defer cancel()
 	var errs []error
