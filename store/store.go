@@ -372,7 +372,7 @@ func (s *Store) readQuery(ctx context.Context, query string, args ...any) (*sql.
 // txExec runs query in tx, on its prepared statement when it has one
 // (Tx.StmtContext reuses a statement prepared on the transaction's
 // connection rather than preparing it again), without ctx's cancellation
-// where the dialect says so (driver.Dialect.WritesUncancelled).
+// as the driver wants it (driver.Driver.StatementContext).
 func (s *Store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
 	ctx = s.statementContext(ctx)
 	if st := s.stmts[query]; st != nil {
@@ -392,10 +392,7 @@ func (s *Store) txQuery(ctx context.Context, tx *sql.Tx, query string, args ...a
 
 // statementContext is the context a statement of a write runs with.
 func (s *Store) statementContext(ctx context.Context) context.Context {
-	if s.dialect.WritesUncancelled {
-		return context.WithoutCancel(ctx)
-	}
-	return ctx
+	return s.db.StatementContext(ctx)
 }
 
 // millis is how times are stored: INTEGER milliseconds UTC.

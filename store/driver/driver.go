@@ -84,6 +84,10 @@ type Driver interface {
 	// and ListenTasks hears nothing, so other processes' new tasks are
 	// found by the scheduler's tick.
 	PollOnly() bool
+	// StatementContext is the context a write's statements run with, given
+	// the caller's. SQLite's runs them without its cancellation (see there);
+	// PostgreSQL's keeps it.
+	StatementContext(ctx context.Context) context.Context
 }
 
 // Leader elects one process among those on a database.
@@ -138,14 +142,6 @@ type Dialect struct {
 	// write goes alone to the driver's writer, which commits it with the
 	// others waiting beside it.
 	BatchStatements bool
-	// WritesUncancelled says the store runs the statements of a write
-	// without its caller's cancellation (context.WithoutCancel). SQLite's
-	// driver watches a cancellable context with a goroutine and a progress
-	// handler per statement, which costs more than most statements of a
-	// delivery, and an interrupted statement would roll back the whole
-	// group commit its write is in; the writer still skips a write whose
-	// caller gave up before it ran.
-	WritesUncancelled bool
 	// NotifyCancel, run in the transaction that deletes a task being
 	// delivered with the task's id as its argument, tells the other
 	// processes' ListenTasks to stop the delivery; "" where there are none.

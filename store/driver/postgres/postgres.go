@@ -230,6 +230,10 @@ func (db *DB) inTx(ctx context.Context, level sql.IsolationLevel, fn func(*sql.T
 // Commits is how many write transactions this process has committed.
 func (db *DB) Commits() uint64 { return db.commits.Load() }
 
+// StatementContext keeps ctx: a cancelled statement ends on the server and
+// rolls back only its own transaction.
+func (db *DB) StatementContext(ctx context.Context) context.Context { return ctx }
+
 // Probe runs fn as a write: each transaction takes a pooled connection the
 // pool has checked, and the server is the one thing to reach.
 func (db *DB) Probe(ctx context.Context, fn func(*sql.Tx) error) error {

@@ -49,8 +49,6 @@ var dialect = driver.Dialect{
 	Greatest:    `max`,
 	InJSONArray: `SELECT value FROM json_each(?)`,
 
-	WritesUncancelled: true,
-
 	Tables: `SELECT name FROM sqlite_schema
 		WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`,
 	Columns:      `SELECT name FROM pragma_table_info(?) ORDER BY cid`,

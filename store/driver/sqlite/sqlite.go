@@ -209,6 +209,15 @@ func (db *DB) ListenTasks(ctx context.Context, _ func(), _ func(int64)) error {
 // PollOnly is false: the one process needs no wake-ups from others.
 func (db *DB) PollOnly() bool { return false }
 
+// StatementContext drops ctx's cancellation: the SQLite library watches a
+// cancellable context with a goroutine and a progress handler per
+// statement, which costs more than most statements of a delivery, and an
+// interrupted statement would roll back the whole group commit its write is
+// in. The writer still skips a write whose caller gave up before it ran.
+func (db *DB) StatementContext(ctx context.Context) context.Context {
+	return context.WithoutCancel(ctx)
+}
+
 // closing runs on the writer at Close, once the committer has stopped.
 var closing = []string{`PRAGMA optimize`, `PRAGMA wal_checkpoint(TRUNCATE)`}
 
