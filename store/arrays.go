@@ -95,6 +95,20 @@ func textValue(v any) (*string, error) {
 	return &s, nil
 }
 
+// batchStatement is the statement that writes a batch of rows, args being
+// their values one row after the other: arraysSQL with one array per column
+// (typed by types) where the driver binds arrays and the batch has more
+// than one row, else the multi-row statement values spells for that many
+// rows, which is only built when it is the one used.
+func (s *Store) batchStatement(types columnTypes, arraysSQL string, values func(rows int) string, args []any) (string, []any, error) {
+	rows := len(args) / len(types)
+	if s.dialect.ArrayParams && rows > 1 {
+		columns, err := types.arrays(args)
+		return arraysSQL, columns, err
+	}
+	return values(rows), args, nil
+}
+
 // The delivery path's batches as column arrays, each in the order its
 // multi-row statement takes its values: outbox upserts (upsertOutboxArgs),
 // message events (insertMessageEvents), delivery attempts

@@ -79,9 +79,6 @@ func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) (
 // The id list lets either database find the rows by primary key before it
 // checks the fences.
 func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (map[int64]bool, error) {
-	ids := strings.Repeat("?, ", len(cs)-1) + "?"
-	fences := strings.Repeat("(id = ? AND lease_until = ? AND next_send_at = ?) OR ", len(cs)-1) +
-		"(id = ? AND lease_until = ? AND next_send_at = ?)"
 	args := make([]any, 0, 4*len(cs))
 	for _, c := range cs {
 		args = append(args, c.l.TaskID)
@@ -89,13 +86,17 @@ func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (
 	for _, c := range cs {
 		args = append(args, c.l.TaskID, millis(c.l.Until), millis(c.l.Occurrence))
 	}
-	query := `DELETE FROM tasks WHERE id IN (` + ids + `) AND (` + fences + `) RETURNING id`
+	var query string
 	if s.dialect.ArrayParams {
 		fences, err := fenceColumnTypes.arrays(args[len(cs):])
 		if err != nil {
 			return nil, err
 		}
 		query, args = deleteLeasedArraysSQL, append([]any{fences[0]}, fences...)
+	} else {
+		query = `DELETE FROM tasks WHERE id IN (` + strings.Repeat("?, ", len(cs)-1) + "?" + `) AND (` +
+			strings.Repeat("(id = ? AND lease_until = ? AND next_send_at = ?) OR ", len(cs)-1) +
+			"(id = ? AND lease_until = ? AND next_send_at = ?)" + `) RETURNING id`
 	}
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -124,10 +124,6 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 	for len(attempts) > 0 {
 		chunk := attempts[:min(len(attempts), maxAttemptRows)]
 		attempts = attempts[len(chunk):]
-		query := insertAttemptSQL
-		if len(chunk) > 1 {
-			query += strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(chunk)-1)
-		}
 		args := make([]any, 0, 10*len(chunk))
 		for _, a := range chunk {
 			at := a.At
@@ -137,18 +133,20 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 			args = append(args, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
 				a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
 		}
-		if s.dialect.ArrayParams && len(chunk) > 1 {
-			columns, err := attemptColumnTypes.arrays(args)
-			if err != nil {
-				return err
-			}
-			query, args = insertAttemptArraysSQL, columns
+		query, args, err := s.batchStatement(attemptColumnTypes, insertAttemptArraysSQL, attemptRowsSQL, args)
+		if err != nil {
+			return err
 		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// attemptRowsSQL inserts rows attempts in one statement.
+func attemptRowsSQL(rows int) string {
+	return insertAttemptSQL + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows-1)
 }
 
 // Attempts returns the logged attempts of one message, oldest first.

@@ -142,6 +142,15 @@ func insertEventsSQL(rows int) string {
 		strings.Repeat(row+", ", rows-1) + row
 }
 
+// eventRowsSQL inserts rows events in one statement, prepared at Open for
+// the few rows one push's delivery tells.
+func eventRowsSQL(rows int) string {
+	if rows <= preparedEventRows {
+		return insertMessageEventsSQL[rows-1]
+	}
+	return insertEventsSQL(rows)
+}
+
 // preparedEventRows bounds the inserts of events prepared at Open; a batch
 // of completions inserts its pushes' events together, up to
 // maxEventsPerStatement rows (six arguments each) a statement, so that a
@@ -169,16 +178,9 @@ func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []Me
 			}
 			args = append(args, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail)
 		}
-		query := insertMessageEventsSQL[min(len(batch), preparedEventRows)-1]
-		switch {
-		case s.dialect.ArrayParams && len(batch) > 1:
-			columns, err := eventColumnTypes.arrays(args)
-			if err != nil {
-				return err
-			}
-			query, args = insertEventArraysSQL, columns
-		case len(batch) > preparedEventRows:
-			query = insertEventsSQL(len(batch))
+		query, args, err := s.batchStatement(eventColumnTypes, insertEventArraysSQL, eventRowsSQL, args)
+		if err != nil {
+			return err
 		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err

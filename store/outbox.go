@@ -152,13 +152,9 @@ func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) 
 		for _, r := range chunk {
 			args = append(args, r...)
 		}
-		query := upsertOutboxHead + upsertOutboxRow + strings.Repeat(", "+upsertOutboxRow, len(chunk)-1) + upsertOutboxTail
-		if s.dialect.ArrayParams && len(chunk) > 1 {
-			columns, err := outboxColumnTypes.arrays(args)
-			if err != nil {
-				return err
-			}
-			query, args = upsertOutboxArraysSQL, columns
+		query, args, err := s.batchStatement(outboxColumnTypes, upsertOutboxArraysSQL, upsertOutboxRowsSQL, args)
+		if err != nil {
+			return err
 		}
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
@@ -201,6 +197,11 @@ func (s *Store) upsertOutbox(ctx context.Context, tx *sql.Tx, userID string, m O
 func upsertOutboxArgs(userID string, m OutboxMessage, sealed string, now int64, deliveredAt sql.NullInt64) []any {
 	return []any{userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
 		nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed, now, deliveredAt}
+}
+
+// upsertOutboxRowsSQL upserts rows outbox rows in one statement.
+func upsertOutboxRowsSQL(rows int) string {
+	return upsertOutboxHead + upsertOutboxRow + strings.Repeat(", "+upsertOutboxRow, rows-1) + upsertOutboxTail
 }
 
 // The outbox upsert, in parts so that appendMany can give it many rows.
