@@ -26,7 +26,8 @@ func Sleep(ctx context.Context, d time.Duration) error {
 
 // Drain waits for wg until ctx ends; then it calls interrupt and waits for
 // wg again, and returns ctx's error. It is the shutdown of background work
-// that may finish on its own (SSE backups, resumed approval rounds).
+// that may finish on its own (the scheduler's deliveries, SSE backups,
+// resumed approval rounds).
 func Drain(ctx context.Context, wg *sync.WaitGroup, interrupt func()) error {
 	done := make(chan struct{})
 	go func() {

@@ -263,20 +263,8 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		s.cancelRun()
-		return nil
-	case <-ctx.Done():
-		s.cancelRun()
-		<-done
-		return ctx.Err()
-	}
+	defer s.cancelRun()
+	return push.Drain(ctx, &s.wg, s.cancelRun)
 }
 
 func (s *Scheduler) loop() {
