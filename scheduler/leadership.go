@@ -71,7 +71,7 @@ func (l *Leadership) Campaign(ctx context.Context) (bool, error) {
 	if err != nil {
 		// Unknown whether the leadership was renewed: the last decision
 		// holds no longer than it did.
-		leads = leads && l.leads && l.now().Before(l.decidedAt.Add(l.hold))
+		leads = leads && l.holdsLocked()
 		l.leads = leads
 	} else {
 		l.leads, l.decidedAt = leads, sent
@@ -89,7 +89,13 @@ func (l *Leadership) Campaign(ctx context.Context) (bool, error) {
 func (l *Leadership) Check(context.Context) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.leads && l.now().Before(l.decidedAt.Add(l.hold)), nil
+	return l.holdsLocked(), nil
+}
+
+// holdsLocked reports whether the last decision was to lead and still
+// holds; l.mu is held.
+func (l *Leadership) holdsLocked() bool {
+	return l.leads && l.now().Before(l.decidedAt.Add(l.hold))
 }
 
 // Release gives the leadership up for good: Check and Campaign say no from
