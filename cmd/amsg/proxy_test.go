@@ -42,17 +42,16 @@ func TestBehindNginxLiveTraffic(t *testing.T) {
 	rig := newProxyRig(t)
 	dir := t.TempDir()
 	writeCertificate(t, dir)
-	httpPort, httpsPort := freePort(t), freePort(t)
 	recipe := readRecipe(t, "nginx/amsg-nginx-1.22.conf")
-	recipe = strings.NewReplacer(
-		" 80;", fmt.Sprintf(" %d;", httpPort), ":80;", fmt.Sprintf(":%d;", httpPort),
-		" 443 ", fmt.Sprintf(" %d ", httpsPort), ":443 ", fmt.Sprintf(":%d ", httpsPort),
-		"127.0.0.1:8080", strings.TrimPrefix(rig.amsg.URL, "http://"),
-	).Replace(recipe)
-	conf := writeNginxConf(t, dir, recipe)
-	cmd := exec.Command(nginx, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
-	// The master logs this once its sockets are bound.
-	startProxy(t, cmd, "start worker processes")
+	// The master logs "start worker processes" once its sockets are bound.
+	httpsPort := startProxy(t, "start worker processes", func(httpPort, httpsPort int) *exec.Cmd {
+		conf := writeNginxConf(t, dir, strings.NewReplacer(
+			" 80;", fmt.Sprintf(" %d;", httpPort), ":80;", fmt.Sprintf(":%d;", httpPort),
+			" 443 ", fmt.Sprintf(" %d ", httpsPort), ":443 ", fmt.Sprintf(":%d ", httpsPort),
+			"127.0.0.1:8080", strings.TrimPrefix(rig.amsg.URL, "http://"),
+		).Replace(recipe))
+		return exec.Command(nginx, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
+	})
 	rig.check(t, httpsPort)
 }
 
@@ -60,20 +59,21 @@ func TestBehindCaddyLiveTraffic(t *testing.T) {
 	caddy := requireTool(t, "caddy")
 	rig := newProxyRig(t)
 	dir := t.TempDir()
-	httpPort, httpsPort := freePort(t), freePort(t)
 	recipe := readRecipe(t, "Caddyfile")
 	recipe = strings.ReplaceAll(recipe, "127.0.0.1:8080", strings.TrimPrefix(rig.amsg.URL, "http://"))
-	// Global options put the recipe's site on the test's ports with
-	// certificates from Caddy's own authority instead of Let's Encrypt.
-	global := fmt.Sprintf("{\n\tadmin off\n\tlocal_certs\n\tskip_install_trust\n\thttp_port %d\n\thttps_port %d\n\tstorage file_system %s\n}\n\n",
-		httpPort, httpsPort, filepath.Join(dir, "data"))
-	path := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(path, []byte(global+recipe), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(caddy, "run", "--config", path, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	startProxy(t, cmd, "certificate obtained successfully")
+	httpsPort := startProxy(t, "certificate obtained successfully", func(httpPort, httpsPort int) *exec.Cmd {
+		// Global options put the recipe's site on the test's ports with
+		// certificates from Caddy's own authority instead of Let's Encrypt.
+		global := fmt.Sprintf("{\n\tadmin off\n\tlocal_certs\n\tskip_install_trust\n\thttp_port %d\n\thttps_port %d\n\tstorage file_system %s\n}\n\n",
+			httpPort, httpsPort, filepath.Join(dir, "data"))
+		path := filepath.Join(dir, "Caddyfile")
+		if err := os.WriteFile(path, []byte(global+recipe), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(caddy, "run", "--config", path, "--adapter", "caddyfile")
+		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+		return cmd
+	})
 	waitHandshake(t, httpsPort)
 	rig.check(t, httpsPort)
 }
@@ -113,10 +113,31 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startProxy runs cmd, in a process group of its own (nginx's workers
-// are its children), until the test ends and waits until it logs readyLine
-// (its log is shown if the test fails).
-func startProxy(t *testing.T, cmd *exec.Cmd, readyLine string) {
+// startProxy runs the proxy newCmd makes for two free loopback ports (HTTP,
+// HTTPS) until the test ends, waits until it logs readyLine, and returns its
+// HTTPS port. A port freePort found free can be taken by another process
+// before the proxy binds it (the proxies bind every address, and tests run
+// in parallel): a proxy that exits saying so is started again on new
+// ports, three times at most.
+func startProxy(t *testing.T, readyLine string, newCmd func(httpPort, httpsPort int) *exec.Cmd) int {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		httpPort, httpsPort := freePort(t), freePort(t)
+		cmd := newCmd(httpPort, httpsPort)
+		log, ready := runProxy(t, cmd, readyLine)
+		if ready {
+			return httpsPort
+		}
+		if attempt == 3 || !strings.Contains(strings.ToLower(log), "address already in use") {
+			t.Fatalf("%s exited before it was ready", filepath.Base(cmd.Path))
+		}
+	}
+}
+
+// runProxy runs cmd, in a process group of its own (nginx's workers are its
+// children), until the test ends, and waits until it logs readyLine (true)
+// or exits (false, with its log). Its log is shown if the test fails.
+func runProxy(t *testing.T, cmd *exec.Cmd, readyLine string) (string, bool) {
 	t.Helper()
 	name := filepath.Base(cmd.Path)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -164,10 +185,14 @@ func startProxy(t *testing.T, cmd *exec.Cmd, readyLine string) {
 	})
 	select {
 	case <-ready:
+		return "", true
 	case <-done:
-		t.Fatalf("%s exited before it was ready", name)
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(logged, "\n"), false
 	case <-time.After(20 * time.Second):
 		t.Fatalf("%s did not log %q within 20 s", name, readyLine)
+		return "", false
 	}
 }
 
