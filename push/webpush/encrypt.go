@@ -4,7 +4,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ecdh"
-	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -25,16 +24,19 @@ const (
 	recordSizeRS = push.MaxEncryptedBytes
 )
 
-var (
-	webPushInfo = []byte("WebPush: info\x00")
-	cekInfo     = "Content-Encoding: aes128gcm\x00"
-	nonceInfo   = "Content-Encoding: nonce\x00"
+// The info strings of RFC 8291 §3.4 and RFC 8188 §2.2-2.3, each followed
+// by HKDF-Expand's counter of its first block.
+const (
+	webPushInfo = "WebPush: info\x00"
+	cekInfo     = "Content-Encoding: aes128gcm\x00\x01"
+	nonceInfo   = "Content-Encoding: nonce\x00\x01"
 )
 
 // uaKeys are a subscription's keys, decoded and checked once per send.
 type uaKeys struct {
-	public *ecdh.PublicKey
-	auth   []byte
+	public      *ecdh.PublicKey
+	publicBytes []byte // its 65 bytes, as key_info takes them
+	auth        []byte
 }
 
 // sealPush encrypts plaintext for one subscription as a single aes128gcm
@@ -59,33 +61,15 @@ func seal(plaintext []byte, ua uaKeys, as *ecdh.PrivateKey, salt []byte, padTo i
 	if err != nil {
 		return nil, fmt.Errorf("ECDH with the subscription key: %w", err)
 	}
-	asPublic := as.PublicKey().Bytes()
-	// key_info = "WebPush: info" || 0x00 || ua_public || as_public.
-	var info [14 + 2*keyLen]byte
-	n := copy(info[:], webPushInfo)
-	n += copy(info[n:], ua.public.Bytes())
-	copy(info[n:], asPublic)
-	prkKey, err := hkdf.Extract(sha256.New, secret, ua.auth)
-	if err != nil {
-		return nil, err
-	}
-	ikm, err := hkdf.Expand(sha256.New, prkKey, string(info[:]), 32)
-	if err != nil {
-		return nil, err
-	}
-	prk, err := hkdf.Extract(sha256.New, ikm, salt)
-	if err != nil {
-		return nil, err
-	}
-	cek, err := hkdf.Expand(sha256.New, prk, cekInfo, 16)
-	if err != nil {
-		return nil, err
-	}
-	nonce, err := hkdf.Expand(sha256.New, prk, nonceInfo, 12)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(cek)
+	size := max(padTo, headerLen+len(plaintext)+1+tagLen)
+	body := make([]byte, size)
+	copy(body, salt)
+	binary.BigEndian.PutUint32(body[saltLen:], recordSizeRS)
+	body[saltLen+4] = keyLen
+	asPublic := body[saltLen+5 : headerLen]
+	copy(asPublic, as.PublicKey().Bytes())
+	cek, nonce := contentKeys(secret, ua, asPublic, salt)
+	block, err := aes.NewCipher(cek[:])
 	if err != nil {
 		return nil, err
 	}
@@ -93,15 +77,53 @@ func seal(plaintext []byte, ua uaKeys, as *ecdh.PrivateKey, salt []byte, padTo i
 	if err != nil {
 		return nil, err
 	}
-	size := max(padTo, headerLen+len(plaintext)+1+tagLen)
-	body := make([]byte, size)
-	copy(body, salt)
-	binary.BigEndian.PutUint32(body[saltLen:], recordSizeRS)
-	body[saltLen+4] = keyLen
-	copy(body[saltLen+5:], asPublic)
 	record := body[headerLen : size-tagLen]
 	copy(record, plaintext)
 	record[len(plaintext)] = lastRecord // the zeros after it are the padding
-	gcm.Seal(record[:0], nonce, record, nil)
+	gcm.Seal(record[:0], nonce[:], record, nil)
 	return body, nil
 }
+
+// contentKeys derives the content-encryption key and nonce of RFC 8291
+// §3.3-3.4 and RFC 8188 §2.2-2.3 from the ECDH secret. Every HKDF-Expand
+// here asks for at most one SHA-256 block, T(1) = HMAC(PRK, info || 0x01),
+// so the derivation is five HMACs, computed on the stack.
+func contentKeys(secret []byte, ua uaKeys, asPublic, salt []byte) (cek [16]byte, nonce [12]byte) {
+	// key_info = "WebPush: info" || 0x00 || ua_public || as_public, then
+	// HKDF-Expand's counter.
+	var info [len(webPushInfo) + 2*keyLen + 1]byte
+	n := copy(info[:], webPushInfo)
+	n += copy(info[n:], ua.publicBytes)
+	n += copy(info[n:], asPublic)
+	info[n] = 1
+	prkKey := hmacSHA256(ua.auth, secret)
+	ikm := hmacSHA256(prkKey[:], info[:])
+	prk := hmacSHA256(salt, ikm[:])
+	cekFull := hmacSHA256(prk[:], []byte(cekInfo))
+	nonceFull := hmacSHA256(prk[:], []byte(nonceInfo))
+	copy(cek[:], cekFull[:])
+	copy(nonce[:], nonceFull[:])
+	return cek, nonce
+}
+
+// hmacSHA256 is RFC 2104's HMAC-SHA256 for a key of at most one block
+// and a message of at most maxHMACMessage bytes (all of contentKeys'),
+// on the stack: crypto/hmac allocates a hash state per key.
+func hmacSHA256(key, msg []byte) [sha256.Size]byte {
+	var buf [sha256.BlockSize + maxHMACMessage]byte
+	copy(buf[:], key)
+	for i := range sha256.BlockSize {
+		buf[i] ^= 0x36
+	}
+	n := sha256.BlockSize + copy(buf[sha256.BlockSize:], msg)
+	inner := sha256.Sum256(buf[:n])
+	for i := range sha256.BlockSize {
+		buf[i] ^= 0x36 ^ 0x5c
+	}
+	copy(buf[sha256.BlockSize:], inner[:])
+	return sha256.Sum256(buf[:sha256.BlockSize+sha256.Size])
+}
+
+// maxHMACMessage is contentKeys' longest HMAC message: key_info and the
+// counter.
+const maxHMACMessage = len(webPushInfo) + 2*keyLen + 1

@@ -144,14 +144,14 @@ type Config struct {
 // Sender delivers messages to push subscriptions. It is safe for concurrent
 // use; make one per process, since it holds the shared HTTP client.
 type Sender struct {
-	cfg     Config
-	policy  EndpointPolicy
-	client  *http.Client
-	signer  *vapidSigner
-	subject string // the JWT's sub claim
-	log     *slog.Logger
-	metrics *metrics
-	hangs   *hangBreaker
+	cfg       Config
+	policy    EndpointPolicy
+	transport *http.Transport
+	signer    *vapidSigner
+	subject   string // the JWT's sub claim
+	log       *slog.Logger
+	metrics   *metrics
+	hangs     *hangBreaker
 }
 
 // NewSender checks cfg and builds a Sender.
@@ -205,14 +205,14 @@ func NewSender(cfg Config) (*Sender, error) {
 	}
 	policy := EndpointPolicy{AllowPrivate: cfg.AllowPrivateEndpoints, Resolver: cfg.Resolver}
 	s := &Sender{
-		cfg:     cfg,
-		policy:  policy,
-		client:  newHTTPClient(policy, cfg),
-		hangs:   newHangBreaker(cfg.HungAfter, cfg.HungTimeout),
-		signer:  signer,
-		subject: sub,
-		log:     cfg.Logger,
-		metrics: m,
+		cfg:       cfg,
+		policy:    policy,
+		transport: newTransport(policy, cfg),
+		hangs:     newHangBreaker(cfg.HungAfter, cfg.HungTimeout),
+		signer:    signer,
+		subject:   sub,
+		log:       cfg.Logger,
+		metrics:   m,
 	}
 	if !s.AppleSubjectOK() {
 		cfg.Logger.Warn("the VAPID subject is a placeholder that Apple's push service rejects; pushes to Apple devices "+
@@ -234,28 +234,25 @@ func uniformJitter(n time.Duration) time.Duration {
 	return rand.N(n)
 }
 
-// newHTTPClient is the one client every send shares: keep-alive connections
-// (HTTP/2 where the push service offers it) pooled up to MaxConnsPerHost,
-// bounded waits, no redirects (a push service never needs one, and
-// following one would let an endpoint point us anywhere), no proxy (it
-// would hide the address the policy must see), and a dialer that applies
-// the endpoint policy to the resolved address.
-func newHTTPClient(policy EndpointPolicy, cfg Config) *http.Client {
+// newTransport is the one transport every send shares: keep-alive
+// connections (HTTP/2 where the push service offers it) pooled up to
+// MaxConnsPerHost, bounded waits, no proxy (it would hide the address the
+// policy must see), and a dialer that applies the endpoint policy to the
+// resolved address. The sender makes its requests on the transport itself
+// (post), so no redirect is ever followed: a push service never needs one,
+// and following one would let an endpoint point us anywhere.
+func newTransport(policy EndpointPolicy, cfg Config) *http.Transport {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: policy.dialControl}
-	return &http.Client{
-		Timeout: cfg.Timeout,
-		Transport: &http.Transport{
-			DialContext:           netguard.Dial(dialer, cfg.Resolver),
-			TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs},
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          4 * cfg.MaxConnsPerHost,
-			MaxIdleConnsPerHost:   cfg.MaxConnsPerHost,
-			MaxConnsPerHost:       cfg.MaxConnsPerHost,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	return &http.Transport{
+		DialContext:           netguard.Dial(dialer, cfg.Resolver),
+		TLSClientConfig:       &tls.Config{RootCAs: cfg.RootCAs},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4 * cfg.MaxConnsPerHost,
+		MaxIdleConnsPerHost:   cfg.MaxConnsPerHost,
+		MaxConnsPerHost:       cfg.MaxConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
 	}
 }
 
@@ -439,7 +436,7 @@ func (s *Sender) deliver(ctx context.Context, sub push.Subscription, o *outgoing
 	if apple {
 		s.metrics.apple.Inc()
 	}
-	r := &run{s: s, ctx: ctx, endpoint: sub.Endpoint, origin: originOf(u), keys: keys, o: o, d: &d}
+	r := &run{s: s, ctx: ctx, endpoint: sub.Endpoint, url: u, origin: originOf(u), keys: keys, o: o, d: &d}
 	switch {
 	case o.inline:
 		r.sendAll([][]byte{o.Payload}, false)
@@ -479,7 +476,8 @@ type run struct {
 	s        *Sender
 	ctx      context.Context
 	endpoint string
-	origin   string // the push service's origin, the VAPID token's audience
+	url      *url.URL // endpoint, parsed once for every request
+	origin   string   // the push service's origin, the VAPID token's audience
 	keys     uaKeys
 	o        *outgoing
 	d        *Delivery
@@ -603,7 +601,10 @@ var (
 	contentTypeOctetStream   = []string{"application/octet-stream"}
 )
 
-// post makes one request with an encrypted body.
+// post makes one request with an encrypted body. It is made on the
+// transport, without http.Client, whose work is all for features the
+// sender does without (redirects, cookies, a timeout of its own: the
+// request's context has it), and with the endpoint parsed once per run.
 func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (response, error) {
 	auth, err := s.signer.header(r.origin)
 	if err != nil {
@@ -611,12 +612,8 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.hangs.requestTimeout(r.origin, s.cfg.Timeout))
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, r.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return response{}, err
-	}
 	// Canonical keys set directly, the per-request values in one slice.
-	h := req.Header
+	h := make(http.Header, 6)
 	values := []string{auth, r.o.ttlText, string(r.o.urgency), topic}
 	h["Authorization"] = values[0:1:1]
 	h["Content-Encoding"] = contentEncodingAES128GCM
@@ -626,7 +623,15 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	if topic != "" {
 		h["Topic"] = values[3:4:4]
 	}
-	resp, err := s.client.Do(req)
+	req := (&http.Request{
+		Method: http.MethodPost, URL: r.url, Host: r.url.Host, Header: h,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		// The transport replays the body when it retries on a new
+		// connection (a GOAWAY, a refused stream).
+		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+	}).WithContext(rctx)
+	resp, err := s.transport.RoundTrip(req)
 	s.hangs.observe(r.origin, err, ctx)
 	if err != nil {
 		return response{}, err
@@ -657,13 +662,14 @@ func classify(r response, err error) (push.Outcome, string) {
 		}
 		return push.OutcomeRetry, "network error: " + err.Error()
 	}
+	if r.status >= 200 && r.status < 300 {
+		return push.OutcomeDelivered, ""
+	}
 	what := fmt.Sprintf("%d %s", r.status, http.StatusText(r.status))
 	if r.body != "" {
 		what += ": " + r.body
 	}
 	switch s := r.status; {
-	case s >= 200 && s < 300:
-		return push.OutcomeDelivered, ""
 	case s == http.StatusNotFound || s == http.StatusGone:
 		return push.OutcomeGone, "the subscription is gone (" + what + ")"
 	case s == http.StatusRequestEntityTooLarge:

@@ -90,7 +90,7 @@ func parseKeys(keys push.SubscriptionKeys) (uaKeys, error) {
 	if len(a) != 16 {
 		return uaKeys{}, invalid("keys.auth", "must be 16 bytes (got %d)", len(a))
 	}
-	return uaKeys{public: public, auth: a}, nil
+	return uaKeys{public: public, publicBytes: p, auth: a}, nil
 }
 
 // EndpointPolicy decides which push endpoints amsg sends to. By default only

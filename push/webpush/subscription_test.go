@@ -163,7 +163,7 @@ func TestCheckSubscription(t *testing.T) {
 	}
 }
 
-// TestDialRefusesPrivateAddress shows the sender's own client checks the
+// TestDialRefusesPrivateAddress shows the sender's own transport checks the
 // address it connects to, whatever the name resolved to when it was stored.
 func TestDialRefusesPrivateAddress(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -172,7 +172,7 @@ func TestDialRefusesPrivateAddress(t *testing.T) {
 	defer srv.Close()
 
 	cfg := Config{Timeout: 5 * time.Second, MaxConnsPerHost: 4}
-	strict := newHTTPClient(EndpointPolicy{}, cfg)
+	strict := &http.Client{Transport: newTransport(EndpointPolicy{}, cfg)}
 	_, err := strict.Post(srv.URL, "application/octet-stream", nil)
 	if !errors.Is(err, ErrRefusedAddress) || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("strict client reached %s: err = %v", srv.URL, err)
@@ -180,10 +180,10 @@ func TestDialRefusesPrivateAddress(t *testing.T) {
 	// A name a resolver points at loopback is refused at the dial too.
 	cfg.Resolver = netguard.MapResolver{"push.example.net": {"127.0.0.1"}}
 	named := strings.Replace(srv.URL, "127.0.0.1", "push.example.net", 1)
-	if _, err := newHTTPClient(EndpointPolicy{}, cfg).Post(named, "application/octet-stream", nil); !errors.Is(err, ErrRefusedAddress) {
+	if _, err := (&http.Client{Transport: newTransport(EndpointPolicy{}, cfg)}).Post(named, "application/octet-stream", nil); !errors.Is(err, ErrRefusedAddress) {
 		t.Errorf("strict client with a resolver reached %s: err = %v", named, err)
 	}
-	open := newHTTPClient(EndpointPolicy{AllowPrivate: true}, cfg)
+	open := &http.Client{Transport: newTransport(EndpointPolicy{AllowPrivate: true}, cfg)}
 	resp, err := open.Post(srv.URL, "application/octet-stream", nil)
 	if err != nil {
 		t.Fatal(err)
