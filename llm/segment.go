@@ -22,6 +22,16 @@ import (
 // nothing returns the chunk unchanged; a cascade applies each pattern to
 // every chunk of the one before. Split never returns an empty list.
 func (s *Splitter) Split(text string) ([]string, error) {
+	if s == defaultSplitter && len(text) <= MaxSplitInput && utf8.ValidString(text) && !strings.ContainsAny(text, sentenceEnds) {
+		// Every match of DefaultSplitPattern starts with one of
+		// sentenceEnds, so such a text is one segment, as the pass below
+		// would find it without running the regex (a fixed task's text,
+		// split on every fire: issue 24).
+		if t := push.JSTrim(text); t != "" {
+			return []string{t}, nil
+		}
+		return []string{text}, nil
+	}
 	g := s.NewSegmenter()
 	segs, err := g.Write(text)
 	if err != nil {

@@ -338,6 +338,11 @@ func FuzzSegmenter(f *testing.F) {
 	f.Add("段一句一。段一句二。\n\n段二句一。", []byte{5, 4, 3, 2, 1})
 	f.Add("a\nb\nc", []byte{0, 0})
 	f.Add("  \n\n 。！ x", []byte{1, 1, 1, 1})
+	// No sentence end: the default splitter's shortcut.
+	f.Add("Reminder 1: time for a glass of water", []byte{3, 9})
+	f.Add(" \u00a0 drink water\n", []byte{2})
+	f.Add("\u3000\ufeff", []byte{1})
+	f.Add("bad \xff byte", []byte{4})
 	f.Fuzz(func(t *testing.T, text string, seed []byte) {
 		for i, sp := range exactSplitters {
 			want, err := sp.Split(text)
