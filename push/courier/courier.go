@@ -16,8 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -569,14 +569,18 @@ type originGate struct {
 func (g originGate) Enter(ctx context.Context) error { return g.l.acquire(ctx, g.origin) }
 func (g originGate) Leave()                          { g.l.release(g.origin) }
 
-// originOf is the push service an endpoint belongs to: scheme and host. An
-// endpoint that does not parse shares one key; the sender refuses it anyway.
+// originOf is the push service an endpoint belongs to: scheme and host,
+// the endpoint up to its path, without parsing it (once a push). An
+// endpoint without a scheme shares one key; the sender refuses it anyway.
 func originOf(endpoint string) string {
-	u, err := url.Parse(endpoint)
-	if err != nil {
+	scheme, rest, ok := strings.Cut(endpoint, "://")
+	if !ok {
 		return ""
 	}
-	return u.Scheme + "://" + u.Host
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	return endpoint[:len(scheme)+len("://")+len(rest)]
 }
 
 // bookkeeping is what the delivery of o left to write: the attempts, the

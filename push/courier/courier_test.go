@@ -75,7 +75,7 @@ func (f *fixture) subscribe(t *testing.T, userID string, sub push.Subscription) 
 	return d
 }
 
-func content(t *testing.T, id, text string) push.Push {
+func content(t testing.TB, id, text string) push.Push {
 	t.Helper()
 	p, err := push.Decode([]byte(`{"messageKind":"content","messageType":"instant","source":"instant","messageSubtype":"chat",` +
 		`"messageId":"` + id + `","sessionId":"sess_1","timestamp":"2026-06-01T09:00:00.000Z","title":"Rei","message":"` + text + `",` +

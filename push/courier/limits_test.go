@@ -114,3 +114,23 @@ func TestSlowLimiterKeepsARecentKeyWarm(t *testing.T) {
 		t.Error("a key quiet for longer than warmFor opened at once")
 	}
 }
+
+// Pushes to one push service share its origin's slots whatever their path,
+// and another port or host is another origin.
+func TestOriginOfAnEndpoint(t *testing.T) {
+	for endpoint, want := range map[string]string{
+		"https://fcm.googleapis.com/fcm/send/abc":   "https://fcm.googleapis.com",
+		"https://fcm.googleapis.com/fcm/send/def":   "https://fcm.googleapis.com",
+		"https://web.push.apple.com/QGuQyavX":       "https://web.push.apple.com",
+		"http://127.0.0.1:8443/push/1?x=y":          "http://127.0.0.1:8443",
+		"https://updates.push.services.mozilla.com": "https://updates.push.services.mozilla.com",
+		"https://push.example.net?q#f":              "https://push.example.net",
+		"https://[::1]:9/p":                         "https://[::1]:9",
+		"push.example.net/no-scheme":                "",
+		"":                                          "",
+	} {
+		if got := originOf(endpoint); got != want {
+			t.Errorf("originOf(%q) = %q, want %q", endpoint, got, want)
+		}
+	}
+}

@@ -1,9 +1,6 @@
 package courier
 
-import (
-	"amsg/push/receipt"
-	"amsg/push/webpush"
-)
+import "amsg/push/webpush"
 
 // withReceipt is msg as the device deviceID of userID gets it: stamped with
 // the push's receipt token (Config.Receipts), with which amsg's service
@@ -14,6 +11,6 @@ func (c *Courier) withReceipt(msg webpush.Message, userID string, deviceID int64
 	if c.cfg.Receipts == nil || userID == "" || deviceID == 0 {
 		return msg
 	}
-	msg.Payload = receipt.Stamp(msg.Payload, c.cfg.Receipts.Token(userID, msg.ID, deviceID))
+	msg.Payload = c.cfg.Receipts.Stamp(msg.Payload, userID, msg.ID, deviceID)
 	return msg
 }

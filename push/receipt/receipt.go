@@ -10,12 +10,15 @@
 package receipt
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Field is the member of a push's JSON object that carries its token.
@@ -35,11 +38,27 @@ var ErrMalformed = errors.New("receipt: malformed token")
 
 // Signer mints and checks tokens under one key. It is safe for concurrent
 // use.
-type Signer struct{ key []byte }
+type Signer struct {
+	key []byte
+	// macs holds keyed HMACs with their input buffers, reused: the
+	// courier mints a token for every push.
+	macs sync.Pool
+}
+
+// macState is one reusable HMAC under the signer's key.
+type macState struct {
+	h     hash.Hash
+	input []byte
+	sum   [sha256.Size]byte
+}
 
 // NewSigner returns a signer with key, which the server derives from its
 // master key so that tokens stay valid across restarts and instances.
-func NewSigner(key [32]byte) *Signer { return &Signer{key: key[:]} }
+func NewSigner(key [32]byte) *Signer {
+	s := &Signer{key: key[:]}
+	s.macs.New = func() any { return &macState{h: hmac.New(sha256.New, s.key)} }
+	return s
+}
 
 // String keeps the key out of logs.
 func (s *Signer) String() string { return "receipt.Signer{redacted}" }
@@ -47,25 +66,52 @@ func (s *Signer) String() string { return "receipt.Signer{redacted}" }
 // Token is the token of userID's push messageID to device deviceID (a
 // stored device's id, above 0).
 func (s *Signer) Token(userID, messageID string, deviceID int64) string {
-	id := strconv.FormatInt(deviceID, 10)
-	return id + "." + base64.RawURLEncoding.EncodeToString(s.mac(userID, messageID, id))
+	var buf [MaxTokenBytes]byte
+	return string(s.appendToken(buf[:0], userID, messageID, deviceID))
+}
+
+// appendToken appends Token's token to dst.
+func (s *Signer) appendToken(dst []byte, userID, messageID string, deviceID int64) []byte {
+	start := len(dst)
+	dst = strconv.AppendInt(dst, deviceID, 10)
+	id := dst[start:]
+	m := s.macs.Get().(*macState)
+	dst = append(dst, '.')
+	dst = base64.RawURLEncoding.AppendEncode(dst, m.mac(userID, messageID, id))
+	s.macs.Put(m)
+	return dst
 }
 
 // Check reports whether token is the one Token gives for userID, messageID
 // and deviceID, in constant time.
 func (s *Signer) Check(token, userID, messageID string, deviceID int64) bool {
 	_, mac, err := Parse(token)
-	return err == nil && hmac.Equal(mac, s.mac(userID, messageID, strconv.FormatInt(deviceID, 10)))
+	if err != nil {
+		return false
+	}
+	var id [20]byte
+	m := s.macs.Get().(*macState)
+	defer s.macs.Put(m)
+	return hmac.Equal(mac, m.mac(userID, messageID, strconv.AppendInt(id[:0], deviceID, 10)))
 }
 
 // mac is the HMAC over the three names, each length-prefixed so that no
-// two triples share an input.
-func (s *Signer) mac(userID, messageID, deviceID string) []byte {
-	h := hmac.New(sha256.New, s.key)
-	for _, part := range []string{userID, messageID, deviceID} {
-		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part))
-	}
-	return h.Sum(nil)[:macBytes]
+// two triples share an input. The result is m's until its next use.
+func (m *macState) mac(userID, messageID string, deviceID []byte) []byte {
+	in := appendPart(m.input[:0], userID)
+	in = appendPart(in, messageID)
+	in = appendPart(in, deviceID)
+	m.input = in
+	m.h.Reset()
+	m.h.Write(in)
+	return m.h.Sum(m.sum[:0])[:macBytes]
+}
+
+// appendPart appends one name of a MAC's input, length-prefixed.
+func appendPart[T string | []byte](in []byte, part T) []byte {
+	in = strconv.AppendInt(in, int64(len(part)), 10)
+	in = append(in, ':')
+	return append(in, part...)
 }
 
 // Parse splits a token into the device it names and its MAC, or returns
@@ -89,10 +135,11 @@ func Parse(token string) (deviceID int64, mac []byte, err error) {
 	return deviceID, mac, nil
 }
 
-// Stamp returns payload, a push's JSON object, with token added as its
-// last member. It does not check payload: the courier stamps pushes the
+// Stamp returns payload, a push's JSON object, with the token of userID's
+// push messageID to device deviceID (Token) added as its last member, in
+// one allocation. It does not check payload: the courier stamps pushes the
 // builders made.
-func Stamp(payload []byte, token string) []byte {
+func (s *Signer) Stamp(payload []byte, userID, messageID string, deviceID int64) []byte {
 	end := len(payload) - 1
 	for end > 0 && payload[end] != '}' {
 		end--
@@ -100,17 +147,18 @@ func Stamp(payload []byte, token string) []byte {
 	if end <= 0 {
 		return payload
 	}
-	out := make([]byte, 0, len(payload)+len(Field)+len(token)+6)
+	out := make([]byte, 0, len(payload)+len(Field)+MaxTokenBytes+6)
 	out = append(out, payload[:end]...)
 	if !isEmptyObject(payload[:end]) {
 		out = append(out, ',')
 	}
-	out = append(out, `"`+Field+`":"`+token+`"}`...)
-	return out
+	out = append(out, `"`+Field+`":"`...)
+	out = s.appendToken(out, userID, messageID, deviceID)
+	return append(out, `"}`...)
 }
 
 // isEmptyObject reports whether head, an object up to its closing brace,
 // has no member.
 func isEmptyObject(head []byte) bool {
-	return strings.TrimSpace(string(head)) == "{"
+	return string(bytes.TrimSpace(head)) == "{"
 }

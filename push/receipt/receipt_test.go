@@ -43,15 +43,30 @@ func TestTokensCheckOnlyForTheirPushAndDevice(t *testing.T) {
 }
 
 func TestStampAddsTheTokenAsTheLastMember(t *testing.T) {
+	s := receipt.NewSigner([32]byte{1})
+	tok := s.Token("alice", "m", 1)
 	for payload, want := range map[string]string{
-		`{"messageId":"m"}`: `{"messageId":"m","receiptToken":"1.x"}`,
-		`{}`:                `{"receiptToken":"1.x"}`,
-		`{"a":{"b":1}} `:    `{"a":{"b":1},"receiptToken":"1.x"}`,
+		`{"messageId":"m"}`: `{"messageId":"m","receiptToken":"` + tok + `"}`,
+		`{}`:                `{"receiptToken":"` + tok + `"}`,
+		`{"a":{"b":1}} `:    `{"a":{"b":1},"receiptToken":"` + tok + `"}`,
 	} {
-		got := receipt.Stamp([]byte(payload), "1.x")
+		got := s.Stamp([]byte(payload), "alice", "m", 1)
 		if string(got) != want || !json.Valid(got) {
 			t.Errorf("Stamp(%s) = %s, want %s", payload, got, want)
 		}
+	}
+}
+
+// A token minted once stays valid: the MAC's input and encoding are fixed
+// (a token of the last release, in a push not yet shown, must still check).
+func TestTokensKeepTheirForm(t *testing.T) {
+	const minted = "42.u2pOHkQTkT_G7C6Zp2rIsA" // by the first release with receipts
+	s := receipt.NewSigner([32]byte{1})
+	if got := s.Token("alice", "msg_task_50@1795498508335_0", 42); got != minted {
+		t.Errorf("token %q, want %q", got, minted)
+	}
+	if !s.Check(minted, "alice", "msg_task_50@1795498508335_0", 42) {
+		t.Error("an earlier token no longer checks")
 	}
 }
 
