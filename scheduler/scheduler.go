@@ -773,7 +773,7 @@ func (s *Scheduler) delivered(ctx context.Context, t store.Task, l store.Lease, 
 // write to go on: it is unhurried, and a trickle's completions commit
 // together (store.Unhurried).
 func (s *Scheduler) complete(ctx context.Context, l store.Lease, next time.Time, last push.Bookkeeping) error {
-	return courier.RetryWrite(store.Unhurried(tracing.Detached(ctx)), s.cfg.LeaseTTL, s.cfg.Sleep, s.log.With("taskId", l.TaskID),
+	return courier.RetryWrite(store.Unhurried(tracing.Detached(ctx)), s.cfg.LeaseTTL, s.cfg.Sleep, s.log, slog.Int64("taskId", l.TaskID),
 		"recording a delivered occurrence", func(ctx context.Context) error {
 			err := s.deps.Store.CompleteTask(ctx, l, next, last)
 			if errors.Is(err, store.ErrLeaseLost) {

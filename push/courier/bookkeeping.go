@@ -23,12 +23,14 @@ const (
 
 // RetryWrite runs write until it succeeds or bound has passed, each try
 // within bookkeepingTimeout, waiting between tries with sleep (growing from
-// 100 ms to 5 s); every failure is logged with its text. It is for the
-// writes that record a push that already went out, where failing is worse
-// than waiting: write returns nil for an outcome that makes the write moot
-// (a lost lease). It returns the last error.
+// 100 ms to 5 s); every failure is logged with its text and about (the
+// task or push written: an attribute, not a Logger.With, which would format
+// it on every write of every push). It is for the writes that record a push
+// that already went out, where failing is worse than waiting: write returns
+// nil for an outcome that makes the write moot (a lost lease). It returns
+// the last error.
 func RetryWrite(ctx context.Context, bound time.Duration, sleep func(context.Context, time.Duration) error,
-	log *slog.Logger, what string, write func(context.Context) error) error {
+	log *slog.Logger, about slog.Attr, what string, write func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bound)
 	defer cancel()
 	wait := retryFirstWait
@@ -41,11 +43,11 @@ func RetryWrite(ctx context.Context, bound time.Duration, sleep func(context.Con
 		}
 		if err == nil {
 			if try > 1 {
-				log.InfoContext(ctx, "courier: "+what+" written after retries", "tries", try)
+				log.LogAttrs(ctx, slog.LevelInfo, "courier: "+what+" written after retries", about, slog.Int("tries", try))
 			}
 			return nil
 		}
-		log.WarnContext(ctx, "courier: "+what+" failed; retrying", "try", try, "err", err.Error())
+		log.LogAttrs(ctx, slog.LevelWarn, "courier: "+what+" failed; retrying", about, slog.Int("try", try), slog.String("err", err.Error()))
 		if sleep(ctx, wait) != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func TestRetryWrite(t *testing.T) {
 		return ctx.Err()
 	}
 	tries := 0
-	err := courier.RetryWrite(t.Context(), time.Minute, sleep, log, "recording", func(context.Context) error {
+	err := courier.RetryWrite(t.Context(), time.Minute, sleep, log, slog.Int64("taskId", 7), "recording", func(context.Context) error {
 		if tries++; tries < 4 {
 			return errors.New("disk I/O error")
 		}
@@ -38,19 +38,22 @@ func TestRetryWrite(t *testing.T) {
 	if want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}; !slices.Equal(waits, want) {
 		t.Errorf("waits %v, want %v", waits, want)
 	}
+	if n := strings.Count(logs.String(), `"taskId":7,"try":`); n != 3 {
+		t.Errorf("%d failures logged with the task written:\n%s", n, logs.String())
+	}
 	if n := strings.Count(logs.String(), `"err":"disk I/O error"`); n != 3 {
 		t.Errorf("%d failures logged with their text:\n%s", n, logs.String())
 	}
 	// A closed store is never retried: the process is stopping.
 	waits, tries = nil, 0
 	closed := fmt.Errorf("store: %w", push.ErrStoreClosed)
-	err = courier.RetryWrite(t.Context(), time.Minute, sleep, log, "recording", func(context.Context) error { tries++; return closed })
+	err = courier.RetryWrite(t.Context(), time.Minute, sleep, log, slog.Int64("taskId", 7), "recording", func(context.Context) error { tries++; return closed })
 	if !errors.Is(err, push.ErrStoreClosed) || tries != 1 || len(waits) != 0 {
 		t.Errorf("a closed store: err %v after %d tries and %d waits", err, tries, len(waits))
 	}
 	// Past the bound the last error is returned.
 	giveUp := func(context.Context, time.Duration) error { return context.DeadlineExceeded }
-	err = courier.RetryWrite(t.Context(), time.Minute, giveUp, log, "recording", func(context.Context) error { return errors.New("still down") })
+	err = courier.RetryWrite(t.Context(), time.Minute, giveUp, log, slog.Int64("taskId", 7), "recording", func(context.Context) error { return errors.New("still down") })
 	if err == nil || err.Error() != "still down" {
 		t.Errorf("err %v, want the last write's", err)
 	}

@@ -400,7 +400,7 @@ func (c *Courier) Keep(ctx context.Context, b push.Bookkeeping) {
 	if b.Empty() {
 		return
 	}
-	err := RetryWrite(ctx, KeepBound, c.cfg.Sleep, c.log.With("messageId", b.MessageID()), "recording a push's delivery",
+	err := RetryWrite(ctx, KeepBound, c.cfg.Sleep, c.log, slog.String("messageId", b.MessageID()), "recording a push's delivery",
 		func(ctx context.Context) error { return c.store.RecordDeliveries(ctx, b) })
 	if err != nil {
 		c.log.ErrorContext(ctx, "courier: could not record a push's delivery", "messageId", b.MessageID(),
