@@ -49,9 +49,7 @@ func (b *hangBreaker) requestTimeout(origin string, full time.Duration) time.Dur
 // nil when it got an answer; caller is the sender's own context, whose end
 // says nothing about the origin.
 func (b *hangBreaker) observe(origin string, err error, caller context.Context) {
-	var ne net.Error
-	timedOut := err != nil && caller.Err() == nil &&
-		(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout())
+	timedOut := err != nil && caller.Err() == nil && isTimeout(err)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
@@ -63,6 +61,13 @@ func (b *hangBreaker) observe(origin string, err error, caller context.Context) 
 	case err == nil:
 		delete(b.timeouts, origin)
 	}
+}
+
+// isTimeout reports a transport error that is a timeout. (Apart from
+// observe, whose every call would otherwise allocate the net.Error.)
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // Gate bounds the requests of a send that run at once, as the courier's
