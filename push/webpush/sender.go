@@ -612,16 +612,20 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.hangs.requestTimeout(r.origin, s.cfg.Timeout))
 	defer cancel()
-	// Canonical keys set directly, the per-request values in one slice.
+	// Keys set directly, the per-request values in one slice. Those that
+	// net/http does not know are in lower case, as HTTP/2 sends every name
+	// (RFC 9113 §8.2.2), which spares the transport a lower-case copy of
+	// each per request; over HTTP/1.1 they go as written, and names are
+	// case-insensitive (RFC 9110 §5.1).
 	h := make(http.Header, 6)
 	values := []string{auth, r.o.ttlText, string(r.o.urgency), topic}
 	h["Authorization"] = values[0:1:1]
 	h["Content-Encoding"] = contentEncodingAES128GCM
 	h["Content-Type"] = contentTypeOctetStream
-	h["Ttl"] = values[1:2:2]
-	h["Urgency"] = values[2:3:3]
+	h["ttl"] = values[1:2:2]
+	h["urgency"] = values[2:3:3]
 	if topic != "" {
-		h["Topic"] = values[3:4:4]
+		h["topic"] = values[3:4:4]
 	}
 	req := (&http.Request{
 		Method: http.MethodPost, URL: r.url, Host: r.url.Host, Header: h,
