@@ -8,7 +8,6 @@
 package webpush
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -630,10 +629,10 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	req := (&http.Request{
 		Method: http.MethodPost, URL: r.url, Host: r.url.Host, Header: h,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		Body: &requestBody{body}, ContentLength: int64(len(body)),
 		// The transport replays the body when it retries on a new
 		// connection (a GOAWAY, a refused stream).
-		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+		GetBody: func() (io.ReadCloser, error) { return &requestBody{body}, nil },
 	}).WithContext(rctx)
 	resp, err := s.transport.RoundTrip(req)
 	s.hangs.observe(r.origin, err, ctx)
@@ -652,6 +651,23 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	out.retryAfter, out.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now())
 	return out, nil
 }
+
+// requestBody is an encrypted body as a request's. It reports io.EOF with
+// its last bytes, so the HTTP/2 transport ends the stream without reading
+// it again (into a scratch byte of its own per request), and takes one
+// allocation where io.NopCloser over a bytes.Reader takes two.
+type requestBody struct{ rest []byte }
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	n := copy(p, b.rest)
+	b.rest = b.rest[n:]
+	if len(b.rest) == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (b *requestBody) Close() error { return nil }
 
 // classify applies the status policy: what an answer (or its absence) means
 // for the message and the subscription, and why in words.
