@@ -41,6 +41,7 @@ var dialect = driver.Dialect{
 		outboxBytewiseSchema,
 		timeRangesSchema,
 		receiptOnceSchema,
+		attemptsUnindexedSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -431,3 +431,8 @@ CREATE INDEX delivery_log_at ON delivery_log USING brin (at) WITH (autosummarize
 DROP INDEX message_outbox_created;
 CREATE INDEX message_outbox_created ON message_outbox USING brin (created_at) WITH (autosummarize = on);
 `
+
+// attemptsUnindexedSchema: see SQLite's.
+const attemptsUnindexedSchema = `
+DROP INDEX delivery_log_message;
+`
