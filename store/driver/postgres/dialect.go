@@ -41,6 +41,7 @@ var dialect = driver.Dialect{
 		outboxBytewiseSchema,
 		timeRangesSchema,
 		receiptOnceSchema,
+		interruptResumedSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
