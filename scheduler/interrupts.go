@@ -146,7 +146,7 @@ type roundKey struct {
 
 func keyOf(it *store.Interrupt) roundKey { return roundKey{it.UserID, it.SessionID, it.Iteration} }
 
-// follow runs first (if any), then resumes it's round, on a goroutine of
+// follow runs first (if any), then resumes the round of it, on a goroutine of
 // its own, unless this process follows that round already or stops. It
 // reports whether it started.
 func (in *Interrupts) follow(ctx context.Context, it *store.Interrupt, first func(context.Context)) bool {
@@ -225,7 +225,7 @@ func (in *Interrupts) resume(ctx context.Context, it *store.Interrupt) {
 	}
 }
 
-// followed reports whether what resume did with it's round, ending in err,
+// followed reports whether what resume did with the round of it, ending in err,
 // leaves nothing for another try: the round ran (not cut by Stop), waits
 // for another approval or for the browser, or was followed by another
 // request, which a conflict proves only once a claim can no longer hold.
