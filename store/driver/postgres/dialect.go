@@ -41,6 +41,7 @@ var dialect = driver.Dialect{
 		outboxBytewiseSchema,
 		timeRangesSchema,
 		receiptOnceSchema,
+		interruptResumedSchema,
 		attemptsUnindexedSchema,
 	},
 
