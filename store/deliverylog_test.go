@@ -134,3 +134,14 @@ func TestTheDeliveryLogIsIndexedByTimeAlone(t *testing.T) {
 		t.Errorf("delivery_log's indexes beside its key are on %q, want only at", indexed)
 	}
 }
+
+// The delivery log's reads by time (the prune, the operator's chart) use
+// delivery_log_at, the one index an attempt writes on SQLite
+// (TestPostgresPrunesReadTheTimeRanges checks PostgreSQL's).
+func TestDeliveryLogReadsUseTheTimeIndex(t *testing.T) {
+	_, db := openWithPath(t, store.Config{})
+	checkPlansUse(t, db, map[string][]string{
+		`DELETE FROM delivery_log WHERE at < 1`: {"delivery_log_at"},
+		`SELECT at / 60000 AS minute, outcome, count(*) FROM delivery_log WHERE at >= 1 GROUP BY at / 60000, outcome ORDER BY minute, outcome`: {"delivery_log_at"},
+	})
+}
