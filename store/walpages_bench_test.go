@@ -27,9 +27,9 @@ import (
 // push writes on SQLite (issue 24): the WAL frames of a trickle of
 // one-device fixed pushes, claimed a few at a time as the scheduler does
 // at 1 000 tasks a second and completed together in one write (a batch of
-// completions, one commit, whatever the machine's load), after a history of earlier
-// pushes so the indexes are as deep and as spread over users as a running
-// server's. A reader holds a snapshot from before the trickle, so no
+// completions: one commit, whatever the machine's load), after a history
+// of earlier pushes so the indexes are as deep and as spread over users
+// as a running server's. A reader holds a snapshot from before the trickle, so no
 // checkpoint starts the WAL over and every frame stays to be read; each
 // frame's page is named by dbstat right after the commit that wrote it (a
 // page freed and taken by another b-tree within one round is named for the
@@ -92,8 +92,8 @@ func BenchmarkSQLiteWALPagesPerPush(b *testing.B) {
 	if _, err := pin.ExecContext(ctx, `BEGIN`); err != nil {
 		b.Fatal(err)
 	}
-	var rows int
-	if err := pin.QueryRowContext(ctx, `SELECT count(*) FROM message_outbox`).Scan(&rows); err != nil {
+	var outboxRows int // a read, so that the pin holds its snapshot
+	if err := pin.QueryRowContext(ctx, `SELECT count(*) FROM message_outbox`).Scan(&outboxRows); err != nil {
 		b.Fatal(err)
 	}
 	wal := openWAL(b, path+"-wal")
@@ -128,6 +128,8 @@ func BenchmarkSQLiteWALPagesPerPush(b *testing.B) {
 
 func benchUser(u int) string { return fmt.Sprintf("user-%03d", u) }
 
+func benchTaskUUID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+
 // benchClock is the benchmark's time, moved on by each round.
 type benchClock struct{ now time.Time }
 
@@ -136,7 +138,7 @@ func (c *benchClock) Now() time.Time { return c.now }
 // insertBenchTask inserts the one-off fixed task i, due at due, of user i mod users.
 func insertBenchTask(b *testing.B, st *Store, due time.Time, i, users int) {
 	if _, _, err := st.InsertTask(context.Background(), NewTask{
-		UserID: benchUser(i % users), UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), MessageType: push.TypeFixed, NextSendAt: due,
+		UserID: benchUser(i % users), UUID: benchTaskUUID(i), MessageType: push.TypeFixed, NextSendAt: due,
 		Payload: []byte(`{"contactName":"Rei","userMessage":"time for a glass of water"}`),
 	}); err != nil {
 		b.Fatal(err)
@@ -149,7 +151,7 @@ func insertBenchTask(b *testing.B, st *Store, due time.Time, i, users int) {
 // outbox row, delivered, and the attempt).
 func deliverTrickleRound(b *testing.B, st *Store, clk *benchClock, first, n, users int) {
 	ctx := context.Background()
-	if _, err := st.Task(ctx, benchUser(first%users), fmt.Sprintf("00000000-0000-4000-8000-%012d", first)); err != nil {
+	if _, err := st.Task(ctx, benchUser(first%users), benchTaskUUID(first)); err != nil {
 		for i := first; i < first+n; i++ {
 			insertBenchTask(b, st, clk.now, i, users)
 		}
