@@ -141,7 +141,7 @@ type Config struct {
 }
 
 // Sender delivers messages to push subscriptions. It is safe for concurrent
-// use; make one per process, since it holds the shared HTTP client.
+// use; make one per process, since it holds the shared HTTP transport.
 type Sender struct {
 	cfg       Config
 	policy    EndpointPolicy
