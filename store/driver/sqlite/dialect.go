@@ -36,6 +36,7 @@ var dialect = driver.Dialect{
 		outboxBytewiseSchema,
 		timeRangesSchema,
 		receiptOnceSchema,
+		wakeUpsSchema,
 	},
 
 	ClaimableAt: claimableAt,
