@@ -65,6 +65,7 @@ func TestReceiptOnceMigrationKeepsTheFirstReport(t *testing.T) {
 	path, url := storetest.Database(t)
 	cfg := store.Config{Path: path, DatabaseURL: url}
 	st := storetest.Open(t, cfg)
+	before := st.VersionBefore("message_events_receipt")
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestReceiptOnceMigrationKeepsTheFirstReport(t *testing.T) {
 	// twice by two instances, and a sent event twice, as sends may be.
 	for _, statement := range []string{
 		`DROP INDEX message_events_receipt`,
-		`UPDATE schema_version SET version = version - 1`,
+		fmt.Sprintf(`UPDATE schema_version SET version = %d`, before),
 		`INSERT INTO message_events (at, user_id, message_id, device_id, type, detail) VALUES
 			(1, 'u', 'm', '1', 'shown', '{"first":true}'), (2, 'u', 'm', '1', 'shown', '{}'),
 			(3, 'u', 'm', '1', 'clicked', '{}'), (4, 'u', 'm', '', 'sent', '{}'), (5, 'u', 'm', '', 'sent', '{}')`,
