@@ -1,7 +1,9 @@
 package store
 
 import (
-	"slices"
+	"context"
+	"database/sql"
+	"fmt"
 	"strings"
 )
 
@@ -9,9 +11,17 @@ import (
 // and statement), for the test of PostgreSQL's claim.
 func (s *Store) ClaimSQL() (plan, claim string) { return s.dialect.ClaimPlan, s.claimDueSQL() }
 
-// VersionBefore is the schema version just before the first migration
-// step whose SQL contains fragment, so that a test of that step can roll a
-// database back to it whatever steps were appended since.
-func (s *Store) VersionBefore(fragment string) int {
-	return slices.IndexFunc(s.dialect.Migrations, func(m string) bool { return strings.Contains(m, fragment) })
+// RunMigration runs again the one migration of the store's dialect that
+// contains text, on a database a test has put back as the version before
+// it had it; later migrations stay as they are.
+func (s *Store) RunMigration(ctx context.Context, text string) error {
+	for _, m := range s.dialect.Migrations {
+		if strings.Contains(m, text) {
+			return s.write(ctx, func(tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, m)
+				return err
+			})
+		}
+	}
+	return fmt.Errorf("no migration contains %q", text)
 }

@@ -46,6 +46,8 @@ var dialect = driver.Dialect{
 		outboxBytewiseSchema,
 		timeRangesSchema,
 		receiptOnceSchema,
+		interruptResumedSchema,
+		attemptsUnindexedSchema,
 		wakeUpsSchema,
 	},
 

@@ -432,6 +432,18 @@ DROP INDEX message_outbox_created;
 CREATE INDEX message_outbox_created ON message_outbox USING brin (created_at) WITH (autosummarize = on);
 `
 
+// interruptResumedSchema: see SQLite's.
+const interruptResumedSchema = `
+ALTER TABLE interrupts ADD COLUMN resumed_at BIGINT;
+UPDATE interrupts SET resumed_at = decided_at WHERE state <> 'pending';
+CREATE INDEX interrupts_unresumed ON interrupts (decided_at) WHERE state <> 'pending' AND resumed_at IS NULL;
+`
+
+// attemptsUnindexedSchema: see SQLite's.
+const attemptsUnindexedSchema = `
+DROP INDEX delivery_log_message;
+`
+
 // wakeUpsSchema: a wake-up costs its listeners less (issue 24). A task
 // inserted or made claimable again notified every instance, and each woke
 // to claim and to look up the next claimable instant, for a task due in an
