@@ -38,6 +38,7 @@ var dialect = driver.Dialect{
 		receiptOnceSchema,
 		interruptResumedSchema,
 		attemptsUnindexedSchema,
+		wakeUpsSchema,
 	},
 
 	ClaimableAt: claimableAt,

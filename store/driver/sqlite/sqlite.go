@@ -210,7 +210,7 @@ func (soleProcess) Release() error                      { return nil }
 
 // ListenTasks waits for ctx: the one process wakes and cancels its
 // scheduler's deliveries itself.
-func (db *DB) ListenTasks(ctx context.Context, _ func(), _ func(int64)) error {
+func (db *DB) ListenTasks(ctx context.Context, _ time.Duration, _ func(), _ func(int64)) error {
 	<-ctx.Done()
 	return nil
 }
