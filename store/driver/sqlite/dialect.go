@@ -40,11 +40,12 @@ var dialect = driver.Dialect{
 
 	ClaimableAt: claimableAt,
 	// One statement in a write on the one writer connection: two claimers
-	// never get the same task.
-	ClaimDueTasks: `UPDATE tasks SET lease_until = ?, updated_at = ?
-		WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ?
-				AND user_id NOT IN (SELECT value FROM json_each(?))
-			ORDER BY ` + claimableAt + `, id LIMIT ?)
+	// never get the same task. ?6 (now) keeps a claim that looks ahead off
+	// a lease that has not ended yet.
+	ClaimDueTasks: `UPDATE tasks SET lease_until = ?1, updated_at = ?2
+		WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= ?3
+				AND coalesce(lease_until, 0) <= ?6 AND user_id NOT IN (SELECT value FROM json_each(?4))
+			ORDER BY ` + claimableAt + `, id LIMIT ?5)
 		RETURNING `,
 	Greatest:    `max`,
 	InJSONArray: `SELECT value FROM json_each(?)`,
