@@ -8,28 +8,9 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/push/clocktest"
 	"amsg/store"
 )
-
-// gate is a Sleep that tells each wait asked for on asked and returns only
-// when the test opens it or the waiter's context ends: a task claimed ahead
-// waits there, and the test moves the clock before it opens.
-type gate struct {
-	asked chan time.Duration
-	open  chan struct{}
-}
-
-func newGate() *gate { return &gate{asked: make(chan time.Duration, 16), open: make(chan struct{})} }
-
-func (g *gate) Sleep(ctx context.Context, d time.Duration) error {
-	g.asked <- d
-	select {
-	case <-g.open:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // lateness records what OnClaim is told.
 type lateness struct {
@@ -49,18 +30,18 @@ func (l *lateness) all() []time.Duration {
 	return append([]time.Duration(nil), l.got...)
 }
 
-// claimedAhead starts the loop with g as its Sleep and waits until the
-// task inserted for alice 60 ms after the clock is claimed and waits for
-// its time; it returns the task as stored then.
-func claimedAhead(t *testing.T, cfg Config) (*harness, *gate, store.Task) {
+// claimedAhead starts the loop with a gate as its Sleep and waits until
+// the task inserted for alice 60 ms after the clock is claimed and waits
+// at the gate for its time; it returns the task as stored then.
+func claimedAhead(t *testing.T, cfg Config) (*harness, *clocktest.Gate, store.Task) {
 	t.Helper()
-	g := newGate()
+	g := clocktest.NewGate()
 	cfg.Tick, cfg.Sleep = time.Hour, g.Sleep
 	h := newHarness(t, cfg)
 	h.subscribe(alice)
 	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the dot")}, start.Add(60*time.Millisecond))
 	h.sched.Start()
-	if d := <-g.asked; d != 60*time.Millisecond {
+	if d := <-g.Asked; d != 60*time.Millisecond {
 		t.Fatalf("the task claimed ahead waits %s, want the 60ms to its time", d)
 	}
 	got := h.task(alice, task.UUID)
@@ -80,7 +61,7 @@ func TestATaskClaimedAheadIsSentAtItsTime(t *testing.T) {
 		t.Fatalf("%d pushes, lateness %v before the task's time", n, late.all())
 	}
 	h.clk.Set(task.NextSendAt)
-	close(g.open)
+	g.Open()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	pushes, err := h.push.WaitPushes(ctx, 1)
@@ -107,7 +88,7 @@ func TestACancelBeforeItsTimeStopsATaskClaimedAhead(t *testing.T) {
 		t.Fatalf("the cancel did not find the claim: %+v", d)
 	}
 	h.clk.Set(task.NextSendAt)
-	close(g.open)
+	g.Open()
 	waitFor(t, "the delivery to end", func() bool {
 		h.sched.deliveries.mu.Lock()
 		defer h.sched.deliveries.mu.Unlock()
@@ -142,20 +123,23 @@ func TestStopReleasesATaskClaimedAhead(t *testing.T) {
 func TestAnEditTakesBackATaskClaimedAhead(t *testing.T) {
 	h, g, task := claimedAhead(t, Config{})
 	moved := task.NextSendAt.Add(time.Hour)
-	if _, err := h.st.UpdatePendingTask(t.Context(), alice, task.UUID, func(t store.Task) (store.TaskUpdate, error) {
+	if _, err := h.st.UpdatePendingTask(t.Context(), alice, task.UUID, func(got store.Task) (store.TaskUpdate, error) {
 		// As the API: the occurrence has not begun, so the edit applies.
-		return store.TaskUpdate{Payload: t.Payload, NextSendAt: moved, ReleaseLease: h.sched.Unclaim(t.Lease())}, nil
+		// Asked again, as a transaction run twice asks, Unclaim says the
+		// same: the claim's release waits for this transaction.
+		unclaimed := h.sched.Unclaim(got.Lease())
+		if again := h.sched.Unclaim(got.Lease()); !unclaimed || !again {
+			t.Errorf("Unclaim said %v, then %v; want true twice", unclaimed, again)
+		}
+		return store.TaskUpdate{Payload: got.Payload, NextSendAt: moved, ReleaseLease: unclaimed}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.task(alice, task.UUID); !got.LeaseUntil.IsZero() || !got.NextSendAt.Equal(moved) {
 		t.Fatalf("after the edit: %+v, want the new time and no lease", got)
 	}
-	if h.sched.Unclaim(task.Lease()) != true {
-		t.Error("a second Unclaim of the same claim, as a transaction run again asks, said false")
-	}
 	h.clk.Set(task.NextSendAt)
-	close(g.open) // the old time: the claim taken back must not send
+	g.Open() // the old time: the claim taken back must not send
 	h.clk.Set(moved)
 	h.sched.Wake()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -184,7 +168,7 @@ func TestUnclaimLeavesABegunOccurrenceAlone(t *testing.T) {
 	block := make(chan struct{})
 	h, g, task := claimedAhead(t, Config{OnClaim: func(time.Duration) { <-block }})
 	h.clk.Set(task.NextSendAt)
-	close(g.open)
+	g.Open()
 	defer close(block)
 	waitFor(t, "the occurrence to begin", func() bool {
 		h.sched.deliveries.mu.Lock()
@@ -201,7 +185,7 @@ func TestUnclaimLeavesABegunOccurrenceAlone(t *testing.T) {
 // database holds few tasks it is not delivering yet; the others stay
 // claimable.
 func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
-	g := newGate()
+	g := clocktest.NewGate()
 	h := newHarness(t, Config{Concurrency: 2, Tick: time.Hour, Sleep: g.Sleep})
 	h.subscribe(alice)
 	h.subscribe(bob)
@@ -232,7 +216,7 @@ func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
 		t.Errorf("%d tasks leased ahead, want Concurrency's 2", n)
 	}
 	h.clk.Set(start.Add(50 * time.Millisecond))
-	close(g.open)
+	g.Open()
 	h.sched.Start()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()

@@ -232,6 +232,11 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	if cfg.Heartbeat >= cfg.LeaseTTL {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
+	if cfg.Lookahead > cfg.Heartbeat {
+		// A task claimed ahead waits under its lease, which the first
+		// heartbeat renews: the wait must end before the lease can.
+		return nil, fmt.Errorf("scheduler: lookahead %s must be at most the heartbeat %s", cfg.Lookahead, cfg.Heartbeat)
+	}
 	s := &Scheduler{
 		cfg:        cfg,
 		deps:       deps,
