@@ -227,7 +227,8 @@ func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
 
 // With Lookahead the loop wakes half a Lookahead before the next task's
 // time, whatever the trickle: its claim then takes the tasks of the next
-// half Lookahead, ahead of their time.
+// half Lookahead, ahead of their time. A task the claim passed over within
+// that half (here a lease ending in 30ms) is waited for until then.
 func TestTheLoopWakesHalfALookaheadEarly(t *testing.T) {
 	h := newHarness(t, Config{Tick: time.Hour, Lookahead: 80 * time.Millisecond})
 	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, start.Add(100*time.Millisecond))
@@ -235,5 +236,12 @@ func TestTheLoopWakesHalfALookaheadEarly(t *testing.T) {
 		if got := h.sched.untilNextDue(time.Hour, trickle); got != 60*time.Millisecond {
 			t.Errorf("trickle %v: the loop waits %s, want 60ms", trickle, got)
 		}
+	}
+	h.insert(bob, Payload{MessageType: push.TypeFixed, UserMessage: str("held")}, start.Add(-time.Minute))
+	if _, err := h.st.ClaimDueTasks(t.Context(), start.Add(-time.Minute), time.Minute+30*time.Millisecond, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.sched.untilNextDue(time.Hour, true); got != 30*time.Millisecond {
+		t.Errorf("with a lease ending in 30ms the loop waits %s, want 30ms", got)
 	}
 }

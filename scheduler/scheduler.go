@@ -232,11 +232,9 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	if cfg.Heartbeat >= cfg.LeaseTTL {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
-	if cfg.Lookahead > cfg.Heartbeat {
-		// A task claimed ahead waits under its lease, which the first
-		// heartbeat renews: the wait must end before the lease can.
-		return nil, fmt.Errorf("scheduler: lookahead %s must be at most the heartbeat %s", cfg.Lookahead, cfg.Heartbeat)
-	}
+	// A task claimed ahead waits no longer than a heartbeat: Unclaim knows
+	// its claim by the lease it took.
+	cfg.Lookahead = min(cfg.Lookahead, cfg.Heartbeat)
 	s := &Scheduler{
 		cfg:        cfg,
 		deps:       deps,
@@ -344,7 +342,9 @@ func (s *Scheduler) claimRoom() int {
 // untilNextDue shortens wait to when the next pending task becomes
 // claimable, so a task fires within milliseconds of its time rather than
 // at the next tick: half a Lookahead before it, or without a Lookahead,
-// at its time, TrickleWait later while tasks keep falling due.
+// at its time, TrickleWait later while tasks keep falling due. A task
+// closer than half a Lookahead, which the claim just made passed over (a
+// lease ending then), is waited for until its time, not spun on.
 func (s *Scheduler) untilNextDue(wait time.Duration, trickle bool) time.Duration {
 	next, ok, err := s.deps.Store.NextClaimableAt(s.runCtx)
 	if err != nil {
@@ -357,7 +357,9 @@ func (s *Scheduler) untilNextDue(wait time.Duration, trickle bool) time.Duration
 	until := next.Sub(s.now())
 	switch {
 	case s.cfg.Lookahead > 0:
-		until -= s.cfg.Lookahead / 2
+		if until > s.cfg.Lookahead/2 {
+			until -= s.cfg.Lookahead / 2
+		}
 	case trickle:
 		until += s.cfg.TrickleWait
 	}
