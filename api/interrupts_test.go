@@ -200,6 +200,10 @@ func TestApprovalFromOneDeviceResumesTheLoop(t *testing.T) {
 	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
 		t.Errorf("transcript = %v", types)
 	}
+	f.clock.Add(scheduler.DefaultRecoverAfter)
+	if n, err := f.s.deps.Instant.Interrupts.Recover(t.Context()); err != nil || n != 0 {
+		t.Errorf("Recover after the round was followed = %d, %v; want 0", n, err)
+	}
 	devices, err := f.store.Devices(t.Context(), testUserID)
 	if err != nil {
 		t.Fatal(err)
@@ -560,5 +564,90 @@ func TestStartSettlesExpiredApprovalsUntilStop(t *testing.T) {
 	}
 	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
 		t.Errorf("transcript when Stop returned = %v", types)
+	}
+}
+
+// An approval settled while amsg stops is not followed by the stopping
+// instance; the sweep of the instance that runs next resumes its loop once
+// RecoverAfter has passed, and only once.
+func TestApprovalSettledDuringShutdownResumesAfterRestart(t *testing.T) {
+	f := newApprovalFixture(t)
+	ap := f.start(t, nil)
+	stopping := f.s.deps.Instant.Interrupts
+	if err := stopping.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.decide(map[string]any{"decision": "approve", "token": ap.Interrupt.DecisionToken}, ap.Interrupt.ID); got.status != http.StatusOK {
+		t.Fatalf("decision = %d %s", got.status, got.body)
+	}
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision" {
+		t.Fatalf("transcript while stopped = %v", types)
+	}
+
+	restarted := scheduler.NewInterrupts(f.s.deps.Instant.Agent, f.s.deps.Courier, scheduler.InterruptsConfig{Logger: testLogger(t)})
+	if n, err := restarted.Recover(t.Context()); err != nil || n != 0 {
+		t.Fatalf("Recover before RecoverAfter = %d, %v; want 0: the settling instance may still follow it", n, err)
+	}
+	f.clock.Add(scheduler.DefaultRecoverAfter)
+	f.llm.Enqueue(afterApprovalReply)
+	if n, err := restarted.Recover(t.Context()); err != nil || n != 1 {
+		t.Fatalf("Recover = %d, %v; want the one round", n, err)
+	}
+	restarted.Wait()
+	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":true}` {
+		t.Errorf("tool result = %s", result)
+	}
+	var answer approvalPush
+	phone := f.messagesTo(t, f.phone, 3)
+	_ = json.Unmarshal(phone[2].Plaintext, &answer)
+	if answer.MessageKind != "content" || answer.Message != "Done, the mail is out." {
+		t.Errorf("the phone's push after the approval = %s, want the answer", phone[2].Plaintext)
+	}
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
+		t.Errorf("transcript = %v", types)
+	}
+	if n, err := restarted.Recover(t.Context()); err != nil || n != 0 {
+		t.Errorf("Recover after the round was followed = %d, %v; want 0", n, err)
+	}
+	if got := len(f.llm.Requests()); got != 2 {
+		t.Errorf("the model was asked %d times, want 2", got)
+	}
+}
+
+// Instances whose sweeps find the same unfollowed approval at once run its
+// round once: the transcript's fenced append lets one resume it.
+func TestRecoveredApprovalRunsOnceAcrossInstances(t *testing.T) {
+	f := newApprovalFixture(t)
+	ap := f.start(t, nil)
+	if err := f.s.deps.Instant.Interrupts.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.decide(map[string]any{"decision": "deny", "reason": "not today", "token": ap.Interrupt.DecisionToken}, ap.Interrupt.ID); got.status != http.StatusOK {
+		t.Fatalf("decision = %d %s", got.status, got.body)
+	}
+	f.clock.Add(scheduler.DefaultRecoverAfter)
+	f.llm.Enqueue(llmtest.Reply{Content: "Fine, I will not send it."})
+	instances := make([]*scheduler.Interrupts, 3)
+	var wg sync.WaitGroup
+	for i := range instances {
+		instances[i] = scheduler.NewInterrupts(f.s.deps.Instant.Agent, f.s.deps.Courier, scheduler.InterruptsConfig{Logger: testLogger(t)})
+		wg.Go(func() {
+			if _, err := instances[i].Recover(t.Context()); err != nil {
+				t.Errorf("Recover: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, in := range instances {
+		in.Wait()
+	}
+	if got := len(f.llm.Requests()); got != 2 {
+		t.Errorf("the model was asked %d times, want 2: the round ran once", got)
+	}
+	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":false,"reason":"not today"}` {
+		t.Errorf("tool result = %s", result)
+	}
+	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
+		t.Errorf("transcript = %v", types)
 	}
 }

@@ -197,8 +197,10 @@ func (a *Agent) recordOutcome(ctx context.Context, in *store.Interrupt) {
 
 // ResumeInterrupt continues the loop an interrupt paused once every
 // interrupt of its round is settled: the round to execute, or nil while
-// the round still waits (another approval, or the browser's results of its
-// other calls), or when another request resumed it first.
+// another approval of the round is pending. A *ContinueError says the
+// round does not resume here: it waits for the browser's results of its
+// other calls (Conflict false), or another request resumed it first or the
+// loop moved on (Conflict true).
 func (a *Agent) ResumeInterrupt(ctx context.Context, in *store.Interrupt) (*Run, error) {
 	round, err := a.transcripts.store.RoundInterrupts(ctx, in.UserID, in.SessionID, in.Iteration)
 	if err != nil {
@@ -222,13 +224,26 @@ func (a *Agent) ResumeInterrupt(ctx context.Context, in *store.Interrupt) (*Run,
 		Presentation: Presentation{ContactName: rs.ContactName, AvatarURL: rs.AvatarURL, MessageSubtype: rs.MessageSubtype,
 			Metadata: rs.Metadata, Language: rs.Language},
 	})
-	var ce *ContinueError
-	if errors.As(err, &ce) {
-		a.log.DebugContext(ctx, "an approval's loop does not resume here", "sessionId", in.SessionID, "reason", ce.Reason)
-		return nil, nil
-	}
 	return run, err
 }
+
+// UnresumedInterrupts returns up to limit settled interrupts settled at or
+// before settledBefore whose round was never marked followed
+// (MarkResumed): their instance stopped or died between the decision and
+// the loop's next round.
+func (a *Agent) UnresumedInterrupts(ctx context.Context, settledBefore time.Time, limit int) ([]store.Interrupt, error) {
+	return a.transcripts.store.UnresumedInterrupts(ctx, settledBefore, limit)
+}
+
+// MarkResumed records that the round in paused has been followed: resumed,
+// or found with nothing to resume.
+func (a *Agent) MarkResumed(ctx context.Context, in *store.Interrupt) error {
+	return a.transcripts.store.MarkRoundResumed(ctx, in.UserID, in.SessionID, in.Iteration, a.now())
+}
+
+// ClaimTimeout is how long a round claimed by a request or a resumed
+// approval holds before another may take it over.
+func (a *Agent) ClaimTimeout() time.Duration { return a.claimTimeout }
 
 // approvalResult is the tool message a settled interrupt answers its call
 // with.

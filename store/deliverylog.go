@@ -149,7 +149,9 @@ func attemptRowsSQL(rows int) string {
 	return insertAttemptSQL + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows-1)
 }
 
-// Attempts returns the logged attempts of one message, oldest first.
+// Attempts returns the logged attempts of one message, oldest first. No
+// index serves it (attemptsUnindexedSchema): it reads the whole log, for
+// tests and an operator's look, never a request's or a delivery's path.
 func (s *Store) Attempts(ctx context.Context, messageID string) ([]push.Attempt, error) {
 	return s.queryAttempts(ctx, "attempts", `WHERE message_id = ? ORDER BY at, id`, messageID)
 }

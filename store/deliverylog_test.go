@@ -114,3 +114,34 @@ func TestPruneDeliveryLogByRows(t *testing.T) {
 		t.Fatalf("second prune = %d, %v; want nothing to delete", n, err)
 	}
 }
+
+// A push's attempt writes its row and one index entry, by time, the key
+// its prune and the operator's chart read (attemptsUnindexedSchema): no
+// read looks attempts up by message, so no index by message is written.
+func TestTheDeliveryLogIsIndexedByTimeAlone(t *testing.T) {
+	st := storetest.New(t)
+	report, err := st.Schema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var indexed []string
+	for _, ix := range report.Indexes {
+		if ix.Table == "delivery_log" && ix.Origin != "pk" {
+			indexed = append(indexed, strings.Join(ix.Columns, ","))
+		}
+	}
+	if strings.Join(indexed, " ") != "at" {
+		t.Errorf("delivery_log's indexes beside its key are on %q, want only at", indexed)
+	}
+}
+
+// The delivery log's reads by time (the prune, the operator's chart) use
+// delivery_log_at, the one index an attempt writes on SQLite
+// (TestPostgresPrunesReadTheTimeRanges checks PostgreSQL's).
+func TestDeliveryLogReadsUseTheTimeIndex(t *testing.T) {
+	_, db := openWithPath(t, store.Config{})
+	checkPlansUse(t, db, map[string][]string{
+		`DELETE FROM delivery_log WHERE at < 1`: {"delivery_log_at"},
+		`SELECT at / 60000 AS minute, outcome, count(*) FROM delivery_log WHERE at >= 1 GROUP BY at / 60000, outcome ORDER BY minute, outcome`: {"delivery_log_at"},
+	})
+}

@@ -181,6 +181,41 @@ func (s *Store) ExpireInterrupts(ctx context.Context, now time.Time, limit int) 
 	return out, nil
 }
 
+// UnresumedInterrupts returns up to limit interrupts settled at or before
+// settledBefore whose round was never marked resumed (MarkRoundResumed),
+// the earliest settled first: the approvals whose instance stopped or died
+// between the decision and the loop's next round.
+func (s *Store) UnresumedInterrupts(ctx context.Context, settledBefore time.Time, limit int) ([]Interrupt, error) {
+	rows, err := s.readQuery(ctx, `SELECT `+interruptColumns+` FROM interrupts
+		WHERE state <> 'pending' AND resumed_at IS NULL AND decided_at <= ? ORDER BY decided_at, id LIMIT ?`,
+		millis(settledBefore), limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: unresumed interrupts: %w", err)
+	}
+	list, err := s.scanInterrupts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: unresumed interrupts: %w", err)
+	}
+	return list, nil
+}
+
+// MarkRoundResumed records that the loop the settled interrupts of one
+// round of a user's session paused has been followed: resumed, or found
+// with nothing to resume. Its pending interrupts stay unmarked: the last of
+// them to settle resumes the round.
+func (s *Store) MarkRoundResumed(ctx context.Context, userID, sessionID string, iteration int, at time.Time) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE interrupts SET resumed_at = ?
+			WHERE user_id = ? AND session_id = ? AND iteration = ? AND state <> 'pending' AND resumed_at IS NULL`,
+			millis(at), userID, sessionID, iteration)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: mark round resumed: %w", err)
+	}
+	return nil
+}
+
 // NextInterruptExpiry is when the earliest pending interrupt expires; zero
 // when none is pending.
 func (s *Store) NextInterruptExpiry(ctx context.Context) (time.Time, error) {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -133,5 +134,54 @@ func TestInterruptRaceHasOneWinner(t *testing.T) {
 	want := map[string]store.InterruptState{"decision": store.InterruptApproved, "expiry": store.InterruptExpired}[winners[0]]
 	if got.State != want {
 		t.Errorf("state %s after the %s won", got.State, winners[0])
+	}
+}
+
+// A settled interrupt stays unresumed until its round is marked; marking a
+// round leaves its pending interrupts and other rounds alone.
+func TestUnresumedInterruptsUntilTheRoundIsMarked(t *testing.T) {
+	st := storetest.New(t)
+	ctx := t.Context()
+	a, b, other := pendingInterrupt("a", time.Hour), pendingInterrupt("b", time.Hour), pendingInterrupt("other", time.Hour)
+	other.Iteration = 1
+	if err := st.CreateInterrupts(ctx, []store.Interrupt{a, b, other}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(settledBefore time.Time) []string {
+		t.Helper()
+		list, err := st.UnresumedInterrupts(ctx, settledBefore, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, in := range list {
+			out = append(out, in.ID)
+		}
+		return out
+	}
+	for i, id := range []string{"other", "a"} {
+		if _, err := st.DecideInterrupt(ctx, store.InterruptDecision{ID: id, State: store.InterruptApproved,
+			At: interruptEpoch.Add(time.Duration(i+1) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ids(interruptEpoch.Add(time.Minute)); !slices.Equal(got, []string{"other"}) {
+		t.Errorf("unresumed settled by +1m = %v, want [other]", got)
+	}
+	if got := ids(interruptEpoch.Add(time.Hour)); !slices.Equal(got, []string{"other", "a"}) {
+		t.Errorf("unresumed = %v, want [other a] (b is pending)", got)
+	}
+	if err := st.MarkRoundResumed(ctx, "user-1", "sess_1", 0, interruptEpoch.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(interruptEpoch.Add(time.Hour)); !slices.Equal(got, []string{"other"}) {
+		t.Errorf("after marking round 0: %v, want [other]", got)
+	}
+	// b, pending when its round was marked, is unresumed once settled.
+	if _, err := st.ExpireInterrupts(ctx, interruptEpoch.Add(time.Hour), 10); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(interruptEpoch.Add(time.Hour)); !slices.Equal(got, []string{"other", "b"}) {
+		t.Errorf("after b expired: %v, want [other b]", got)
 	}
 }

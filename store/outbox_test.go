@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -259,11 +260,18 @@ func TestCleanupOutboxRetention(t *testing.T) {
 // scheduler tick, and the page query off full table scans.
 func TestOutboxQueriesUseIndexes(t *testing.T) {
 	_, db := openWithPath(t, store.Config{})
-	for q, indexes := range map[string][]string{
+	checkPlansUse(t, db, map[string][]string{
 		`DELETE FROM message_outbox WHERE acked_at < 1 OR created_at < 1`:                                            {"message_outbox_acked", "message_outbox_created"},
 		`SELECT id FROM message_outbox WHERE user_id = 'u' AND acked_at IS NULL AND id > 0 ORDER BY id LIMIT 50`:     {"message_outbox_unacked"},
 		"SELECT id FROM message_outbox WHERE user_id = 'u' AND message_id >= 'm_' AND message_id < 'm`' ORDER BY id": {"sqlite_autoindex_message_outbox_1"},
-	} {
+	})
+}
+
+// checkPlansUse fails t unless SQLite's plan of each query uses each of
+// its indexes.
+func checkPlansUse(t *testing.T, db *sql.DB, queries map[string][]string) {
+	t.Helper()
+	for q, indexes := range queries {
 		var plan strings.Builder
 		rows, err := db.Query(`EXPLAIN QUERY PLAN ` + q)
 		if err != nil {

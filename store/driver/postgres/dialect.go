@@ -41,6 +41,8 @@ var dialect = driver.Dialect{
 		outboxBytewiseSchema,
 		timeRangesSchema,
 		receiptOnceSchema,
+		interruptResumedSchema,
+		attemptsUnindexedSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -431,3 +431,15 @@ CREATE INDEX delivery_log_at ON delivery_log USING brin (at) WITH (autosummarize
 DROP INDEX message_outbox_created;
 CREATE INDEX message_outbox_created ON message_outbox USING brin (created_at) WITH (autosummarize = on);
 `
+
+// interruptResumedSchema: see SQLite's.
+const interruptResumedSchema = `
+ALTER TABLE interrupts ADD COLUMN resumed_at BIGINT;
+UPDATE interrupts SET resumed_at = decided_at WHERE state <> 'pending';
+CREATE INDEX interrupts_unresumed ON interrupts (decided_at) WHERE state <> 'pending' AND resumed_at IS NULL;
+`
+
+// attemptsUnindexedSchema: see SQLite's.
+const attemptsUnindexedSchema = `
+DROP INDEX delivery_log_message;
+`

@@ -36,6 +36,8 @@ var dialect = driver.Dialect{
 		outboxBytewiseSchema,
 		timeRangesSchema,
 		receiptOnceSchema,
+		interruptResumedSchema,
+		attemptsUnindexedSchema,
 	},
 
 	ClaimableAt: claimableAt,

@@ -373,3 +373,24 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_at)
 CREATE INDEX webhook_deliveries_message ON webhook_deliveries (endpoint_id, message_key, id) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE finished_at IS NOT NULL;
 `
+
+// interruptResumedSchema: resumed_at is set once the loop an interrupt's
+// round paused has been resumed (or found nothing to resume), so the
+// interrupts settled but never followed, because their instance stopped or
+// died between the decision and the resumed round, can be found and resumed
+// by any instance (store.UnresumedInterrupts). Interrupts settled before
+// this migration count as resumed.
+const interruptResumedSchema = `
+ALTER TABLE interrupts ADD COLUMN resumed_at INTEGER;
+UPDATE interrupts SET resumed_at = decided_at WHERE state <> 'pending';
+CREATE INDEX interrupts_unresumed ON interrupts (decided_at) WHERE state <> 'pending' AND resumed_at IS NULL;
+`
+
+// attemptsUnindexedSchema: no read looks the delivery log up by message
+// (the timeline tells a message's attempts from its events, the operator's
+// chart and the prune read by time, a user's cleanup by user), so the index
+// of message ids goes: one B-tree entry less a push, on a leaf per message
+// rather than the last one (issue 24).
+const attemptsUnindexedSchema = `
+DROP INDEX delivery_log_message;
+`
