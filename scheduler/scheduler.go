@@ -13,9 +13,10 @@
 // next task is due or Config.Tick (default 1 s) has passed, whichever is
 // sooner. It claims tasks a little before their time (Config.Lookahead)
 // and starts each at its time, so a claim that waits for the database
-// delays no delivery and one claim takes the tasks of a span. Every push goes through the courier (push/courier), which bounds
-// the sends per user and per push service; LLM calls have a pool of their
-// own (Config.LLMConcurrency).
+// delays no delivery and one claim takes the tasks of a span. Every push
+// goes through the courier (push/courier), which bounds the sends per user
+// and per push service; LLM calls have a pool of their own
+// (Config.LLMConcurrency).
 package scheduler
 
 import (
@@ -95,8 +96,8 @@ type Config struct {
 	// deliveries. The loop claims again when the next task is half a
 	// Lookahead away, so each claim takes half a Lookahead of a trickle's
 	// tasks. At most Concurrency tasks wait so, whose users' shares
-	// (PerUserTasks) they count in. Negative: none, tasks are claimed at
-	// their time. Tick claims only due tasks.
+	// (PerUserTasks) they count in, for at most Heartbeat. Negative: none,
+	// tasks are claimed at their time. Tick claims only due tasks.
 	Lookahead time.Duration
 	// PushInterval is the pause between the pushes of one burst.
 	PushInterval time.Duration
@@ -183,20 +184,18 @@ type Scheduler struct {
 	wake  chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
-	// period is over. stopping is closed when Stop begins.
+	// period is over. stopped ends when Stop begins: the loop and Tick stop
+	// claiming, and the tasks claimed ahead stop waiting and give their
+	// leases back.
 	runCtx    context.Context
 	cancelRun context.CancelFunc
-	stopping  chan struct{}
-	// stopped ends when Stop begins: the tasks claimed ahead stop waiting
-	// and give their leases back.
-	stopped  context.Context
-	stop     context.CancelFunc
-	stopOnce sync.Once
-	loopDone chan struct{}
-	started  bool
-	wg       sync.WaitGroup // deliveries
-	mu       sync.Mutex
-	closing  bool // set by Stop: launch refuses
+	stopped   context.Context
+	stop      context.CancelFunc
+	loopDone  chan struct{}
+	started   bool
+	wg        sync.WaitGroup // deliveries
+	mu        sync.Mutex
+	closing   bool // set by Stop: launch refuses
 
 	cleanupMu   sync.Mutex
 	lastCleanup time.Time
@@ -246,7 +245,6 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		userTasks:  map[string]int{},
 		freed:      make(chan struct{}, 1),
 		wake:       make(chan struct{}, 1),
-		stopping:   make(chan struct{}),
 		loopDone:   make(chan struct{}),
 		deliveries: deliveries{running: map[int64]context.CancelCauseFunc{}, early: map[int64]time.Time{}, waiting: map[int64]aheadClaim{}},
 	}
@@ -283,10 +281,7 @@ func (s *Scheduler) Start() {
 // then interrupts the rest. Tasks it claimed but did not finish get their
 // leases released, so the next start delivers them at once.
 func (s *Scheduler) Stop(ctx context.Context) error {
-	s.stopOnce.Do(func() {
-		close(s.stopping)
-		s.stop()
-	})
+	s.stop()
 	if s.started {
 		<-s.loopDone
 	}
@@ -319,7 +314,7 @@ func (s *Scheduler) loop() {
 		}
 		timer.Reset(wait)
 		select {
-		case <-s.stopping:
+		case <-s.stopped.Done():
 			return
 		case <-timer.C:
 		case <-freed:
@@ -615,7 +610,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 		select {
 		case s.slots <- struct{}{}:
 			acquired = true
-		case <-s.stopping:
+		case <-s.stopped.Done():
 		case <-ctx.Done():
 		}
 		wg.Add(1)
