@@ -342,6 +342,11 @@ func standardExchanges(t *testing.T, device push.Subscription) []exchange {
 	admin := map[string]string{"Authorization": "Bearer t"}
 	subscription := `{"subscription":` + jsonBody(t, device) + `}`
 	fixed := `{"contactName":"Rei","messageType":"fixed","userMessage":"walk","firstSendTime":"` + push.FormatTimestamp(time.Now().Add(time.Hour)) + `","recurrenceType":"none"}`
+	// Quiet hours that begin two hours from now, so the sends checked after
+	// them are not held back, whatever the time of day the test runs.
+	tokyo := time.Now().In(time.FixedZone("JST", 9*3600))
+	quiet := `{"timeZone":"Asia/Tokyo","quietHours":{"start":"` + tokyo.Add(2*time.Hour).Format("15:04") + `","end":"` +
+		tokyo.Add(3*time.Hour).Format("15:04") + `"},"dailyLimit":20}`
 	return []exchange{
 		sealed(t, http.MethodPut, "/api/v1/push-subscription", subscription, 200),
 		sealed(t, http.MethodPost, "/api/v1/schedule-message", fixed, 201),
@@ -350,7 +355,7 @@ func standardExchanges(t *testing.T, device push.Subscription) []exchange {
 		sealed(t, http.MethodDelete, "/api/v1/outbox", `{"messageIds":["m-none"]}`, 200),
 		sealed(t, http.MethodPut, "/api/v1/client-state", `{"entries":[{"namespace":"app","key":"k","value":"v","updatedAt":1}]}`, 200),
 		sealed(t, http.MethodPut, "/api/v1/update-message?id=00000000-0000-4000-8000-000000000001", `{"userMessage":"run"}`, 200),
-		sealed(t, http.MethodPut, "/api/v1/preferences", `{"timeZone":"Asia/Tokyo","quietHours":{"start":"23:00","end":"07:00"},"dailyLimit":20}`, 200),
+		sealed(t, http.MethodPut, "/api/v1/preferences", quiet, 200),
 		sealed(t, http.MethodPut, "/api/v1/preferences", `{"timeZone":"Mars/Olympus"}`, 400),
 		sealed(t, http.MethodPut, "/api/v1/llm-credentials", `{"credentials":[{"credId":"main","value":{"apiUrl":"https://llm.example.net/v1/chat/completions","apiKey":"sk-1","primaryModel":"m"}}]}`, 200),
 		sealed(t, http.MethodPut, "/api/v1/llm-credentials", `{"credentials":[]}`, 400),

@@ -75,14 +75,15 @@ func (s *Store) Leader(name string, ttl time.Duration) Leader { return s.db.Lead
 func (s *Store) PollOnly() bool { return s.db.PollOnly() }
 
 // WatchTasks calls wake whenever another process on the database may have
-// made a task claimable sooner than this one expects, and cancelled when
+// made a task claimable within horizon (the scheduler's tick: its timer
+// finds a task due later), and cancelled when
 // another process deleted a task whose occurrence was being delivered
 // (DeleteTask), until ctx ends. It reconnects after a failure, waiting
 // retry. A missed wake-up costs at most the scheduler's own timer, a missed
 // cancel at most a lease heartbeat.
-func (s *Store) WatchTasks(ctx context.Context, retry time.Duration, wake func(), cancelled func(taskID int64)) {
+func (s *Store) WatchTasks(ctx context.Context, retry, horizon time.Duration, wake func(), cancelled func(taskID int64)) {
 	for {
-		err := s.db.ListenTasks(ctx, wake, cancelled)
+		err := s.db.ListenTasks(ctx, horizon, wake, cancelled)
 		if ctx.Err() != nil {
 			return
 		}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func TestWatchTasksHearsAnotherInstance(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.WatchTasks(ctx, time.Second, func() { wakes <- struct{}{} }, func(id int64) { cancels <- id })
+		b.WatchTasks(ctx, time.Second, time.Second, func() { wakes <- struct{}{} }, func(id int64) { cancels <- id })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	<-wakes // connected
@@ -93,13 +94,56 @@ func TestWatchTasksHearsAnotherInstance(t *testing.T) {
 	if err != nil || !deleted.Delivering || deleted.ID != l.TaskID {
 		t.Fatalf("DeleteTask of a leased task = %+v, %v", deleted, err)
 	}
+	hearCancel(t, cancels, l.TaskID)
+}
+
+// hearCancel waits for the cancel of taskID, sent by another instance.
+func hearCancel(t *testing.T, cancels <-chan int64, taskID int64) {
+	t.Helper()
 	select {
 	case id := <-cancels:
-		if id != l.TaskID {
-			t.Errorf("cancel of task %d heard as %d", l.TaskID, id)
+		if id != taskID {
+			t.Fatalf("cancel of task %d heard as %d", taskID, id)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no cancel within 10s of deleting a task being delivered on the other instance")
+	}
+}
+
+// A task claimable later than the horizon wakes no other instance (its
+// scheduler's timer finds it); one claimable within it does. The cancel
+// sent last arrives after both notifications were handled, so the wake-ups
+// counted by then are all there will be.
+func TestWatchTasksWakesOnlyForTasksDueWithinTheHorizon(t *testing.T) {
+	a, b, url := openTwice(t, store.Config{})
+	if url == "" {
+		t.Skip("SQLite has one process: it wakes its scheduler itself")
+	}
+	var wakes atomic.Int64
+	connected := make(chan struct{}, 1)
+	cancels := make(chan int64, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.WatchTasks(ctx, time.Second, time.Minute, func() {
+			if wakes.Add(1) == 1 {
+				connected <- struct{}{}
+			}
+		}, func(id int64) { cancels <- id })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	<-connected
+	now := time.Now()
+	insertTask(t, a, alice, 1, now.Add(time.Hour))
+	insertTask(t, a, alice, 2, now)
+	l := claimOne(t, a, now)
+	if _, err := a.DeleteTask(t.Context(), alice, taskUUID(2)); err != nil {
+		t.Fatal(err)
+	}
+	hearCancel(t, cancels, l.TaskID)
+	if got := wakes.Load() - 1; got != 1 {
+		t.Errorf("%d wake-ups for a task due in an hour and one due now, want 1 (the one due now)", got)
 	}
 }
 

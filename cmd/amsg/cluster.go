@@ -114,9 +114,9 @@ func (s *server) runInstance(ctx context.Context) {
 }
 
 // watchTasks wakes the scheduler when another instance makes a task due
-// sooner, until ctx ends.
+// before its next tick, until ctx ends.
 func (s *server) watchTasks(ctx context.Context) {
-	s.store.WatchTasks(ctx, s.cfg.Cluster.Heartbeat, s.scheduler.Wake, s.scheduler.Cancel)
+	s.store.WatchTasks(ctx, s.cfg.Cluster.Heartbeat, s.cfg.Tick, s.scheduler.Wake, s.scheduler.Cancel)
 }
 
 // logPollOnly says, at start, that the instances reach PostgreSQL through

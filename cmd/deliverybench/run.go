@@ -511,13 +511,14 @@ func (b *bench) scheduleThroughAmsg(ctx context.Context, instances []*amsgInstan
 	start := time.Now().Add(lead).Truncate(time.Millisecond)
 	due := dueTimes(start, o)
 	b.logf("amsg: scheduling %d fixed tasks for %d users through the API; the first is due in %s", o.Tasks, o.Users, lead.Round(time.Millisecond))
-	scheduling := time.Now()
+	scheduling, cost := time.Now(), b.schedulingCost(ctx, instances)
 	err = forEach(ctx, o.Tasks, o.Inserters, func(ctx context.Context, i int) error {
 		return api.scheduleFixed(ctx, base(i), users[i%o.Users], i, due(i))
 	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("scheduling tasks: %w", err)
 	}
+	cost(o.Tasks)
 	b.logf("amsg: scheduled in %s", time.Since(scheduling).Round(time.Millisecond))
 	if late := time.Since(start); late > -50*time.Millisecond {
 		return time.Time{}, fmt.Errorf("scheduling took past the due time (by %s): pass a larger --lead than %s", late.Round(time.Millisecond), lead)

@@ -55,13 +55,15 @@ type Driver interface {
 	// transaction pooler alone), at once where it is a session lock.
 	Leader(name string, ttl time.Duration) Leader
 	// ListenTasks calls wake whenever another process may have made a task
-	// claimable sooner, and cancelled with a task's id when another process
+	// claimable within horizon from now (a task due later is found by the
+	// scheduler's own timer, which never waits longer than horizon), and
+	// cancelled with a task's id when another process
 	// deleted a task whose occurrence was being delivered (NotifyCancel),
 	// until ctx ends (nil) or its connection fails. Wake-ups are a hint
 	// that saves waiting for a timer, never the only way a task is found; a
 	// missed cancel is noticed by the lease heartbeat. SQLite's one process
 	// wakes and cancels itself, so its ListenTasks only waits for ctx.
-	ListenTasks(ctx context.Context, wake func(), cancelled func(taskID int64)) error
+	ListenTasks(ctx context.Context, horizon time.Duration, wake func(), cancelled func(taskID int64)) error
 	// Commits is how many write transactions the driver has committed
 	// (a group of writes counts once): the benchmarks divide it by the
 	// pushes to tell how well writes are grouped.

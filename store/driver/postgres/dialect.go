@@ -8,8 +8,13 @@ import "amsg/store/driver"
 const tasksChannel = "amsg_tasks"
 
 // cancelPrefix starts the payload of a cancel on tasksChannel, followed by
-// the task's id; a wake-up's payload is empty.
+// the task's id.
 const cancelPrefix = "cancel:"
+
+// duePrefix starts the payload of a wake-up, followed by the instant the
+// task becomes claimable, in milliseconds (wakeUpsSchema); before it, a
+// wake-up's payload was empty.
+const duePrefix = "due:"
 
 var dialect = driver.Dialect{
 	Name: "postgresql",
@@ -43,6 +48,7 @@ var dialect = driver.Dialect{
 		receiptOnceSchema,
 		interruptResumedSchema,
 		attemptsUnindexedSchema,
+		wakeUpsSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -87,23 +87,24 @@ func discard(conn *sql.Conn) {
 }
 
 // ListenTasks holds a connection of its own in LISTEN on the schema's task
-// channel and calls wake for each wake-up, and once on connecting, for what
-// it may have missed before, and cancelled for each cancel (NotifyCancel's
+// channel and calls wake for each wake-up of a task claimable within
+// horizon from now (wakeUpsSchema), and once on connecting, for what it
+// may have missed before, and cancelled for each cancel (NotifyCancel's
 // payload). It returns nil when ctx ends, and the connection's error when
 // it fails. In poll-only mode it only waits for ctx.
-func (db *DB) ListenTasks(ctx context.Context, wake func(), cancelled func(int64)) error {
+func (db *DB) ListenTasks(ctx context.Context, horizon time.Duration, wake func(), cancelled func(int64)) error {
 	if db.pollOnly {
 		<-ctx.Done()
 		return nil
 	}
-	err := db.listen(ctx, wake, cancelled)
+	err := db.listen(ctx, horizon, wake, cancelled)
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
 
-func (db *DB) listen(ctx context.Context, wake func(), cancelled func(int64)) error {
+func (db *DB) listen(ctx context.Context, horizon time.Duration, wake func(), cancelled func(int64)) error {
 	conn, err := pgx.ConnectConfig(ctx, db.listenConfig.Copy())
 	if err != nil {
 		return err
@@ -128,6 +129,22 @@ func (db *DB) listen(ctx context.Context, wake func(), cancelled func(int64)) er
 			}
 			continue
 		}
+		if later(n.Payload, horizon) {
+			continue
+		}
 		wake()
 	}
+}
+
+// later reports that payload, a wake-up's, names a task claimable more
+// than horizon from now: the scheduler's timer, which waits at most
+// horizon, finds it then. Each instance judges by its own clock, as its
+// claims do. Any other payload (an older amsg's is empty) wakes.
+func later(payload string, horizon time.Duration) bool {
+	at, ok := strings.CutPrefix(payload, duePrefix)
+	if !ok || horizon <= 0 {
+		return false
+	}
+	ms, err := strconv.ParseInt(at, 10, 64)
+	return err == nil && time.UnixMilli(ms).After(time.Now().Add(horizon))
 }

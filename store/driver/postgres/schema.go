@@ -443,3 +443,38 @@ CREATE INDEX interrupts_unresumed ON interrupts (decided_at) WHERE state <> 'pen
 const attemptsUnindexedSchema = `
 DROP INDEX delivery_log_message;
 `
+
+// wakeUpsSchema: a wake-up costs its listeners less (issue 24). A task
+// inserted or made claimable again notified every instance, and each woke
+// to claim and to look up the next claimable instant, for a task due in an
+// hour as for one due now. The notification now carries the task's
+// claimable instant ("due:" and milliseconds), and a listener wakes its
+// scheduler only for a task claimable before the scheduler's next tick
+// (ListenTasks). amsg_next_claimable reads the leased tasks ahead of the
+// first unleased one in tasks_due's order, (claimable_at, id), where it
+// read every task claimable at that instant too: 1 024 rows, for a burst
+// scheduled at one instant, on each wake-up while it was being scheduled.
+const wakeUpsSchema = `
+CREATE OR REPLACE FUNCTION amsg_tasks_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_notify(current_schema() || '.` + tasksChannel + `', '` + duePrefix + `' || NEW.claimable_at);
+	RETURN NULL;
+END $$;
+CREATE OR REPLACE FUNCTION amsg_next_claimable() RETURNS BIGINT LANGUAGE plpgsql STABLE SET enable_bitmapscan = off AS $$
+DECLARE
+	first_at BIGINT;
+	first_id BIGINT;
+BEGIN
+	SELECT claimable_at, id INTO first_at, first_id FROM tasks WHERE status = 'pending' AND lease_until IS NULL
+		ORDER BY claimable_at, id LIMIT 1;
+	IF NOT FOUND THEN
+		first_at := 9223372036854775807;
+		first_id := 9223372036854775807;
+	END IF;
+	RETURN (SELECT CASE WHEN count(*) < 1024 THEN min(GREATEST(claimable_at, coalesce(lease_until, 0)))
+			ELSE LEAST(min(GREATEST(claimable_at, coalesce(lease_until, 0))), max(claimable_at)) END
+		FROM (SELECT claimable_at, lease_until FROM tasks WHERE status = 'pending'
+				AND (claimable_at, id) <= (first_at, first_id)
+			ORDER BY claimable_at, id LIMIT 1024) ahead);
+END $$;
+`

@@ -16,3 +16,8 @@ const outboxBytewiseSchema = `SELECT 1`
 // timeRangesSchema: PostgreSQL's time indexes become block-range indexes;
 // SQLite has none, and keeps its B-trees.
 const timeRangesSchema = `SELECT 1`
+
+// wakeUpsSchema: PostgreSQL's wake-ups carry the task's claimable instant
+// and its next-claimable lookup reads fewer rows; SQLite's one process
+// wakes itself.
+const wakeUpsSchema = `SELECT 1`

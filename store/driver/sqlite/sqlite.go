@@ -46,6 +46,12 @@ type DB struct {
 	log          *slog.Logger
 	disk         storageHealth // whether the disk refuses writes
 
+	// file is the database file, open for the DB's life so the
+	// checkpointer can flush it (flushFiles; nil where it cannot); closed
+	// after the pools, since closing any descriptor of the file drops the
+	// POSIX locks SQLite's connections hold on it.
+	file *os.File
+
 	// writes is the committer (writer.go); stopCheckpoints ends the
 	// checkpointer beside it, and checkpointsDone is closed once it has.
 	writes          *batch.Batcher[*writeOp]
@@ -93,6 +99,9 @@ func (db *DB) open(ctx context.Context, path string) error {
 	}
 	if mode != "wal" {
 		return fmt.Errorf("journal mode is %q, not wal (is the file on a network file system?)", mode)
+	}
+	if db.file, err = openForFlush(abs); err != nil {
+		return err
 	}
 	if db.reader, err = sql.Open("sqlite", dsn(abs, "_pragma=query_only(1)")); err != nil {
 		return err
@@ -201,7 +210,7 @@ func (soleProcess) Release() error                      { return nil }
 
 // ListenTasks waits for ctx: the one process wakes and cancels its
 // scheduler's deliveries itself.
-func (db *DB) ListenTasks(ctx context.Context, _ func(), _ func(int64)) error {
+func (db *DB) ListenTasks(ctx context.Context, _ time.Duration, _ func(), _ func(int64)) error {
 	<-ctx.Done()
 	return nil
 }
@@ -248,13 +257,16 @@ func (db *DB) close() error {
 	return errors.Join(append(errs, db.closePools())...)
 }
 
-// closePools closes the pools.
+// closePools closes the pools, then the files kept for flushing.
 func (db *DB) closePools() error {
 	var errs []error
 	for _, pool := range []*sql.DB{db.reader, db.checkpointer, db.writer} {
 		if pool != nil {
 			errs = append(errs, pool.Close())
 		}
+	}
+	if db.file != nil {
+		errs = append(errs, db.file.Close())
 	}
 	return errors.Join(errs...)
 }

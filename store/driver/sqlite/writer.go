@@ -28,6 +28,9 @@ const (
 	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
 	// never waiting for the writer or the readers).
 	checkpointInterval = time.Second
+	// checkpointPasses is how many PASSIVE checkpoints, each flushed,
+	// precede the committer's step in a round (checkpointRound).
+	checkpointPasses = 2
 	// maxWALBytes is the WAL size past which the writer waits for a
 	// TRUNCATE checkpoint: readers that always hold a snapshot could
 	// otherwise keep the WAL from ever starting over.
@@ -107,15 +110,25 @@ func (db *DB) checkpointLoop() {
 	}
 }
 
-// checkpointRound checkpoints the WAL in two steps: a PASSIVE checkpoint
-// on the checkpointer's own connection copies the WAL into the database
-// while writes go on; once it is done, the committer checkpoints the few
+// checkpointRound checkpoints the WAL in two steps: PASSIVE checkpoints
+// on the checkpointer's own connection copy the WAL into the database
+// while writes go on; once they are done, the committer checkpoints the few
 // frames written meanwhile between two transactions (a writeOp without
 // fn), so the next write starts the WAL over instead of letting it grow
 // (under steady writes a checkpoint alone never catches up). It fails only
 // once the committer has stopped.
+//
+// The committer's step flushes the WAL before it copies and the database
+// after, and a PASSIVE checkpoint that did not catch up flushes only the
+// WAL: so the files are flushed here first, and the step's flushes carry
+// only its own frames and pages instead of all the passes copied. The
+// second pass copies what was written during the first and its flush, so
+// the step is left the frames of a few milliseconds.
 func (db *DB) checkpointRound() error {
-	db.checkpoint()
+	for range checkpointPasses {
+		db.checkpoint()
+		db.flushFiles()
+	}
 	return db.writes.Add(&writeOp{})
 }
 
