@@ -42,13 +42,18 @@ func newTaskEnv(t testing.TB, cfg Config) *taskEnv {
 // SQLite when it is "".
 func newTaskEnvOn(t testing.TB, cfg Config, databaseURL string) *taskEnv {
 	t.Helper()
+	return newTaskEnvWaiting(t, cfg, databaseURL, func(ctx context.Context, _ time.Duration) error { return ctx.Err() })
+}
+
+// newTaskEnvWaiting is newTaskEnvOn whose scheduler waits with sleep.
+func newTaskEnvWaiting(t testing.TB, cfg Config, databaseURL string, sleep func(context.Context, time.Duration) error) *taskEnv {
+	t.Helper()
 	e := &taskEnv{clk: clocktest.New(taskEpoch)}
 	e.st = storetest.Open(t, store.Config{Now: e.clk.Now, Logger: testLogger(t), DatabaseURL: databaseURL})
 	deliveries, fake := newTestCourier(t, e.st, courier.PolicyUpstream)
 	e.fake = fake
 	var err error
-	e.sched, err = scheduler.New(scheduler.Config{Now: e.clk.Now, Logger: testLogger(t),
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
+	e.sched, err = scheduler.New(scheduler.Config{Now: e.clk.Now, Logger: testLogger(t), Sleep: sleep},
 		scheduler.Deps{Store: e.st, Courier: deliveries, LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}})})
 	if err != nil {
 		t.Fatal(err)
@@ -518,6 +523,49 @@ func TestUpdateOfATaskInFlight(t *testing.T) {
 	e.clk.Add(time.Minute + time.Millisecond)
 	if got := e.update(t, testUserID, id, map[string]any{"nextSendAt": "2026-06-02T00:00:00Z"}); got.status != http.StatusOK {
 		t.Errorf("update after the lease: %d %s", got.status, got.body)
+	}
+}
+
+// A task the scheduler claimed ahead of its time is not in flight yet: a
+// move is stored, the claim taken back, and the one-shot task is sent once,
+// at its new time, never at its old one.
+func TestUpdateMovesATaskClaimedAhead(t *testing.T) {
+	g := clocktest.NewGate()
+	e := newTaskEnvWaiting(t, Config{}, "", g.Sleep)
+	e.subscribe(t, testUserID)
+	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id})); got.status != http.StatusCreated {
+		t.Fatal(got.body)
+	}
+	old := taskEpoch.Add(time.Minute)
+	e.clk.Set(old.Add(-50 * time.Millisecond))
+	e.sched.Start()
+	if d := <-g.Asked; d != 50*time.Millisecond {
+		t.Fatalf("the claim ahead waits %s, want 50ms", d)
+	}
+	moved := old.Add(time.Hour)
+	if got := e.update(t, testUserID, id, map[string]any{"nextSendAt": push.FormatTimestamp(moved)}); got.status != http.StatusOK {
+		t.Fatalf("moving a task claimed ahead: %d %s", got.status, got.body)
+	}
+	if task, _ := e.st.Task(t.Context(), testUserID, id); !task.NextSendAt.Equal(moved) || !task.LeaseUntil.IsZero() {
+		t.Fatalf("after the move: %+v, want the new time and no lease", task)
+	}
+	e.clk.Set(old)
+	g.Open()
+	e.clk.Set(moved)
+	e.sched.Wake()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := e.fake.WaitPushes(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.sched.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	pushes := e.fake.Pushes()
+	var m map[string]any
+	if len(pushes) != 1 || json.Unmarshal(pushes[0].JSON, &m) != nil || m["occurrenceMs"] != float64(moved.UnixMilli()) {
+		t.Errorf("%d pushes, the first %s; want one, at the new time", len(pushes), pushes[0].JSON)
 	}
 }
 

@@ -102,7 +102,18 @@ func (s *Server) updateTask(ctx context.Context, userID, id string, f *updateFie
 			if refs != nil {
 				stored = withCredRefs(stored, f)
 			}
+			raw, err := p.Encode()
+			if err == nil {
+				err = checkTaskSize(raw, len(t.Payload))
+			}
+			if err != nil {
+				return store.TaskUpdate{}, err
+			}
+			// A task this process claimed ahead of its time is taken back
+			// (Scheduler.Unclaim): nothing of it is under way.
 			inFlight := t.LeaseUntil.After(s.now())
+			unclaimed := inFlight && s.deps.Scheduler.Unclaim(t.Lease())
+			inFlight = inFlight && !unclaimed
 			switch {
 			case inFlight && movesOccurrence(before, p, t.NextSendAt, nextSendAt):
 				return store.TaskUpdate{}, errTaskInFlight
@@ -110,11 +121,7 @@ func (s *Server) updateTask(ctx context.Context, userID, id string, f *updateFie
 				begun = t
 				return store.TaskUpdate{}, errCommitFirst
 			}
-			raw, err := p.Encode()
-			if err == nil {
-				err = checkTaskSize(raw, len(t.Payload))
-			}
-			return store.TaskUpdate{Payload: raw, NextSendAt: nextSendAt}, err
+			return store.TaskUpdate{Payload: raw, NextSendAt: nextSendAt, ReleaseLease: unclaimed}, nil
 		})
 		if !errors.Is(err, errCommitFirst) {
 			return task, stored, err

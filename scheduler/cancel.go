@@ -28,15 +28,28 @@ const (
 // and the occurrence's undelivered outbox rows are withdrawn.
 var ErrCancelled = errors.New("the task was cancelled while it was being delivered")
 
+// ErrUnclaimed is the cause of a delivery's context when Unclaim took its
+// task back before its time: it gives its lease back and sends nothing.
+var ErrUnclaimed = errors.New("the task claimed ahead was taken back before its time")
+
 // deliveries are the occurrences this process is delivering, by task id,
 // each with the cancel that stops it. A cancel that arrives before its
 // delivery is tracked (the claim committed, the delivery has not started)
 // waits in early until the delivery starts, or for a lease's length, after
-// which no delivery of that claim can start any more.
+// which no delivery of that claim can start any more. waiting holds the
+// tasks claimed ahead that have not begun, by the lease of their claim.
 type deliveries struct {
 	mu      sync.Mutex
 	running map[int64]context.CancelCauseFunc
 	early   map[int64]time.Time
+	waiting map[int64]aheadClaim
+}
+
+// aheadClaim is a task claimed ahead that has not begun: the lease of its
+// claim, and whether Unclaim took it back.
+type aheadClaim struct {
+	until     time.Time
+	unclaimed bool
 }
 
 // track registers the delivery of taskID, cancelled by cancel; the
@@ -54,7 +67,49 @@ func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) (untrack
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		delete(d.running, taskID)
+		delete(d.waiting, taskID)
 	}
+}
+
+// wait registers a tracked task claimed ahead under l as not begun, until
+// begin.
+func (d *deliveries) wait(l store.Lease) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.waiting[l.TaskID] = aheadClaim{until: l.Until}
+}
+
+// begin marks a task claimed ahead begun, at its time, unless Unclaim took
+// it back first: after it, an edit of the task finds its occurrence under
+// way, as for a task claimed at its time.
+func (d *deliveries) begin(taskID int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.waiting[taskID]
+	delete(d.waiting, taskID)
+	return ok && !c.unclaimed
+}
+
+// Unclaim takes back the claim l of a task this process claimed ahead of
+// its time, if its occurrence has not begun: it will not begin, and its
+// lease is given back. The API calls it in the transaction of an edit of a
+// leased task: true means nothing of the task is under way, so the edit
+// applies whole and clears the lease (store.TaskUpdate.ReleaseLease); false
+// (begun, or another instance's claim) leaves the occurrence under way as
+// it was. It says true again for the same claim until the delivery ends, so
+// a transaction that runs twice reads the same.
+func (s *Scheduler) Unclaim(l store.Lease) bool {
+	d := &s.deliveries
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.waiting[l.TaskID]
+	if !ok || !c.until.Equal(l.Until) {
+		return false
+	}
+	c.unclaimed = true
+	d.waiting[l.TaskID] = c
+	d.running[l.TaskID](ErrUnclaimed)
+	return true
 }
 
 // Cancel stops the delivery of taskID's occurrence under way in this

@@ -11,9 +11,12 @@
 // slots frees while work remains, so a backlog drains at the speed of
 // delivery rather than one batch per tick, and otherwise sleeps until the
 // next task is due or Config.Tick (default 1 s) has passed, whichever is
-// sooner. Every push goes through the courier (push/courier), which bounds
-// the sends per user and per push service; LLM calls have a pool of their
-// own (Config.LLMConcurrency).
+// sooner. It claims tasks a little before their time (Config.Lookahead)
+// and starts each at its time, so a claim that waits for the database
+// delays no delivery and one claim takes the tasks of a span. Every push
+// goes through the courier (push/courier), which bounds the sends per user
+// and per push service; LLM calls have a pool of their own
+// (Config.LLMConcurrency).
 package scheduler
 
 import (
@@ -23,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"amsg/llm"
@@ -43,6 +47,7 @@ const (
 	DefaultPerUserTasks      = 8
 	DefaultFetchLimit        = 50
 	DefaultTrickleWait       = 4 * time.Millisecond
+	DefaultLookahead         = 100 * time.Millisecond
 	DefaultPushInterval      = 1500 * time.Millisecond
 	DefaultStaleAfter        = 60 * time.Minute
 	DefaultRetryBackoff      = 2 * time.Minute
@@ -82,7 +87,18 @@ type Config struct {
 	// and one group commit of their outcomes, then takes every task of that
 	// span instead of one each, for at most this much more lateness. A
 	// task after a quiet spell is claimed at its time. Negative: none.
+	// Only without Lookahead, whose claims group a trickle already.
 	TrickleWait time.Duration
+	// Lookahead is how far ahead of their time the background loop claims
+	// tasks: each waits in memory, under its lease and tracked for a
+	// cancel, and starts at its time (Sleep), so a claim held up by the
+	// database (SQLite's checkpoint) delays tasks not due yet rather than
+	// deliveries. The loop claims again when the next task is half a
+	// Lookahead away, so each claim takes half a Lookahead of a trickle's
+	// tasks. At most Concurrency tasks wait so, whose users' shares
+	// (PerUserTasks) they count in, for at most Heartbeat. Negative: none,
+	// tasks are claimed at their time. Tick claims only due tasks.
+	Lookahead time.Duration
 	// PushInterval is the pause between the pushes of one burst.
 	PushInterval time.Duration
 	// StaleAfter is how late an occurrence may be delivered; later ones are
@@ -113,8 +129,8 @@ type Config struct {
 	// PageURL is the companion page's origin; with it content pushes are
 	// Declarative Web Push messages (builders.Builder.PageURL).
 	PageURL string
-	// Sleep waits between pushes and between instant attempts; nil is
-	// push.Sleep.
+	// Sleep waits between pushes, between instant attempts and until a
+	// task claimed ahead is due; nil is push.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnClaim, when set, is told how late each claimed occurrence is (the
 	// claim time minus its nominal time), for the lateness metric.
@@ -161,15 +177,20 @@ type Scheduler struct {
 	// writing has one token per delivery whose pushes are out and whose
 	// outcome is being written (slotHold.handOff), Concurrency at most.
 	writing chan struct{}
-	freed   chan struct{} // signalled when a delivery gives back its slot
-	wake    chan struct{} // signalled by Wake
+	freed   chan struct{} // signalled when a delivery gives back its slot or a task claimed ahead starts
+	// ahead counts the tasks claimed ahead that hold no slot yet
+	// (slotHold.await), Concurrency at most.
+	ahead atomic.Int32
+	wake  chan struct{} // signalled by Wake
 
 	// runCtx is the context of deliveries; Stop cancels it when its grace
-	// period is over. stopping is closed when Stop begins.
+	// period is over. stopped ends when Stop begins: the loop and Tick stop
+	// claiming, and the tasks claimed ahead stop waiting and give their
+	// leases back.
 	runCtx    context.Context
 	cancelRun context.CancelFunc
-	stopping  chan struct{}
-	stopOnce  sync.Once
+	stopped   context.Context
+	stop      context.CancelFunc
 	loopDone  chan struct{}
 	started   bool
 	wg        sync.WaitGroup // deliveries
@@ -197,6 +218,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	cfg.PerUserTasks = cmp.Or(cfg.PerUserTasks, DefaultPerUserTasks)
 	cfg.FetchLimit = cmp.Or(cfg.FetchLimit, DefaultFetchLimit)
 	cfg.TrickleWait = max(cmp.Or(cfg.TrickleWait, DefaultTrickleWait), 0)
+	cfg.Lookahead = max(cmp.Or(cfg.Lookahead, DefaultLookahead), 0)
 	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
@@ -209,6 +231,9 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	if cfg.Heartbeat >= cfg.LeaseTTL {
 		return nil, fmt.Errorf("scheduler: heartbeat %s must be shorter than the lease %s", cfg.Heartbeat, cfg.LeaseTTL)
 	}
+	// A task claimed ahead waits no longer than a heartbeat: Unclaim knows
+	// its claim by the lease it took.
+	cfg.Lookahead = min(cfg.Lookahead, cfg.Heartbeat)
 	s := &Scheduler{
 		cfg:        cfg,
 		deps:       deps,
@@ -220,9 +245,8 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		userTasks:  map[string]int{},
 		freed:      make(chan struct{}, 1),
 		wake:       make(chan struct{}, 1),
-		stopping:   make(chan struct{}),
 		loopDone:   make(chan struct{}),
-		deliveries: deliveries{running: map[int64]context.CancelCauseFunc{}, early: map[int64]time.Time{}},
+		deliveries: deliveries{running: map[int64]context.CancelCauseFunc{}, early: map[int64]time.Time{}, waiting: map[int64]aheadClaim{}},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -231,6 +255,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 		s.cfg.Sleep = push.Sleep
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
+	s.stopped, s.stop = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -256,7 +281,7 @@ func (s *Scheduler) Start() {
 // then interrupts the rest. Tasks it claimed but did not finish get their
 // leases released, so the next start delivers them at once.
 func (s *Scheduler) Stop(ctx context.Context) error {
-	s.stopOnce.Do(func() { close(s.stopping) })
+	s.stop()
 	if s.started {
 		<-s.loopDone
 	}
@@ -276,20 +301,20 @@ func (s *Scheduler) loop() {
 		s.cleanup(s.runCtx, false)
 		var freed <-chan struct{}
 		wait := s.cfg.Tick
-		if free := cap(s.slots) - len(s.slots); free == 0 || (backlog && free < s.claimBatch()) {
+		if room := s.claimRoom(); room == 0 || (backlog && room < s.claimBatch()) {
 			// While a backlog drains, claim a batch at a time rather than
 			// one task per freed slot: one write claims tens of tasks.
 			freed = s.freed
-		} else if n, err := s.claimAndStart(free); err != nil {
+		} else if n, err := s.claimAndStart(room); err != nil {
 			s.log.Error("scheduler: claiming due tasks failed", "err", err)
-		} else if backlog = n == free; backlog {
+		} else if backlog = n == room; backlog {
 			freed = s.freed
 		} else {
 			wait = s.untilNextDue(wait, n > 0)
 		}
 		timer.Reset(wait)
 		select {
-		case <-s.stopping:
+		case <-s.stopped.Done():
 			return
 		case <-timer.C:
 		case <-freed:
@@ -302,9 +327,19 @@ func (s *Scheduler) loop() {
 // while a backlog drains: a quarter of them, at most 32.
 func (s *Scheduler) claimBatch() int { return min(max(cap(s.slots)/4, 1), 32) }
 
+// claimRoom is how many tasks the loop may claim: one per free slot, and
+// no more than may still wait claimed ahead (Concurrency in all), so an
+// instance holds at most a bounded number of tasks not due yet.
+func (s *Scheduler) claimRoom() int {
+	return min(cap(s.slots)-len(s.slots), cap(s.slots)-int(s.ahead.Load()))
+}
+
 // untilNextDue shortens wait to when the next pending task becomes
 // claimable, so a task fires within milliseconds of its time rather than
-// at the next tick; TrickleWait later while tasks keep falling due.
+// at the next tick: half a Lookahead before it, or without a Lookahead,
+// at its time, TrickleWait later while tasks keep falling due. A task
+// closer than half a Lookahead, which the claim just made passed over (a
+// lease ending then), is waited for until its time, not spun on.
 func (s *Scheduler) untilNextDue(wait time.Duration, trickle bool) time.Duration {
 	next, ok, err := s.deps.Store.NextClaimableAt(s.runCtx)
 	if err != nil {
@@ -315,7 +350,12 @@ func (s *Scheduler) untilNextDue(wait time.Duration, trickle bool) time.Duration
 		return wait
 	}
 	until := next.Sub(s.now())
-	if trickle {
+	switch {
+	case s.cfg.Lookahead > 0:
+		if until > s.cfg.Lookahead/2 {
+			until -= s.cfg.Lookahead / 2
+		}
+	case trickle:
 		until += s.cfg.TrickleWait
 	}
 	return max(min(wait, until), 0)
@@ -331,11 +371,12 @@ func (s *Scheduler) Wake() {
 	}
 }
 
-// claimAndStart claims up to n due tasks and starts delivering them,
-// logging each result.
+// claimAndStart claims up to n tasks due by Lookahead from now, starts
+// delivering those due and sets the others waiting for their time, logging
+// each result.
 func (s *Scheduler) claimAndStart(n int) (int, error) {
 	now, began := s.now(), claimBegins()
-	tasks, err := s.deps.Store.ClaimDueTasksExcept(s.runCtx, now, s.cfg.LeaseTTL, n, s.busyUsers())
+	tasks, err := s.deps.Store.ClaimTasksDueBy(s.runCtx, now, now.Add(s.cfg.Lookahead), s.cfg.LeaseTTL, n, s.busyUsers())
 	if err != nil {
 		return 0, err
 	}
@@ -349,15 +390,19 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			surplus = append(surplus, t.Lease())
 			continue
 		}
-		taken = append(taken, t)
-		s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
+		h := &slotHold{s: s, userID: t.UserID, due: dueAt(t)}
+		if h.due.After(now) {
+			s.ahead.Add(1) // n left room for it (claimRoom)
+		} else {
+			taken = append(taken, t)
+			h.due = time.Time{}
+			s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
+		}
 		if !s.launch(func() {
-			h := &slotHold{s: s, userID: t.UserID}
 			defer h.done()
 			s.logResult(s.process(t, h, c))
 		}) {
-			s.release()
-			s.dropUser(t.UserID)
+			h.done()
 			s.releaseLease(t.Lease())
 		}
 	}
@@ -416,6 +461,15 @@ func (s *Scheduler) busyUsers() []string {
 	return busy
 }
 
+// dueAt is when t's occurrence may start: its time, or after a failed
+// attempt the end of its backoff.
+func dueAt(t store.Task) time.Time {
+	if t.RetryAfter.After(t.NextSendAt) {
+		return t.RetryAfter
+	}
+	return t.NextSendAt
+}
+
 // observeClaims reports each claimed occurrence's lateness to OnClaim.
 func (s *Scheduler) observeClaims(tasks []store.Task, claimedAt time.Time) {
 	if s.cfg.OnClaim == nil {
@@ -450,11 +504,56 @@ func (s *Scheduler) release() {
 // pushes are out, handOff trades them for a token of writing, so the next
 // task is claimed and sent while this one's outcome waits for its commit
 // (which the store groups with the others'): claiming, sending and
-// committing overlap instead of taking turns in each slot.
+// committing overlap instead of taking turns in each slot. A task claimed
+// ahead holds its user's share and no slot until await.
 type slotHold struct {
 	s       *Scheduler
-	userID  string // "" for Tick's deliveries, which count no user
+	userID  string    // "" for Tick's deliveries, which count no user
+	due     time.Time // set while the task, claimed ahead, holds no slot
 	writing bool
+}
+
+// await waits, for a task claimed ahead, until it is due and a slot is
+// free, takes the slot and reports t's lateness to OnClaim then. It gives
+// up when ctx ends (a cancel, Unclaim, a lost lease) or the scheduler
+// stops, and returns why.
+func (h *slotHold) await(ctx context.Context, t store.Task) error {
+	if h.due.IsZero() {
+		return nil
+	}
+	s := h.s
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(s.stopped, func() { cancel(errStopping) })()
+	s.deliveries.wait(t.Lease())
+	if err := s.sleep(ctx, h.due.Sub(s.now())); err != nil {
+		return cmp.Or(context.Cause(ctx), err)
+	}
+	if !s.deliveries.begin(t.ID) {
+		return ErrUnclaimed
+	}
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	h.due = time.Time{}
+	s.leaveAhead()
+	s.observeClaims([]store.Task{t}, s.now())
+	return nil
+}
+
+// errStopping ends the wait of a task claimed ahead when Stop begins.
+var errStopping = errors.New("scheduler: stopping")
+
+// leaveAhead counts a task claimed ahead out and lets the loop claim in
+// its place.
+func (s *Scheduler) leaveAhead() {
+	s.ahead.Add(-1)
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
 }
 
 // handOff gives back the slot for a token of writing, waiting for one
@@ -470,11 +569,18 @@ func (h *slotHold) handOff() {
 
 // done gives back what h still holds.
 func (h *slotHold) done() {
-	if h.writing {
+	switch {
+	case h.writing:
 		<-h.s.writing
-		return
+	case !h.due.IsZero():
+		h.due = time.Time{}
+		if h.userID != "" {
+			h.s.dropUser(h.userID)
+		}
+		h.s.leaveAhead()
+	default:
+		h.freeSlot()
 	}
-	h.freeSlot()
 }
 
 func (h *slotHold) freeSlot() {
@@ -504,7 +610,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 		select {
 		case s.slots <- struct{}{}:
 			acquired = true
-		case <-s.stopping:
+		case <-s.stopped.Done():
 		case <-ctx.Done():
 		}
 		wg.Add(1)
@@ -636,6 +742,9 @@ func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 	defer func() { traceResult(span, r) }()
 	defer s.track(t.ID, cancel)()
 	held := s.hold(t.Lease(), func() { cancel(nil) })
+	if err := h.await(ctx, t); err != nil {
+		return s.unstarted(t, held, err)
+	}
 	started := s.now()
 
 	p, perr := TaskPayload(t)
@@ -679,6 +788,21 @@ func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 		return s.failed(ctx, t, lease, rec, err)
 	}
 	return s.delivered(ctx, t, lease, rec, sent, started, last)
+}
+
+// unstarted ends an occurrence claimed ahead that did not start, why
+// saying why: cancelled (nothing was sent; withdrawn), its lease lost, or
+// taken back (Unclaim) or the scheduler stopping (the lease is given back,
+// for the edited task's time or the next start).
+func (s *Scheduler) unstarted(t store.Task, held *heldLease, why error) result {
+	lease, lost := held.end()
+	switch {
+	case errors.Is(why, ErrCancelled):
+		return s.withdraw(t)
+	case lost:
+		return result{taskID: t.ID, kind: resultLeaseLost}
+	}
+	return s.releaseLease(lease)
 }
 
 // stale reports whether the occurrence is too late to deliver: more than

@@ -961,11 +961,11 @@ func TestADatabaseBlipAfterThePushDoesNotSendItAgain(t *testing.T) {
 	}
 }
 
-// While tasks keep falling due, the loop claims TrickleWait after the next
-// one's time, so one claim takes the tasks of that span; after a quiet
-// spell it claims at the time itself.
+// Without Lookahead, while tasks keep falling due, the loop claims
+// TrickleWait after the next one's time, so one claim takes the tasks of
+// that span; after a quiet spell it claims at the time itself.
 func TestTheLoopGroupsATrickleByTrickleWait(t *testing.T) {
-	h := newHarness(t, Config{Tick: time.Hour, TrickleWait: 7 * time.Millisecond})
+	h := newHarness(t, Config{Tick: time.Hour, TrickleWait: 7 * time.Millisecond, Lookahead: -1})
 	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, h.clk.Now().Add(10*time.Millisecond))
 	if got := h.sched.untilNextDue(time.Hour, false); got != 10*time.Millisecond {
 		t.Errorf("after a quiet spell the loop waits %s, want 10ms", got)

@@ -84,7 +84,7 @@ func TestPostgresClaimLeasesWithoutTouchingAnIndex(t *testing.T) {
 	if _, err := tx.ExecContext(t.Context(), `SET LOCAL enable_seqscan = on; `+plan); err != nil {
 		t.Fatal(err)
 	}
-	args := []any{now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), "[]", n}
+	args := []any{now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), "[]", n, now.UnixMilli()}
 	if p := explain(t, tx, claim, args...); !strings.Contains(p, "Index Scan using tasks_due") || strings.Contains(p, "Sort") {
 		t.Errorf("the claim's plan does not walk tasks_due in order:\n%s", p)
 	}

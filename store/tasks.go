@@ -203,6 +203,9 @@ func (s *Store) Tasks(ctx context.Context, userID string, status TaskStatus, lim
 type TaskUpdate struct {
 	Payload    json.RawMessage // plaintext JSON
 	NextSendAt time.Time       // zero: unchanged
+	// ReleaseLease clears the task's lease: the scheduler took back its
+	// claim of a task not due yet (scheduler.Scheduler.Unclaim).
+	ReleaseLease bool
 }
 
 // UpdatePendingTask reads userID's pending task with this uuid, lets update
@@ -210,8 +213,9 @@ type TaskUpdate struct {
 // state reset, all in one transaction, so nothing can change the row in
 // between. A task that does not exist is ErrTaskNotFound, one that is no
 // longer pending ErrTaskNotPending; an error from update is returned as is.
-// A lease is kept: a delivery under way finishes, and if the update moved
-// the task, the delivery leaves the new time alone (see CompleteTask).
+// A lease is kept unless the update releases it: a delivery under way
+// finishes, and if the update moved the task, the delivery leaves the new
+// time alone (see CompleteTask).
 func (s *Store) UpdatePendingTask(ctx context.Context, userID, uuid string, update func(Task) (TaskUpdate, error)) (Task, error) {
 	var t Task
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -234,8 +238,8 @@ func (s *Store) UpdatePendingTask(ctx context.Context, userID, uuid string, upda
 			next = u.NextSendAt
 		}
 		t, err = s.scanTask(tx.QueryRowContext(ctx, `UPDATE tasks SET payload = ?, next_send_at = ?, retry_count = 0,
-			retry_after = NULL, updated_at = ? WHERE id = ? RETURNING `+taskColumns,
-			s.userKey(userID).SealAtRest(u.Payload), millis(next), millis(s.now()), t.ID))
+			retry_after = NULL, lease_until = CASE WHEN ? THEN NULL ELSE lease_until END, updated_at = ? WHERE id = ? RETURNING `+taskColumns,
+			s.userKey(userID).SealAtRest(u.Payload), millis(next), u.ReleaseLease, millis(s.now()), t.ID))
 		return err
 	})
 	return t, err
@@ -310,6 +314,17 @@ const MaxClaimSkipUsers = 1000
 // in skip: the scheduler names the users who have as many tasks in delivery
 // as it lets one user have, so one user's backlog cannot take every slot.
 func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time.Duration, limit int, skip []string) ([]Task, error) {
+	return s.ClaimTasksDueBy(ctx, now, now, ttl, limit, skip)
+}
+
+// ClaimTasksDueBy is ClaimDueTasksExcept taking, besides the due tasks,
+// those falling due by dueBy (not before now): the scheduler claims ahead
+// and starts each at its time. A lease is taken over only once it has ended
+// at now, however far ahead the claim looks.
+func (s *Store) ClaimTasksDueBy(ctx context.Context, now, dueBy time.Time, ttl time.Duration, limit int, skip []string) ([]Task, error) {
+	if dueBy.Before(now) {
+		dueBy = now
+	}
 	if len(skip) > MaxClaimSkipUsers {
 		return nil, fmt.Errorf("store: claim due tasks: %d users to skip, limit %d", len(skip), MaxClaimSkipUsers)
 	}
@@ -321,7 +336,7 @@ func (s *Store) ClaimDueTasksExcept(ctx context.Context, now time.Time, ttl time
 		return nil, err
 	}
 	query := s.claimDueSQL()
-	args := []any{millis(now.Add(ttl)), millis(s.now()), millis(now), string(skipped), limit}
+	args := []any{millis(now.Add(ttl)), millis(s.now()), millis(dueBy), string(skipped), limit, millis(now)}
 	var tasks []Task
 	var prefs map[string]Preferences
 	gen := s.claimed.generation()

@@ -309,6 +309,40 @@ func TestClaimDueTasksRespectsTimeLeaseAndRetry(t *testing.T) {
 	}
 }
 
+// A claim that looks ahead takes the tasks due within its window, retries
+// included, and never a lease that has not ended at now, even one ending
+// within the window.
+func TestClaimTasksDueByLooksAheadButNotPastALease(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now})
+	ctx := t.Context()
+	now := clk.now
+	leased := insertTask(t, st, bob, 5, now.Add(-time.Minute))
+	if _, err := st.ClaimDueTasks(ctx, now.Add(-time.Minute), time.Minute+50*time.Millisecond, 1); err != nil {
+		t.Fatal(err) // task 5, whose lease ends at now+50ms, inside the window
+	}
+	insertTask(t, st, alice, 1, now.Add(-time.Minute))
+	insertTask(t, st, alice, 2, now.Add(40*time.Millisecond))
+	insertTask(t, st, bob, 3, now.Add(100*time.Millisecond))
+	insertTask(t, st, bob, 4, now.Add(101*time.Millisecond)) // past the window
+	tasks, err := st.ClaimTasksDueBy(ctx, now, now.Add(100*time.Millisecond), 90*time.Second, 10, nil)
+	if err != nil || fmt.Sprint(uuids(tasks)) != fmt.Sprint([]string{taskUUID(1), taskUUID(2), taskUUID(3)}) {
+		t.Fatalf("claim ahead = %v, %v; want 1, 2 and 3", uuids(tasks), err)
+	}
+	if got, err := st.Task(ctx, bob, leased.UUID); err != nil || !got.LeaseUntil.Equal(now.Add(50*time.Millisecond)) {
+		t.Errorf("the lease not yet ended was taken over: %+v, %v", got, err)
+	}
+	for _, task := range tasks {
+		if !task.LeaseUntil.Equal(now.Add(90 * time.Second)) {
+			t.Errorf("task %s leased until %s", task.UUID, task.LeaseUntil)
+		}
+	}
+	tasks, err = st.ClaimTasksDueBy(ctx, now.Add(50*time.Millisecond), now.Add(101*time.Millisecond), 90*time.Second, 10, nil)
+	if err != nil || fmt.Sprint(uuids(tasks)) != fmt.Sprint([]string{taskUUID(5), taskUUID(4)}) {
+		t.Errorf("once the lease ended = %v, %v; want 5 then 4", uuids(tasks), err)
+	}
+}
+
 func TestNextClaimableAt(t *testing.T) {
 	st := storetest.New(t)
 	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)

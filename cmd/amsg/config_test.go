@@ -20,7 +20,7 @@ func TestServeConfigDefaults(t *testing.T) {
 	}
 	if c.Addr != "localhost:8080" || c.DataDir != "./amsg-data" || c.Tick != time.Second ||
 		c.AllowPrivateEndpoints || c.CORSOrigin != "" || c.LogLevel != slog.LevelInfo ||
-		c.Scheduler.DeliveryRetries != 3 || c.Scheduler.GenerationRetries != 3 {
+		c.Scheduler.DeliveryRetries != 3 || c.Scheduler.GenerationRetries != 3 || c.Scheduler.Lookahead != 100*time.Millisecond {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -37,13 +37,14 @@ func TestServeConfigEnvTwins(t *testing.T) {
 		"AMSG_CLIENT_TOKEN":            "client-token-0123",
 		"AMSG_MAX_DELIVERY_RETRIES":    "0",
 		"AMSG_MAX_GENERATION_RETRIES":  "5",
+		"AMSG_TASK_LOOKAHEAD":          "0s",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Addr != ":9000" || c.DataDir != "/data" || c.Tick != 250*time.Millisecond || !c.AllowPrivateEndpoints ||
 		c.CORSOrigin != "*" || c.LogLevel != slog.LevelDebug || c.MasterKey != strings.Repeat("a", 64) || c.ClientToken != "client-token-0123" ||
-		c.Scheduler.DeliveryRetries != 0 || c.Scheduler.GenerationRetries != 5 {
+		c.Scheduler.DeliveryRetries != 0 || c.Scheduler.GenerationRetries != 5 || c.Scheduler.Lookahead != 0 {
 		t.Errorf("config = %+v", c)
 	}
 }
@@ -69,6 +70,7 @@ func TestServeConfigRejectsBadInput(t *testing.T) {
 		{"unknown pooler", nil, map[string]string{"AMSG_DATABASE_URL": "postgres://db/amsg", "AMSG_DATABASE_POOLER": "session"}, `--database-pooler must be empty or "transaction"`},
 		{"pooler without a database", nil, map[string]string{"AMSG_DATABASE_POOLER": "transaction"}, "given with --database-url"},
 		{"instance heartbeat", []string{"--instance-heartbeat", "1ms"}, nil, "--instance-heartbeat must be at least 100ms"},
+		{"lookahead past the heartbeat", []string{"--task-lookahead", "31s"}, nil, "--task-lookahead must be 0 or more and at most --task-heartbeat"},
 		{"negative retries", nil, map[string]string{"AMSG_MAX_GENERATION_RETRIES": "-1"}, "--max-generation-retries must be 0 or more"},
 		{"webhook retry window", []string{"--webhook-retry-for", "1h"}, nil, "retry window 1h0m0s is outside [24h0m0s, 720h0m0s]"},
 		{"webhook timeout", []string{"--webhook-timeout", "10m"}, nil, "timeout 10m0s is outside"},

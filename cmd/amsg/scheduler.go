@@ -19,6 +19,7 @@ type schedulerConfig struct {
 	Heartbeat    time.Duration
 	PushInterval time.Duration
 	Concurrency  int
+	Lookahead    time.Duration
 	// Retries of a failed occurrence, by kind of failure.
 	DeliveryRetries   int
 	GenerationRetries int
@@ -34,6 +35,8 @@ func (c *schedulerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.PushInterval, "push-interval", scheduler.DefaultPushInterval,
 		"pause between the pushes of one burst")
 	fs.IntVar(&c.Concurrency, "task-concurrency", scheduler.DefaultConcurrency, "tasks delivered at once")
+	fs.DurationVar(&c.Lookahead, "task-lookahead", scheduler.DefaultLookahead,
+		"how far ahead of their time tasks are claimed; each starts at its time, so a slow database write delays no delivery (0: none)")
 	fs.IntVar(&c.DeliveryRetries, "max-delivery-retries", scheduler.DefaultMaxRetries,
 		"retries of an occurrence whose push failed (0: none); an LLM answer already recorded is resent, never asked for again")
 	fs.IntVar(&c.GenerationRetries, "max-generation-retries", scheduler.DefaultMaxRetries,
@@ -48,6 +51,8 @@ func (c schedulerConfig) validate() error {
 		return fmt.Errorf("%w: --push-interval must be at least 1ms", errUsage)
 	case c.Concurrency < 1:
 		return fmt.Errorf("%w: --task-concurrency must be at least 1", errUsage)
+	case c.Lookahead < 0 || c.Lookahead > c.Heartbeat:
+		return fmt.Errorf("%w: --task-lookahead must be 0 or more and at most --task-heartbeat", errUsage)
 	case c.DeliveryRetries < 0 || c.GenerationRetries < 0:
 		return fmt.Errorf("%w: --max-delivery-retries and --max-generation-retries must be 0 or more", errUsage)
 	}
@@ -65,6 +70,7 @@ func (s *server) newScheduler(cr *courier.Courier, onClaim func(time.Duration)) 
 		PushInterval: c.PushInterval,
 		Concurrency:  c.Concurrency,
 		// The scheduler reads 0 as its default and a negative bound as none.
+		Lookahead:            cmp.Or(c.Lookahead, -1),
 		MaxDeliveryRetries:   cmp.Or(c.DeliveryRetries, -1),
 		MaxGenerationRetries: cmp.Or(c.GenerationRetries, -1),
 		Logger:               s.log,

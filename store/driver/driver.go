@@ -125,7 +125,8 @@ type Dialect struct {
 	// minimum of ClaimableAt over the pending tasks.
 	NextClaimable string
 	// ClaimDueTasks leases due tasks. Arguments: lease_until, updated_at,
-	// now, the users to pass over as a JSON array, limit. It ends in
+	// the time the tasks are due by, the users to pass over as a JSON
+	// array, limit, now (a lease ending after it holds). It ends in
 	// RETURNING, to which the store appends its task columns. PostgreSQL
 	// skips rows another instance is claiming at the same moment instead of
 	// waiting for them.

@@ -26,7 +26,7 @@ type Options struct {
 	MaxWait time.Duration
 	Gap     time.Duration
 	// Linger is how long a batch whose first item was handed over with
-	// Linger waits for company on a batcher that is not busy, so items
+	// Linger waits for company, busy batcher or not, so items
 	// that arrive one by one, steadily but further apart than Gap (a
 	// trickle), share a batch instead of one each. It ends at MaxItems, or
 	// as soon as an item given to Add arrives: that one is handled at once,
@@ -73,8 +73,8 @@ func New[T any](opts Options, handle func([]T)) *Batcher[T] {
 func (b *Batcher[T]) Add(item T) error { return b.add(entry[T]{item: item}) }
 
 // Linger is Add for an item nobody waits on to go on (the record of
-// something done): on a batcher that is not busy it waits up to
-// Options.Linger for company instead of being handled alone.
+// something done): it waits up to Options.Linger for company instead of
+// being handled alone.
 func (b *Batcher[T]) Linger(item T) error { return b.add(entry[T]{item: item, linger: true}) }
 
 func (b *Batcher[T]) add(e entry[T]) error {
@@ -111,10 +111,13 @@ func (b *Batcher[T]) run() {
 			batch = append(batch, first.item)
 		}
 		switch {
+		case first.linger && b.opts.Linger > 0:
+			// Busy or not: records that come evenly spaced (a trickle
+			// claimed ahead starts each task at its time) would otherwise
+			// each find the writer just busy and commit nearly alone.
+			batch = b.gather(batch, b.opts.Linger, b.opts.Linger, true)
 		case time.Since(time.Unix(0, last.Load())) < b.opts.MaxWait: // busy
 			batch = b.gather(batch, b.opts.MaxWait, b.opts.Gap, false)
-		case first.linger && b.opts.Linger > 0:
-			batch = b.gather(batch, b.opts.Linger, b.opts.Linger, true)
 		default:
 			batch = b.gatherWaiting(batch)
 		}

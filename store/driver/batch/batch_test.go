@@ -126,6 +126,30 @@ func TestHandlersRunBatchesAtOnceUpToMaxHandlers(t *testing.T) {
 	}
 }
 
+// On a busy batcher too, items handed over with Linger wait for company:
+// records arriving evenly spaced (a trickle whose tasks each start at
+// their time) would otherwise each find it just busy and go nearly alone.
+func TestLingeringItemsWaitOnABusyBatcherToo(t *testing.T) {
+	c := &collector{started: make(chan struct{}, 10)}
+	// After its first batch the batcher is busy for an hour, and a busy
+	// batch waits a nanosecond for each next item.
+	b := batch.New(batch.Options{MaxItems: 3, MaxWait: time.Hour, Gap: time.Nanosecond, Linger: time.Hour}, c.handle)
+	if err := b.Add(0); err != nil {
+		t.Fatal(err)
+	}
+	<-c.started
+	for i, add := range []func(int) error{b.Linger, b.Linger, b.Add} {
+		if err := add(i + 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-c.started
+	b.Close()
+	if got := c.all(); !slices.EqualFunc(got, [][]int{{0}, {1, 2, 3}}, slices.Equal) {
+		t.Errorf("batches %v, want [[0] [1 2 3]]", got)
+	}
+}
+
 // On a batcher that is not busy, items handed over with Linger wait for
 // company (a trickle shares a batch), until an item given to Add arrives,
 // which is handled at once with them; a lingering batch also ends at

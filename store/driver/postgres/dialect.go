@@ -63,7 +63,7 @@ var dialect = driver.Dialect{
 	// index entry per leased row (claimHOTSchema).
 	ClaimDueTasks: `WITH due (due_id) AS (
 			SELECT id FROM tasks WHERE status = 'pending' AND claimable_at <= $3
-				AND (lease_until IS NULL OR lease_until <= $3)
+				AND (lease_until IS NULL OR lease_until <= $6)
 				AND user_id NOT IN (SELECT value FROM json_array_elements_text($4::json))
 			ORDER BY claimable_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
 		UPDATE tasks SET lease_until = $1 FROM due WHERE id = due_id AND $2::bigint IS NOT NULL

@@ -73,7 +73,7 @@ func TestTheClaimIsCompiledOnce(t *testing.T) {
 			claimed := 0
 			for i := range 100 {
 				now := 10 * i
-				rows, err := claim.QueryContext(ctx, now+60_000, now, now, "[]", 1+i%7)
+				rows, err := claim.QueryContext(ctx, now+60_000, now, now, "[]", 1+i%7, now)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -43,16 +43,18 @@ var dialect = driver.Dialect{
 
 	ClaimableAt: claimableAt,
 	// One statement in a write on the one writer connection: two claimers
-	// never get the same task. The unary plus on now and on the limit keeps
-	// the prepared claim from being compiled again on nearly every run: SQLite
-	// plans with a bare parameter's bound value where it can (a LIMIT since
-	// 3.54; a range on an index with sqlite_stat4 samples, which the PRAGMA
-	// optimize of Close leaves), and then expires the statement whenever
-	// that value changes, as now and the limit do from one claim to the next.
-	ClaimDueTasks: `UPDATE tasks SET lease_until = ?, updated_at = ?
-		WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= +?
-				AND user_id NOT IN (SELECT value FROM json_each(?))
-			ORDER BY ` + claimableAt + `, id LIMIT +?)
+	// never get the same task. ?6 (now) keeps a claim that looks ahead off
+	// a lease that has not ended yet. The unary plus on the times and on
+	// the limit keeps the prepared claim from being compiled again on nearly
+	// every run: SQLite plans with a bare parameter's bound value where it
+	// can (a LIMIT since 3.54; a range on an index with sqlite_stat4
+	// samples, which the PRAGMA optimize of Close leaves), and then expires
+	// the statement whenever that value changes, as the times and the limit
+	// do from one claim to the next.
+	ClaimDueTasks: `UPDATE tasks SET lease_until = ?1, updated_at = ?2
+		WHERE id IN (SELECT id FROM tasks WHERE status = 'pending' AND ` + claimableAt + ` <= +?3
+				AND coalesce(lease_until, 0) <= +?6 AND user_id NOT IN (SELECT value FROM json_each(?4))
+			ORDER BY ` + claimableAt + `, id LIMIT +?5)
 		RETURNING `,
 	Greatest:    `max`,
 	InJSONArray: `SELECT value FROM json_each(?)`,

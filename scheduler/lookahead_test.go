@@ -1,0 +1,247 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"amsg/push"
+	"amsg/push/clocktest"
+	"amsg/store"
+)
+
+// lateness records what OnClaim is told.
+type lateness struct {
+	mu  sync.Mutex
+	got []time.Duration
+}
+
+func (l *lateness) observe(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, d)
+}
+
+func (l *lateness) all() []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]time.Duration(nil), l.got...)
+}
+
+// claimedAhead starts the loop with a gate as its Sleep and waits until
+// the task inserted for alice 60 ms after the clock is claimed and waits
+// at the gate for its time; it returns the task as stored then.
+func claimedAhead(t *testing.T, cfg Config) (*harness, *clocktest.Gate, store.Task) {
+	t.Helper()
+	g := clocktest.NewGate()
+	cfg.Tick, cfg.Sleep = time.Hour, g.Sleep
+	h := newHarness(t, cfg)
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the dot")}, start.Add(60*time.Millisecond))
+	h.sched.Start()
+	if d := <-g.Asked; d != 60*time.Millisecond {
+		t.Fatalf("the task claimed ahead waits %s, want the 60ms to its time", d)
+	}
+	got := h.task(alice, task.UUID)
+	if !got.LeaseUntil.Equal(start.Add(DefaultLeaseTTL)) {
+		t.Fatalf("the task waiting for its time is leased until %s, want the claim's lease", got.LeaseUntil)
+	}
+	return h, g, got
+}
+
+// A task due within Lookahead is claimed before its time and sent at it:
+// nothing reaches the push service while it waits, and it starts with the
+// clock at its time.
+func TestATaskClaimedAheadIsSentAtItsTime(t *testing.T) {
+	var late lateness
+	h, g, task := claimedAhead(t, Config{OnClaim: late.observe})
+	if n := len(h.push.Pushes()); n != 0 || len(late.all()) != 0 {
+		t.Fatalf("%d pushes, lateness %v before the task's time", n, late.all())
+	}
+	h.clk.Set(task.NextSendAt)
+	g.Open()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	pushes, err := h.push.WaitPushes(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(pushes[0].JSON, &m); err != nil || m["message"] != "on the dot" ||
+		m["occurrenceMs"] != float64(task.NextSendAt.UnixMilli()) {
+		t.Errorf("push %s", pushes[0].JSON)
+	}
+	waitFor(t, "the delivered task deleted", func() bool { return h.gone(alice, task.UUID) })
+	if got := late.all(); len(got) != 1 || got[0] != 0 {
+		t.Errorf("lateness %v, want one start at the task's time", got)
+	}
+}
+
+// A task claimed ahead and cancelled before its time is never sent: the
+// cancel (store.DeletedTask.Delivering, as its lease is live) stops its
+// wait, and its time passing changes nothing.
+func TestACancelBeforeItsTimeStopsATaskClaimedAhead(t *testing.T) {
+	h, g, task := claimedAhead(t, Config{})
+	if d := h.cancelTask(alice, task.UUID); !d.Delivering {
+		t.Fatalf("the cancel did not find the claim: %+v", d)
+	}
+	h.clk.Set(task.NextSendAt)
+	g.Open()
+	waitFor(t, "the delivery to end", func() bool {
+		h.sched.deliveries.mu.Lock()
+		defer h.sched.deliveries.mu.Unlock()
+		return len(h.sched.deliveries.running) == 0
+	})
+	if n := len(h.push.Pushes()); n != 0 {
+		t.Errorf("%d pushes of a task cancelled before its time", n)
+	}
+	if !h.gone(alice, task.UUID) {
+		t.Error("the cancelled task is still stored")
+	}
+}
+
+// Stop gives back the lease of a task claimed ahead at once, sending
+// nothing: the next start delivers it.
+func TestStopReleasesATaskClaimedAhead(t *testing.T) {
+	h, _, task := claimedAhead(t, Config{})
+	if err := h.sched.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.task(alice, task.UUID); !got.LeaseUntil.IsZero() || got.RetryCount != 0 || got.LastError != nil {
+		t.Errorf("after Stop: %+v, want the lease released and nothing else changed", got)
+	}
+	if n := len(h.push.Pushes()); n != 0 {
+		t.Errorf("%d pushes", n)
+	}
+}
+
+// An edit of a task claimed ahead takes it back (Unclaim) when it has not
+// begun: a one-shot task moved later is not sent at its old time, and is
+// sent once, at its new one.
+func TestAnEditTakesBackATaskClaimedAhead(t *testing.T) {
+	h, g, task := claimedAhead(t, Config{})
+	moved := task.NextSendAt.Add(time.Hour)
+	if _, err := h.st.UpdatePendingTask(t.Context(), alice, task.UUID, func(got store.Task) (store.TaskUpdate, error) {
+		// As the API: the occurrence has not begun, so the edit applies.
+		// Asked again, as a transaction run twice asks, Unclaim says the
+		// same: the claim's release waits for this transaction.
+		unclaimed := h.sched.Unclaim(got.Lease())
+		if again := h.sched.Unclaim(got.Lease()); !unclaimed || !again {
+			t.Errorf("Unclaim said %v, then %v; want true twice", unclaimed, again)
+		}
+		return store.TaskUpdate{Payload: got.Payload, NextSendAt: moved, ReleaseLease: unclaimed}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.task(alice, task.UUID); !got.LeaseUntil.IsZero() || !got.NextSendAt.Equal(moved) {
+		t.Fatalf("after the edit: %+v, want the new time and no lease", got)
+	}
+	h.clk.Set(task.NextSendAt)
+	g.Open() // the old time: the claim taken back must not send
+	h.clk.Set(moved)
+	h.sched.Wake()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	pushes, err := h.push.WaitPushes(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delivered task deleted", func() bool { return h.gone(alice, task.UUID) })
+	if err := h.sched.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(pushes[0].JSON, &m); err != nil || m["occurrenceMs"] != float64(moved.UnixMilli()) {
+		t.Errorf("push %s, want the occurrence at the new time", pushes[0].JSON)
+	}
+	if n := len(h.push.Pushes()); n != 1 {
+		t.Errorf("%d pushes, want one", n)
+	}
+}
+
+// Once a task claimed ahead has begun (its time came), Unclaim says false:
+// an edit then finds the occurrence under way, as for a task claimed at
+// its time.
+func TestUnclaimLeavesABegunOccurrenceAlone(t *testing.T) {
+	block := make(chan struct{})
+	h, g, task := claimedAhead(t, Config{OnClaim: func(time.Duration) { <-block }})
+	h.clk.Set(task.NextSendAt)
+	g.Open()
+	defer close(block)
+	waitFor(t, "the occurrence to begin", func() bool {
+		h.sched.deliveries.mu.Lock()
+		defer h.sched.deliveries.mu.Unlock()
+		_, waiting := h.sched.deliveries.waiting[task.ID]
+		return !waiting
+	})
+	if h.sched.Unclaim(task.Lease()) {
+		t.Error("Unclaim took back an occurrence that had begun")
+	}
+}
+
+// At most Concurrency tasks wait claimed ahead, so an instance sharing a
+// database holds few tasks it is not delivering yet; the others stay
+// claimable.
+func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
+	g := clocktest.NewGate()
+	h := newHarness(t, Config{Concurrency: 2, Tick: time.Hour, Sleep: g.Sleep})
+	h.subscribe(alice)
+	h.subscribe(bob)
+	for i := range 5 {
+		h.insert([]string{alice, bob}[i%2], Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, start.Add(50*time.Millisecond))
+	}
+	// One round of the loop, by hand: its claim takes 2 tasks ahead, and
+	// then the loop has no room, though both slots are free.
+	if n, err := h.sched.claimAndStart(h.sched.claimRoom()); n != 2 || err != nil {
+		t.Fatalf("claimed %d, %v; want 2", n, err)
+	}
+	if room := h.sched.claimRoom(); room != 0 {
+		t.Errorf("room for %d more claims with Concurrency tasks waiting ahead", room)
+	}
+	leased := func() int {
+		n := 0
+		for _, u := range []string{alice, bob} {
+			tasks, _, _ := h.st.Tasks(t.Context(), u, "", 10, 0)
+			for _, task := range tasks {
+				if !task.LeaseUntil.IsZero() {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if n := leased(); n != 2 {
+		t.Errorf("%d tasks leased ahead, want Concurrency's 2", n)
+	}
+	h.clk.Set(start.Add(50 * time.Millisecond))
+	g.Open()
+	h.sched.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := h.push.WaitPushes(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With Lookahead the loop wakes half a Lookahead before the next task's
+// time, whatever the trickle: its claim then takes the tasks of the next
+// half Lookahead, ahead of their time. A task the claim passed over within
+// that half (here a lease ending in 30ms) is waited for until then.
+func TestTheLoopWakesHalfALookaheadEarly(t *testing.T) {
+	h := newHarness(t, Config{Tick: time.Hour, Lookahead: 80 * time.Millisecond})
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, start.Add(100*time.Millisecond))
+	for _, trickle := range []bool{false, true} {
+		if got := h.sched.untilNextDue(time.Hour, trickle); got != 60*time.Millisecond {
+			t.Errorf("trickle %v: the loop waits %s, want 60ms", trickle, got)
+		}
+	}
+	h.insert(bob, Payload{MessageType: push.TypeFixed, UserMessage: str("held")}, start.Add(-time.Minute))
+	if _, err := h.st.ClaimDueTasks(t.Context(), start.Add(-time.Minute), time.Minute+30*time.Millisecond, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.sched.untilNextDue(time.Hour, true); got != 30*time.Millisecond {
+		t.Errorf("with a lease ending in 30ms the loop waits %s, want 30ms", got)
+	}
+}
