@@ -132,28 +132,27 @@ func (s *Store) InsertTask(ctx context.Context, n NewTask) (Task, DeletedTask, e
 				return err
 			}
 		}
-		var exists int
-		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE uuid = ?`, n.UUID).Scan(&exists)
-		if err != nil {
-			return err
-		}
-		if exists > 0 {
-			return ErrTaskUUIDConflict
-		}
-		if n.Owner != nil {
-			if err := s.claimOwnership(ctx, tx, s.userKey(n.UserID), n.UserID, "task", n.UUID, n.Owner, false); err != nil {
-				return err
-			}
-		}
 		var deferred any
 		if n.Deferred {
 			deferred = millis(n.NextSendAt)
 		}
+		// The unique index answers a taken uuid: a read of it first would,
+		// on PostgreSQL, put a predicate lock on the index page that every
+		// concurrent insert then conflicts with (a retried transaction in
+		// about ten).
 		row := tx.QueryRowContext(ctx, `INSERT INTO tasks (user_id, uuid, payload, message_type, next_send_at, lease_until, deferred_until, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+taskColumns,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uuid) DO NOTHING RETURNING `+taskColumns,
 			n.UserID, n.UUID, sealed, string(n.MessageType), millis(n.NextSendAt), nullMillis(n.LeaseUntil), deferred, now, now)
-		t, err = s.scanTask(row)
-		return err
+		var err error
+		if t, err = s.scanTask(row); errors.Is(err, sql.ErrNoRows) {
+			return ErrTaskUUIDConflict
+		} else if err != nil {
+			return err
+		}
+		if n.Owner != nil {
+			return s.claimOwnership(ctx, tx, s.userKey(n.UserID), n.UserID, "task", n.UUID, n.Owner, false)
+		}
+		return nil
 	})
 	if errors.Is(err, ErrTaskUUIDConflict) {
 		return Task{}, DeletedTask{}, err
