@@ -204,10 +204,10 @@ func (s *Server) handleCancelMessage(w http.ResponseWriter, r *http.Request) err
 	case err != nil:
 		return err
 	}
-	s.stopDelivery(r.Context(), userID, id, deleted)
+	begun := s.stopDelivery(r.Context(), userID, id, deleted)
 	status := scheduler.StatusCancelled
 	switch {
-	case deleted.Delivering:
+	case deleted.Delivering && begun:
 		status = scheduler.StatusCancelledMidDelivery
 	case deleted.Status != store.TaskPending:
 		status = scheduler.StatusCancelledAfterDelivery
@@ -224,14 +224,17 @@ func (s *Server) handleCancelMessage(w http.ResponseWriter, r *http.Request) err
 // stopDelivery finishes the cancel or supersede of a task: its delivery
 // under way here stops, then the pushes of the task that never went out are
 // dropped, so a client catching up later does not get the rest of a burst
-// the user cancelled.
-func (s *Server) stopDelivery(ctx context.Context, userID, taskUUID string, deleted store.DeletedTask) {
+// the user cancelled. begun is false when the task's occurrence was only
+// claimed ahead of its time here, so nothing of it was sent
+// (Scheduler.Cancel).
+func (s *Server) stopDelivery(ctx context.Context, userID, taskUUID string, deleted store.DeletedTask) (begun bool) {
 	if deleted.Delivering {
-		s.deps.Scheduler.Cancel(deleted.ID)
+		begun = s.deps.Scheduler.Cancel(deleted.ID)
 	}
 	if _, err := s.deps.Store.DiscardUndeliveredOutbox(ctx, userID, taskUUID); err != nil {
 		s.log.WarnContext(ctx, "discarding a cancelled task's undelivered outbox rows failed", "err", err)
 	}
+	return begun
 }
 
 // handleSendNotifications runs one scheduler tick now and returns its

@@ -900,3 +900,33 @@ func TestCredentialErrors(t *testing.T) {
 		}
 	}
 }
+
+// A cancel of a task this instance claimed ahead of its time, before that
+// time, answers "cancelled": nothing of it was sent, and nothing is.
+func TestCancelOfATaskClaimedAheadSaysCancelled(t *testing.T) {
+	g := clocktest.NewGate()
+	e := newTaskEnvWaiting(t, Config{}, "", g.Sleep)
+	e.subscribe(t, testUserID)
+	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id})); got.status != http.StatusCreated {
+		t.Fatal(got.body)
+	}
+	due := taskEpoch.Add(time.Minute)
+	e.clk.Set(due.Add(-50 * time.Millisecond))
+	e.sched.Start()
+	if d := <-g.Asked; d != 50*time.Millisecond {
+		t.Fatalf("the claim ahead waits %s, want 50ms", d)
+	}
+	got := do(t, e.s, http.MethodDelete, "/api/v1/cancel-message?id="+id, map[string]string{"X-User-Id": testUserID})
+	if !strings.Contains(got.body, `"status":"cancelled"`) {
+		t.Errorf("cancel of a task claimed ahead = %d %s, want status cancelled", got.status, got.body)
+	}
+	e.clk.Set(due)
+	g.Open()
+	if err := e.sched.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if pushes := e.fake.Pushes(); len(pushes) != 0 {
+		t.Errorf("%d pushes after the cancel, want none", len(pushes))
+	}
+}

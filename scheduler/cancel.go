@@ -116,14 +116,17 @@ func (s *Scheduler) Unclaim(l store.Lease) bool {
 // process, if any; the API calls it after deleting a task that was being
 // delivered (store.DeletedTask.Delivering), and so does the store's
 // watcher when another instance deleted one. At most the push already in
-// flight goes out after it returns.
-func (s *Scheduler) Cancel(taskID int64) {
+// flight goes out after it returns. It reports false when the occurrence
+// was claimed ahead here and had not begun, so nothing of it was sent;
+// true when it had begun, or may have begun in another process.
+func (s *Scheduler) Cancel(taskID int64) (begun bool) {
 	d := &s.deliveries
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if cancel, ok := d.running[taskID]; ok {
 		cancel(ErrCancelled)
-		return
+		_, waiting := d.waiting[taskID]
+		return !waiting
 	}
 	now := s.now()
 	for id, at := range d.early {
@@ -132,6 +135,7 @@ func (s *Scheduler) Cancel(taskID int64) {
 		}
 	}
 	d.early[taskID] = now
+	return true
 }
 
 // cancelled reports whether a delivery stopped because its task was

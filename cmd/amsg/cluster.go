@@ -116,7 +116,7 @@ func (s *server) runInstance(ctx context.Context) {
 // watchTasks wakes the scheduler when another instance makes a task due
 // before its next tick, until ctx ends.
 func (s *server) watchTasks(ctx context.Context) {
-	s.store.WatchTasks(ctx, s.cfg.Cluster.Heartbeat, s.cfg.Tick, s.scheduler.Wake, s.scheduler.Cancel)
+	s.store.WatchTasks(ctx, s.cfg.Cluster.Heartbeat, s.cfg.Tick, s.scheduler.Wake, func(id int64) { s.scheduler.Cancel(id) })
 }
 
 // logPollOnly says, at start, that the instances reach PostgreSQL through
