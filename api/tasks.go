@@ -126,7 +126,7 @@ func (s *Server) handleScheduleMessage(w http.ResponseWriter, r *http.Request) e
 		s.stopDelivery(ctx, userID, req.supersedesUUID, replaced)
 	}
 	if !instant {
-		s.deps.Scheduler.Wake()
+		s.deps.Scheduler.WakeFor(task.NextSendAt)
 		writeData(w, http.StatusCreated, struct {
 			ID          int64  `json:"id"`
 			UUID        string `json:"uuid"`

@@ -66,7 +66,7 @@ func (s *Server) handleUpdateMessage(w http.ResponseWriter, r *http.Request) err
 	case err != nil:
 		return err
 	}
-	s.deps.Scheduler.Wake()
+	s.deps.Scheduler.WakeFor(task.NextSendAt)
 	writeData(w, http.StatusOK, struct {
 		UUID          string   `json:"uuid"`
 		UpdatedFields []string `json:"updatedFields"`

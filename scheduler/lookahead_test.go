@@ -245,3 +245,30 @@ func TestTheLoopWakesHalfALookaheadEarly(t *testing.T) {
 		t.Errorf("with a lease ending in 30ms the loop waits %s, want 30ms", got)
 	}
 }
+
+// WakeFor wakes the loop only for a task it would not find in time by
+// itself: one falling due within a Tick and a Lookahead.
+func TestWakeForATaskTheLoopWouldMissOnly(t *testing.T) {
+	h := newHarness(t, Config{Tick: time.Second, Lookahead: 100 * time.Millisecond})
+	for _, c := range []struct {
+		due  time.Time
+		wake bool
+	}{
+		{start.Add(time.Hour), false},
+		{start.Add(1100*time.Millisecond + time.Millisecond), false},
+		{start.Add(1100 * time.Millisecond), true},
+		{start.Add(-time.Minute), true},
+	} {
+		h.sched.WakeFor(c.due)
+		select {
+		case <-h.sched.wake:
+			if !c.wake {
+				t.Errorf("a task due at %s woke the loop", c.due.Sub(start))
+			}
+		default:
+			if c.wake {
+				t.Errorf("a task due at %s did not wake the loop", c.due.Sub(start))
+			}
+		}
+	}
+}

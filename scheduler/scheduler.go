@@ -361,13 +361,21 @@ func (s *Scheduler) untilNextDue(wait time.Duration, trickle bool) time.Duration
 	return max(min(wait, until), 0)
 }
 
-// Wake makes the background loop look for due tasks now; the API calls it
-// after creating or moving a task, which may be due before the loop's next
-// wake-up.
+// Wake makes the background loop look for due tasks now.
 func (s *Scheduler) Wake() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
+	}
+}
+
+// WakeFor wakes the loop for a task created or moved to fall due at due,
+// as the API does after it, unless the loop would find it in time anyway:
+// it looks again at most a Tick from now, and then claims what falls due
+// within a Lookahead. A wake-up for nothing costs a claim (a write).
+func (s *Scheduler) WakeFor(due time.Time) {
+	if due.Sub(s.now()) <= s.cfg.Tick+s.cfg.Lookahead {
+		s.Wake()
 	}
 }
 
