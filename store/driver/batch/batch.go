@@ -145,7 +145,8 @@ func (b *Batcher[T]) waitHandlers() {
 
 // gather adds to batch the items that keep arriving, each within gap of
 // the last, for up to wait in all, up to MaxItems. A lingering batch ends
-// as soon as an item given to Add arrives.
+// as soon as an item given to Add arrives; any batch, when Close is called:
+// the items in hand are handled then, not after the wait.
 func (b *Batcher[T]) gather(batch []T, wait, gap time.Duration, lingering bool) []T {
 	end := time.Now().Add(wait)
 	timer := time.NewTimer(min(gap, wait))
@@ -160,6 +161,8 @@ func (b *Batcher[T]) gather(batch []T, wait, gap time.Duration, lingering bool) 
 			timer.Reset(min(gap, time.Until(end)))
 		case <-timer.C:
 			return b.gatherWaiting(batch)
+		case <-b.stop:
+			return batch
 		}
 	}
 	return batch
