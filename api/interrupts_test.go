@@ -143,6 +143,16 @@ func (f *approvalFixture) messagesTo(t *testing.T, sub push.Subscription, n int)
 	}
 }
 
+// wantAnswer checks that the phone's nth push is the model's answer text.
+func (f *approvalFixture) wantAnswer(t *testing.T, nth int, text string) {
+	t.Helper()
+	var answer approvalPush
+	got := f.messagesTo(t, f.phone, nth)[nth-1]
+	if err := json.Unmarshal(got.Plaintext, &answer); err != nil || answer.MessageKind != "content" || answer.Message != text {
+		t.Errorf("the phone's push %d = %s, want the answer %q", nth, got.Plaintext, text)
+	}
+}
+
 // transcriptTypes are the types of the approval session's messages, in
 // order.
 func (f *approvalFixture) transcriptTypes(t *testing.T) string {
@@ -189,12 +199,7 @@ func TestApprovalFromOneDeviceResumesTheLoop(t *testing.T) {
 		!outcome.Notification.Silent || outcome.Interrupt.State != "approved" || outcome.Interrupt.ID != ap.Interrupt.ID {
 		t.Errorf("the laptop's outcome push = %s", laptop[2].Plaintext)
 	}
-	var answer approvalPush
-	phone := f.messagesTo(t, f.phone, 3)
-	_ = json.Unmarshal(phone[2].Plaintext, &answer)
-	if answer.MessageKind != "content" || answer.Message != "Done, the mail is out." {
-		t.Errorf("the phone's third push = %s, want the answer", phone[2].Plaintext)
-	}
+	f.wantAnswer(t, 3, "Done, the mail is out.")
 
 	f.s.deps.Instant.Interrupts.Wait()
 	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
@@ -517,12 +522,7 @@ func TestShutdownWaitsForAResumedRound(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatalf("Stop = %v", err)
 	}
-	var last approvalPush
-	phone := f.messagesTo(t, f.phone, 4)
-	_ = json.Unmarshal(phone[3].Plaintext, &last)
-	if last.MessageKind != "content" || last.Message != "Done, the mail is out." {
-		t.Errorf("the phone's last push = %s, want the answer", phone[3].Plaintext)
-	}
+	f.wantAnswer(t, 4, "Done, the mail is out.")
 }
 
 // A shutdown that cannot wait interrupts a resumed round: Stop returns
@@ -597,12 +597,7 @@ func TestApprovalSettledDuringShutdownResumesAfterRestart(t *testing.T) {
 	if result, _ := f.llm.WaitRequests(2)[1].ToolResult("call_mail"); result != `{"approved":true}` {
 		t.Errorf("tool result = %s", result)
 	}
-	var answer approvalPush
-	phone := f.messagesTo(t, f.phone, 3)
-	_ = json.Unmarshal(phone[2].Plaintext, &answer)
-	if answer.MessageKind != "content" || answer.Message != "Done, the mail is out." {
-		t.Errorf("the phone's push after the approval = %s, want the answer", phone[2].Plaintext)
-	}
+	f.wantAnswer(t, 3, "Done, the mail is out.")
 	if types := f.transcriptTypes(t); types != "input tool-calls interrupt decision tool-results reply" {
 		t.Errorf("transcript = %v", types)
 	}

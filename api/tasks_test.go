@@ -526,23 +526,32 @@ func TestUpdateOfATaskInFlight(t *testing.T) {
 	}
 }
 
-// A task the scheduler claimed ahead of its time is not in flight yet: a
-// move is stored, the claim taken back, and the one-shot task is sent once,
-// at its new time, never at its old one.
-func TestUpdateMovesATaskClaimedAhead(t *testing.T) {
-	g := clocktest.NewGate()
-	e := newTaskEnvWaiting(t, Config{}, "", g.Sleep)
+// claimedAhead schedules a one-shot task due a minute after taskEpoch and
+// starts the scheduler 50 ms before then, returning once the task is
+// claimed ahead and waits, held by g, for its time.
+func claimedAhead(t *testing.T) (e *taskEnv, g *clocktest.Gate, id string, due time.Time) {
+	t.Helper()
+	g = clocktest.NewGate()
+	e = newTaskEnvWaiting(t, Config{}, "", g.Sleep)
 	e.subscribe(t, testUserID)
-	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
+	id = "0f8fad5b-d9cb-469f-a165-70867728950e"
 	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id})); got.status != http.StatusCreated {
 		t.Fatal(got.body)
 	}
-	old := taskEpoch.Add(time.Minute)
-	e.clk.Set(old.Add(-50 * time.Millisecond))
+	due = taskEpoch.Add(time.Minute)
+	e.clk.Set(due.Add(-50 * time.Millisecond))
 	e.sched.Start()
 	if d := <-g.Asked; d != 50*time.Millisecond {
 		t.Fatalf("the claim ahead waits %s, want 50ms", d)
 	}
+	return e, g, id, due
+}
+
+// A task the scheduler claimed ahead of its time is not in flight yet: a
+// move is stored, the claim taken back, and the one-shot task is sent once,
+// at its new time, never at its old one.
+func TestUpdateMovesATaskClaimedAhead(t *testing.T) {
+	e, g, id, old := claimedAhead(t)
 	moved := old.Add(time.Hour)
 	if got := e.update(t, testUserID, id, map[string]any{"nextSendAt": push.FormatTimestamp(moved)}); got.status != http.StatusOK {
 		t.Fatalf("moving a task claimed ahead: %d %s", got.status, got.body)
@@ -904,19 +913,7 @@ func TestCredentialErrors(t *testing.T) {
 // A cancel of a task this instance claimed ahead of its time, before that
 // time, answers "cancelled": nothing of it was sent, and nothing is.
 func TestCancelOfATaskClaimedAheadSaysCancelled(t *testing.T) {
-	g := clocktest.NewGate()
-	e := newTaskEnvWaiting(t, Config{}, "", g.Sleep)
-	e.subscribe(t, testUserID)
-	const id = "0f8fad5b-d9cb-469f-a165-70867728950e"
-	if got := e.schedule(t, testUserID, fixedTask(map[string]any{"uuid": id})); got.status != http.StatusCreated {
-		t.Fatal(got.body)
-	}
-	due := taskEpoch.Add(time.Minute)
-	e.clk.Set(due.Add(-50 * time.Millisecond))
-	e.sched.Start()
-	if d := <-g.Asked; d != 50*time.Millisecond {
-		t.Fatalf("the claim ahead waits %s, want 50ms", d)
-	}
+	e, g, id, due := claimedAhead(t)
 	got := do(t, e.s, http.MethodDelete, "/api/v1/cancel-message?id="+id, map[string]string{"X-User-Id": testUserID})
 	if !strings.Contains(got.body, `"status":"cancelled"`) {
 		t.Errorf("cancel of a task claimed ahead = %d %s, want status cancelled", got.status, got.body)
