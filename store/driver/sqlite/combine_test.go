@@ -90,41 +90,34 @@ func TestGroupCommitRunsTheWritesOfAKindInOneCall(t *testing.T) {
 }
 
 // A call that fails is undone and each of its items runs again alone, so
-// only the item that fails fails, and the others are written once.
+// only the item that fails fails, and the others are written once. A call
+// that aborts the transaction does not say which item's failure it was:
+// the group runs again with those items each alone.
 func TestAFailedCallRunsEachItemAlone(t *testing.T) {
-	db := openTable(t)
-	k := newInsertKind()
-	ops := k.combined(t.Context(), newOps(t.Context(), insert("a", nil)), "b", "fail", "c")
-	db.commitGroup(ops)
-	errs := results(ops)
-	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], errFailItem) || errs[3] != nil {
-		t.Errorf("results %v, want nil, nil, the item's failure, nil", errs)
-	}
-	if want := [][]string{{"b", "fail", "c"}, {"b"}, {"fail"}, {"c"}}; !reflect.DeepEqual(k.calls, want) {
-		t.Errorf("calls %q, want %q", k.calls, want)
-	}
-	if kept := stored(t, db); !slices.Equal(kept, []string{"a", "b", "c"}) {
-		t.Errorf("committed %v, want a, b and c once each", kept)
-	}
-}
-
-// A call that aborts the transaction does not say which item's failure it
-// was: the group runs again with those items each alone, so the one that
-// aborts fails alone and every other write commits once.
-func TestACallThatAbortsTheTransactionRunsItsItemsAloneAgain(t *testing.T) {
-	db := openTable(t)
-	k := newInsertKind()
-	ops := k.combined(t.Context(), newOps(t.Context(), insert("a", nil)), "b", "abort", "c")
-	db.commitGroup(ops)
-	errs := results(ops)
-	if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], errTxAborted) || errs[3] != nil {
-		t.Errorf("results %v, want nil, nil, errTxAborted, nil", errs)
-	}
-	if want := [][]string{{"b", "abort", "c"}, {"b"}, {"abort"}, {"b"}, {"c"}}; !reflect.DeepEqual(k.calls, want) {
-		t.Errorf("calls %q, want %q", k.calls, want)
-	}
-	if kept := stored(t, db); !slices.Equal(kept, []string{"a", "b", "c"}) {
-		t.Errorf("committed %v, want a, b and c once each", kept)
+	for _, c := range []struct {
+		bad   string
+		want  error
+		calls [][]string
+	}{
+		{"fail", errFailItem, [][]string{{"b", "fail", "c"}, {"b"}, {"fail"}, {"c"}}},
+		{"abort", errTxAborted, [][]string{{"b", "abort", "c"}, {"b"}, {"abort"}, {"b"}, {"c"}}},
+	} {
+		t.Run(c.bad, func(t *testing.T) {
+			db := openTable(t)
+			k := newInsertKind()
+			ops := k.combined(t.Context(), newOps(t.Context(), insert("a", nil)), "b", c.bad, "c")
+			db.commitGroup(ops)
+			errs := results(ops)
+			if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], c.want) || errs[3] != nil {
+				t.Errorf("results %v, want nil, nil, %v, nil", errs, c.want)
+			}
+			if !reflect.DeepEqual(k.calls, c.calls) {
+				t.Errorf("calls %q, want %q", k.calls, c.calls)
+			}
+			if kept := stored(t, db); !slices.Equal(kept, []string{"a", "b", "c"}) {
+				t.Errorf("committed %v, want a, b and c once each", kept)
+			}
+		})
 	}
 }
 
