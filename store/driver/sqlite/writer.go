@@ -61,7 +61,7 @@ func (op *writeOp) combinedKind() *driver.WriteKind {
 	return op.kind
 }
 
-// run runs ops, one write or several of one kind (combinedKind), in tx.
+// runOps runs ops, one write or several of one kind (combinedKind), in tx.
 // A call of several gets no caller's context: the statements of a write run
 // without their caller's cancellation anyway (StatementContext).
 func runOps(tx *sql.Tx, ops []*writeOp) error {
