@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"amsg/push/tracing"
+	"amsg/store/driver"
 	"amsg/store/driver/batch"
 )
 
@@ -18,28 +19,32 @@ import (
 // handler is free; none waits for company. One handler: the writes that
 // arrive while a batch commits make the next one, as the driver's group
 // commit does, so a burst writes fewer, larger batches (with four at once,
-// a batch of completions held 9 pushes on PostgreSQL; with one, 31). Where
-// the dialect does not batch statements (SQLite:
-// driver.Dialect.BatchStatements), each write goes alone, and the driver's
-// writer commits it with those beside it.
+// a batch of completions held 9 pushes on PostgreSQL; with one, 31).
+//
+// Where the dialect does not batch statements (SQLite:
+// driver.Dialect.BatchStatements), a batcher of the store's would starve
+// the writer's group commit, which waits for company: there each write
+// goes to the writer as a write of its kind (driver.WriteCombined), and the
+// writer hands the writes of one kind it commits together to one call
+// (combine), so the batch is the group.
 const (
 	maxWriteBatch    = 64
 	writeBatchers    = 1
 	writeBatchExpiry = 30 * time.Second // bounds a batch's write, which no one caller's context may end
 )
 
-// writeBatch batches requests of type R: combined writes many in one
+// writeBatch batches requests of type R: combined writes many in a
 // transaction and returns each one's outcome (nil, or an error of its own
-// such as ErrLeaseLost); alone writes one in a transaction of its own,
-// for a lone request and for each request of a batch whose transaction
-// failed, so that one request's failure is its own. alone's and the
-// outcomes' errors are returned as they are; what writes returns itself
-// is wrapped by wrap.
+// such as ErrLeaseLost); single writes one so, for a lone request and for
+// each request of a batch whose write failed, so that one request's
+// failure is its own. The outcomes are returned as they are; a failed
+// write's error is wrapped by wrap.
 type writeBatch[R any] struct {
 	s        *Store
 	batcher  *batch.Batcher[*pendingWrite[R]]
+	kind     *driver.WriteKind // where the driver's writer combines the requests instead
 	combined func(ctx context.Context, tx *sql.Tx, reqs []R) ([]error, error)
-	alone    func(ctx context.Context, req R) error
+	single   func(ctx context.Context, tx *sql.Tx, req R) (outcome, err error)
 	wrap     func(req R, err error) error
 }
 
@@ -50,11 +55,20 @@ type pendingWrite[R any] struct {
 	done chan error
 }
 
+// combinedWrite is one request handed to the driver's writer, and its
+// outcome once a call of combine ran it.
+type combinedWrite[R any] struct {
+	req     R
+	outcome error
+}
+
 func newWriteBatch[R any](s *Store, combined func(context.Context, *sql.Tx, []R) ([]error, error),
-	alone func(context.Context, R) error, wrap func(R, error) error) *writeBatch[R] {
-	w := &writeBatch[R]{s: s, combined: combined, alone: alone, wrap: wrap}
+	single func(context.Context, *sql.Tx, R) (error, error), wrap func(R, error) error) *writeBatch[R] {
+	w := &writeBatch[R]{s: s, combined: combined, single: single, wrap: wrap}
 	if s.dialect.BatchStatements {
 		w.batcher = batch.New(batch.Options{MaxItems: maxWriteBatch, MaxHandlers: writeBatchers}, w.handle)
+	} else {
+		w.kind = &driver.WriteKind{Combine: w.combine}
 	}
 	return w
 }
@@ -65,7 +79,14 @@ func (w *writeBatch[R]) write(ctx context.Context, req R) (err error) {
 		return w.wrap(req, err)
 	}
 	if w.batcher == nil {
-		return w.alone(ctx, req)
+		c := &combinedWrite[R]{req: req}
+		err := w.s.writeWith(ctx, func(ctx context.Context, _ func(*sql.Tx) error) error {
+			return w.s.db.WriteCombined(ctx, w.kind, c)
+		}, nil)
+		if err != nil {
+			return w.wrap(req, err)
+		}
+		return c.outcome
 	}
 	ctx, span := tracing.Start(ctx, "store.batch")
 	defer func() { w.s.traceWrite(span, err) }()
@@ -74,6 +95,47 @@ func (w *writeBatch[R]) write(ctx context.Context, req R) (err error) {
 		return w.wrap(req, errClosed)
 	}
 	return <-p.done
+}
+
+// combine is the driver's call of the requests its writer commits
+// together (driver.WriteKind): one alone as single writes it, several in
+// combined's multi-row statements.
+func (w *writeBatch[R]) combine(ctx context.Context, tx *sql.Tx, items []any) error {
+	cs := make([]*combinedWrite[R], len(items))
+	for i, item := range items {
+		cs[i] = item.(*combinedWrite[R])
+	}
+	if len(cs) == 1 {
+		var err error
+		cs[0].outcome, err = w.single(ctx, tx, cs[0].req)
+		return err
+	}
+	reqs := make([]R, len(cs))
+	for i, c := range cs {
+		reqs[i] = c.req
+	}
+	outcomes, err := w.combined(ctx, tx, reqs)
+	if err != nil {
+		return err
+	}
+	for i, c := range cs {
+		c.outcome = outcomes[i]
+	}
+	return nil
+}
+
+// alone writes req in a write of its own.
+func (w *writeBatch[R]) alone(ctx context.Context, req R) error {
+	var outcome error
+	err := w.s.writeLocked(ctx, func(tx *sql.Tx) error {
+		var err error
+		outcome, err = w.single(ctx, tx, req)
+		return err
+	})
+	if err != nil {
+		return w.wrap(req, err)
+	}
+	return outcome
 }
 
 func (w *writeBatch[R]) close() {

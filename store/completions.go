@@ -21,13 +21,17 @@ type completion struct {
 }
 
 func (s *Store) newCompletions() *writeBatch[completion] {
-	return newWriteBatch(s, s.completeMany, s.completeAlone, wrapTaskError)
+	return newWriteBatch(s, s.completeMany, s.completeOne, wrapTaskError)
 }
 
-// completeAlone completes c in a write of its own, as CompleteTask did
-// before completions were batched.
-func (s *Store) completeAlone(ctx context.Context, c completion) error {
-	return s.finishWith(ctx, c.l, func(tx *sql.Tx) error { return c.w.write(ctx, tx) }, completeOneOffSQL)
+// completeOne completes c in tx, as CompleteTask did before completions
+// were batched: ErrLeaseLost is its outcome when its fence failed.
+func (s *Store) completeOne(ctx context.Context, tx *sql.Tx, c completion) (outcome, err error) {
+	lost, err := s.finishIn(ctx, tx, c.l, func(tx *sql.Tx) error { return c.w.write(ctx, tx) }, completeOneOffSQL)
+	if lost {
+		outcome = ErrLeaseLost
+	}
+	return outcome, err
 }
 
 // completeMany completes cs in tx: their attempts and outbox records in
@@ -75,44 +79,63 @@ func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) (
 }
 
 // deleteLeased deletes the one-off tasks the completions lease, each
-// fenced as completeOneOffSQL fences one, and returns the ids it deleted.
-// The id list lets either database find the rows by primary key before it
-// checks the fences.
+// fenced as completeOneOffSQL fences one, and returns the ids it deleted:
+// in one statement where the driver binds arrays, else in chunks
+// (deleteLeasedStatements).
 func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (map[int64]bool, error) {
-	args := make([]any, 0, 4*len(cs))
-	for _, c := range cs {
-		args = append(args, c.l.TaskID)
-	}
-	for _, c := range cs {
-		args = append(args, c.l.TaskID, millis(c.l.Until), millis(c.l.Occurrence))
-	}
-	var query string
-	if s.dialect.ArrayParams {
-		fences, err := fenceColumnTypes.arrays(args[len(cs):])
-		if err != nil {
+	deleted := make(map[int64]bool, len(cs))
+	for len(cs) > 0 {
+		chunk := cs[:s.chunk(len(cs), len(cs))]
+		cs = cs[len(chunk):]
+		args := make([]any, 0, 4*len(chunk))
+		for _, c := range chunk {
+			args = append(args, c.l.TaskID)
+		}
+		for _, c := range chunk {
+			args = append(args, c.l.TaskID, millis(c.l.Until), millis(c.l.Occurrence))
+		}
+		var query string
+		if s.dialect.ArrayParams {
+			fences, err := fenceColumnTypes.arrays(args[len(chunk):])
+			if err != nil {
+				return nil, err
+			}
+			query, args = deleteLeasedArraysSQL, append([]any{fences[0]}, fences...)
+		} else {
+			query = deleteLeasedStatements.text(len(chunk))
+		}
+		if err := s.scanDeleted(ctx, tx, deleted, query, args); err != nil {
 			return nil, err
 		}
-		query, args = deleteLeasedArraysSQL, append([]any{fences[0]}, fences...)
-	} else {
-		query = `DELETE FROM tasks WHERE id IN (` + strings.Repeat("?, ", len(cs)-1) + "?" + `) AND (` +
-			strings.Repeat("(id = ? AND lease_until = ? AND next_send_at = ?) OR ", len(cs)-1) +
-			"(id = ? AND lease_until = ? AND next_send_at = ?)" + `) RETURNING id`
 	}
-	rows, err := tx.QueryContext(ctx, query, args...)
+	return deleted, nil
+}
+
+// deleteLeasedStatements delete rows fenced one-off tasks. The id list lets
+// either database find the rows by primary key before it checks the fences.
+var deleteLeasedStatements = newRowStatements(func(rows int) string {
+	return `DELETE FROM tasks WHERE id IN (` + strings.Repeat("?, ", rows-1) + "?" + `) AND (` +
+		strings.Repeat("(id = ? AND lease_until = ? AND next_send_at = ?) OR ", rows-1) +
+		"(id = ? AND lease_until = ? AND next_send_at = ?)" + `) RETURNING id`
+})
+
+// scanDeleted runs query, a delete of deleteLeased, and adds the ids it
+// returns to deleted.
+func (s *Store) scanDeleted(ctx context.Context, tx *sql.Tx, deleted map[int64]bool, query string, args []any) error {
+	rows, err := s.txQuery(ctx, tx, query, args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	deleted := make(map[int64]bool, len(cs))
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return nil, err
+			return err
 		}
 		deleted[id] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("delete completed tasks: %w", err)
+		return fmt.Errorf("delete completed tasks: %w", err)
 	}
-	return deleted, nil
+	return nil
 }

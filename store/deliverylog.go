@@ -122,7 +122,7 @@ const maxAttemptRows = 100
 // once for them.
 func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.Attempt) error {
 	for len(attempts) > 0 {
-		chunk := attempts[:min(len(attempts), maxAttemptRows)]
+		chunk := attempts[:s.chunk(len(attempts), maxAttemptRows)]
 		attempts = attempts[len(chunk):]
 		args := make([]any, 0, 10*len(chunk))
 		for _, a := range chunk {
@@ -133,7 +133,7 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 			args = append(args, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
 				a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
 		}
-		query, args, err := s.batchStatement(attemptColumnTypes, insertAttemptArraysSQL, attemptRowsSQL, args)
+		query, args, err := s.batchStatement(attemptColumnTypes, insertAttemptArraysSQL, attemptStatements.text, args)
 		if err != nil {
 			return err
 		}
@@ -144,10 +144,10 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 	return nil
 }
 
-// attemptRowsSQL inserts rows attempts in one statement.
-func attemptRowsSQL(rows int) string {
+// attemptStatements insert attempts, many rows to a statement (chunks.go).
+var attemptStatements = newRowStatements(func(rows int) string {
 	return insertAttemptSQL + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows-1)
-}
+})
 
 // Attempts returns the logged attempts of one message, oldest first. No
 // index serves it (attemptsUnindexedSchema): it reads the whole log, for

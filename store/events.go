@@ -126,15 +126,13 @@ func checkMessageEvent(e MessageEvent) error {
 	return nil
 }
 
-// insertMessageEventsSQL[k-1] inserts k events in one statement: a push's
-// delivery tells two or three, and one statement costs less than several.
-var insertMessageEventsSQL = func() []string {
-	queries := make([]string, preparedEventRows)
-	for k := range queries {
-		queries[k] = preparedSQL(insertEventsSQL(k + 1))
-	}
-	return queries
-}()
+// eventStatements insert events, many to a statement (chunks.go): a
+// push's delivery tells two or three, a group of completions those of
+// each, and one statement costs less than several. The one-row insert is
+// prepared on either database.
+var eventStatements = newRowStatements(insertEventsSQL)
+
+var _ = preparedSQL(insertEventsSQL(1))
 
 func insertEventsSQL(rows int) string {
 	const row = `(?, ?, ?, ?, ?, ?)`
@@ -142,29 +140,15 @@ func insertEventsSQL(rows int) string {
 		strings.Repeat(row+", ", rows-1) + row
 }
 
-// eventRowsSQL inserts rows events in one statement, prepared at Open for
-// the few rows one push's delivery tells.
-func eventRowsSQL(rows int) string {
-	if rows <= preparedEventRows {
-		return insertMessageEventsSQL[rows-1]
-	}
-	return insertEventsSQL(rows)
-}
-
-// preparedEventRows bounds the inserts of events prepared at Open; a batch
-// of completions inserts its pushes' events together, up to
-// maxEventsPerStatement rows (six arguments each) a statement, so that a
-// statement's fixed cost is paid once for many pushes (issue 24).
-const (
-	preparedEventRows     = 4
-	maxEventsPerStatement = 128
-)
+// maxEventsPerStatement bounds the events of one statement where the
+// driver binds them as arrays (six arguments each).
+const maxEventsPerStatement = 128
 
 // insertMessageEvents writes checked events in tx, those with no time at
 // now: the part of a write that already records something else.
 func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []MessageEvent, now time.Time) error {
 	for len(events) > 0 {
-		batch := events[:min(len(events), maxEventsPerStatement)]
+		batch := events[:s.chunk(len(events), maxEventsPerStatement)]
 		events = events[len(batch):]
 		args := make([]any, 0, 6*len(batch))
 		for _, e := range batch {
@@ -178,7 +162,7 @@ func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []Me
 			}
 			args = append(args, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail)
 		}
-		query, args, err := s.batchStatement(eventColumnTypes, insertEventArraysSQL, eventRowsSQL, args)
+		query, args, err := s.batchStatement(eventColumnTypes, insertEventArraysSQL, eventStatements.text, args)
 		if err != nil {
 			return err
 		}

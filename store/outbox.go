@@ -86,26 +86,19 @@ type outboxAppend struct {
 }
 
 func (s *Store) newAppends() *writeBatch[outboxAppend] {
-	return newWriteBatch(s, s.appendMany, s.appendAlone,
+	return newWriteBatch(s, s.appendMany, s.appendOne,
 		func(_ outboxAppend, err error) error { return fmt.Errorf("store: append outbox: %w", err) })
 }
 
-// appendAlone writes a in a write of its own. Each upsert locks its own
-// row (ON CONFLICT): READ COMMITTED, group committed with other
-// deliveries' writes.
-func (s *Store) appendAlone(ctx context.Context, a outboxAppend) error {
-	err := s.writeLocked(ctx, func(tx *sql.Tx) error {
-		for i, m := range a.messages {
-			if err := s.upsertOutbox(ctx, tx, a.userID, m, a.sealed[i], a.now, sql.NullInt64{}); err != nil {
-				return err
-			}
+// appendOne writes a in tx. Each upsert locks its own row (ON CONFLICT):
+// READ COMMITTED, group committed with other deliveries' writes.
+func (s *Store) appendOne(ctx context.Context, tx *sql.Tx, a outboxAppend) (outcome, err error) {
+	for i, m := range a.messages {
+		if err := s.upsertOutbox(ctx, tx, a.userID, m, a.sealed[i], a.now, sql.NullInt64{}); err != nil {
+			return nil, err
 		}
-		return s.insertMessageEvents(ctx, tx, a.events, fromMillis(a.now))
-	})
-	if err != nil {
-		return fmt.Errorf("store: append outbox: %w", err)
 	}
-	return nil
+	return nil, s.insertMessageEvents(ctx, tx, a.events, fromMillis(a.now))
 }
 
 // errRepeatedInBatch: two writes of a batch name the same outbox message,
@@ -146,13 +139,13 @@ func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) 
 		}
 	}
 	for len(rows) > 0 {
-		chunk := rows[:min(len(rows), maxOutboxRows)]
+		chunk := rows[:s.chunk(len(rows), maxOutboxRows)]
 		rows = rows[len(chunk):]
 		args := make([]any, 0, len(chunk)*len(chunk[0]))
 		for _, r := range chunk {
 			args = append(args, r...)
 		}
-		query, args, err := s.batchStatement(outboxColumnTypes, upsertOutboxArraysSQL, upsertOutboxRowsSQL, args)
+		query, args, err := s.batchStatement(outboxColumnTypes, upsertOutboxArraysSQL, outboxStatements.text, args)
 		if err != nil {
 			return err
 		}
@@ -199,10 +192,10 @@ func upsertOutboxArgs(userID string, m OutboxMessage, sealed string, now int64, 
 		nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed, now, deliveredAt}
 }
 
-// upsertOutboxRowsSQL upserts rows outbox rows in one statement.
-func upsertOutboxRowsSQL(rows int) string {
+// outboxStatements upsert outbox rows, many to a statement (chunks.go).
+var outboxStatements = newRowStatements(func(rows int) string {
 	return upsertOutboxHead + upsertOutboxRow + strings.Repeat(", "+upsertOutboxRow, rows-1) + upsertOutboxTail
-}
+})
 
 // The outbox upsert, in parts so that appendMany can give it many rows.
 const (

@@ -332,6 +332,9 @@ func preparedRead(query string) string {
 
 func (s *Store) prepareStatements(ctx context.Context) error {
 	writes := append(slices.Clone(preparedQueries), s.claimDueSQL(), s.claimedPrefsSQL())
+	if !s.dialect.ArrayParams {
+		writes = append(writes, preparedChunkQueries...) // chunks.go
+	}
 	var err error
 	if s.stmts, err = prepareAll(ctx, s.writer, writes); err != nil {
 		return err
@@ -343,6 +346,9 @@ func (s *Store) prepareStatements(ctx context.Context) error {
 func prepareAll(ctx context.Context, db *sql.DB, queries []string) (map[string]*sql.Stmt, error) {
 	stmts := make(map[string]*sql.Stmt, len(queries))
 	for _, q := range queries {
+		if stmts[q] != nil {
+			continue // a one-row chunk is often a hot statement too
+		}
 		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s", err, q)

@@ -492,21 +492,9 @@ func (s *Store) finish(ctx context.Context, l Lease, statement string, args ...a
 func (s *Store) finishWith(ctx context.Context, l Lease, with func(*sql.Tx) error, statement string, args ...any) error {
 	var lost bool
 	err := s.writeLocked(ctx, func(tx *sql.Tx) error {
-		lost = false // the write may run more than once
-		if with != nil {
-			if err := with(tx); err != nil {
-				return err
-			}
-		}
-		res, err := s.txExec(ctx, tx, statement, append(args, l.TaskID, millis(l.Until), millis(l.Occurrence))...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n > 0 {
-			return err
-		}
-		lost = true
-		return s.releaseLease(ctx, tx, l)
+		var err error
+		lost, err = s.finishIn(ctx, tx, l, with, statement, args...) // the write may run more than once
+		return err
 	})
 	switch {
 	case err != nil:
@@ -515,6 +503,24 @@ func (s *Store) finishWith(ctx context.Context, l Lease, with func(*sql.Tx) erro
 		return ErrLeaseLost
 	}
 	return nil
+}
+
+// finishIn is finishWith's write, in tx: lost says the fence failed (and
+// the lease, if still held, was released).
+func (s *Store) finishIn(ctx context.Context, tx *sql.Tx, l Lease, with func(*sql.Tx) error, statement string, args ...any) (lost bool, err error) {
+	if with != nil {
+		if err := with(tx); err != nil {
+			return false, err
+		}
+	}
+	res, err := s.txExec(ctx, tx, statement, append(args, l.TaskID, millis(l.Until), millis(l.Occurrence))...)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return false, err
+	}
+	return true, s.releaseLease(ctx, tx, l)
 }
 
 // DeleteFinishedTasks deletes sent and failed tasks last updated before

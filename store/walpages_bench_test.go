@@ -151,6 +151,20 @@ func insertBenchTask(b *testing.B, st *Store, due time.Time, i, users int) {
 // outbox row, delivered, and the attempt).
 func deliverTrickleRound(b *testing.B, st *Store, clk *benchClock, first, n, users int) {
 	ctx := context.Background()
+	cs := trickleCompletions(b, st, clk, first, n, users)
+	err := st.write(ctx, func(tx *sql.Tx) error {
+		outcomes, err := st.completeMany(ctx, tx, cs)
+		return errors.Join(append(outcomes, err)...)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// trickleCompletions claims tasks first to first+n-1 (inserted when not
+// yet) and returns their completions, as deliverTrickleRound writes them.
+func trickleCompletions(b *testing.B, st *Store, clk *benchClock, first, n, users int) []completion {
+	ctx := context.Background()
 	if _, err := st.Task(ctx, benchUser(first%users), benchTaskUUID(first)); err != nil {
 		for i := first; i < first+n; i++ {
 			insertBenchTask(b, st, clk.now, i, users)
@@ -178,13 +192,7 @@ func deliverTrickleRound(b *testing.B, st *Store, clk *benchClock, first, n, use
 		}
 		cs[i] = completion{l: task.Lease(), w: w}
 	}
-	err = st.write(ctx, func(tx *sql.Tx) error {
-		outcomes, err := st.completeMany(ctx, tx, cs)
-		return errors.Join(append(outcomes, err)...)
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	return cs
 }
 
 // processCPU is the CPU time the process has used, user and system.

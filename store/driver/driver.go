@@ -39,6 +39,12 @@ type Driver interface {
 	// where SKIP LOCKED keeps claimers apart and no serialization conflict
 	// makes them run again; SQLite as any write.
 	WriteLocked(ctx context.Context, fn func(*sql.Tx) error) error
+	// WriteCombined is WriteLocked for item, a write of kind: a driver
+	// whose writer commits many writes together (SQLite's group commit)
+	// runs those of one kind in a group in one call of kind.Combine, so
+	// their rows go in multi-row statements; another runs each alone. It
+	// returns the error of the call that ran item alone, or the commit's.
+	WriteCombined(ctx context.Context, kind *WriteKind, item any) error
 	// Exclusive runs fn while no other process that calls Exclusive with the
 	// same name on this database runs it (an advisory lock on PostgreSQL;
 	// SQLite's callers are kept apart by the data-directory lock and its one
@@ -140,10 +146,10 @@ type Dialect struct {
 	// BatchStatements says the store batches the delivery path's writes
 	// into multi-row statements (store/batches.go). It pays where every
 	// statement costs a round trip and the executor's start (PostgreSQL);
-	// in process (SQLite) a statement of a new shape, which each batch size
-	// is, is compiled afresh, and that costs more than the rows save: each
-	// write goes alone to the driver's writer, which commits it with the
-	// others waiting beside it.
+	// in process (SQLite) a batcher of the store's starves the writer's
+	// group commit: each write goes to the driver's writer
+	// (WriteCombined), which runs those of a kind it commits together in
+	// one call.
 	BatchStatements bool
 	// NotifyCancel, run in the transaction that deletes a task being
 	// delivered with the task's id as its argument, tells the other
@@ -192,4 +198,16 @@ func Unhurried(ctx context.Context) context.Context {
 func IsUnhurried(ctx context.Context) bool {
 	v, _ := ctx.Value(unhurriedKey{}).(bool)
 	return v
+}
+
+// WriteKind is a kind of write of which a driver runs the ones it commits
+// together in one call (Driver.WriteCombined).
+type WriteKind struct {
+	// Combine runs items, writes of this kind in the order they came, in
+	// tx. It answers each item itself (an item carries its outcome); an
+	// error fails the call: the driver undoes what it wrote and runs each
+	// item again in a call of its own, so that an item's failure is its
+	// own. So Combine may run an item more than once and must not keep
+	// state across calls.
+	Combine func(ctx context.Context, tx *sql.Tx, items []any) error
 }

@@ -37,12 +37,46 @@ const (
 	maxWALBytes = 64 << 20
 )
 
-// writeOp is one write waiting for the committer, or (fn nil) the
-// checkpoint of the frames written while a PASSIVE checkpoint ran.
+// writeOp is one write waiting for the committer: fn, or item, a write of
+// kind (WriteCombined); neither: the checkpoint of the frames written while
+// a PASSIVE checkpoint ran.
 type writeOp struct {
 	ctx  context.Context
 	fn   func(*sql.Tx) error
-	done chan error
+	kind *driver.WriteKind
+	item any
+	// alone: item runs in a call of its own, since the call of its kind
+	// it was in aborted the transaction.
+	alone bool
+	err   error // the outcome of its run in the transaction being built
+	done  chan error
+}
+
+// combinedKind is the kind whose call runs op with the others of its kind
+// in a group (batch.Combine), nil for a write that runs alone.
+func (op *writeOp) combinedKind() *driver.WriteKind {
+	if op.alone {
+		return nil
+	}
+	return op.kind
+}
+
+// runOps runs ops, one write or several of one kind (combinedKind), in tx.
+// A call of several gets no caller's context: the statements of a write run
+// without their caller's cancellation anyway (StatementContext).
+func runOps(tx *sql.Tx, ops []*writeOp) error {
+	first := ops[0]
+	switch {
+	case first.kind == nil:
+		return first.fn(tx)
+	case len(ops) == 1:
+		return first.kind.Combine(first.ctx, tx, []any{first.item})
+	}
+	items := make([]any, len(ops))
+	for i, op := range ops {
+		items[i] = op.item
+	}
+	return first.kind.Combine(context.Background(), tx, items)
 }
 
 // startWriter starts the committer (a batcher of writes, each batch one
@@ -73,12 +107,25 @@ func (db *DB) stopWriter() {
 // end before issuing another statement (the writer has one connection), and
 // must not call Write.
 func (db *DB) Write(ctx context.Context, fn func(*sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	return db.submit(&writeOp{ctx: ctx, fn: fn})
+}
+
+// WriteCombined runs item, a write of kind: the writes of one kind
+// that a group commits go to one call of kind.Combine, in one savepoint. A
+// call that fails is undone, and each of its items runs again in a call of
+// its own, each in a savepoint.
+func (db *DB) WriteCombined(ctx context.Context, kind *driver.WriteKind, item any) error {
+	return db.submit(&writeOp{ctx: ctx, kind: kind, item: item})
+}
+
+// submit hands op to the committer and waits for its outcome.
+func (db *DB) submit(op *writeOp) error {
+	if err := op.ctx.Err(); err != nil {
 		return err
 	}
-	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	op.done = make(chan error, 1)
 	add := db.writes.Add
-	if driver.IsUnhurried(ctx) {
+	if driver.IsUnhurried(op.ctx) {
 		add = db.writes.Linger
 	}
 	if err := add(op); err != nil {
@@ -137,7 +184,7 @@ func (db *DB) checkpointRound() error {
 func (db *DB) commitBatch(ops []*writeOp) {
 	writes := ops[:0:0]
 	for _, op := range ops {
-		if op.fn != nil {
+		if op.fn != nil || op.kind != nil {
 			writes = append(writes, op)
 			continue
 		}
@@ -207,7 +254,8 @@ var errTxAborted = errors.New("store: the transaction was rolled back")
 
 // tryGroup runs group in one transaction and answers every write, unless
 // one write aborted the transaction: that one is answered, and the others
-// are returned to run again.
+// are returned to run again. A group of several runs each write, or each
+// kind's writes together (batch.Combine), in a savepoint.
 func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
 	tx, err := db.writer.BeginTx(context.Background(), nil)
 	if err != nil {
@@ -216,22 +264,29 @@ func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
 		}
 		return nil
 	}
-	errs := make([]error, len(group))
 	if len(group) == 1 {
-		if errs[0] = group[0].fn(tx); errs[0] != nil {
-			if diskRefused(errs[0]) {
-				db.disk.note(errs[0])
+		op := group[0]
+		if op.err = runOps(tx, group); op.err != nil {
+			if diskRefused(op.err) {
+				db.disk.note(op.err)
 			}
-			group[0].done <- errors.Join(errs[0], ignoreDone(tx.Rollback()))
+			op.done <- errors.Join(op.err, ignoreDone(tx.Rollback()))
 			return nil
 		}
 	} else {
-		for i, op := range group {
-			errs[i] = db.inSavepoint(tx, op)
-			if errors.Is(errs[i], errTxAborted) {
+		for _, op := range group {
+			op.err = nil
+		}
+		for _, run := range batch.Combine(group, (*writeOp).combinedKind) {
+			if db.runInSavepoints(tx, run) {
 				_ = tx.Rollback() // the connection rolled it back already; this ends the Tx
-				op.done <- errs[i]
-				return slices.Delete(slices.Clone(group), i, i+1)
+				return slices.DeleteFunc(slices.Clone(group), func(op *writeOp) bool {
+					if errors.Is(op.err, errTxAborted) {
+						op.done <- op.err
+						return true
+					}
+					return false
+				})
 			}
 		}
 	}
@@ -239,14 +294,47 @@ func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
 	if commitErr == nil {
 		db.commits.Add(1)
 	}
-	db.disk.note(commitOutcome(commitErr, errs...))
+	errs := make([]error, len(group))
 	for i, op := range group {
-		if errs[i] == nil {
-			errs[i] = commitErr
+		errs[i] = op.err
+	}
+	db.disk.note(commitOutcome(commitErr, errs...))
+	for _, op := range group {
+		if op.err == nil {
+			op.err = commitErr
 		}
-		op.done <- errs[i]
+		op.done <- op.err
 	}
 	return nil
+}
+
+// runInSavepoints runs run, one write or several of one kind, in a
+// savepoint, and each of the several again in a savepoint of its own if
+// their call failed, setting each write's err. It reports whether a
+// failure aborted the transaction: the write whose failure it was has it
+// as its err; when it was the call of several, which write's is unknown,
+// and they are marked to run alone when the group runs again.
+func (db *DB) runInSavepoints(tx *sql.Tx, run []*writeOp) (aborted bool) {
+	err := db.inSavepoint(tx, func(tx *sql.Tx) error { return runOps(tx, run) })
+	switch {
+	case len(run) == 1:
+		run[0].err = err
+		return errors.Is(err, errTxAborted)
+	case errors.Is(err, errTxAborted):
+		for _, op := range run {
+			op.alone = true
+		}
+		return true
+	case err == nil:
+		return false
+	}
+	for _, op := range run {
+		op.err = db.inSavepoint(tx, func(tx *sql.Tx) error { return runOps(tx, []*writeOp{op}) })
+		if errors.Is(op.err, errTxAborted) {
+			return true
+		}
+	}
+	return false
 }
 
 // commitOutcome is what the disk made of a commit: its error, else the
@@ -263,15 +351,16 @@ func commitOutcome(commitErr error, errs ...error) error {
 	return nil
 }
 
-// inSavepoint runs one write of a group, undoing it alone if it fails. When
-// the savepoint is gone after a failure, the failure ended the whole
-// transaction, and the error says so (errTxAborted).
-func (db *DB) inSavepoint(tx *sql.Tx, op *writeOp) error {
+// inSavepoint runs fn, one write of a group or the call of several of one
+// kind, undoing it alone if it fails. When the savepoint is gone after a
+// failure, the failure ended the whole transaction, and the error says so
+// (errTxAborted).
+func (db *DB) inSavepoint(tx *sql.Tx, fn func(*sql.Tx) error) error {
 	ctx := context.Background()
 	if _, err := tx.StmtContext(ctx, db.savepoint).ExecContext(ctx); err != nil {
 		return errors.Join(err, errTxAborted)
 	}
-	err := op.fn(tx)
+	err := fn(tx)
 	if err != nil {
 		if _, rerr := tx.StmtContext(ctx, db.rollbackToSavepoint).ExecContext(ctx); rerr != nil {
 			return errors.Join(err, rerr, errTxAborted)
