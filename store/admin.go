@@ -84,17 +84,40 @@ func (s *Store) AllTasks(ctx context.Context, status TaskStatus, afterID int64, 
 }
 
 // FailedAttempts returns up to limit logged attempts that did not deliver,
-// newest first, made at or after since. On SQLite it reads and sorts the
-// attempts of the range since since (timeorder.go), where an index by time
-// let it stop at the limit.
+// newest first, made at or after since.
 func (s *Store) FailedAttempts(ctx context.Context, since time.Time, limit int) (attempts []push.Attempt, err error) {
-	err = s.readSince(ctx, attemptsByTime, millis(since), func(q querier, r rowRange) error {
+	limit = min(max(limit, 1), MaxAdminPage)
+	err = s.readSince(ctx, attemptsByTime, millis(since), func(q searcher, r rowRange) error {
+		from := millis(since)
+		if r.op != "" {
+			// On SQLite (timeorder.go) the newest limit failures by rowid,
+			// a walk back from the end, are no newer than the newest limit
+			// by time: those lie at or past the oldest of them, whose range
+			// is sorted instead of all since since.
+			var oldest sql.NullInt64
+			var found int
+			if err := q.QueryRowContext(ctx, newestFailuresSQL, append(r.args(), from, string(push.OutcomeDelivered), limit)...).
+				Scan(&oldest, &found); err != nil {
+				return fmt.Errorf("store: failed attempts: %w", err)
+			}
+			if found == limit && oldest.Int64 > from {
+				from = oldest.Int64
+				if r, err = s.rowsSince(ctx, q, attemptsByTime, from); err != nil {
+					return fmt.Errorf("store: failed attempts: %w", err)
+				}
+			}
+		}
 		attempts, err = s.queryAttempts(ctx, q, "failed attempts", failedAttemptsWhere(r),
-			append(r.args(), millis(since), string(push.OutcomeDelivered), min(max(limit, 1), MaxAdminPage))...)
+			append(r.args(), from, string(push.OutcomeDelivered), limit)...)
 		return err
 	})
 	return attempts, err
 }
+
+// newestFailuresSQL reads the oldest time of the newest failed attempts by
+// rowid from a rowid (FailedAttempts), and how many there were.
+const newestFailuresSQL = `SELECT min(at), count(*) FROM (SELECT at FROM delivery_log
+	WHERE id >= ? AND at >= ? AND outcome <> ? ORDER BY id DESC LIMIT ?)`
 
 // failedAttemptsWhere selects FailedAttempts' rows in r.
 func failedAttemptsWhere(r rowRange) string {
@@ -111,7 +134,7 @@ type OutcomeCount struct {
 // AttemptsPerMinute counts the delivery log's attempts made at or after
 // since by minute and outcome, oldest minute first.
 func (s *Store) AttemptsPerMinute(ctx context.Context, since time.Time) (counts []OutcomeCount, err error) {
-	err = s.readSince(ctx, attemptsByTime, millis(since), func(q querier, r rowRange) error {
+	err = s.readSince(ctx, attemptsByTime, millis(since), func(q searcher, r rowRange) error {
 		rows, err := q.QueryContext(ctx, attemptsPerMinuteSQL(r), append(r.args(), millis(since))...)
 		if err != nil {
 			return err

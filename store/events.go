@@ -379,7 +379,7 @@ func (s *Store) EventsPerDay(ctx context.Context, since time.Time, types []strin
 	if err != nil {
 		return nil, err
 	}
-	err = s.readSince(ctx, eventsByTime, millis(since), func(q querier, r rowRange) error {
+	err = s.readSince(ctx, eventsByTime, millis(since), func(q searcher, r rowRange) error {
 		rows, err := q.QueryContext(ctx, s.eventsPerDaySQL(r), append(r.args(), millis(since), string(names))...)
 		if err != nil {
 			return err

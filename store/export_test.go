@@ -43,6 +43,7 @@ func (s *Store) TimeReadsSQL() map[string]string {
 	reads := map[string]string{
 		"prune attempts":        pruneAttemptsSQL(to),
 		"failed attempts":       `SELECT at FROM delivery_log ` + failedAttemptsWhere(from),
+		"newest failures":       newestFailuresSQL,
 		"attempts per minute":   attemptsPerMinuteSQL(from),
 		"unknown subscriptions": unknownSubscriptionsSQL(from),
 		"prune events":          pruneEventsSQL(to),
@@ -53,6 +54,7 @@ func (s *Store) TimeReadsSQL() map[string]string {
 	}
 	for _, t := range appendOrderedSets {
 		reads["probe "+t.table] = probeSQL(t, "max")
+		reads["bounds "+t.table] = boundsSQL(t)
 	}
 	return reads
 }

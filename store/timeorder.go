@@ -89,7 +89,7 @@ func (r rowRange) args() []any {
 
 // rowsSince returns the range of t's rows whose time is since or later,
 // read in q (in the transaction of the read it narrows).
-func (s *Store) rowsSince(ctx context.Context, q querier, t appendOrdered, since int64) (rowRange, error) {
+func (s *Store) rowsSince(ctx context.Context, q searcher, t appendOrdered, since int64) (rowRange, error) {
 	if !s.rowsByRowid() {
 		return rowRange{}, nil
 	}
@@ -114,7 +114,7 @@ func (s *Store) rowsByRowid() bool { return s.dialect.Name == "sqlite" }
 // and the read in one read transaction (on SQLite), so that a row deleted
 // between the probes cannot let a row appended later take a rowid before
 // the range.
-func (s *Store) readSince(ctx context.Context, t appendOrdered, since int64, read func(querier, rowRange) error) error {
+func (s *Store) readSince(ctx context.Context, t appendOrdered, since int64, read func(searcher, rowRange) error) error {
 	if !s.rowsByRowid() {
 		return read(s.reader, rowRange{})
 	}
@@ -130,6 +130,12 @@ func (s *Store) readSince(ctx context.Context, t appendOrdered, since int64, rea
 	return read(tx, r)
 }
 
+// searcher is what a transaction and a pool have in common for the search.
+type searcher interface {
+	querier
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
 // searchRows returns a rowid of t that splits its rows at the instant x: a
 // binary search over the rowids, each probe reading probeRows rows from a
 // rowid and comparing extreme ("max" or "min") of their times with x. The
@@ -140,20 +146,24 @@ func (s *Store) readSince(ctx context.Context, t appendOrdered, since int64, rea
 // than x+d, and with "min" every row from the result on is at x-d or later.
 // An empty table gives 0. Each probe is a seek by rowid: O(log n) probes of
 // O(log n) pages.
-func searchRows(ctx context.Context, q querier, t appendOrdered, x int64, extreme string) (int64, error) {
+func searchRows(ctx context.Context, q searcher, t appendOrdered, x int64, extreme string) (int64, error) {
 	var first, last sql.NullInt64
-	if err := q.QueryRowContext(ctx, `SELECT min(id), max(id) FROM `+t.table).Scan(&first, &last); err != nil {
+	if err := q.QueryRowContext(ctx, boundsSQL(t)).Scan(&first, &last); err != nil {
 		return 0, err
 	}
 	if !first.Valid {
 		return 0, nil
 	}
-	probe := probeSQL(t, extreme)
+	probe, err := q.PrepareContext(ctx, probeSQL(t, extreme))
+	if err != nil {
+		return 0, err
+	}
+	defer probe.Close()
 	low, high := first.Int64, last.Int64+1
 	for low < high {
 		mid := low + (high-low)/2
 		var id, at sql.NullInt64
-		err := q.QueryRowContext(ctx, probe, mid).Scan(&id, &at)
+		err := probe.QueryRowContext(ctx, mid).Scan(&id, &at)
 		switch {
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return 0, err
@@ -171,4 +181,10 @@ func searchRows(ctx context.Context, q querier, t appendOrdered, x int64, extrem
 func probeSQL(t appendOrdered, extreme string) string {
 	return `SELECT min(id), ` + extreme + `(` + t.column + `) FROM (SELECT id, ` + t.column + ` FROM ` + t.table +
 		` WHERE id >= ? ORDER BY id LIMIT ` + strconv.Itoa(probeRows) + `)`
+}
+
+// boundsSQL reads t's first and last rowids, each a seek (one query's
+// min(id) and max(id) together would scan the table).
+func boundsSQL(t appendOrdered) string {
+	return `SELECT (SELECT min(id) FROM ` + t.table + `), (SELECT max(id) FROM ` + t.table + `)`
 }

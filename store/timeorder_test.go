@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,8 +178,9 @@ func TestSearchRowsSplitsTheRowsAtAnInstant(t *testing.T) {
 }
 
 // Every read by time of the delivery log, the message events and the
-// outbox on SQLite seeks its rowid range, and no statement scans a whole
-// table: the time indexes are gone (appendOrderedSchema).
+// outbox on SQLite seeks its rowid range, the search's reads of the first
+// and last rowids seek them, and no statement scans a whole table: the
+// time indexes are gone (appendOrderedSchema).
 // TestPostgresPrunesReadTheTimeRanges checks PostgreSQL's.
 func TestTimeReadsSeekARowidRange(t *testing.T) {
 	st, db := openWithPath(t, store.Config{})
@@ -202,7 +204,7 @@ func TestTimeReadsSeekARowidRange(t *testing.T) {
 		}
 		rows.Close()
 		p := plan.String()
-		if !strings.Contains(p, "USING INTEGER PRIMARY KEY (rowid") {
+		if !strings.HasPrefix(name, "bounds") && !strings.Contains(p, "USING INTEGER PRIMARY KEY (rowid") {
 			t.Errorf("%s: plan %q does not seek a rowid range", name, p)
 		}
 		if strings.HasPrefix(name, "cleanup outbox") && !strings.Contains(p, "INDEX message_outbox_acked ") {
@@ -238,17 +240,20 @@ func TestTimeReadsSeekARowidRange(t *testing.T) {
 	}
 }
 
-// timedHistory writes, one write a minute for n minutes from the clock's
-// now, an attempt and an event stamped up to late before the write, and an
-// outbox row created at the write, alternately failed and delivered, and
-// returns the attempts' and events' times (the outbox rows' are the
-// writes').
-func timedHistory(t *testing.T, st *store.Store, clk *clock, n int, late time.Duration) (stamps []time.Time) {
+// timedHistory writes n times, step apart from the clock's now, an attempt
+// and an event stamped late before the write (writes of ten by ten
+// alternately on time and late, so that a probe can land on a run of late
+// rows), and an outbox row created at the write, alternately failed and
+// delivered, and returns the attempts' and events' times (the outbox rows'
+// are the writes').
+func timedHistory(t *testing.T, st *store.Store, clk *clock, n int, step, late time.Duration) (stamps []time.Time) {
 	t.Helper()
 	ctx := t.Context()
-	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range n {
-		at := clk.now.Add(-time.Duration(rng.Int64N(int64(late) + 1))).Truncate(time.Millisecond)
+		at := clk.now
+		if i/10%2 == 1 {
+			at = at.Add(-late)
+		}
 		id := fmt.Sprintf("m%d", i)
 		outcome, status := push.OutcomeDelivered, 201
 		if i%2 == 0 {
@@ -263,21 +268,21 @@ func timedHistory(t *testing.T, st *store.Store, clk *clock, n int, late time.Du
 		}
 		appendOutbox(t, st, alice, outboxMessage(id, 0))
 		stamps = append(stamps, at)
-		clk.Add(time.Minute)
+		clk.Add(step)
 	}
 	return stamps
 }
 
 // The reads by time answer as a scan of every row would, with rows written
-// up to 50 minutes after their time, on both backends: the per-minute
+// 50 minutes after their time beside rows written on time, on both backends: the per-minute
 // chart, the failed attempts, the daily chart.
 func TestTimeReadsFindRowsWrittenLate(t *testing.T) {
 	clk := newClock()
 	st := storetest.Open(t, store.Config{Now: clk.Now})
 	ctx := t.Context()
-	stamps := timedHistory(t, st, clk, 300, 50*time.Minute)
-	for _, since := range []time.Time{clk.now.Add(-400 * time.Minute), clk.now.Add(-250 * time.Minute),
-		clk.now.Add(-123*time.Minute - 30*time.Second), clk.now.Add(-20 * time.Minute), clk.now} {
+	stamps := timedHistory(t, st, clk, 300, time.Minute, 50*time.Minute)
+	for back := -400 * time.Minute; back <= 0; back += 7*time.Minute + 30*time.Second {
+		since := clk.now.Add(back)
 		perMinute := map[time.Time]map[push.Outcome]int{}
 		var failed []time.Time
 		shown := map[time.Time]int{}
@@ -311,16 +316,18 @@ func TestTimeReadsFindRowsWrittenLate(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(perMinute) {
 			t.Errorf("since %s: AttemptsPerMinute = %v, want %v", since.Format(time.TimeOnly), got, perMinute)
 		}
-		attempts, err := st.FailedAttempts(ctx, since, store.MaxAdminPage)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(attempts) != min(len(failed), store.MaxAdminPage) {
-			t.Errorf("since %s: %d failed attempts, want %d", since.Format(time.TimeOnly), len(attempts), len(failed))
-		}
-		for i := 1; i < len(attempts); i++ {
-			if attempts[i].At.After(attempts[i-1].At) {
-				t.Errorf("since %s: failed attempts out of order at %d", since.Format(time.TimeOnly), i)
+		slices.SortFunc(failed, func(a, b time.Time) int { return b.Compare(a) })
+		for _, limit := range []int{10, store.MaxAdminPage} {
+			attempts, err := st.FailedAttempts(ctx, since, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []time.Time
+			for _, a := range attempts {
+				got = append(got, a.At)
+			}
+			if want := failed[:min(len(failed), limit)]; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("since %s, limit %d: failed attempts at %v, want %v", since.Format(time.TimeOnly), limit, got, want)
 			}
 		}
 		days, err := st.EventsPerDay(ctx, since, []string{store.EventShown})
@@ -337,48 +344,55 @@ func TestTimeReadsFindRowsWrittenLate(t *testing.T) {
 	}
 }
 
-// The prunes delete exactly the rows older than their cutoffs when rows are
-// written up to 50 s after their time (within pruneSlack), on both
+// The prunes delete exactly the rows older than their cutoffs, at each of
+// 300 cutoffs 5 s apart, when rows are written 55 s after their time beside
+// rows written on time, 50 s out of order (within pruneSlack), on both
 // backends; an outbox row whose retry replaced its created_at does not
 // hold the outbox's prune back; a row written 30 minutes late is deleted
 // once the rows written beside it are older than the cutoff.
 func TestPrunesDeleteRowsWrittenLate(t *testing.T) {
 	clk := newClock()
-	const keep = 150 * time.Minute
+	const writes, step, keep = 300, 5 * time.Second, 25 * time.Minute // keep: the whole history
 	st := storetest.Open(t, store.Config{Now: clk.Now, DeliveryLogMaxAge: keep, OutboxMaxAge: keep})
 	ctx := t.Context()
 	start := clk.now
-	stamps := timedHistory(t, st, clk, 300, 50*time.Second)
+	stamps := timedHistory(t, st, clk, writes, step, 55*time.Second)
 	appendOutbox(t, st, alice, outboxMessage("m5", 0)) // a retry: created now, at its first rowid
-	cutoff := clk.now.Add(-keep)
-	var attempts, writes int
-	for i, at := range stamps {
-		if at.Before(cutoff) {
-			attempts++
+	var attempts, events int
+	for range writes {
+		clk.Add(step)
+		cutoff := clk.now.Add(-keep)
+		var older, written int
+		for i, at := range stamps {
+			if at.Before(cutoff) {
+				older++
+			}
+			if start.Add(time.Duration(i) * step).Before(cutoff) {
+				written++
+			}
 		}
-		if start.Add(time.Duration(i) * time.Minute).Before(cutoff) {
-			writes++
+		n, err := st.PruneDeliveryLog(ctx)
+		if attempts += n; err != nil || attempts != older {
+			t.Fatalf("cutoff %s: PruneDeliveryLog deleted %d in all, %v; want %d", cutoff.Format(time.TimeOnly), attempts, err, older)
 		}
-	}
-	// The shown events as the attempts, and a queued event a write.
-	if n, err := st.PruneMessageEvents(ctx); err != nil || n != attempts+writes {
-		t.Errorf("PruneMessageEvents = %d, %v; want %d", n, err, attempts+writes)
-	}
-	if n, err := st.PruneDeliveryLog(ctx); err != nil || n != attempts {
-		t.Errorf("PruneDeliveryLog = %d, %v; want %d", n, err, attempts)
+		// The shown events as the attempts, and a queued event a write.
+		n, err = st.PruneMessageEvents(ctx)
+		if events += n; err != nil || events != older+written {
+			t.Fatalf("cutoff %s: PruneMessageEvents deleted %d in all, %v; want %d", cutoff.Format(time.TimeOnly), events, err, older+written)
+		}
 	}
 	if n, err := st.CleanupOutbox(ctx); err != nil || n != writes-1 {
-		t.Errorf("CleanupOutbox = %d, %v; want %d (all created before the cutoff but the retried m5)", n, err, writes-1)
+		t.Errorf("CleanupOutbox = %d, %v; want %d (all but the retried m5)", n, err, writes-1)
 	}
-	if left := unacked(t, st, alice, 0, store.MaxOutboxPage); len(left.Entries) == 0 || left.Entries[0].MessageID != "m5" {
-		t.Errorf("the outbox's oldest row left is not the retried m5: %+v", left.Entries[:min(1, len(left.Entries))])
+	if left := unacked(t, st, alice, 0, store.MaxOutboxPage); len(left.Entries) != 1 || left.Entries[0].MessageID != "m5" {
+		t.Errorf("the outbox holds %d rows, want the retried m5 alone", len(left.Entries))
 	}
 
 	late := clk.now.Add(-30 * time.Minute)
 	if err := st.RecordDeliveries(ctx, push.Bookkeeping{Attempts: []push.Attempt{{At: late, MessageID: "late", Outcome: push.OutcomeDelivered}}}); err != nil {
 		t.Fatal(err)
 	}
-	timedHistory(t, st, clk, 20, 0)
+	timedHistory(t, st, clk, 20, time.Minute, 0)
 	clk.now = clk.now.Add(-20 * time.Minute).Add(keep) // the cutoff: the late row's write, 20 writes ago
 	if _, err := st.PruneDeliveryLog(ctx); err != nil {
 		t.Fatal(err)
