@@ -272,26 +272,38 @@ func TestOutboxQueriesUseIndexes(t *testing.T) {
 func checkPlansUse(t *testing.T, db *sql.DB, queries map[string][]string) {
 	t.Helper()
 	for q, indexes := range queries {
-		var plan strings.Builder
-		rows, err := db.Query(`EXPLAIN QUERY PLAN ` + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(detail + "; ")
-		}
-		rows.Close()
+		plan := queryPlan(t, db, q)
 		for _, ix := range indexes {
-			if !strings.Contains(plan.String(), "INDEX "+ix+" ") {
-				t.Errorf("%s: plan %q does not use %s", q, plan.String(), ix)
+			if !strings.Contains(plan, "INDEX "+ix+" ") {
+				t.Errorf("%s: plan %q does not use %s", q, plan, ix)
 			}
 		}
 	}
+}
+
+// queryPlan returns SQLite's plan of q, its steps joined by "; ", each of
+// q's parameters bound to 1.
+func queryPlan(t *testing.T, db *sql.DB, q string) string {
+	t.Helper()
+	args := make([]any, strings.Count(q, "?"))
+	for i := range args {
+		args[i] = 1
+	}
+	rows, err := db.Query(`EXPLAIN QUERY PLAN `+q, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "; ")
+	}
+	return plan.String()
 }
 
 func TestDiscardUndeliveredOutbox(t *testing.T) {

@@ -185,25 +185,7 @@ func TestSearchRowsSplitsTheRowsAtAnInstant(t *testing.T) {
 func TestTimeReadsSeekARowidRange(t *testing.T) {
 	st, db := openWithPath(t, store.Config{})
 	for name, q := range st.TimeReadsSQL() {
-		var plan strings.Builder
-		args := make([]any, strings.Count(q, "?"))
-		for i := range args {
-			args[i] = 1
-		}
-		rows, err := db.Query(`EXPLAIN QUERY PLAN `+q, args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(detail + "; ")
-		}
-		rows.Close()
-		p := plan.String()
+		p := queryPlan(t, db, q)
 		if !strings.HasPrefix(name, "bounds") && !strings.Contains(p, "USING INTEGER PRIMARY KEY (rowid") {
 			t.Errorf("%s: plan %q does not seek a rowid range", name, p)
 		}
