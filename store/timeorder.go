@@ -167,7 +167,7 @@ func searchRows(ctx context.Context, q searcher, t appendOrdered, x int64, extre
 		switch {
 		case err != nil && !errors.Is(err, sql.ErrNoRows):
 			return 0, err
-		case !id.Valid || at.Int64 >= x: // no rows from mid (deleted since), or none before x
+		case !id.Valid || at.Int64 >= x: // no rows from mid (deleted since), or the extreme at or past x
 			high = mid
 		default:
 			low = id.Int64 + 1
