@@ -85,9 +85,43 @@ func (s *Store) AllTasks(ctx context.Context, status TaskStatus, afterID int64, 
 
 // FailedAttempts returns up to limit logged attempts that did not deliver,
 // newest first, made at or after since.
-func (s *Store) FailedAttempts(ctx context.Context, since time.Time, limit int) ([]push.Attempt, error) {
-	return s.queryAttempts(ctx, "failed attempts", `WHERE at >= ? AND outcome <> ? ORDER BY at DESC, id DESC LIMIT ?`,
-		millis(since), string(push.OutcomeDelivered), min(max(limit, 1), MaxAdminPage))
+func (s *Store) FailedAttempts(ctx context.Context, since time.Time, limit int) (attempts []push.Attempt, err error) {
+	limit = min(max(limit, 1), MaxAdminPage)
+	err = s.readSince(ctx, attemptsByTime, millis(since), func(q searcher, r rowRange) error {
+		from := millis(since)
+		if r.op != "" {
+			// On SQLite (timeorder.go) the newest limit failures by rowid,
+			// a walk back from the end, are no newer than the newest limit
+			// by time: those lie at or past the oldest of them, whose range
+			// is sorted instead of all since since.
+			var oldest sql.NullInt64
+			var found int
+			if err := q.QueryRowContext(ctx, newestFailuresSQL, append(r.args(), from, string(push.OutcomeDelivered), limit)...).
+				Scan(&oldest, &found); err != nil {
+				return fmt.Errorf("store: failed attempts: %w", err)
+			}
+			if found == limit && oldest.Int64 > from {
+				from = oldest.Int64
+				if r, err = s.rowsSince(ctx, q, attemptsByTime, from); err != nil {
+					return fmt.Errorf("store: failed attempts: %w", err)
+				}
+			}
+		}
+		attempts, err = s.queryAttempts(ctx, q, "failed attempts", failedAttemptsWhere(r),
+			append(r.args(), from, string(push.OutcomeDelivered), limit)...)
+		return err
+	})
+	return attempts, err
+}
+
+// newestFailuresSQL reads the oldest time of the newest failed attempts by
+// rowid from a rowid (FailedAttempts), and how many there were.
+const newestFailuresSQL = `SELECT min(at), count(*) FROM (SELECT at FROM delivery_log
+	WHERE id >= ? AND at >= ? AND outcome <> ? ORDER BY id DESC LIMIT ?)`
+
+// failedAttemptsWhere selects FailedAttempts' rows in r.
+func failedAttemptsWhere(r rowRange) string {
+	return `WHERE ` + r.where("delivery_log") + `at >= ? AND outcome <> ? ORDER BY at DESC, id DESC LIMIT ?`
 }
 
 // OutcomeCount is how many attempts of one outcome one minute saw.
@@ -99,28 +133,35 @@ type OutcomeCount struct {
 
 // AttemptsPerMinute counts the delivery log's attempts made at or after
 // since by minute and outcome, oldest minute first.
-func (s *Store) AttemptsPerMinute(ctx context.Context, since time.Time) ([]OutcomeCount, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT at / 60000 AS minute, outcome, count(*) FROM delivery_log
-		WHERE at >= ? GROUP BY at / 60000, outcome ORDER BY minute, outcome`, millis(since))
+func (s *Store) AttemptsPerMinute(ctx context.Context, since time.Time) (counts []OutcomeCount, err error) {
+	err = s.readSince(ctx, attemptsByTime, millis(since), func(q searcher, r rowRange) error {
+		rows, err := q.QueryContext(ctx, attemptsPerMinuteSQL(r), append(r.args(), millis(since))...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c OutcomeCount
+			var minute int64
+			var outcome string
+			if err := rows.Scan(&minute, &outcome, &c.Count); err != nil {
+				return err
+			}
+			c.Minute, c.Outcome = fromMillis(minute*60000), push.Outcome(outcome)
+			counts = append(counts, c)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: attempts per minute: %w", err)
 	}
-	defer rows.Close()
-	var counts []OutcomeCount
-	for rows.Next() {
-		var c OutcomeCount
-		var minute int64
-		var outcome string
-		if err := rows.Scan(&minute, &outcome, &c.Count); err != nil {
-			return nil, fmt.Errorf("store: attempts per minute: %w", err)
-		}
-		c.Minute, c.Outcome = fromMillis(minute*60000), push.Outcome(outcome)
-		counts = append(counts, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: attempts per minute: %w", err)
-	}
 	return counts, nil
+}
+
+// attemptsPerMinuteSQL counts AttemptsPerMinute's rows in r.
+func attemptsPerMinuteSQL(r rowRange) string {
+	return `SELECT at / 60000 AS minute, outcome, count(*) FROM delivery_log
+		WHERE ` + r.where("delivery_log") + `at >= ? GROUP BY at / 60000, outcome ORDER BY minute, outcome`
 }
 
 // UserDeletion is how many rows DeleteUser removed from each table.

@@ -12,7 +12,8 @@ import (
 )
 
 // benchLog fills a store with a day of delivery log, n attempts spread
-// evenly over it, one in ten failed, and returns the store and its path.
+// evenly over it, one in ten failed, appended oldest first as a server
+// appends them, and returns the store and its path.
 func benchLog(b *testing.B, n int) (*store.Store, string) {
 	b.Helper()
 	clk := newClock()
@@ -26,7 +27,7 @@ func benchLog(b *testing.B, n int) (*store.Store, string) {
 			if j%10 == 0 {
 				outcome, status = push.OutcomeRetry, 429
 			}
-			attempts = append(attempts, push.Attempt{At: clk.Now().Add(-time.Duration(j) * 24 * time.Hour / time.Duration(n)),
+			attempts = append(attempts, push.Attempt{At: clk.Now().Add(-time.Duration(n-1-j) * 24 * time.Hour / time.Duration(n)),
 				MessageID: fmt.Sprintf("m%d", j), UserID: fmt.Sprintf("user-%d", j%1000), DeviceID: int64(j % 1000),
 				PushHost: "fcm.googleapis.com", Try: 1, Status: status, Outcome: outcome})
 		}

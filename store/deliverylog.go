@@ -153,13 +153,14 @@ var attemptStatements = newRowStatements(func(rows int) string {
 // index serves it (attemptsUnindexedSchema): it reads the whole log, for
 // tests and an operator's look, never a request's or a delivery's path.
 func (s *Store) Attempts(ctx context.Context, messageID string) ([]push.Attempt, error) {
-	return s.queryAttempts(ctx, "attempts", `WHERE message_id = ? ORDER BY at, id`, messageID)
+	return s.queryAttempts(ctx, s.reader, "attempts", `WHERE message_id = ? ORDER BY at, id`, messageID)
 }
 
-// queryAttempts reads the delivery log rows that where (a WHERE clause and
-// its ORDER BY and LIMIT) selects; what names the caller in errors.
-func (s *Store) queryAttempts(ctx context.Context, what, where string, args ...any) ([]push.Attempt, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error
+// queryAttempts reads in q the delivery log rows that where (a WHERE
+// clause and its ORDER BY and LIMIT) selects; what names the caller in
+// errors.
+func (s *Store) queryAttempts(ctx context.Context, q querier, what, where string, args ...any) ([]push.Attempt, error) {
+	rows, err := q.QueryContext(ctx, `SELECT at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error
 		FROM delivery_log `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", what, err)
@@ -185,17 +186,21 @@ func (s *Store) queryAttempts(ctx context.Context, what, where string, args ...a
 // the oldest beyond Config.DeliveryLogMaxRows, and returns how many it
 // deleted. The server calls it periodically.
 func (s *Store) PruneDeliveryLog(ctx context.Context) (int, error) {
+	cutoff := millis(s.now().Add(-s.deliveryLogMaxAge))
+	aged, err := s.rowsBefore(ctx, attemptsByTime, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune delivery log: %w", err)
+	}
 	var deleted int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		cutoff := millis(s.now().Add(-s.deliveryLogMaxAge))
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		for _, q := range []struct {
 			query string
-			arg   int64
+			args  []any
 		}{
-			{`DELETE FROM delivery_log WHERE at < ?`, cutoff},
-			{`DELETE FROM delivery_log WHERE id <= (SELECT id FROM delivery_log ORDER BY id DESC LIMIT 1 OFFSET ?)`, int64(s.deliveryLogMaxRows)},
+			{pruneAttemptsSQL(aged), append(aged.args(), cutoff)},
+			{`DELETE FROM delivery_log WHERE id <= (SELECT id FROM delivery_log ORDER BY id DESC LIMIT 1 OFFSET ?)`, []any{int64(s.deliveryLogMaxRows)}},
 		} {
-			res, err := s.txExec(ctx, tx, q.query, q.arg)
+			res, err := s.txExec(ctx, tx, q.query, q.args...)
 			if err != nil {
 				return err
 			}
@@ -211,6 +216,11 @@ func (s *Store) PruneDeliveryLog(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("store: prune delivery log: %w", err)
 	}
 	return int(deleted), nil
+}
+
+// pruneAttemptsSQL deletes the attempts in r before its argument.
+func pruneAttemptsSQL(r rowRange) string {
+	return `DELETE FROM delivery_log WHERE ` + r.where("delivery_log") + `at < ?`
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a character.

@@ -91,18 +91,31 @@ const (
 // with UnknownSubscriptionFailures such attempts since their last delivered
 // one, spread over UnknownSubscriptionSpan, in the window before now.
 func (s *Store) PruneUnknownSubscriptions(ctx context.Context, now time.Time) (int, error) {
-	n, err := s.execCount(ctx, "prune unknown subscriptions", `DELETE FROM subscriptions WHERE id IN (
-		SELECT u.device_id FROM delivery_log u
-		WHERE u.outcome = ? AND u.at >= ? AND NOT EXISTS (
-			SELECT 1 FROM delivery_log d WHERE d.device_id = u.device_id AND d.outcome = ? AND d.at >= u.at)
-		GROUP BY u.device_id
-		HAVING count(*) >= ? AND max(u.at) - min(u.at) >= ?)`,
-		string(push.OutcomeUnknownSubscription), millis(now.Add(-UnknownSubscriptionWindow)), string(push.OutcomeDelivered),
-		UnknownSubscriptionFailures, UnknownSubscriptionSpan.Milliseconds())
+	since := millis(now.Add(-UnknownSubscriptionWindow))
+	// The attempts that count lie in the window's range (timeorder.go),
+	// and so do the delivered ones after them.
+	r, err := s.rowsSince(ctx, s.reader, attemptsByTime, since)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune unknown subscriptions: %w", err)
+	}
+	args := append(r.args(), string(push.OutcomeUnknownSubscription), since)
+	args = append(append(args, r.args()...), string(push.OutcomeDelivered), UnknownSubscriptionFailures, UnknownSubscriptionSpan.Milliseconds())
+	n, err := s.execCount(ctx, "prune unknown subscriptions", unknownSubscriptionsSQL(r), args...)
 	if n > 0 {
 		s.log.Info("store: deleted devices their push service does not know", "deleted", n)
 	}
 	return n, err
+}
+
+// unknownSubscriptionsSQL deletes PruneUnknownSubscriptions' devices, from
+// their attempts in r.
+func unknownSubscriptionsSQL(r rowRange) string {
+	return `DELETE FROM subscriptions WHERE id IN (
+		SELECT u.device_id FROM delivery_log u
+		WHERE ` + r.where("u") + `u.outcome = ? AND u.at >= ? AND NOT EXISTS (
+			SELECT 1 FROM delivery_log d WHERE ` + r.where("d") + `d.device_id = u.device_id AND d.outcome = ? AND d.at >= u.at)
+		GROUP BY u.device_id
+		HAVING count(*) >= ? AND max(u.at) - min(u.at) >= ?)`
 }
 
 // ExpireSilentDevices deletes every device whose last sign of life is before

@@ -228,8 +228,13 @@ func (s *Store) queryMessageEvents(ctx context.Context, what, where string, args
 // (Config.OutboxMaxAge) and the oldest beyond Config.MessageEventsMaxRows, and
 // returns how many. Prune calls it.
 func (s *Store) PruneMessageEvents(ctx context.Context) (int, error) {
-	aged, err := s.execCount(ctx, "prune message events", `DELETE FROM message_events WHERE at < ?`,
-		millis(s.now().Add(-s.outboxMaxAge)))
+	cutoff := millis(s.now().Add(-s.outboxMaxAge))
+	r, err := s.rowsBefore(ctx, eventsByTime, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("store: prune message events: %w", err)
+	}
+	aged, err := s.execCount(ctx, "prune message events", pruneEventsSQL(r),
+		append(r.args(), cutoff)...)
 	if err != nil {
 		return aged, err
 	}
@@ -239,6 +244,11 @@ func (s *Store) PruneMessageEvents(ctx context.Context) (int, error) {
 	capped, err := s.execCount(ctx, "cap message events",
 		`DELETE FROM message_events WHERE id <= (SELECT max(id) FROM message_events) - ?`, s.messageEventsMaxRows())
 	return aged + capped, err
+}
+
+// pruneEventsSQL deletes the events in r before its argument.
+func pruneEventsSQL(r rowRange) string {
+	return `DELETE FROM message_events WHERE ` + r.where("message_events") + `at < ?`
 }
 
 // messageEventsMaxRows is Config.MessageEventsMaxRows or its default.
@@ -348,32 +358,39 @@ type DayCount struct {
 // EventsPerDay counts the events of types since since, per UTC day and
 // type, oldest day first: the operator's daily chart of sent, shown and
 // clicked messages.
-func (s *Store) EventsPerDay(ctx context.Context, since time.Time, types []string) ([]DayCount, error) {
+func (s *Store) EventsPerDay(ctx context.Context, since time.Time, types []string) (counts []DayCount, err error) {
 	names, err := json.Marshal(types)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT at / 86400000 AS day, type, count(*) FROM message_events
-		WHERE at >= ? AND type IN (`+s.dialect.InJSONArray+`) GROUP BY at / 86400000, type ORDER BY day, type`,
-		millis(since), string(names))
+	err = s.readSince(ctx, eventsByTime, millis(since), func(q searcher, r rowRange) error {
+		rows, err := q.QueryContext(ctx, s.eventsPerDaySQL(r), append(r.args(), millis(since), string(names))...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c DayCount
+			var day int64
+			if err := rows.Scan(&day, &c.Type, &c.Count); err != nil {
+				return err
+			}
+			c.Day = fromMillis(day * 86400000)
+			counts = append(counts, c)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: events per day: %w", err)
 	}
-	defer rows.Close()
-	var counts []DayCount
-	for rows.Next() {
-		var c DayCount
-		var day int64
-		if err := rows.Scan(&day, &c.Type, &c.Count); err != nil {
-			return nil, fmt.Errorf("store: events per day: %w", err)
-		}
-		c.Day = fromMillis(day * 86400000)
-		counts = append(counts, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: events per day: %w", err)
-	}
 	return counts, nil
+}
+
+// eventsPerDaySQL counts EventsPerDay's rows in r.
+func (s *Store) eventsPerDaySQL(r rowRange) string {
+	return `SELECT at / 86400000 AS day, type, count(*) FROM message_events
+		WHERE ` + r.where("message_events") + `at >= ? AND type IN (` + s.dialect.InJSONArray + `)
+		GROUP BY at / 86400000, type ORDER BY day, type`
 }
 
 // deleteOutboxRows deletes the outbox rows where (a condition on

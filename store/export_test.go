@@ -25,3 +25,36 @@ func (s *Store) RunMigration(ctx context.Context, text string) error {
 	}
 	return fmt.Errorf("no migration contains %q", text)
 }
+
+// DialectName is the store's database: "sqlite" or "postgresql".
+func (s *Store) DialectName() string { return s.dialect.Name }
+
+// SearchRows runs the rowid search of timeorder.go on table's column in q,
+// for the test of the search alone.
+func SearchRows(ctx context.Context, q *sql.DB, table, column string, x int64, extreme string) (int64, error) {
+	return searchRows(ctx, q, appendOrdered{table, column}, x, extreme)
+}
+
+// TimeReadsSQL are the statements that read the append-ordered tables by
+// time, as SQLite runs them (narrowed to a rowid range), and the search's
+// probes, for the test of their plans.
+func (s *Store) TimeReadsSQL() map[string]string {
+	from, to := rowRange{">=", 1}, rowRange{"<", 1}
+	reads := map[string]string{
+		"prune attempts":        pruneAttemptsSQL(to),
+		"failed attempts":       `SELECT at FROM delivery_log ` + failedAttemptsWhere(from),
+		"newest failures":       newestFailuresSQL,
+		"attempts per minute":   attemptsPerMinuteSQL(from),
+		"unknown subscriptions": unknownSubscriptionsSQL(from),
+		"prune events":          pruneEventsSQL(to),
+		"events per day":        s.eventsPerDaySQL(from),
+		"cleanup outbox":        `DELETE FROM message_outbox WHERE ` + agedOutboxWhere(to),
+		"cleanup outbox events": `DELETE FROM message_events WHERE (user_id, message_id) IN (
+			SELECT user_id, message_id FROM message_outbox WHERE ` + agedOutboxWhere(to) + `)`,
+	}
+	for _, t := range appendOrderedSets {
+		reads["probe "+t.table] = probeSQL(t, "max")
+		reads["bounds "+t.table] = boundsSQL(t)
+	}
+	return reads
+}

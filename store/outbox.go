@@ -17,8 +17,9 @@ import (
 // push service took it, acknowledged by the client that received it. A
 // client that was offline pages through its unacknowledged rows with an id
 // cursor. AUTOINCREMENT keeps ids from being reused after cleanup deletes the
-// newest rows, so a cursor never skips a new row. The created_at and acked_at
-// indexes keep CleanupOutbox cheap enough to run on every scheduler tick.
+// newest rows, so a cursor never skips a new row. The acked_at index and the
+// created_at range (timeorder.go) keep CleanupOutbox cheap enough to run on
+// every scheduler tick.
 
 // Bounds of the outbox, the standard's.
 const (
@@ -444,13 +445,24 @@ func (s *Store) DiscardUndeliveredBurst(ctx context.Context, userID, idPrefix st
 // The housekeeping calls it.
 func (s *Store) CleanupOutbox(ctx context.Context) (int, error) {
 	now := s.now()
-	aged, err := s.deleteOutboxRows(ctx, "cleanup outbox", `acked_at < ? OR created_at < ?`,
-		millis(now.Add(-s.outboxAckedMaxAge)), millis(now.Add(-s.outboxMaxAge)))
+	cutoff := millis(now.Add(-s.outboxMaxAge))
+	r, err := s.rowsBefore(ctx, outboxByCreation, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("store: cleanup outbox: %w", err)
+	}
+	aged, err := s.deleteOutboxRows(ctx, "cleanup outbox", agedOutboxWhere(r),
+		append(append([]any{millis(now.Add(-s.outboxAckedMaxAge))}, r.args()...), cutoff)...)
 	if err != nil {
 		return aged, err
 	}
 	capped, err := s.deleteOutboxRows(ctx, "cap outbox", cappedOutboxSQL, s.outboxMaxRows, s.outboxMaxRows)
 	return aged + capped, err
+}
+
+// agedOutboxWhere selects the outbox rows acknowledged before its first
+// argument or, in r, created before its second.
+func agedOutboxWhere(r rowRange) string {
+	return `acked_at < ? OR (` + r.where("message_outbox") + `created_at < ?)`
 }
 
 // cappedOutboxSQL selects each user's outbox rows past the first ? kept:

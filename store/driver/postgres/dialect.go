@@ -49,6 +49,7 @@ var dialect = driver.Dialect{
 		interruptResumedSchema,
 		attemptsUnindexedSchema,
 		wakeUpsSchema,
+		appendOrderedSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
