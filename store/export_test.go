@@ -25,3 +25,9 @@ func (s *Store) RunMigration(ctx context.Context, text string) error {
 	}
 	return fmt.Errorf("no migration contains %q", text)
 }
+
+// TasksPageSQL and PendingTasksSQL are the reads of a user's tasks, for the
+// test of PostgreSQL's plans.
+func TasksPageSQL(statuses int) string { return tasksPageSQL(statuses) }
+
+var PendingTasksSQL = pendingTasksSQL

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,7 +37,9 @@ import (
 // second). It also reports the process's CPU time a push over the rounds'
 // writes alone. AMSG_BENCH_SCHEMA_SQL, when set, runs on the database
 // before the trickle, so that a variant of the schema (an index added back,
-// say) is measured by the same binary in turn with the schema as it is.
+// say) is measured by the same binary in turn with the schema as it is;
+// AMSG_BENCH_BACKLOG, when set, is the number of tasks due later (5 000
+// unless set; the trickle scenario of cmd/deliverybench schedules 20 000).
 // Run it once:
 //
 //	go test ./store -run '^$' -bench SQLiteWALPagesPerPush -benchtime 1x
@@ -44,10 +47,13 @@ func BenchmarkSQLiteWALPagesPerPush(b *testing.B) {
 	const (
 		users     = 100
 		history   = 100 * users // pushes delivered before the trickle
-		pending   = 5000        // tasks due after the trickle, as a running trickle has
 		trickle   = 400         // pushes measured
 		perCommit = 5           // pushes a trickle's commit carries
 	)
+	pending := 5000 // tasks due after the trickle, as a running trickle has
+	if n, err := strconv.Atoi(os.Getenv("AMSG_BENCH_BACKLOG")); err == nil {
+		pending = n
+	}
 	clk := &benchClock{now: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)}
 	path := filepath.Join(b.TempDir(), "amsg.db")
 	ctx := context.Background()

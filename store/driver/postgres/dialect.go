@@ -49,6 +49,7 @@ var dialect = driver.Dialect{
 		interruptResumedSchema,
 		attemptsUnindexedSchema,
 		wakeUpsSchema,
+		tasksByUserSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

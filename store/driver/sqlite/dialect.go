@@ -39,6 +39,7 @@ var dialect = driver.Dialect{
 		interruptResumedSchema,
 		attemptsUnindexedSchema,
 		wakeUpsSchema,
+		tasksByUserSchema,
 	},
 
 	ClaimableAt: claimableAt,
