@@ -64,6 +64,15 @@ func TestPostgresTaskReadsByUserUseOneIndex(t *testing.T) {
 			t.Errorf("%s: the plan does not read tasks_user unsorted:\n%s", c.query, p)
 		}
 	}
+	// The inventory lists a user's tasks by id: their entries, sorted (as
+	// before), not the table in id order.
+	if _, err := conn.ExecContext(t.Context(), `SET enable_sort = on`); err != nil {
+		t.Fatal(err)
+	}
+	inventory := `SELECT uuid, length(payload), updated_at, status FROM tasks WHERE user_id = $1 ORDER BY id LIMIT $2`
+	if p := explain(t, conn, inventory, alice, 10); !strings.Contains(p, "tasks_user") {
+		t.Errorf("the inventory's plan does not read tasks_user:\n%s", p)
+	}
 }
 
 // numberParams spells the store's ? parameters as PostgreSQL's $n, as the
