@@ -58,3 +58,9 @@ func (s *Store) TimeReadsSQL() map[string]string {
 	}
 	return reads
 }
+
+// TasksPageSQL and PendingTasksSQL are the reads of a user's tasks, for the
+// test of PostgreSQL's plans.
+func TasksPageSQL(statuses int) string { return tasksPageSQL(statuses) }
+
+var PendingTasksSQL = pendingTasksSQL

@@ -10,7 +10,8 @@ import (
 // The queries below let the API refuse a write that would take a user over
 // a quota before anything of the request is written.
 
-// pendingTasksSQL counts on tasks_pending_user alone (an index-only scan).
+// pendingTasksSQL counts the (user, 'pending') range of tasks_user (an
+// index-only scan).
 var pendingTasksSQL = preparedRead(`SELECT count(*) FROM tasks WHERE user_id = ? AND status = 'pending'`)
 
 // PendingTasks counts the user's tasks still to be delivered.

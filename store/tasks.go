@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"amsg/push"
@@ -175,19 +176,23 @@ func (s *Store) Task(ctx context.Context, userID, uuid string) (Task, error) {
 	return t, nil
 }
 
+// taskStatuses are the statuses a task's row may hold (the schema's CHECK).
+var taskStatuses = []TaskStatus{TaskPending, TaskSent, TaskFailed}
+
 // Tasks returns a page of userID's tasks, in status unless status is empty,
 // ordered by next_send_at, and how many there are in all.
 func (s *Store) Tasks(ctx context.Context, userID string, status TaskStatus, limit, offset int) ([]Task, int, error) {
-	filter, args := `user_id = ?`, []any{userID}
+	count, args := `SELECT count(*) FROM tasks WHERE user_id = ?`, []any{userID}
+	statuses := taskStatuses
 	if status != "" {
-		filter, args = filter+` AND status = ?`, append(args, string(status))
+		count, args = count+` AND status = ?`, append(args, string(status))
+		statuses = []TaskStatus{status}
 	}
 	var total int
-	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE `+filter, args...).Scan(&total); err != nil {
+	if err := s.reader.QueryRowContext(ctx, count, args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("store: count tasks: %w", err)
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE `+filter+`
-		ORDER BY next_send_at, id LIMIT ? OFFSET ?`, append(args, limit, offset)...)
+	rows, err := s.reader.QueryContext(ctx, tasksPageSQL(len(statuses)), tasksPageArgs(userID, statuses, limit, offset)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: tasks: %w", err)
 	}
@@ -196,6 +201,36 @@ func (s *Store) Tasks(ctx context.Context, userID string, status TaskStatus, lim
 		return nil, 0, fmt.Errorf("store: tasks: %w", err)
 	}
 	return tasks, total, nil
+}
+
+// tasksPageSQL reads a page of a user's tasks in one status, or in every
+// status, by time (tasksPageArgs are its arguments). tasks_user keys a
+// user's tasks by status, then time: one status's page is read in order,
+// and a page of every status reads each status's range in order up to the
+// page's end, never every task of the user, and merges them (PostgreSQL's
+// Merge Append; SQLite sorts each range's rows read). A plain UNION ALL
+// would be merged by SQLite alone: PostgreSQL 15 sorts every row of it.
+func tasksPageSQL(statuses int) string {
+	const inStatus = `SELECT ` + taskColumns + ` FROM tasks WHERE user_id = ? AND status = ? ORDER BY next_send_at, id`
+	if statuses == 1 {
+		return inStatus + ` LIMIT ? OFFSET ?`
+	}
+	ranges := make([]string, statuses)
+	for i := range ranges {
+		ranges[i] = `SELECT * FROM (` + inStatus + ` LIMIT ?) AS status_` + strconv.Itoa(i)
+	}
+	return `SELECT * FROM (` + strings.Join(ranges, ` UNION ALL `) + `) AS ranges ORDER BY next_send_at, id LIMIT ? OFFSET ?`
+}
+
+func tasksPageArgs(userID string, statuses []TaskStatus, limit, offset int) []any {
+	if len(statuses) == 1 {
+		return []any{userID, string(statuses[0]), limit, offset}
+	}
+	var args []any
+	for _, status := range statuses {
+		args = append(args, userID, string(status), limit+offset)
+	}
+	return append(args, limit, offset)
 }
 
 // TaskUpdate is what UpdatePendingTask writes.

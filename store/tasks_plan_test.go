@@ -9,9 +9,13 @@ import (
 )
 
 // The scheduler claims with one range scan of tasks_due and never sorts, and
-// the cleanup reads the partial index of finished rows, and the task quota
-// counts on the partial index of pending tasks alone, whatever the table
-// holds.
+// the cleanup reads the partial index of finished rows, whatever the table
+// holds. Every read of a user's tasks reads tasks_user, the one index of a
+// user's tasks (by status, then time): the task quota and the counts read
+// only its entries, a page of one status its range in time order, a page of
+// every status the merge of each status's range, and none sorts but the
+// inventory (by id, as before: a user's tasks are bounded by the quota and
+// the cleanup).
 func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 	st, err := Open(t.Context(), Config{Path: t.TempDir() + "/amsg.db", MasterKey: strings.Repeat("a", 64),
 		GenerateVAPID: webpush.GenerateVAPIDKeys})
@@ -29,11 +33,26 @@ func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 			[]string{"SEARCH tasks USING INDEX tasks_due"}},
 		{`SELECT id FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`,
 			[]string{"SEARCH tasks USING INDEX tasks_finished (updated_at<?)"}},
-		{`SELECT ` + taskColumns + ` FROM tasks WHERE user_id = ? ORDER BY next_send_at, id LIMIT ? OFFSET ?`,
-			[]string{"SEARCH tasks USING INDEX tasks_user (user_id=?)"}},
-		{pendingTasksSQL, []string{"SEARCH tasks USING COVERING INDEX tasks_pending_user (user_id=?)"}},
+		{pendingTasksSQL, []string{"SEARCH tasks USING COVERING INDEX tasks_user (user_id=? AND status=?)"}},
+		{`SELECT count(*) FROM tasks WHERE user_id = ?`, []string{"SEARCH tasks USING COVERING INDEX tasks_user (user_id=?)"}},
+		{`SELECT count(*) FROM tasks WHERE user_id = ? AND status = ?`,
+			[]string{"SEARCH tasks USING COVERING INDEX tasks_user (user_id=? AND status=?)"}},
+		{tasksPageSQL(1), []string{"SEARCH tasks USING INDEX tasks_user (user_id=? AND status=?)"}},
+		{tasksPageSQL(len(taskStatuses)), []string{"MERGE (UNION ALL)", "LEFT", "MERGE (UNION ALL)",
+			"LEFT", "CO-ROUTINE status_0", "SEARCH tasks USING INDEX tasks_user (user_id=? AND status=?)", "SCAN status_0", "USE TEMP B-TREE FOR ORDER BY",
+			"RIGHT", "CO-ROUTINE status_1", "SEARCH tasks USING INDEX tasks_user (user_id=? AND status=?)", "SCAN status_1", "USE TEMP B-TREE FOR ORDER BY",
+			"RIGHT", "CO-ROUTINE status_2", "SEARCH tasks USING INDEX tasks_user (user_id=? AND status=?)", "SCAN status_2", "USE TEMP B-TREE FOR ORDER BY"}},
+		{`SELECT id, deferred_until FROM tasks WHERE user_id = ? AND status = 'pending' AND deferred_until = next_send_at`,
+			[]string{"SEARCH tasks USING INDEX tasks_user (user_id=? AND status=?)"}},
+		{`SELECT uuid, length(payload), updated_at, status FROM tasks WHERE user_id = ? ORDER BY id LIMIT ?`,
+			[]string{"SEARCH tasks USING INDEX tasks_user (user_id=?)", "USE TEMP B-TREE FOR ORDER BY"}},
+		{`DELETE FROM tasks WHERE user_id = ?`, []string{"SEARCH tasks USING INDEX tasks_user (user_id=?)"}},
 	} {
-		rows, err := st.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+c.query, time.Now().UnixMilli(), 50, 0)
+		args := []any{time.Now().UnixMilli(), 50, 0}
+		for len(args) < strings.Count(c.query, "?") {
+			args = append(args, "x")
+		}
+		rows, err := st.reader.QueryContext(t.Context(), `EXPLAIN QUERY PLAN `+c.query, args[:strings.Count(c.query, "?")]...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,9 +35,12 @@ import (
 // frame's page is named by dbstat right after the commit that wrote it (a
 // page freed and taken by another b-tree within one round is named for the
 // second). It also reports the process's CPU time a push over the rounds'
-// writes alone. AMSG_BENCH_SCHEMA_SQL, when set, runs on the database
+// writes alone, and then the pages a task scheduled writes, one a commit
+// (pages/scheduled). AMSG_BENCH_SCHEMA_SQL, when set, runs on the database
 // before the trickle, so that a variant of the schema (an index added back,
-// say) is measured by the same binary in turn with the schema as it is.
+// say) is measured by the same binary in turn with the schema as it is;
+// AMSG_BENCH_BACKLOG, when set, is the number of tasks due later (5 000
+// unless set; the trickle scenario of cmd/deliverybench schedules 20 000).
 // Run it once:
 //
 //	go test ./store -run '^$' -bench SQLiteWALPagesPerPush -benchtime 1x
@@ -44,10 +48,13 @@ func BenchmarkSQLiteWALPagesPerPush(b *testing.B) {
 	const (
 		users     = 100
 		history   = 100 * users // pushes delivered before the trickle
-		pending   = 5000        // tasks due after the trickle, as a running trickle has
 		trickle   = 400         // pushes measured
 		perCommit = 5           // pushes a trickle's commit carries
 	)
+	pending := 5000 // tasks due after the trickle, as a running trickle has
+	if n, err := strconv.Atoi(os.Getenv("AMSG_BENCH_BACKLOG")); err == nil {
+		pending = n
+	}
 	clk := &benchClock{now: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)}
 	path := filepath.Join(b.TempDir(), "amsg.db")
 	ctx := context.Background()
@@ -115,14 +122,31 @@ func BenchmarkSQLiteWALPagesPerPush(b *testing.B) {
 		commits += got.commits
 	}
 	b.StopTimer()
+	// Then as many tasks scheduled, one a commit as the API writes them,
+	// due later among the others.
+	scheduledPerTree, scheduledFrames := map[string]int{}, 0
+	for n := 0; n < trickle; n += perCommit {
+		for i := n; i < n+perCommit; i++ {
+			insertBenchTask(b, st, clk.now.Add(time.Hour), history+trickle+pending+i, users)
+		}
+		names := pageNames(b, raw)
+		for _, page := range wal.next().pages {
+			scheduledPerTree[cmp.Or(names[page], "(free)")]++
+			scheduledFrames++
+		}
+	}
 	if _, err := pin.ExecContext(ctx, `ROLLBACK`); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(frames)/trickle, "pages/push")
 	b.ReportMetric(float64(commits)/trickle, "commits/push")
 	b.ReportMetric(float64(cpu.Microseconds())/trickle, "cpu-µs/push")
+	b.ReportMetric(float64(scheduledFrames)/trickle, "pages/scheduled")
 	for _, name := range slices.Sorted(maps.Keys(perTree)) {
 		fmt.Fprintf(os.Stderr, "%-40s %6.2f pages/push %5.1f %%\n", name, float64(perTree[name])/trickle, 100*float64(perTree[name])/float64(frames))
+	}
+	for _, name := range slices.Sorted(maps.Keys(scheduledPerTree)) {
+		fmt.Fprintf(os.Stderr, "scheduling: %-28s %6.2f pages/task\n", name, float64(scheduledPerTree[name])/trickle)
 	}
 }
 

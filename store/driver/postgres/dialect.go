@@ -50,6 +50,7 @@ var dialect = driver.Dialect{
 		attemptsUnindexedSchema,
 		wakeUpsSchema,
 		appendOrderedSchema,
+		tasksByUserSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

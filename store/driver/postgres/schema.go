@@ -478,3 +478,12 @@ BEGIN
 			ORDER BY claimable_at, id LIMIT 1024) ahead);
 END $$;
 `
+
+// tasksByUserSchema: see SQLite's. The key ends with id, as SQLite's ends
+// with the rowid, so that a listing's order (next_send_at, id) is the
+// index's within a status.
+const tasksByUserSchema = `
+DROP INDEX tasks_pending_user;
+DROP INDEX tasks_user;
+CREATE INDEX tasks_user ON tasks (user_id, status, next_send_at, id);
+`

@@ -40,6 +40,7 @@ var dialect = driver.Dialect{
 		attemptsUnindexedSchema,
 		wakeUpsSchema,
 		appendOrderedSchema,
+		tasksByUserSchema,
 	},
 
 	ClaimableAt: claimableAt,
