@@ -103,6 +103,50 @@ func TestPostgresClaimLeasesWithoutTouchingAnIndex(t *testing.T) {
 	}
 }
 
+// The claim is planned once a session (a generic plan, where PostgreSQL
+// planned it again on every call), and that plan walks tasks_due in order
+// whatever the statistics it was made with: here those of an empty table,
+// made stale by a burst of inserts.
+func TestPostgresClaimIsPlannedOnceWhateverTheStatistics(t *testing.T) {
+	st, conn := migratedSchema(t)
+	if _, err := conn.ExecContext(t.Context(), `SET enable_seqscan = on; ANALYZE tasks`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	const n = 20
+	for i := range n {
+		insertTask(t, st, alice, i, now.Add(-time.Minute))
+	}
+	tx, err := conn.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	plan, claim := st.ClaimSQL()
+	if _, err := tx.ExecContext(t.Context(), plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(t.Context(), `PREPARE claim AS `+claim); err != nil {
+		t.Fatal(err)
+	}
+	execute := fmt.Sprintf(`EXECUTE claim(%d, %d, %d, '[]', %d, %d)`,
+		now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), n, now.UnixMilli())
+	p := explain(t, tx, execute)
+	if !strings.Contains(p, "claimable_at <= $3") {
+		t.Errorf("the claim was planned for its arguments, not once for all:\n%s", p)
+	}
+	if !strings.Contains(p, "Index Scan using tasks_due") || strings.Contains(p, "Sort") || strings.Contains(p, "Seq Scan") {
+		t.Errorf("the claim's plan does not walk tasks_due in order:\n%s", p)
+	}
+	res, err := tx.ExecContext(t.Context(), execute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leased, err := res.RowsAffected(); err != nil || leased != n {
+		t.Fatalf("claimed %d tasks, %v; want %d", leased, err, n)
+	}
+}
+
 // The outbox's unique (user_id, message_id) index compares bytes, so it
 // serves the lookup of one message and a burst's prefix range alike.
 func TestPostgresOutboxQueriesUseTheUniqueIndex(t *testing.T) {
