@@ -94,7 +94,10 @@ threads waited for a CPU while runnable (a busy machine's share), and the
 database's commits per push: the SQLite writer's transactions (amsg_store_commits_total),
 or on PostgreSQL pg_stat_database's xact_commit of a database created for the
 phase, with the CPU of the server's processes (read from /proc, so the server
-must run on this machine). --instances N starts N amsg serve processes on
+must run on this machine), and amsg's read and write system calls per push
+(/proc/pid/io: the sockets' and, on SQLite, the pages read back and the
+WAL's and checkpoint's writes; unlike CPU time, they do not move with the
+machine's load). --instances N starts N amsg serve processes on
 the one database; --coordination runs one, then N, and prints what the
 others add per push.
 

@@ -68,6 +68,8 @@ type phase struct {
 	// waited is how long amsg's threads were runnable but not running:
 	// the share of the phase the machine's other work took from it.
 	waited time.Duration
+	// syscalls is amsg's read and write system calls in the phase.
+	syscalls syscalls
 	// PostgreSQL: sessions its database opened, and the CPU of the
 	// server's sessions that ended (any database's).
 	sessions   int64
@@ -444,6 +446,7 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	}
 	p = phase{name: "amsg (scheduled)", pushes: res.Delivered, elapsed: time.Unix(0, res.Last).Sub(start),
 		cpu: after.amsgCPU - before.amsgCPU, serviceCPU: after.serviceCPU - before.serviceCPU, waited: after.amsgWaited - before.amsgWaited,
+		syscalls:  after.amsgSyscalls.minus(before.amsgSyscalls),
 		instances: len(instances), commits: after.commits - before.commits, dbCPU: cpuBetween(before.dbCPU, after.dbCPU),
 		sessions: after.sessions - before.sessions, dbEndedCPU: after.dbEndedCPU - before.dbEndedCPU}
 	if before.commits < 0 || after.commits < 0 {
@@ -529,7 +532,8 @@ func (b *bench) scheduleThroughAmsg(ctx context.Context, instances []*amsgInstan
 // mark is what the processes of an amsg phase have used at one instant.
 type mark struct {
 	amsgCPU, serviceCPU time.Duration
-	amsgWaited          time.Duration         // runnable, waiting for a CPU
+	amsgWaited          time.Duration // runnable, waiting for a CPU
+	amsgSyscalls        syscalls
 	commits             int64                 // -1 when unknown
 	dbCPU               map[int]time.Duration // PostgreSQL's processes, by pid
 	dbEndedCPU          time.Duration         // its ended sessions'
@@ -549,6 +553,7 @@ func (b *bench) mark(ctx context.Context, instances []*amsgInstance, pids []int)
 		}
 		m.amsgWaited += wait
 	}
+	m.amsgSyscalls = syscallsOf(pids...)
 	if m.serviceCPU, err = cpuOf(b.pushService.Pid()); err != nil {
 		return m, err
 	}
@@ -685,6 +690,10 @@ func (b *bench) reportDatabase(p phase) {
 		p.instances, what, at(0), at(50), at(99), at(100), 100*p.waited.Seconds()/p.elapsed.Seconds())
 	if p.commits >= 0 {
 		fmt.Fprintf(b.out, "; %.3f commits/push", float64(p.commits)/float64(max(p.pushes, 1)))
+	}
+	if p.syscalls != (syscalls{}) {
+		fmt.Fprintf(b.out, "; %.1f read and %.1f write syscalls/push",
+			float64(p.syscalls.reads)/float64(max(p.pushes, 1)), float64(p.syscalls.writes)/float64(max(p.pushes, 1)))
 	}
 	if b.pg != nil {
 		fmt.Fprintf(b.out, "; PostgreSQL CPU %.2f s = %.0f µs/push, and %.0f µs/push in ended sessions (%d of them this database's)",

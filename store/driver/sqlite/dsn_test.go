@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,6 +56,31 @@ func TestDSNAppliesPragmasToEveryConnection(t *testing.T) {
 	for _, e := range entries {
 		if name := e.Name(); name != "amsg #1?.db" && name != "amsg #1?.db-wal" && name != "amsg #1?.db-shm" {
 			t.Errorf("unexpected file %q: the path was not escaped in the URI", name)
+		}
+	}
+}
+
+// The writer's page cache holds the leaves a delivery writes into; the
+// readers', emptied by every write of another connection, keep SQLite's
+// default.
+func TestTheWriterHasALargerPageCacheThanTheReaders(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "amsg.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, pool := range []struct {
+		name string
+		db   *sql.DB
+		want int
+	}{{"writer", db.writer, -writerCacheKiB}, {"reader", db.reader, -2000}} {
+		var got int
+		if err := pool.db.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != pool.want {
+			t.Errorf("%s: PRAGMA cache_size = %d, want %d", pool.name, got, pool.want)
 		}
 	}
 }
