@@ -70,36 +70,79 @@ func migratedSchema(t *testing.T) (*store.Store, *sql.Conn) {
 // (HOT) update: no index entry is written for a lease.
 func TestPostgresClaimLeasesWithoutTouchingAnIndex(t *testing.T) {
 	st, conn := migratedSchema(t)
+	tx, claim, now := claimTx(t, st, conn, `SET LOCAL enable_seqscan = on; `)
+	args := []any{now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), "[]", claimTasks, now.UnixMilli()}
+	if p := explain(t, tx, claim, args...); !strings.Contains(p, "Index Scan using tasks_due") || strings.Contains(p, "Sort") {
+		t.Errorf("the claim's plan does not walk tasks_due in order:\n%s", p)
+	}
+	wantAllLeased(t, tx, claim, args...)
+	var updated, hot int
+	err := tx.QueryRowContext(t.Context(), `SELECT pg_stat_get_xact_tuples_updated('tasks'::regclass),
+		pg_stat_get_xact_tuples_hot_updated('tasks'::regclass)`).Scan(&updated, &hot)
+	if err != nil || updated != claimTasks || hot != claimTasks {
+		t.Errorf("the claim updated %d rows, %d of them HOT (%v); want %d, all HOT", updated, hot, err, claimTasks)
+	}
+}
+
+// The claim is planned once a session (a generic plan, where PostgreSQL
+// planned it again on every call), and that plan walks tasks_due in order
+// whatever the statistics it was made with: here those of an empty table,
+// made stale by a burst of inserts.
+func TestPostgresClaimIsPlannedOnceWhateverTheStatistics(t *testing.T) {
+	st, conn := migratedSchema(t)
+	if _, err := conn.ExecContext(t.Context(), `SET enable_seqscan = on; ANALYZE tasks`); err != nil {
+		t.Fatal(err)
+	}
+	tx, claim, now := claimTx(t, st, conn, "")
+	if _, err := tx.ExecContext(t.Context(), `PREPARE claim AS `+claim); err != nil {
+		t.Fatal(err)
+	}
+	execute := fmt.Sprintf(`EXECUTE claim(%d, %d, %d, '[]', %d, %d)`,
+		now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), claimTasks, now.UnixMilli())
+	p := explain(t, tx, execute)
+	if !strings.Contains(p, "claimable_at <= $3") {
+		t.Errorf("the claim was planned for its arguments, not once for all:\n%s", p)
+	}
+	if !strings.Contains(p, "Index Scan using tasks_due") || strings.Contains(p, "Sort") || strings.Contains(p, "Seq Scan") {
+		t.Errorf("the claim's plan does not walk tasks_due in order:\n%s", p)
+	}
+	wantAllLeased(t, tx, execute)
+}
+
+// claimTasks is how many due tasks claimTx inserts.
+const claimTasks = 20
+
+// claimTx inserts claimTasks tasks of alice due a minute ago and returns a
+// transaction on conn that has run settings and the claim's ClaimPlan, the
+// claim's statement, and the instant the tasks are due by.
+func claimTx(t *testing.T, st *store.Store, conn *sql.Conn, settings string) (*sql.Tx, string, time.Time) {
+	t.Helper()
 	now := time.Now()
-	const n = 20
-	for i := range n {
+	for i := range claimTasks {
 		insertTask(t, st, alice, i, now.Add(-time.Minute))
 	}
 	tx, err := conn.BeginTx(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback()
+	t.Cleanup(func() { tx.Rollback() })
 	plan, claim := st.ClaimSQL()
-	if _, err := tx.ExecContext(t.Context(), `SET LOCAL enable_seqscan = on; `+plan); err != nil {
+	if _, err := tx.ExecContext(t.Context(), settings+plan); err != nil {
 		t.Fatal(err)
 	}
-	args := []any{now.Add(time.Minute).UnixMilli(), now.UnixMilli(), now.UnixMilli(), "[]", n, now.UnixMilli()}
-	if p := explain(t, tx, claim, args...); !strings.Contains(p, "Index Scan using tasks_due") || strings.Contains(p, "Sort") {
-		t.Errorf("the claim's plan does not walk tasks_due in order:\n%s", p)
-	}
+	return tx, claim, now
+}
+
+// wantAllLeased runs a claim in tx and checks that it leased every task
+// claimTx inserted.
+func wantAllLeased(t *testing.T, tx *sql.Tx, claim string, args ...any) {
+	t.Helper()
 	res, err := tx.ExecContext(t.Context(), claim, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if leased, err := res.RowsAffected(); err != nil || leased != n {
-		t.Fatalf("claimed %d tasks, %v; want %d", leased, err, n)
-	}
-	var updated, hot int
-	err = tx.QueryRowContext(t.Context(), `SELECT pg_stat_get_xact_tuples_updated('tasks'::regclass),
-		pg_stat_get_xact_tuples_hot_updated('tasks'::regclass)`).Scan(&updated, &hot)
-	if err != nil || updated != n || hot != n {
-		t.Errorf("the claim updated %d rows, %d of them HOT (%v); want %d, all HOT", updated, hot, err, n)
+	if leased, err := res.RowsAffected(); err != nil || leased != claimTasks {
+		t.Fatalf("claimed %d tasks, %v; want %d", leased, err, claimTasks)
 	}
 }
 
