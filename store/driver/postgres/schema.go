@@ -487,3 +487,14 @@ DROP INDEX tasks_pending_user;
 DROP INDEX tasks_user;
 CREATE INDEX tasks_user ON tasks (user_id, status, next_send_at, id);
 `
+
+// outboxBytesSchema: the outbox's sealed payload is stored as bytes,
+// iv||tag||ciphertext, where it was the standard's hex(iv):hex(tag):hex(ct)
+// text (issue 24): half the bytes and WAL a push writes there, and no hex to
+// build. A row that is not that hex becomes an empty value, which does not
+// open, as it did not before: reads skip it.
+const outboxBytesSchema = `
+ALTER TABLE message_outbox ALTER COLUMN payload TYPE BYTEA USING
+	CASE WHEN payload ~ '^[0-9a-fA-F]{32}:[0-9a-fA-F]{32}:([0-9a-fA-F]{2})*$'
+		THEN decode(replace(payload, ':', ''), 'hex') ELSE ''::bytea END;
+`
