@@ -51,6 +51,7 @@ var dialect = driver.Dialect{
 		wakeUpsSchema,
 		appendOrderedSchema,
 		tasksByUserSchema,
+		claimInPlaceSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
