@@ -68,3 +68,25 @@ func TestALeaseLeavesTasksDuePagesAlone(t *testing.T) {
 		t.Error("a claim, a renewal or a release rewrote pages of tasks_due")
 	}
 }
+
+// Past 1 024 leased tasks ahead of the first claimable one, the next
+// claimable instant is the last one read's own time: never later than the
+// true instant (here the leases' end), so the scheduler wakes early, not
+// late, and the lookup reads a bounded number of rows.
+func TestNextClaimableAtStopsAfter1024LeasedTasks(t *testing.T) {
+	st := storetest.New(t)
+	ctx := t.Context()
+	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	const leased = 1100
+	for i := range leased {
+		insertTask(t, st, fmt.Sprint("user", i%50), i, now.Add(time.Duration(i-leased)*time.Millisecond))
+	}
+	if tasks, err := st.ClaimDueTasks(ctx, now, time.Hour, leased); err != nil || len(tasks) != leased {
+		t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+	}
+	insertTask(t, st, alice, leased, now.Add(2*time.Hour))
+	want := now.Add(time.Duration(1023-leased) * time.Millisecond) // the 1 024th task's own time
+	if next, ok, err := st.NextClaimableAt(ctx); err != nil || !ok || !next.Equal(want) {
+		t.Errorf("NextClaimableAt = %s %v %v, want %s (the true instant is %s)", next, ok, err, want, now.Add(time.Hour))
+	}
+}
