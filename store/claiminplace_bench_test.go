@@ -21,7 +21,7 @@ import (
 //
 //	go test ./store -run '^$' -bench SQLiteClaimPastLeases
 func BenchmarkSQLiteClaimPastLeases(b *testing.B) {
-	for _, ahead := range []int{0, 128} {
+	for _, ahead := range []int{0, 64, 256} {
 		b.Run(fmt.Sprintf("ahead=%d", ahead), func(b *testing.B) {
 			now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 			ctx := context.Background()
