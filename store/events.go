@@ -221,15 +221,6 @@ func pruneEventsSQL(r rowRange) string {
 	return `DELETE FROM message_events WHERE ` + r.where("message_events") + `at < ? AND (queued_at IS NULL OR queued_at < ?)`
 }
 
-// eventSeqsPerRow is how many Seqs a row of a single event takes: one on
-// SQLite, eventSeqStride on PostgreSQL (events_rows.go).
-func (s *Store) eventSeqsPerRow() int64 {
-	if s.dialect.Name == "sqlite" {
-		return 1
-	}
-	return eventSeqStride
-}
-
 // messageEventsMaxRows is Config.MessageEventsMaxRows or its default.
 func (s *Store) messageEventsMaxRows() int {
 	if s.messageEventsCap > 0 {

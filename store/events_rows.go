@@ -52,6 +52,16 @@ const eventBytesInRow = `length(message_id) * (` + eventsInRow + `) + length(dev
 // eventLatestInRow is the SQL of the time of a row's latest event.
 const eventLatestInRow = `CASE WHEN queued_at > at THEN queued_at ELSE at END`
 
+// eventSeqsPerRow is how many Seqs a row of a single event takes: one
+// where the store numbers the rows (SQLite), eventSeqStride where the
+// identity reserves them (PostgreSQL).
+func (s *Store) eventSeqsPerRow() int64 {
+	if s.dialect.Name == "sqlite" {
+		return 1
+	}
+	return eventSeqStride
+}
+
 // eventRow is one row of message_events to insert: the events it tells
 // (one, or a delivery's two or three) and its columns.
 type eventRow struct {
@@ -160,16 +170,16 @@ var eventStatements = newRowStatements(func(rows int) string {
 			(VALUES ` + strings.Repeat(row+", ", rows-1) + row + `) AS v`
 })
 
-// insertEventRows writes rows in tx: on PostgreSQL as column arrays
-// (insertEventArraysSQL), its identity giving each row its Seqs; elsewhere
-// (SQLite) in eventStatements.
+// insertEventRows writes rows in tx: where the identity reserves each
+// row's Seqs (PostgreSQL) as column arrays (insertEventArraysSQL), else
+// (SQLite) in eventStatements, which number them.
 func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow) error {
 	for len(rows) > 0 {
 		batch := rows[:s.chunk(len(rows), maxEventsPerStatement)]
 		rows = rows[len(batch):]
 		var query string
 		var args []any
-		if s.dialect.Name != "sqlite" {
+		if s.eventSeqsPerRow() != 1 {
 			values := make([]any, 0, len(eventColumnTypes)*len(batch))
 			for _, r := range batch {
 				values = append(values, r.at, r.userID, r.messageID, r.deviceID, r.typ, r.detail, r.queuedAt)
