@@ -207,11 +207,12 @@ func (s *Store) PruneMessageEvents(ctx context.Context) (int, error) {
 	// Seq only grows: the newest cap rows' Seqs bound the rows kept without
 	// the scan an OFFSET of a million rows would cost every minute (gaps
 	// left by deleted users keep fewer, never more; so does a row whose
-	// first events are past the bound and its last not).
+	// first events are past the bound and its last not). The first bound
+	// is the primary key's range, the second a row's first Seq.
 	keep := int64(s.messageEventsMaxRows()) * s.eventSeqsPerRow()
 	capped, err := s.execCount(ctx, "cap message events",
-		`DELETE FROM message_events WHERE id <= (SELECT max(id) FROM message_events) - ? + 2
-			AND id - (`+eventsInRow+`) < (SELECT max(id) FROM message_events) - ?`, keep, keep)
+		`DELETE FROM message_events WHERE id <= (SELECT max(id) FROM message_events) - ?
+			AND id - (`+eventsInRow+`) < (SELECT max(id) FROM message_events) - ?`, keep-(eventSeqStride-1), keep)
 	return aged + capped, err
 }
 
