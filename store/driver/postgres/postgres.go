@@ -120,9 +120,11 @@ func newDB(pool, session *sql.DB, listenConfig *pgx.ConnConfig) *DB {
 // openPool opens the pool of config and checks that it answers; pooled
 // keeps prepared statements on the client.
 func openPool(ctx context.Context, config *pgx.ConnConfig, pooled bool) (*sql.DB, error) {
+	config = config.Copy()
 	if pooled {
-		config = config.Copy()
 		config.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	} else {
+		flushCommits(config) // commitflush.go
 	}
 	pool := sql.OpenDB(connector(*config, pooled))
 	pool.SetMaxOpenConns(maxConns)
