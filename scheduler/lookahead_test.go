@@ -189,12 +189,12 @@ func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
 	h := newHarness(t, Config{Concurrency: 2, Tick: time.Hour, Sleep: g.Sleep})
 	h.subscribe(alice)
 	h.subscribe(bob)
-	const tasks = AheadPerSlot*2 + 2
+	const tasks = aheadPerSlot*2 + 2
 	for i := range tasks {
 		h.insert([]string{alice, bob}[i%2], Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, start.Add(50*time.Millisecond))
 	}
 	// Rounds of the loop, by hand: each claim takes up to the 2 free slots'
-	// worth ahead, until AheadPerSlot × Concurrency tasks wait; then the
+	// worth ahead, until aheadPerSlot × Concurrency tasks wait; then the
 	// loop has no room, though both slots are free.
 	claimed := 0
 	for range tasks {
@@ -208,11 +208,11 @@ func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
 		}
 		claimed += n
 	}
-	if claimed != AheadPerSlot*2 {
-		t.Errorf("claimed %d ahead, want AheadPerSlot × Concurrency = %d", claimed, AheadPerSlot*2)
+	if claimed != aheadPerSlot*2 {
+		t.Errorf("claimed %d ahead, want aheadPerSlot × Concurrency = %d", claimed, aheadPerSlot*2)
 	}
 	if room := h.sched.claimRoom(); room != 0 {
-		t.Errorf("room for %d more claims with AheadPerSlot × Concurrency tasks waiting ahead", room)
+		t.Errorf("room for %d more claims with aheadPerSlot × Concurrency tasks waiting ahead", room)
 	}
 	leased := func() int {
 		n := 0
@@ -226,8 +226,8 @@ func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
 		}
 		return n
 	}
-	if n := leased(); n != AheadPerSlot*2 {
-		t.Errorf("%d tasks leased ahead, want %d", n, AheadPerSlot*2)
+	if n := leased(); n != aheadPerSlot*2 {
+		t.Errorf("%d tasks leased ahead, want %d", n, aheadPerSlot*2)
 	}
 	h.clk.Set(start.Add(50 * time.Millisecond))
 	g.Open()

@@ -96,7 +96,7 @@ type Config struct {
 	// Lookahead delays tasks not due yet rather than deliveries. The loop
 	// claims again when the next task is half a Lookahead away, so each
 	// claim takes half a Lookahead of a trickle's tasks. At most
-	// AheadPerSlot × Concurrency tasks wait so, whose users' shares
+	// aheadPerSlot × Concurrency tasks wait so, whose users' shares
 	// (PerUserTasks) they count in, for at most Heartbeat. Negative: none,
 	// tasks are claimed at their time. Tick claims only due tasks.
 	Lookahead time.Duration
@@ -335,17 +335,17 @@ func (s *Scheduler) claimRoom() int {
 	return min(cap(s.slots)-len(s.slots), s.maxAhead()-int(s.ahead.Load()))
 }
 
-// AheadPerSlot is how many tasks may wait claimed ahead per delivery slot.
+// aheadPerSlot is how many tasks may wait claimed ahead per delivery slot.
 // With one per slot (Concurrency), a trickle of 1 000 tasks a second was
 // claimed only 48–64 ms ahead, whatever the Lookahead: every claim the
 // writer held up longer (a checkpoint, a group commit on a busy CPU) made
 // tasks late, which set the trickle's p99 (issue 24). Four per slot let a
 // Lookahead of 250 ms hold at up to 1 000 tasks a second at the default
 // Concurrency.
-const AheadPerSlot = 4
+const aheadPerSlot = 4
 
 // maxAhead bounds the tasks waiting claimed ahead.
-func (s *Scheduler) maxAhead() int { return AheadPerSlot * cap(s.slots) }
+func (s *Scheduler) maxAhead() int { return aheadPerSlot * cap(s.slots) }
 
 // untilNextDue shortens wait to when the next pending task becomes
 // claimable, so a task fires within milliseconds of its time rather than
