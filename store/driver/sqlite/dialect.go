@@ -41,6 +41,7 @@ var dialect = driver.Dialect{
 		wakeUpsSchema,
 		appendOrderedSchema,
 		tasksByUserSchema,
+		eventRowsSchema,
 	},
 
 	ClaimableAt: claimableAt,
