@@ -42,6 +42,7 @@ var dialect = driver.Dialect{
 		wakeUpsSchema,
 		appendOrderedSchema,
 		tasksByUserSchema,
+		eventRowsSchema,
 		claimInPlaceSchema,
 	},
 
