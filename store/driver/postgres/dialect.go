@@ -52,6 +52,7 @@ var dialect = driver.Dialect{
 		appendOrderedSchema,
 		tasksByUserSchema,
 		eventRowsSchema,
+		claimInPlaceSchema,
 	},
 
 	ClaimableAt: `claimable_at`,
