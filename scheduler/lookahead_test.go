@@ -189,21 +189,35 @@ func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
 	h := newHarness(t, Config{Concurrency: 2, Tick: time.Hour, Sleep: g.Sleep})
 	h.subscribe(alice)
 	h.subscribe(bob)
-	for i := range 5 {
+	const tasks = aheadPerSlot*2 + 2
+	for i := range tasks {
 		h.insert([]string{alice, bob}[i%2], Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, start.Add(50*time.Millisecond))
 	}
-	// One round of the loop, by hand: its claim takes 2 tasks ahead, and
-	// then the loop has no room, though both slots are free.
-	if n, err := h.sched.claimAndStart(h.sched.claimRoom()); n != 2 || err != nil {
-		t.Fatalf("claimed %d, %v; want 2", n, err)
+	// Rounds of the loop, by hand: each claim takes up to the 2 free slots'
+	// worth ahead, until aheadPerSlot × Concurrency tasks wait; then the
+	// loop has no room, though both slots are free.
+	claimed := 0
+	for range tasks {
+		room := h.sched.claimRoom()
+		if room == 0 {
+			break
+		}
+		n, err := h.sched.claimAndStart(room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed += n
+	}
+	if claimed != aheadPerSlot*2 {
+		t.Errorf("claimed %d ahead, want aheadPerSlot × Concurrency = %d", claimed, aheadPerSlot*2)
 	}
 	if room := h.sched.claimRoom(); room != 0 {
-		t.Errorf("room for %d more claims with Concurrency tasks waiting ahead", room)
+		t.Errorf("room for %d more claims with aheadPerSlot × Concurrency tasks waiting ahead", room)
 	}
 	leased := func() int {
 		n := 0
 		for _, u := range []string{alice, bob} {
-			tasks, _, _ := h.st.Tasks(t.Context(), u, "", 10, 0)
+			tasks, _, _ := h.st.Tasks(t.Context(), u, "", 20, 0)
 			for _, task := range tasks {
 				if !task.LeaseUntil.IsZero() {
 					n++
@@ -212,15 +226,15 @@ func TestClaimsAheadAreBoundedByConcurrency(t *testing.T) {
 		}
 		return n
 	}
-	if n := leased(); n != 2 {
-		t.Errorf("%d tasks leased ahead, want Concurrency's 2", n)
+	if n := leased(); n != aheadPerSlot*2 {
+		t.Errorf("%d tasks leased ahead, want %d", n, aheadPerSlot*2)
 	}
 	h.clk.Set(start.Add(50 * time.Millisecond))
 	g.Open()
 	h.sched.Start()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if _, err := h.push.WaitPushes(ctx, 5); err != nil {
+	if _, err := h.push.WaitPushes(ctx, tasks); err != nil {
 		t.Fatal(err)
 	}
 }

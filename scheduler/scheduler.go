@@ -47,7 +47,7 @@ const (
 	DefaultPerUserTasks      = 8
 	DefaultFetchLimit        = 50
 	DefaultTrickleWait       = 4 * time.Millisecond
-	DefaultLookahead         = 100 * time.Millisecond
+	DefaultLookahead         = 250 * time.Millisecond
 	DefaultPushInterval      = 1500 * time.Millisecond
 	DefaultStaleAfter        = 60 * time.Minute
 	DefaultRetryBackoff      = 2 * time.Minute
@@ -92,10 +92,11 @@ type Config struct {
 	// Lookahead is how far ahead of their time the background loop claims
 	// tasks: each waits in memory, under its lease and tracked for a
 	// cancel, and starts at its time (Sleep), so a claim held up by the
-	// database (SQLite's checkpoint) delays tasks not due yet rather than
-	// deliveries. The loop claims again when the next task is half a
-	// Lookahead away, so each claim takes half a Lookahead of a trickle's
-	// tasks. At most Concurrency tasks wait so, whose users' shares
+	// database (SQLite's checkpoint, a busy writer) for less than half a
+	// Lookahead delays tasks not due yet rather than deliveries. The loop
+	// claims again when the next task is half a Lookahead away, so each
+	// claim takes half a Lookahead of a trickle's tasks. At most
+	// aheadPerSlot × Concurrency tasks wait so, whose users' shares
 	// (PerUserTasks) they count in, for at most Heartbeat. Negative: none,
 	// tasks are claimed at their time. Tick claims only due tasks.
 	Lookahead time.Duration
@@ -179,7 +180,7 @@ type Scheduler struct {
 	writing chan struct{}
 	freed   chan struct{} // signalled when a delivery gives back its slot or a task claimed ahead starts
 	// ahead counts the tasks claimed ahead that hold no slot yet
-	// (slotHold.await), Concurrency at most.
+	// (slotHold.await), maxAhead at most.
 	ahead atomic.Int32
 	wake  chan struct{} // signalled by Wake
 
@@ -328,11 +329,23 @@ func (s *Scheduler) loop() {
 func (s *Scheduler) claimBatch() int { return min(max(cap(s.slots)/4, 1), 32) }
 
 // claimRoom is how many tasks the loop may claim: one per free slot, and
-// no more than may still wait claimed ahead (Concurrency in all), so an
+// no more than may still wait claimed ahead (maxAhead in all), so an
 // instance holds at most a bounded number of tasks not due yet.
 func (s *Scheduler) claimRoom() int {
-	return min(cap(s.slots)-len(s.slots), cap(s.slots)-int(s.ahead.Load()))
+	return min(cap(s.slots)-len(s.slots), s.maxAhead()-int(s.ahead.Load()))
 }
+
+// aheadPerSlot is how many tasks may wait claimed ahead per delivery slot.
+// With one per slot (Concurrency), a trickle of 1 000 tasks a second was
+// claimed only 48–64 ms ahead, whatever the Lookahead: every claim the
+// writer held up longer (a checkpoint, a group commit on a busy CPU) made
+// tasks late, which set the trickle's p99 (issue 24). Four per slot let a
+// Lookahead of 250 ms hold at up to 1 000 tasks a second at the default
+// Concurrency.
+const aheadPerSlot = 4
+
+// maxAhead bounds the tasks waiting claimed ahead.
+func (s *Scheduler) maxAhead() int { return aheadPerSlot * cap(s.slots) }
 
 // untilNextDue shortens wait to when the next pending task becomes
 // claimable, so a task fires within milliseconds of its time rather than

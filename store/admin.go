@@ -206,7 +206,6 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			{`DELETE FROM message_outbox WHERE user_id = ?`, &d.Outbox},
 			{`DELETE FROM transcript_sessions WHERE owner = ?`, &d.Sessions},
 			{`DELETE FROM delivery_log WHERE user_id = ?`, &d.Attempts},
-			{`DELETE FROM message_events WHERE user_id = ?`, &d.Events},
 			{`DELETE FROM user_preferences WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM proactive_pushes WHERE user_id = ?`, &d.Preferences},
 			{`DELETE FROM idempotency_keys WHERE scope = ?`, &d.Preferences},
@@ -226,7 +225,9 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			}
 			*step.n += int(n)
 		}
-		return nil
+		var err error
+		d.Events, err = deleteUserEvents(ctx, tx, userID)
+		return err
 	})
 	if err != nil {
 		return UserDeletion{}, fmt.Errorf("store: delete user: %w", err)

@@ -122,18 +122,18 @@ func (s *Store) batchStatement(types columnTypes, arraysSQL string, values func(
 
 // The delivery path's batches as column arrays, each in the order its
 // multi-row statement takes its values: outbox upserts (upsertOutboxArgs),
-// message events (insertMessageEvents), delivery attempts
+// message events (insertEventRows), delivery attempts
 // (insertAttempts), and the fences of completed one-off tasks
 // (deleteLeased: id, lease_until, next_send_at).
 var (
 	outboxColumnTypes  = columnTypes{"text", "text", "text", "text", "bigint", "bigint", "bytea", "bigint", "bigint"}
-	eventColumnTypes   = columnTypes{"bigint", "text", "text", "text", "text", "text"}
+	eventColumnTypes   = columnTypes{"bigint", "text", "text", "text", "text", "text", "bigint"}
 	attemptColumnTypes = columnTypes{"bigint", "text", "text", "bigint", "text", "bigint", "bigint", "text", "bigint", "text"}
 	fenceColumnTypes   = columnTypes{"bigint", "bigint", "bigint"}
 
 	upsertOutboxArraysSQL = upsertOutboxInto + `
 	` + outboxColumnTypes.unnest() + upsertOutboxTail
-	insertEventArraysSQL = `INSERT INTO message_events (at, user_id, message_id, device_id, type, detail) ` +
+	insertEventArraysSQL = `INSERT INTO message_events (at, user_id, message_id, device_id, type, detail, queued_at) ` +
 		eventColumnTypes.unnest()
 	insertAttemptArraysSQL = `INSERT INTO delivery_log
 		(at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error) ` +

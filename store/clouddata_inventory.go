@@ -435,11 +435,11 @@ func listDeliveryLog(ctx context.Context, tx *sql.Tx, userID string, _ int) ([]s
 	var last sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT
 		(SELECT count(*) FROM delivery_log WHERE user_id = ?),
-		(SELECT count(*) FROM message_events WHERE user_id = ?),
+		(SELECT coalesce(sum(`+eventsInRow+`), 0) FROM message_events WHERE user_id = ?),
 		CAST((SELECT coalesce(sum(length(message_id) + length(push_host) + length(outcome) + length(error)), 0) FROM delivery_log WHERE user_id = ?)
-			+ (SELECT coalesce(sum(length(message_id) + length(device_id) + length(type) + length(detail)), 0) FROM message_events WHERE user_id = ?) AS BIGINT),
+			+ (SELECT coalesce(sum(`+eventBytesInRow+`), 0) FROM message_events WHERE user_id = ?) AS BIGINT),
 		(SELECT max(at) FROM (SELECT max(at) AS at FROM delivery_log WHERE user_id = ?
-			UNION ALL SELECT max(at) FROM message_events WHERE user_id = ?) latest)`,
+			UNION ALL SELECT max(`+eventLatestInRow+`) FROM message_events WHERE user_id = ?) latest)`,
 		userID, userID, userID, userID, userID, userID).Scan(&attempts, &events, &size, &last)
 	if err != nil || attempts+events == 0 {
 		return nil, err

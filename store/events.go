@@ -126,51 +126,15 @@ func checkMessageEvent(e MessageEvent) error {
 	return nil
 }
 
-// eventStatements insert events, many to a statement (chunks.go): a
-// push's delivery tells two or three, a group of completions those of
-// each, and one statement costs less than several. The one-row insert is
-// prepared on either database.
-var eventStatements = newRowStatements(insertEventsSQL)
-
-var _ = preparedSQL(insertEventsSQL(1))
-
-func insertEventsSQL(rows int) string {
-	const row = `(?, ?, ?, ?, ?, ?)`
-	return `INSERT INTO message_events (at, user_id, message_id, device_id, type, detail) VALUES ` +
-		strings.Repeat(row+", ", rows-1) + row
-}
-
-// maxEventsPerStatement bounds the events of one statement where the
-// driver binds them as arrays (six arguments each).
+// maxEventsPerStatement bounds the rows of one statement where the driver
+// binds them as arrays (seven arguments each).
 const maxEventsPerStatement = 128
 
 // insertMessageEvents writes checked events in tx, those with no time at
-// now: the part of a write that already records something else.
+// now: the part of a write that already records something else. A
+// delivery's events share a row (events_rows.go).
 func (s *Store) insertMessageEvents(ctx context.Context, tx *sql.Tx, events []MessageEvent, now time.Time) error {
-	for len(events) > 0 {
-		batch := events[:s.chunk(len(events), maxEventsPerStatement)]
-		events = events[len(batch):]
-		args := make([]any, 0, 6*len(batch))
-		for _, e := range batch {
-			at := e.At
-			if at.IsZero() {
-				at = now
-			}
-			detail := "{}"
-			if e.Detail != nil {
-				detail = string(e.Detail)
-			}
-			args = append(args, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail)
-		}
-		query, args, err := s.batchStatement(eventColumnTypes, insertEventArraysSQL, eventStatements.text, args)
-		if err != nil {
-			return err
-		}
-		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.insertEventRows(ctx, tx, eventRows(events, now))
 }
 
 // MessageEventsAfter returns up to limit (1 to MaxMessageEventsPage)
@@ -185,38 +149,40 @@ func (s *Store) MessageEventsAfter(ctx context.Context, afterSeq int64, limit in
 	if afterSeq < 0 || limit < 1 || limit > MaxMessageEventsPage {
 		return nil, fmt.Errorf("store: message events after: %w: after %d, limit %d", ErrInvalidMessageEvent, afterSeq, limit)
 	}
-	return s.queryMessageEvents(ctx, "message events after", `WHERE id > ? ORDER BY id LIMIT ?`, afterSeq, limit)
+	events, err := s.queryMessageEvents(ctx, "message events after", `WHERE id > ? ORDER BY id LIMIT ?`, afterSeq, limit)
+	// A row's first events may be at or before afterSeq: its id is its last.
+	for len(events) > 0 && events[0].Seq <= afterSeq {
+		events = events[1:]
+	}
+	return events[:min(len(events), limit)], err
 }
 
 // MessageTimeline returns the events of userID's message messageID in the
 // order they were recorded, at most MaxTimelineEvents of them (the
 // oldest); none for a message the user never had.
 func (s *Store) MessageTimeline(ctx context.Context, userID, messageID string) ([]MessageEvent, error) {
-	return s.queryMessageEvents(ctx, "message timeline", `WHERE user_id = ? AND message_id = ? ORDER BY id LIMIT ?`,
+	events, err := s.queryMessageEvents(ctx, "message timeline", `WHERE user_id = ? AND message_id = ? ORDER BY id LIMIT ?`,
 		userID, messageID, MaxTimelineEvents)
+	return events[:min(len(events), MaxTimelineEvents)], err
 }
 
-// queryMessageEvents reads the events that where (a WHERE clause with its
-// ORDER BY and LIMIT) selects; what names the caller in errors.
+// queryMessageEvents reads the events of the rows that where (a WHERE
+// clause with its ORDER BY and LIMIT) selects; what names the caller in
+// errors. It returns no events with an error.
 func (s *Store) queryMessageEvents(ctx context.Context, what, where string, args ...any) ([]MessageEvent, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, at, user_id, message_id, device_id, type, detail FROM message_events `+where, args...)
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, at, user_id, message_id, device_id, type, detail, queued_at FROM message_events `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}
 	defer rows.Close()
 	events := []MessageEvent{}
 	for rows.Next() {
-		var e MessageEvent
-		var at int64
-		var detail string
-		if err := rows.Scan(&e.Seq, &at, &e.UserID, &e.MessageID, &e.DeviceID, &e.Type, &detail); err != nil {
+		var r eventRow
+		var id int64
+		if err := rows.Scan(&id, &r.at, &r.userID, &r.messageID, &r.deviceID, &r.typ, &r.detail, &r.queuedAt); err != nil {
 			return nil, fmt.Errorf("store: %s: %w", what, err)
 		}
-		e.At = fromMillis(at)
-		if detail != "{}" {
-			e.Detail = json.RawMessage(detail)
-		}
-		events = append(events, e)
+		events = append(events, r.expand(id)...)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: %s: %w", what, err)
@@ -226,7 +192,7 @@ func (s *Store) queryMessageEvents(ctx context.Context, what, where string, args
 
 // PruneMessageEvents deletes events older than the outbox keeps a message
 // (Config.OutboxMaxAge) and the oldest beyond Config.MessageEventsMaxRows, and
-// returns how many. Prune calls it.
+// returns how many rows (a delivery's row tells up to three events).
 func (s *Store) PruneMessageEvents(ctx context.Context) (int, error) {
 	cutoff := millis(s.now().Add(-s.outboxMaxAge))
 	r, err := s.rowsBefore(ctx, eventsByTime, cutoff)
@@ -234,21 +200,26 @@ func (s *Store) PruneMessageEvents(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("store: prune message events: %w", err)
 	}
 	aged, err := s.execCount(ctx, "prune message events", pruneEventsSQL(r),
-		append(r.args(), cutoff)...)
+		append(r.args(), cutoff, cutoff)...)
 	if err != nil {
 		return aged, err
 	}
-	// Seq only grows: the newest cap ids bound the rows kept without the
-	// scan an OFFSET of a million rows would cost every minute (gaps left
-	// by deleted users keep fewer, never more).
+	// Seq only grows: the newest cap rows' Seqs bound the rows kept without
+	// the scan an OFFSET of a million rows would cost every minute (gaps
+	// left by deleted users keep fewer, never more; so does a row whose
+	// first events are past the bound and its last not). The first bound
+	// is the primary key's range, the second a row's first Seq.
+	keep := int64(s.messageEventsMaxRows()) * s.eventSeqsPerRow()
 	capped, err := s.execCount(ctx, "cap message events",
-		`DELETE FROM message_events WHERE id <= (SELECT max(id) FROM message_events) - ?`, s.messageEventsMaxRows())
+		`DELETE FROM message_events WHERE id <= (SELECT max(id) FROM message_events) - ?
+			AND id - (`+eventsInRow+`) < (SELECT max(id) FROM message_events) - ?`, keep-(eventSeqStride-1), keep)
 	return aged + capped, err
 }
 
-// pruneEventsSQL deletes the events in r before its argument.
+// pruneEventsSQL deletes the rows in r whose events are all before its
+// argument, given twice.
 func pruneEventsSQL(r rowRange) string {
-	return `DELETE FROM message_events WHERE ` + r.where("message_events") + `at < ?`
+	return `DELETE FROM message_events WHERE ` + r.where("message_events") + `at < ? AND (queued_at IS NULL OR queued_at < ?)`
 }
 
 // messageEventsMaxRows is Config.MessageEventsMaxRows or its default.
@@ -359,38 +330,73 @@ type DayCount struct {
 // type, oldest day first: the operator's daily chart of sent, shown and
 // clicked messages.
 func (s *Store) EventsPerDay(ctx context.Context, since time.Time, types []string) (counts []DayCount, err error) {
-	names, err := json.Marshal(types)
+	stored := slices.Clone(types)
+	if slices.ContainsFunc(types, func(t string) bool { return t == EventQueued || t == EventSent || t == EventAccepted }) {
+		stored = append(stored, deliveredRow)
+	}
+	names, err := json.Marshal(stored)
 	if err != nil {
 		return nil, err
 	}
+	perDay := map[DayCount]int{} // by Day and Type, Count 0
 	err = s.readSince(ctx, eventsByTime, millis(since), func(q searcher, r rowRange) error {
-		rows, err := q.QueryContext(ctx, s.eventsPerDaySQL(r), append(r.args(), millis(since), string(names))...)
+		at := millis(since)
+		args := append(append([]any{at, at}, r.args()...), at, at, string(names))
+		rows, err := q.QueryContext(ctx, s.eventsPerDaySQL(r), args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var c DayCount
-			var day int64
-			if err := rows.Scan(&day, &c.Type, &c.Count); err != nil {
+			var day, n int64
+			var queuedDay sql.NullInt64
+			var typ string
+			if err := rows.Scan(&day, &queuedDay, &typ, &n); err != nil {
 				return err
 			}
-			c.Day = fromMillis(day * 86400000)
-			counts = append(counts, c)
+			countRowEvents(perDay, types, typ, day, queuedDay, int(n))
 		}
 		return rows.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: events per day: %w", err)
 	}
+	for c, n := range perDay {
+		c.Count = n
+		counts = append(counts, c)
+	}
+	slices.SortFunc(counts, func(a, b DayCount) int { return cmp.Or(a.Day.Compare(b.Day), strings.Compare(a.Type, b.Type)) })
 	return counts, nil
 }
 
-// eventsPerDaySQL counts EventsPerDay's rows in r.
+// eventsPerDaySQL counts EventsPerDay's rows in r by the day of their at
+// (-1 before since) and of their queued_at (NULL for none or before since)
+// and their type; its arguments are since twice, r's, since twice and the
+// types.
 func (s *Store) eventsPerDaySQL(r rowRange) string {
-	return `SELECT at / 86400000 AS day, type, count(*) FROM message_events
-		WHERE ` + r.where("message_events") + `at >= ? AND type IN (` + s.dialect.InJSONArray + `)
-		GROUP BY at / 86400000, type ORDER BY day, type`
+	return `SELECT CASE WHEN at >= ? THEN at / 86400000 ELSE -1 END AS day,
+			CASE WHEN queued_at >= ? THEN queued_at / 86400000 END AS queued_day, type, count(*) FROM message_events
+		WHERE ` + r.where("message_events") + `(at >= ? OR queued_at >= ?) AND type IN (` + s.dialect.InJSONArray + `)
+		GROUP BY 1, 2, type`
+}
+
+// countRowEvents adds to perDay the events of types that n rows of type
+// typ tell, at day (-1 for before since) and queued at queuedDay.
+func countRowEvents(perDay map[DayCount]int, types []string, typ string, day int64, queuedDay sql.NullInt64, n int) {
+	add := func(t string, day int64) {
+		if day >= 0 && slices.Contains(types, t) {
+			perDay[DayCount{Day: fromMillis(day * 86400000), Type: t}] += n
+		}
+	}
+	if typ != deliveredRow {
+		add(typ, day)
+		return
+	}
+	add(EventSent, day)
+	add(EventAccepted, day)
+	if queuedDay.Valid {
+		add(EventQueued, queuedDay.Int64)
+	}
 }
 
 // deleteOutboxRows deletes the outbox rows where (a condition on

@@ -76,6 +76,7 @@ func TestMessageEventsRefuseInvalidInput(t *testing.T) {
 	valid := store.MessageEvent{UserID: alice, MessageID: "m1", Type: store.EventShown}
 	for name, bad := range map[string]store.MessageEvent{
 		"unknown type":     {UserID: alice, MessageID: "m1", Type: "delivered"},
+		"a stored row's":   {UserID: alice, MessageID: "m1", Type: "sent+accepted"},
 		"no user":          {MessageID: "m1", Type: store.EventShown},
 		"long message id":  {UserID: alice, MessageID: strings.Repeat("m", 1025), Type: store.EventShown},
 		"detail not JSON":  {UserID: alice, MessageID: "m1", Type: store.EventShown, Detail: json.RawMessage(`{"a":`)},

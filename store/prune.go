@@ -23,8 +23,9 @@ type Retention struct {
 type Pruned struct {
 	FinishedTasks, Outbox, DeliveryLog, Transcripts, Interrupts, Devices, Instances int
 	DailySlots, IdempotencyKeys, TokenProofs, UnknownSubscriptions                  int
-	// MessageEvents counts events older than the outbox keeps a message
-	// or beyond Config.MessageEventsMaxRows.
+	// MessageEvents counts the rows of events older than the outbox keeps
+	// a message or beyond Config.MessageEventsMaxRows (a delivery's row
+	// tells up to three events).
 	MessageEvents int
 	// WebhookDeliveries counts webhook deliveries done or given up longer
 	// ago than the delivery log keeps attempts.

@@ -25,11 +25,13 @@ import (
 // (msg_task_<id>@<occurrenceMs>_<i>) and the service worker drops a push
 // whose id it has seen.
 //
-// tasks_due indexes the instant a pending row becomes claimable, the latest
-// of next_send_at, lease_until and retry_after, so the claim query is one
-// range scan however many due rows are leased or backing off. PostgreSQL's
-// leaves the lease out, so that a lease writes no index entry, and skips
-// the few rows in delivery instead (its dialect's claimHOTSchema).
+// tasks_due indexes a pending row by its own time, the latest of
+// next_send_at and retry_after, so the claim query is one range scan
+// however many due rows back off. It leaves the lease out, so that a lease
+// writes no index entry: the claim skips the few rows in delivery instead,
+// and a task whose lease ran out (its claimer died) keeps its place by its
+// own time, ahead of the tasks due after it (the dialects' claimHOTSchema,
+// claimInPlaceSchema).
 
 // TaskStatus is a task's status.
 type TaskStatus string
@@ -402,12 +404,7 @@ func (s *Store) ClaimTasksDueBy(ctx context.Context, now, dueBy time.Time, ttl t
 // prepared at Open with those of preparedSQL and preparedRead.
 func (s *Store) claimDueSQL() string { return s.dialect.ClaimDueTasks + taskColumns }
 
-func (s *Store) nextClaimableSQL() string {
-	if s.dialect.NextClaimable != "" {
-		return s.dialect.NextClaimable
-	}
-	return `SELECT min(` + s.dialect.ClaimableAt + `) FROM tasks WHERE status = 'pending'`
-}
+func (s *Store) nextClaimableSQL() string { return s.dialect.NextClaimable }
 
 // NextClaimableAt returns the earliest time a pending task becomes
 // claimable, and false when there is no pending task. The scheduler sleeps

@@ -8,7 +8,8 @@ import (
 	"amsg/push/webpush"
 )
 
-// The scheduler claims with one range scan of tasks_due and never sorts, and
+// The scheduler claims with one range scan of tasks_due and never sorts,
+// finds the next claimable instant by walking tasks_due from its start, and
 // the cleanup reads the partial index of finished rows, whatever the table
 // holds. Every read of a user's tasks reads tasks_user, the one index of a
 // user's tasks (by status, then time): the task quota and the counts read
@@ -27,10 +28,13 @@ func TestTaskQueriesUseTheirIndexes(t *testing.T) {
 		query string
 		want  []string
 	}{
-		{`SELECT id FROM tasks WHERE status = 'pending' AND ` + st.dialect.ClaimableAt + ` <= ? ORDER BY ` + st.dialect.ClaimableAt + `, id LIMIT ?`,
-			[]string{"SEARCH tasks USING INDEX tasks_due (<expr><?)"}},
-		{`SELECT min(` + st.dialect.ClaimableAt + `) FROM tasks WHERE status = 'pending'`,
-			[]string{"SEARCH tasks USING INDEX tasks_due"}},
+		{st.claimDueSQL(), []string{"SEARCH tasks USING INTEGER PRIMARY KEY (rowid=?)", "LIST SUBQUERY 2",
+			"SEARCH tasks USING INDEX tasks_due (<expr><?)", "LIST SUBQUERY 1", "SCAN json_each VIRTUAL TABLE INDEX 1:", "CREATE BLOOM FILTER"}},
+		// The first task without a lease, walking tasks_due in order, then
+		// the range of the leased tasks before it.
+		{st.nextClaimableSQL(), []string{"CO-ROUTINE ahead", "SEARCH tasks USING INDEX tasks_due (<expr><?)", "SCALAR SUBQUERY 3",
+			"MATERIALIZE first", "CO-ROUTINE (subquery-1)", "SCAN tasks USING INDEX tasks_due", "SEARCH (subquery-1)", "SCAN first",
+			"SCAN ahead", "SCALAR SUBQUERY 5", "SCAN first"}},
 		{`SELECT id FROM tasks WHERE status IN ('sent', 'failed') AND updated_at < ?`,
 			[]string{"SEARCH tasks USING INDEX tasks_finished (updated_at<?)"}},
 		{pendingTasksSQL, []string{"SEARCH tasks USING COVERING INDEX tasks_user (user_id=? AND status=?)"}},

@@ -20,7 +20,7 @@ func TestServeConfigDefaults(t *testing.T) {
 	}
 	if c.Addr != "localhost:8080" || c.DataDir != "./amsg-data" || c.Tick != time.Second ||
 		c.AllowPrivateEndpoints || c.CORSOrigin != "" || c.LogLevel != slog.LevelInfo ||
-		c.Scheduler.DeliveryRetries != 3 || c.Scheduler.GenerationRetries != 3 || c.Scheduler.Lookahead != 100*time.Millisecond {
+		c.Scheduler.DeliveryRetries != 3 || c.Scheduler.GenerationRetries != 3 || c.Scheduler.Lookahead != 250*time.Millisecond {
 		t.Errorf("defaults = %+v", c)
 	}
 }

@@ -26,6 +26,7 @@ type limitsConfig struct {
 	Conns             api.ConnLimits // Total 0: from the descriptor limit
 	Outbox            outboxRetention
 	HealthAddr        string // "" for none
+	DebugAddr         string // "" for none
 	// PushHungAfter and PushHungTimeout are the push sender's hang
 	// breaker (webpush.Config.HungAfter, HungTimeout).
 	PushHungAfter   int
@@ -55,6 +56,8 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"request timeout for a push service that stopped answering, until one of its requests gets an answer")
 	fs.StringVar(&c.HealthAddr, "health-addr", "",
 		"a second address serving only GET /healthz, outside the connection caps, so health checks answer under a flood")
+	fs.StringVar(&c.DebugAddr, "debug-addr", "",
+		"an address serving Go's profiler under /debug/pprof/ (CPU and heap profiles, goroutines, execution traces) for the operator; keep it on loopback")
 	fs.DurationVar(&l.WriteTimeout, "write-timeout", api.DefaultWriteTimeout,
 		"bound on sending a response from its first byte; event streams renew it per frame")
 	fs.IntVar(&l.MaxRounds, "max-rounds", api.DefaultMaxRounds, "LLM rounds (/instant, /continue) running at once")

@@ -95,7 +95,8 @@ type server struct {
 	store       *store.Store
 	http        *http.Server
 	listener    net.Listener
-	healthz     *healthListener // nil without --health-addr
+	healthz     *sideListener // nil without --health-addr
+	debug       *sideListener // nil without --debug-addr
 	scheduler   *scheduler.Scheduler
 	courier     *courier.Courier      // its SSE backup queues stop with the scheduler
 	broadcasts  *scheduler.Broadcasts // sent through api, started and stopped with the scheduler
@@ -277,7 +278,10 @@ func (s *server) build() error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	return s.listenHealth(handler)
+	if err := s.listenHealth(handler); err != nil {
+		return err
+	}
+	return s.listenDebug()
 }
 
 // run serves until ctx ends, then stops accepting requests, lets open ones
@@ -315,8 +319,14 @@ func (s *server) run(ctx context.Context) error {
 	wg.Go(func() { s.runWebhooks(background) })
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.http.Serve(s.listener) }()
-	s.serveHealth()
-	defer s.closeHealth()
+	s.healthz.serve(s.log, "health checks listening")
+	defer s.healthz.close()
+	if s.debug != nil && !isLoopback(s.debug.listener.Addr().String()) {
+		s.log.Warn("SECURITY: --debug-addr is not a loopback address: anyone who can reach it can read the process's profiles and goroutine stacks",
+			"addr", s.debug.listener.Addr().String())
+	}
+	s.debug.serve(s.log, "debug listening")
+	defer s.debug.close()
 
 	var err error
 	select {

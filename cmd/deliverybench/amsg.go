@@ -52,6 +52,9 @@ func buildAmsg(ctx context.Context, dir string) (string, error) {
 type amsgInstance struct {
 	*child
 	URL string // http://127.0.0.1:port
+	// debugAddr gets the address of its --debug-addr listener, when it has
+	// one (--go-profile), once it logs it.
+	debugAddr chan string
 }
 
 // amsgSettings is what every instance of one run shares.
@@ -85,16 +88,17 @@ func startAmsg(ctx context.Context, sup *supervisor, s amsgSettings, id string) 
 	if s.databaseURL != "" {
 		env = append(env, "AMSG_DATABASE_URL="+s.databaseURL)
 	}
-	listening := make(chan string, 1)
+	listening, debugAddr := make(chan string, 1), make(chan string, 1)
 	c, _, err := sup.start(childSpec{
 		name: "amsg serve #" + id, cpu: s.cpu, path: s.binary, args: []string{"serve"},
 		env: append(env, s.extraEnv...), stdout: io.Discard,
 		onLine: func(line string) {
-			if entry, ok := parseLogLine(line); ok && entry.Msg == "amsg listening" {
-				select {
-				case listening <- entry.Addr:
-				default:
-				}
+			entry, ok := parseLogLine(line)
+			switch {
+			case ok && entry.Msg == "amsg listening":
+				sendOnce(listening, entry.Addr)
+			case ok && entry.Msg == "debug listening":
+				sendOnce(debugAddr, entry.Addr)
 			}
 		},
 		worthTelling: func(line string) bool {
@@ -107,13 +111,21 @@ func startAmsg(ctx context.Context, sup *supervisor, s amsgSettings, id string) 
 	}
 	select {
 	case addr := <-listening:
-		return &amsgInstance{child: c, URL: "http://" + addr}, nil
+		return &amsgInstance{child: c, URL: "http://" + addr, debugAddr: debugAddr}, nil
 	case <-c.done:
 		return nil, c.Exited()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-time.After(time.Minute):
 		return nil, fmt.Errorf("%s did not listen within a minute; its last output:\n%s", c.name, c.Tail())
+	}
+}
+
+// sendOnce puts v in ch, a channel of one, unless it holds one already.
+func sendOnce(ch chan<- string, v string) {
+	select {
+	case ch <- v:
+	default:
 	}
 }
 

@@ -38,7 +38,8 @@ type options struct {
 	Inserters   int // API requests in flight while registering devices and scheduling
 	Keep        bool
 	Short       bool
-	Perf        bool // sample amsg with perf during delivery
+	Perf        bool   // sample amsg with perf during delivery
+	GoProfile   string // a directory: Go CPU profiles and execution traces of amsg during delivery
 	// Coordination runs one instance, then Instances, in each round, and
 	// reports what the others add per push.
 	Coordination bool
@@ -136,6 +137,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
 	fs.IntVar(&o.Inserters, "inserters", 8, "API requests in flight while registering devices and scheduling tasks")
 	fs.BoolVar(&o.Perf, "perf", false, "sample amsg with Linux perf from the due time to the last arrival and print its top functions (adds a few per cent of CPU)")
+	fs.StringVar(&o.GoProfile, "go-profile", "", "write a Go CPU profile and an execution trace of each amsg instance, taken through its --debug-addr from the due time (the trickle's --duration, or 2 s), into this directory")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary directory (data, logs, certificate) and print its path")
 	fs.BoolVar(&o.Short, "short", false, "smoke run: 50 pushes for 10 users; node is skipped when npm is missing")
 	if err := fs.Parse(args); err != nil {

@@ -128,7 +128,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	settings := amsgSettings{
 		binary: amsgBinary, dir: b.dir, certFile: b.certFile, masterKey: usercrypt.GenerateMasterKey(),
 		vapidPublic: b.vapidPublic, vapidSecret: b.vapidSecret, databaseURL: o.DatabaseURL,
-		extraEnv: append(quotaEnv(o.Tasks, o.Users), o.AmsgEnv...), cpu: b.cpu(measuredCPU),
+		extraEnv: append(append(quotaEnv(o.Tasks, o.Users), o.goProfileEnv()...), o.AmsgEnv...), cpu: b.cpu(measuredCPU),
 	}
 	if o.DatabaseURL != "" {
 		if b.pg, err = openPostgresProbe(ctx, o.DatabaseURL); err != nil {
@@ -435,6 +435,12 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	if err != nil {
 		return p, 0, err
 	}
+	var goProf *goProfiles
+	if b.o.GoProfile != "" {
+		if goProf, err = startGoProfiles(ctx, b.o.GoProfile, round, instances, b.o.goProfileSpan()); err != nil {
+			return p, 0, err
+		}
+	}
 	b.logf("amsg: due at %s; waiting for %d pushes", start.UTC().Format(time.TimeOnly+".000"), b.o.Tasks)
 	res, err := b.waitDelivered(ctx, b.o.Tasks, true)
 	if err != nil {
@@ -443,6 +449,15 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	after, err := b.mark(ctx, instances, pids)
 	if err != nil {
 		return p, 0, err
+	}
+	if goProf != nil {
+		files, err := goProf.wait()
+		if err != nil {
+			return p, 0, err
+		}
+		for _, f := range files {
+			b.logf("amsg: Go profile %s (go tool pprof or go tool trace)", f)
+		}
 	}
 	p = phase{name: "amsg (scheduled)", pushes: res.Delivered, elapsed: time.Unix(0, res.Last).Sub(start),
 		cpu: after.amsgCPU - before.amsgCPU, serviceCPU: after.serviceCPU - before.serviceCPU, waited: after.amsgWaited - before.amsgWaited,

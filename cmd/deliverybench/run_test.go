@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,13 +27,25 @@ func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs amsg")
 	}
-	report := runReport(t, 2*time.Minute, "-short", "--skip-node", "--scenario", "latency", "-n", "50", "--rate", "100")
+	profiles := t.TempDir()
+	report := runReport(t, 2*time.Minute, "-short", "--skip-node", "--scenario", "latency", "-n", "50", "--rate", "100",
+		"--go-profile", profiles)
 	reportHas(t, report,
 		`amsg \(scheduled\) +50 pushes in +[0-9.]+ s`,
 		`due-to-delivered \(100 tasks/s\): first \S+, p50 \S+, p99 \S+, max \S+; runnable but waiting for a CPU [0-9]+% of a core; [0-9.]+ commits/push`,
 		`amsg peak RSS: [1-9][0-9]* MiB`)
 	if strings.Contains(report, "node web-push") && !strings.Contains(report, "skipping") {
 		t.Errorf("node ran despite --skip-node:\n%s", report)
+	}
+	// --go-profile: amsg's CPU profile (gzipped protocol buffers) and
+	// execution trace, taken through its --debug-addr.
+	cpu, err := os.ReadFile(filepath.Join(profiles, "amsg-round1-instance1.cpu.pprof"))
+	if err != nil || !bytes.HasPrefix(cpu, []byte{0x1f, 0x8b}) {
+		t.Errorf("no CPU profile (%d bytes, %v)", len(cpu), err)
+	}
+	trace, err := os.ReadFile(filepath.Join(profiles, "amsg-round1-instance1.trace"))
+	if err != nil || !bytes.HasPrefix(trace, []byte("go 1.")) {
+		t.Errorf("no execution trace (%d bytes, %v)", len(trace), err)
 	}
 }
 

@@ -38,8 +38,10 @@ const (
 	// PostgreSQL an event may commit after one with a higher Seq
 	// (store.MessageEventsAfter), and so be behind the cursor when it
 	// appears. Re-read events add nothing twice (one delivery per event and
-	// endpoint).
-	reread = 256
+	// endpoint). 256 rows: on PostgreSQL every row of message_events takes
+	// three Seqs (a delivery's events share one row, and a lone event leaves
+	// two unused), so the window in Seqs is three times the rows it covers.
+	reread = 3 * 256
 	// rereadAge bounds the re-read to recent events: a commit is late by
 	// seconds, and the deliveries of older events may be pruned already.
 	rereadAge = 5 * time.Minute

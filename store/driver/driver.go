@@ -121,14 +121,11 @@ type Dialect struct {
 	Migrations []string
 
 	// ClaimableAt is the instant a pending task becomes claimable, spelled
-	// as the tasks_due index spells it: on SQLite the latest of
-	// next_send_at, lease_until and retry_after; on PostgreSQL the latest of
-	// next_send_at and retry_after, a lease being checked apart (see
-	// NextClaimable).
+	// as the tasks_due index spells it: the latest of next_send_at and
+	// retry_after, a lease being checked apart (see NextClaimable).
 	ClaimableAt string
-	// NextClaimable, when not "", is the earliest instant a pending task
-	// becomes claimable, leases included, as one value; "" means the
-	// minimum of ClaimableAt over the pending tasks.
+	// NextClaimable is the earliest instant a pending task becomes
+	// claimable, leases included, as one value (NULL when none is pending).
 	NextClaimable string
 	// ClaimDueTasks leases due tasks. Arguments: lease_until, updated_at,
 	// the time the tasks are due by, the users to pass over as a JSON

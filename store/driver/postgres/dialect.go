@@ -51,6 +51,8 @@ var dialect = driver.Dialect{
 		wakeUpsSchema,
 		appendOrderedSchema,
 		tasksByUserSchema,
+		eventRowsSchema,
+		claimInPlaceSchema,
 		outboxBytesSchema,
 	},
 
@@ -96,7 +98,7 @@ var dialect = driver.Dialect{
 
 	AfterCopy: []string{
 		resetIdentity("subscriptions"), resetIdentity("delivery_log"), resetIdentity("message_outbox"),
-		resetIdentity("tasks"), resetIdentity("transcript_sessions"), resetIdentity("message_events"),
+		resetIdentity("tasks"), resetIdentity("transcript_sessions"), eventsIdentityPastSeqs,
 		resetIdentity("webhook_deliveries"),
 	},
 

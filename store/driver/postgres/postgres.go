@@ -75,26 +75,25 @@ func Open(ctx context.Context, url, directURL, pooler string) (*DB, error) {
 		return nil, fmt.Errorf("database url: %w", err)
 	}
 	pooled := directURL != "" || pooler == PoolerTransaction
+	if !pooled {
+		// The probe's pool changes nothing in a server session (as the
+		// pool's flushCommits would), since behind a pooler other
+		// clients share it.
+		probe, err := openConfigured(ctx, config, false)
+		if err != nil {
+			return nil, err
+		}
+		shared, err := sharedSessions(ctx, probe)
+		if err := errors.Join(err, probe.Close()); err != nil {
+			return nil, err
+		}
+		pooled = shared
+	}
 	pool, err := openPool(ctx, config, pooled)
 	if err != nil {
 		return nil, err
 	}
 	if directURL == "" {
-		if !pooled {
-			shared, err := sharedSessions(ctx, pool)
-			if err != nil {
-				return nil, errors.Join(err, pool.Close())
-			}
-			if shared {
-				pooled = true
-				if err := pool.Close(); err != nil {
-					return nil, err
-				}
-				if pool, err = openPool(ctx, config, true); err != nil {
-					return nil, err
-				}
-			}
-		}
 		db := newDB(pool, pool, config)
 		db.pollOnly = pooled
 		return db, nil
@@ -118,13 +117,22 @@ func newDB(pool, session *sql.DB, listenConfig *pgx.ConnConfig) *DB {
 }
 
 // openPool opens the pool of config and checks that it answers; pooled
-// keeps prepared statements on the client.
+// keeps prepared statements on the client, and a pool that is not commits
+// with a local flush (flushCommits).
 func openPool(ctx context.Context, config *pgx.ConnConfig, pooled bool) (*sql.DB, error) {
+	config = config.Copy()
 	if pooled {
-		config = config.Copy()
 		config.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	} else {
+		flushCommits(config) // commitflush.go
 	}
-	pool := sql.OpenDB(connector(*config, pooled))
+	return openConfigured(ctx, config, pooled)
+}
+
+// openConfigured opens the pool of config as it is and checks that it
+// answers; clientStatements keeps prepared statements on the client.
+func openConfigured(ctx context.Context, config *pgx.ConnConfig, clientStatements bool) (*sql.DB, error) {
+	pool := sql.OpenDB(connector(*config, clientStatements))
 	pool.SetMaxOpenConns(maxConns)
 	// Every connection stays open between bursts: each new one is a new
 	// server process, and a burst that reopened half the pool paid for

@@ -488,6 +488,21 @@ DROP INDEX tasks_user;
 CREATE INDEX tasks_user ON tasks (user_id, status, next_send_at, id);
 `
 
+// eventRowsSchema: see SQLite's. Concurrent writers cannot take Seqs from
+// one counter as SQLite's one writer does, so the identity counts in steps
+// of three (store.eventSeqStride), each row reserving the two Seqs below
+// its id, and it moves on by three past the Seqs issued.
+const eventRowsSchema = `
+ALTER TABLE message_events ADD COLUMN queued_at BIGINT;
+ALTER TABLE message_events ALTER COLUMN id SET INCREMENT BY 3;
+` + eventsIdentityPastSeqs + `;
+`
+
+// eventsIdentityPastSeqs moves the identity of message_events so that the
+// next row's three Seqs are past every id held or issued.
+const eventsIdentityPastSeqs = `SELECT setval(pg_get_serial_sequence('message_events', 'id'),
+	GREATEST((SELECT last_value FROM message_events_id_seq), (SELECT coalesce(max(id), 0) FROM message_events)) + 3, false)`
+
 // outboxBytesSchema: the outbox's sealed payload is stored as bytes,
 // iv||tag||ciphertext, where it was the standard's hex(iv):hex(tag):hex(ct)
 // text (issue 24): half the bytes and WAL a push writes there, and no hex to

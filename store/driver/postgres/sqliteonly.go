@@ -7,3 +7,7 @@ package postgres
 // log, the message events and the outbox, and reads them by rowid range;
 // PostgreSQL keeps its block-range indexes (timeRangesSchema).
 const appendOrderedSchema = `SELECT 1`
+
+// claimInPlaceSchema: SQLite's tasks_due leaves the lease out, as
+// PostgreSQL's has since claimHOTSchema.
+const claimInPlaceSchema = `SELECT 1`

@@ -2,9 +2,10 @@ package sqlite
 
 import "amsg/store/driver"
 
-// claimableAt is the indexed expression of tasks_due; queries must spell it
-// exactly so for SQLite to use the index.
-const claimableAt = `max(next_send_at, coalesce(lease_until, 0), coalesce(retry_after, 0))`
+// claimableAt is the indexed expression of tasks_due, a task's own time
+// without its lease (claimInPlaceSchema); queries must spell it exactly so
+// for SQLite to use the index.
+const claimableAt = `max(next_send_at, coalesce(retry_after, 0))`
 
 var dialect = driver.Dialect{
 	Name: "sqlite",
@@ -41,10 +42,13 @@ var dialect = driver.Dialect{
 		wakeUpsSchema,
 		appendOrderedSchema,
 		tasksByUserSchema,
+		eventRowsSchema,
+		claimInPlaceSchema,
 		outboxBytesSchema,
 	},
 
-	ClaimableAt: claimableAt,
+	ClaimableAt:   claimableAt,
+	NextClaimable: nextClaimableSQL,
 	// One statement in a write on the one writer connection: two claimers
 	// never get the same task. ?6 (now) keeps a claim that looks ahead off
 	// a lease that has not ended yet. The unary plus on the times and on

@@ -421,6 +421,16 @@ DROP INDEX tasks_user;
 CREATE INDEX tasks_user ON tasks (user_id, status, next_send_at);
 `
 
+// eventRowsSchema: a delivery's queued, sent and accepted events share one
+// row of message_events (store/events_rows.go: one entry in the table and
+// in message_events_message where there were three, issue 24). queued_at
+// is the queued event's time in such a row, NULL in every other; the row's
+// id is its last event's Seq, the Seqs before it reserved: the store gives
+// such a row its id from the AUTOINCREMENT counter.
+const eventRowsSchema = `
+ALTER TABLE message_events ADD COLUMN queued_at INTEGER;
+`
+
 // outboxBytesSchema: the outbox's sealed payload is stored as bytes,
 // iv||tag||ciphertext, where it was the standard's hex(iv):hex(tag):hex(ct)
 // text (issue 24): half the bytes a push writes there, and no hex to build.

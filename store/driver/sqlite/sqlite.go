@@ -58,6 +58,7 @@ type DB struct {
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
 	commits         atomic.Uint64 // transactions the writer committed
+	turn            *turns        // the writer's turn on the CPU (turns.go)
 	closeOnce       sync.Once
 	closeErr        error
 	// The group commit's savepoint statements, prepared on the writer.
@@ -68,7 +69,7 @@ type DB struct {
 // file at path, whose directory must exist, and starts its writer. log gets
 // the checkpoints' failures.
 func Open(ctx context.Context, path string, log *slog.Logger) (*DB, error) {
-	db := &DB{log: log}
+	db := &DB{log: log, turn: newTurns()}
 	if err := db.open(ctx, path); err != nil {
 		return nil, errors.Join(err, db.closePools())
 	}
@@ -233,7 +234,10 @@ func (db *DB) PollOnly() bool { return false }
 // statement, which costs more than most statements of a delivery, and an
 // interrupted statement would roll back the whole group commit its write is
 // in. The writer still skips a write whose caller gave up before it ran.
+// Before the statement, the writer yields the CPU if its turn is over
+// (writerTurn).
 func (db *DB) StatementContext(ctx context.Context) context.Context {
+	db.turn.yield()
 	return context.WithoutCancel(ctx)
 }
 

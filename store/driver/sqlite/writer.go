@@ -182,6 +182,7 @@ func (db *DB) checkpointRound() error {
 // commitBatch is the committer's handler: the checkpoints first, between
 // two transactions, then the writes in one.
 func (db *DB) commitBatch(ops []*writeOp) {
+	db.turn.start()
 	writes := ops[:0:0]
 	for _, op := range ops {
 		if op.fn != nil || op.kind != nil {
@@ -290,6 +291,7 @@ func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
 			}
 		}
 	}
+	db.turn.yield()
 	commitErr := tx.Commit()
 	if commitErr == nil {
 		db.commits.Add(1)
