@@ -13,8 +13,8 @@ import (
 // VALUES list is a statement of its own for every size, parsed and
 // planned afresh on nearly every run (issue 24).
 
-// columnTypes are the SQL types of a batch's columns, in order: "bigint"
-// or "text".
+// columnTypes are the SQL types of a batch's columns, in order: "bigint",
+// "text" or "bytea".
 type columnTypes []string
 
 // unnest is the SELECT of the rows whose columns are the arguments, one
@@ -32,9 +32,12 @@ func (c columnTypes) arrays(args []any) ([]any, error) {
 	columns := make([]any, len(c))
 	for i, typ := range c {
 		var err error
-		if typ == "bigint" {
+		switch typ {
+		case "bigint":
 			columns[i], err = column(args, i, len(c), rows, bigintValue)
-		} else {
+		case "bytea":
+			columns[i], err = column(args, i, len(c), rows, byteaValue)
+		default:
 			columns[i], err = column(args, i, len(c), rows, textValue)
 		}
 		if err != nil {
@@ -95,6 +98,14 @@ func textValue(v any) (*string, error) {
 	return &s, nil
 }
 
+func byteaValue(v any) (*[]byte, error) {
+	b, ok := v.([]byte)
+	if !ok {
+		return nil, fmt.Errorf("%T is not bytea", v)
+	}
+	return &b, nil
+}
+
 // batchStatement is the statement that writes a batch of rows, args being
 // their values one row after the other: arraysSQL with one array per column
 // (typed by types) where the driver binds arrays and the batch has more
@@ -115,7 +126,7 @@ func (s *Store) batchStatement(types columnTypes, arraysSQL string, values func(
 // (insertAttempts), and the fences of completed one-off tasks
 // (deleteLeased: id, lease_until, next_send_at).
 var (
-	outboxColumnTypes  = columnTypes{"text", "text", "text", "text", "bigint", "bigint", "text", "bigint", "bigint"}
+	outboxColumnTypes  = columnTypes{"text", "text", "text", "text", "bigint", "bigint", "bytea", "bigint", "bigint"}
 	eventColumnTypes   = columnTypes{"bigint", "text", "text", "text", "text", "text", "bigint"}
 	attemptColumnTypes = columnTypes{"bigint", "text", "text", "bigint", "text", "bigint", "bigint", "text", "bigint", "text"}
 	fenceColumnTypes   = columnTypes{"bigint", "bigint", "bigint"}

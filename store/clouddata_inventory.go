@@ -378,7 +378,7 @@ func listOutbox(ctx context.Context, tx *sql.Tx, userID string, limit int) ([]st
 		}
 		r.version = fmt.Sprintf("%d/%s/%d", r.updatedAt, r.status, r.byteSize)
 		return r, err
-	}, `SELECT message_id, task_uuid, length(payload), created_at, delivered_at, acked_at FROM message_outbox
+	}, `SELECT message_id, task_uuid, `+outboxSealedTextLength+`, created_at, delivered_at, acked_at FROM message_outbox
 		WHERE user_id = ? ORDER BY id LIMIT ?`, userID, limit)
 }
 

@@ -45,7 +45,7 @@ func (s *Store) RecordDeliveries(ctx context.Context, b push.Bookkeeping) error 
 type bookkeepingWrite struct {
 	s      *Store
 	b      push.Bookkeeping
-	sealed []string // b.Record's payloads
+	sealed [][]byte // b.Record's payloads
 	now    int64
 	events []MessageEvent
 }

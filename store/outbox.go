@@ -81,7 +81,7 @@ func (s *Store) AppendOutbox(ctx context.Context, userID string, messages []Outb
 type outboxAppend struct {
 	userID   string
 	messages []OutboxMessage
-	sealed   []string
+	sealed   [][]byte
 	now      int64
 	events   []MessageEvent // the messages' queued events
 }
@@ -162,7 +162,7 @@ const maxOutboxRows = 100
 
 // sealOutbox checks messages and seals their payloads with userID's key,
 // before a write: an invalid message is ErrInvalidOutbox.
-func (s *Store) sealOutbox(userID string, messages []OutboxMessage) ([]string, error) {
+func (s *Store) sealOutbox(userID string, messages []OutboxMessage) ([][]byte, error) {
 	for i, m := range messages {
 		if err := checkOutboxMessage(m); err != nil {
 			return nil, fmt.Errorf("%w: message %d: %w", ErrInvalidOutbox, i, err)
@@ -172,9 +172,9 @@ func (s *Store) sealOutbox(userID string, messages []OutboxMessage) ([]string, e
 		return nil, nil
 	}
 	key := s.userKey(userID)
-	sealed := make([]string, len(messages))
+	sealed := make([][]byte, len(messages))
 	for i, m := range messages {
-		sealed[i] = key.SealAtRest(m.Payload)
+		sealed[i] = key.SealAtRestBytes(m.Payload)
 	}
 	return sealed, nil
 }
@@ -183,12 +183,12 @@ func (s *Store) sealOutbox(userID string, messages []OutboxMessage) ([]string, e
 // delivered at deliveredAt (NULL: not yet). A messageId already recorded
 // for the user is a retry of the same push: its payload, created_at and
 // delivered_at are replaced, unless the client already acknowledged it.
-func (s *Store) upsertOutbox(ctx context.Context, tx *sql.Tx, userID string, m OutboxMessage, sealed string, now int64, deliveredAt sql.NullInt64) error {
+func (s *Store) upsertOutbox(ctx context.Context, tx *sql.Tx, userID string, m OutboxMessage, sealed []byte, now int64, deliveredAt sql.NullInt64) error {
 	_, err := s.txExec(ctx, tx, upsertOutboxSQL, upsertOutboxArgs(userID, m, sealed, now, deliveredAt)...)
 	return err
 }
 
-func upsertOutboxArgs(userID string, m OutboxMessage, sealed string, now int64, deliveredAt sql.NullInt64) []any {
+func upsertOutboxArgs(userID string, m OutboxMessage, sealed []byte, now int64, deliveredAt sql.NullInt64) []any {
 	return []any{userID, m.MessageID, nullString(m.TaskUUID), nullString(m.SessionID),
 		nullInt(m.MessageIndex), nullInt(m.TotalMessages), sealed, now, deliveredAt}
 }
@@ -327,6 +327,11 @@ func (s *Store) UnackedOutbox(ctx context.Context, userID string, since int64, l
 	return OutboxPage{Entries: entries, Cursor: max(since, last), HasMore: fetched == limit}, nil
 }
 
+// outboxSealedTextLength is the length a payload stored as bytes
+// (iv||tag||ciphertext) had as the standard's hex(iv):hex(tag):hex(ct)
+// text: what the inventory reports as its size, as before the bytes.
+const outboxSealedTextLength = `(2 * length(payload) + 2)`
+
 // outboxColumns starts every outbox read.
 const outboxColumns = `SELECT id, message_id, task_uuid, session_id, message_index, total_messages,
 		payload, created_at, delivered_at
@@ -386,13 +391,13 @@ func (s *Store) readOutbox(ctx context.Context, userID, query string, args ...an
 		var e OutboxEntry
 		var taskUUID, sessionID sql.NullString
 		var index, total, delivered sql.NullInt64
-		var sealed string
+		var sealed []byte
 		var created int64
 		if err := rows.Scan(&e.ID, &e.MessageID, &taskUUID, &sessionID, &index, &total, &sealed, &created, &delivered); err != nil {
 			return nil, 0, 0, err
 		}
 		fetched, last = fetched+1, e.ID
-		payload, err := key.OpenAtRest(sealed)
+		payload, err := key.OpenAtRestBytes(sealed)
 		if err == nil && !isJSONObject(payload) {
 			err = errors.New("payload is not a JSON object")
 		}

@@ -78,11 +78,11 @@ func TestOutboxAppendAndPage(t *testing.T) {
 		t.Errorf("past the end = %+v, want an empty page at the same cursor", end)
 	}
 
-	var sealed string
+	var sealed []byte
 	if err := db.QueryRow(`SELECT payload FROM message_outbox WHERE message_id = 'm1'`).Scan(&sealed); err != nil {
 		t.Fatal(err)
 	}
-	if plaintext, err := userKey(t, alice).OpenAtRest(sealed); err != nil || string(plaintext) != string(want.Payload) {
+	if plaintext, err := userKey(t, alice).OpenAtRestBytes(sealed); err != nil || string(plaintext) != string(want.Payload) {
 		t.Errorf("stored payload %q opens to %q, %v", sealed, plaintext, err)
 	}
 }
@@ -138,12 +138,12 @@ func TestOutboxRetryReplacesUnackedRows(t *testing.T) {
 	if after.ID != before.ID || string(after.Payload) != string(retry1.Payload) || !after.CreatedAt.Equal(clk.now) || !after.DeliveredAt.IsZero() {
 		t.Errorf("retried row = %+v, want the same id with the new payload, created now, undelivered", after)
 	}
-	var sealed string
+	var sealed []byte
 	var delivered, created int64
 	if err := db.QueryRow(`SELECT payload, delivered_at, created_at FROM message_outbox WHERE message_id = 'm2'`).Scan(&sealed, &delivered, &created); err != nil {
 		t.Fatal(err)
 	}
-	if payload, _ := userKey(t, alice).OpenAtRest(sealed); string(payload) != string(outboxMessage("m2", 2).Payload) || created != before.CreatedAt.UnixMilli() {
+	if payload, _ := userKey(t, alice).OpenAtRestBytes(sealed); string(payload) != string(outboxMessage("m2", 2).Payload) || created != before.CreatedAt.UnixMilli() {
 		t.Errorf("acked row m2 = payload %s created %d delivered %d: a retry changed it", payload, created, delivered)
 	}
 }
@@ -152,7 +152,7 @@ func TestOutboxSkipsRowsThatDoNotDecryptButMovesTheCursor(t *testing.T) {
 	logger, logs := logBuffer()
 	st, db := openWithPath(t, store.Config{Logger: logger})
 	appendOutbox(t, st, alice, outboxMessage("m1", 1), outboxMessage("m2", 2), outboxMessage("m3", 3))
-	if _, err := db.Exec(`UPDATE message_outbox SET payload = ? WHERE message_id IN ('m2', 'm3')`, userKey(t, bob).SealAtRest([]byte(`{}`))); err != nil {
+	if _, err := db.Exec(`UPDATE message_outbox SET payload = ? WHERE message_id IN ('m2', 'm3')`, userKey(t, bob).SealAtRestBytes([]byte(`{}`))); err != nil {
 		t.Fatal(err)
 	}
 	page := unacked(t, st, alice, 0, 3)

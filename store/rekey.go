@@ -16,6 +16,7 @@ type sealedColumn struct {
 	key                  []string
 	from                 string // the FROM clause, when owner is in another table
 	skipPrefix           string // values that are plaintext markers, not sealed
+	binary               bool   // sealed as bytes (SealAtRestBytes), not as text
 }
 
 // sealedColumns are every sealed value of the database. A new sealed
@@ -24,7 +25,7 @@ var sealedColumns = []sealedColumn{
 	{table: "subscriptions", column: "subscription", owner: "user_id", key: []string{"id"}},
 	{table: "tasks", column: "payload", owner: "user_id", key: []string{"id"}},
 	{table: "client_state", column: "value", owner: "user_id", key: []string{"user_id", "namespace", "key"}, skipPrefix: stateSep},
-	{table: "message_outbox", column: "payload", owner: "user_id", key: []string{"id"}},
+	{table: "message_outbox", column: "payload", owner: "user_id", key: []string{"id"}, binary: true},
 	{table: "transcript_sessions", column: "settings", owner: "owner", key: []string{"id"}},
 	{table: "transcript_entries", column: "body", owner: "s.owner", key: []string{"session", "seq"},
 		from: "transcript_entries JOIN transcript_sessions s ON s.id = transcript_entries.session"},
@@ -99,7 +100,7 @@ func (s *Store) resealColumn(ctx context.Context, tx *sql.Tx, c sealedColumn, ne
 	}
 	type resealed struct {
 		key   []any
-		value string
+		value any
 	}
 	var out []resealed
 	for rows.Next() {
@@ -108,20 +109,21 @@ func (s *Store) resealColumn(ctx context.Context, tx *sql.Tx, c sealedColumn, ne
 		for i := range key {
 			dest = append(dest, &key[i])
 		}
-		var owner, value string
+		var owner string
+		var value []byte
 		if err := rows.Scan(append(dest, &owner, &value)...); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		if c.skipPrefix != "" && strings.HasPrefix(value, c.skipPrefix) {
+		if c.skipPrefix != "" && strings.HasPrefix(string(value), c.skipPrefix) {
 			continue
 		}
-		plaintext, err := s.userKey(owner).OpenAtRest(value)
+		r, err := s.reseal(c, owner, value, next)
 		if err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("a value of %q does not open under the current master key: %w", owner, err)
 		}
-		out = append(out, resealed{key, next.UserKey(owner).SealAtRest(plaintext)})
+		out = append(out, resealed{key, r})
 	}
 	if err := rows.Err(); err != nil {
 		rows.Close()
@@ -141,4 +143,21 @@ func (s *Store) resealColumn(ctx context.Context, tx *sql.Tx, c sealedColumn, ne
 		}
 	}
 	return len(out), nil
+}
+
+// reseal opens one value of c, sealed under owner's current key, and seals
+// it under next, in c's form: bytes or the standard's text.
+func (s *Store) reseal(c sealedColumn, owner string, value []byte, next *usercrypt.Keyring) (any, error) {
+	if c.binary {
+		plaintext, err := s.userKey(owner).OpenAtRestBytes(value)
+		if err != nil {
+			return nil, err
+		}
+		return next.UserKey(owner).SealAtRestBytes(plaintext), nil
+	}
+	plaintext, err := s.userKey(owner).OpenAtRest(string(value))
+	if err != nil {
+		return nil, err
+	}
+	return next.UserKey(owner).SealAtRest(plaintext), nil
 }

@@ -53,6 +53,7 @@ var dialect = driver.Dialect{
 		tasksByUserSchema,
 		eventRowsSchema,
 		claimInPlaceSchema,
+		outboxBytesSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -502,3 +502,14 @@ ALTER TABLE message_events ALTER COLUMN id SET INCREMENT BY 3;
 // next row's three Seqs are past every id held or issued.
 const eventsIdentityPastSeqs = `SELECT setval(pg_get_serial_sequence('message_events', 'id'),
 	GREATEST((SELECT last_value FROM message_events_id_seq), (SELECT coalesce(max(id), 0) FROM message_events)) + 3, false)`
+
+// outboxBytesSchema: the outbox's sealed payload is stored as bytes,
+// iv||tag||ciphertext, where it was the standard's hex(iv):hex(tag):hex(ct)
+// text (issue 24): half the bytes and WAL a push writes there, and no hex to
+// build. A row that is not that hex becomes an empty value, which does not
+// open, as it did not before: reads skip it.
+const outboxBytesSchema = `
+ALTER TABLE message_outbox ALTER COLUMN payload TYPE BYTEA USING
+	CASE WHEN payload ~ '^[0-9a-fA-F]{32}:[0-9a-fA-F]{32}:([0-9a-fA-F]{2})*$'
+		THEN decode(replace(payload, ':', ''), 'hex') ELSE ''::bytea END;
+`

@@ -44,6 +44,7 @@ var dialect = driver.Dialect{
 		tasksByUserSchema,
 		eventRowsSchema,
 		claimInPlaceSchema,
+		outboxBytesSchema,
 	},
 
 	ClaimableAt:   claimableAt,

@@ -430,3 +430,38 @@ CREATE INDEX tasks_user ON tasks (user_id, status, next_send_at);
 const eventRowsSchema = `
 ALTER TABLE message_events ADD COLUMN queued_at INTEGER;
 `
+
+// outboxBytesSchema: the outbox's sealed payload is stored as bytes,
+// iv||tag||ciphertext, where it was the standard's hex(iv):hex(tag):hex(ct)
+// text (issue 24): half the bytes a push writes there, and no hex to build.
+// A STRICT column cannot change its type, so the table is built again with
+// its ids and its AUTOINCREMENT high-water mark (clients page /messages by
+// id), and its indexes as they are now. A row that is not that hex becomes
+// an empty value, which does not open, as it did not before: reads skip it.
+const outboxBytesSchema = `
+CREATE TABLE message_outbox_bytes (
+	id             INTEGER PRIMARY KEY AUTOINCREMENT,
+	user_id        TEXT NOT NULL,
+	message_id     TEXT NOT NULL,
+	task_uuid      TEXT,
+	session_id     TEXT,
+	message_index  INTEGER,
+	total_messages INTEGER,
+	payload        BLOB NOT NULL, -- sealed push JSON, iv||tag||ciphertext
+	created_at     INTEGER NOT NULL,
+	delivered_at   INTEGER,
+	acked_at       INTEGER,
+	UNIQUE (user_id, message_id)
+) STRICT;
+INSERT INTO message_outbox_bytes
+	SELECT id, user_id, message_id, task_uuid, session_id, message_index, total_messages,
+		coalesce(unhex(replace(payload, ':', '')), x''), created_at, delivered_at, acked_at
+	FROM message_outbox ORDER BY id;
+DELETE FROM sqlite_sequence WHERE name = 'message_outbox_bytes';
+INSERT INTO sqlite_sequence (name, seq)
+	SELECT 'message_outbox_bytes', seq FROM sqlite_sequence WHERE name = 'message_outbox';
+DROP TABLE message_outbox;
+ALTER TABLE message_outbox_bytes RENAME TO message_outbox;
+CREATE INDEX message_outbox_unacked ON message_outbox (user_id, id) WHERE acked_at IS NULL;
+CREATE INDEX message_outbox_acked ON message_outbox (acked_at) WHERE acked_at IS NOT NULL;
+`
