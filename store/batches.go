@@ -172,6 +172,12 @@ func (w *writeBatch[R]) handle(pending []*pendingWrite[R]) {
 		outcomes, err = w.combined(ctx, tx, reqs)
 		return err
 	})
+	if err != nil {
+		// Each write's own error reaches its caller; this says the batch
+		// failed, which a fault of its statements would otherwise keep
+		// silent (every write succeeding alone, one commit each).
+		w.s.log.Warn("store: a batch of writes failed together; writing each alone", "writes", len(live), "err", err)
+	}
 	for i, p := range live {
 		if err != nil {
 			p.done <- w.alone(p.ctx, p.req)

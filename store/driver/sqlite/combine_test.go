@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -104,6 +106,8 @@ func TestAFailedCallRunsEachItemAlone(t *testing.T) {
 	} {
 		t.Run(c.bad, func(t *testing.T) {
 			db := openTable(t)
+			var logs bytes.Buffer
+			db.log = slog.New(slog.NewTextHandler(&logs, nil))
 			k := newInsertKind()
 			ops := k.combined(t.Context(), newOps(t.Context(), insert("a", nil)), "b", c.bad, "c")
 			db.commitGroup(ops)
@@ -116,6 +120,10 @@ func TestAFailedCallRunsEachItemAlone(t *testing.T) {
 			}
 			if kept := stored(t, db); !slices.Equal(kept, []string{"a", "b", "c"}) {
 				t.Errorf("committed %v, want a, b and c once each", kept)
+			}
+			// A call that failed without aborting the transaction is told.
+			if told := strings.Contains(logs.String(), "a call of several writes failed"); told != (c.bad == "fail") {
+				t.Errorf("warned %v for a %s, logs:\n%s", told, c.bad, logs.String())
 			}
 		})
 	}

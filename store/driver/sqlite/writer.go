@@ -330,6 +330,10 @@ func (db *DB) runInSavepoints(tx *sql.Tx, run []*writeOp) (aborted bool) {
 	case err == nil:
 		return false
 	}
+	// Each write's own error reaches its caller; this says the call of
+	// several failed, which a fault of the call itself would otherwise keep
+	// silent (every write succeeding alone, one commit each).
+	db.log.Warn("store: a call of several writes failed; running each alone", "writes", len(run), "err", err)
 	for _, op := range run {
 		op.err = db.inSavepoint(tx, func(tx *sql.Tx) error { return runOps(tx, []*writeOp{op}) })
 		if errors.Is(op.err, errTxAborted) {
