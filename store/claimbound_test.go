@@ -2,13 +2,11 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"testing"
 	"time"
 
 	"amsg/store"
-	"amsg/store/storetest"
 )
 
 // On PostgreSQL, while the instance hears the database's wake-ups, a full
@@ -18,13 +16,7 @@ import (
 // that ends without a write, as when its instance is killed) or at once
 // after a wake-up (a released lease).
 func TestAClaimStartsPastTheTasksTheLastFullClaimTook(t *testing.T) {
-	url := storetest.DatabaseURL(t)
-	st := storetest.Open(t, store.Config{DatabaseURL: url})
-	raw, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	st, raw := migratedSchema(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	wakes := make(chan struct{}, 64)
 	cancels := make(chan int64, 1)
