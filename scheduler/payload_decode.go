@@ -185,9 +185,13 @@ func (d *payloadReader) optionalString(s **string) bool {
 }
 
 // rawValue keeps a value's bytes, null included, as json.RawMessage does:
-// the extent found by brackets and strings, then validated whole.
+// the extent found by brackets and strings, then validated whole (but for
+// null and {}, which most payloads hold).
 func (d *payloadReader) rawValue(m *json.RawMessage) bool {
-	d.space()
+	if d.null() {
+		*m = json.RawMessage("null")
+		return true
+	}
 	start, depth := d.at, 0
 	for d.at < len(d.data) {
 		switch c := d.data[d.at]; c {
@@ -235,7 +239,7 @@ func (d *payloadReader) skipString() bool {
 
 func (d *payloadReader) keep(start int, m *json.RawMessage) bool {
 	v := d.data[start:d.at]
-	if len(v) == 0 || !json.Valid(v) {
+	if string(v) != "{}" && (len(v) == 0 || !json.Valid(v)) {
 		return false
 	}
 	*m = append(json.RawMessage(nil), v...)
