@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"amsg/store/driver/postgres"
+	"amsg/store/driver/pgarray"
 )
 
 // Where the driver binds a Go slice as an array (Dialect.ArrayParams:
@@ -26,7 +26,7 @@ func (c columnTypes) unnest() string {
 }
 
 // arrays turns args, the values of rows one row after the other, into one
-// typed array per column (postgres.Array: bound without reflection or an
+// typed array per column (pgarray.Array: bound without reflection or an
 // allocation a value), which the driver binds on the extended and the
 // simple protocol alike (behind a transaction pooler).
 func (c columnTypes) arrays(args []any) ([]any, error) {
@@ -51,8 +51,8 @@ func (c columnTypes) arrays(args []any) ([]any, error) {
 
 // column is the array of the values of column i of rows rows of width
 // values each, converted by value.
-func column[T postgres.Bigint | postgres.Text | postgres.Bytea](args []any, i, width, rows int, value func(any) (T, error)) (postgres.Array[T], error) {
-	values := make(postgres.Array[T], rows)
+func column[T pgarray.Bigint | pgarray.Text | pgarray.Bytea](args []any, i, width, rows int, value func(any) (T, error)) (pgarray.Array[T], error) {
+	values := make(pgarray.Array[T], rows)
 	for r := range values {
 		var err error
 		if values[r], err = value(args[r*width+i]); err != nil {
@@ -62,33 +62,33 @@ func column[T postgres.Bigint | postgres.Text | postgres.Bytea](args []any, i, w
 	return values, nil
 }
 
-func bigintValue(v any) (postgres.Bigint, error) {
+func bigintValue(v any) (pgarray.Bigint, error) {
 	switch v := v.(type) {
 	case nil:
-		return postgres.Bigint{}, nil
+		return pgarray.Bigint{}, nil
 	case int64:
-		return postgres.Bigint{Int64: v, Valid: true}, nil
+		return pgarray.Bigint{Int64: v, Valid: true}, nil
 	case int:
-		return postgres.Bigint{Int64: int64(v), Valid: true}, nil
+		return pgarray.Bigint{Int64: int64(v), Valid: true}, nil
 	case sql.NullInt64:
-		return postgres.Bigint{Int64: v.Int64, Valid: v.Valid}, nil
+		return pgarray.Bigint{Int64: v.Int64, Valid: v.Valid}, nil
 	}
-	return postgres.Bigint{}, fmt.Errorf("%T is not a bigint", v)
+	return pgarray.Bigint{}, fmt.Errorf("%T is not a bigint", v)
 }
 
-func textValue(v any) (postgres.Text, error) {
+func textValue(v any) (pgarray.Text, error) {
 	switch v := v.(type) {
 	case nil:
-		return postgres.Text{}, nil
+		return pgarray.Text{}, nil
 	case string:
-		return postgres.Text{String: v, Valid: true}, nil
+		return pgarray.Text{String: v, Valid: true}, nil
 	case sql.NullString:
-		return postgres.Text{String: v.String, Valid: v.Valid}, nil
+		return pgarray.Text{String: v.String, Valid: v.Valid}, nil
 	}
-	return postgres.Text{}, fmt.Errorf("%T is not text", v)
+	return pgarray.Text{}, fmt.Errorf("%T is not text", v)
 }
 
-func byteaValue(v any) (postgres.Bytea, error) {
+func byteaValue(v any) (pgarray.Bytea, error) {
 	b, ok := v.([]byte)
 	if !ok {
 		return nil, fmt.Errorf("%T is not bytea", v)

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"testing"
 
-	"amsg/store/driver/postgres"
+	"amsg/store/driver/pgarray"
 )
 
 // PostgreSQL's batches bind the outbox's sealed payloads as one bytea
@@ -21,7 +21,7 @@ func TestOutboxBatchBindsThePayloadsAsBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payloads, ok := columns[6].(postgres.Array[postgres.Bytea])
+	payloads, ok := columns[6].(pgarray.Array[pgarray.Bytea])
 	if !ok || len(payloads) != 2 || !bytes.Equal(payloads[0], []byte{1, 2}) || !bytes.Equal(payloads[1], []byte{3}) {
 		t.Errorf("payload column = %#v, want the two sealed payloads as bytes", columns[6])
 	}
