@@ -50,7 +50,7 @@ func (s *Store) completeInOne(ctx context.Context, tx *sql.Tx, cs []completion, 
 	if err := checkOutboxBatch(records); err != nil {
 		return nil, err
 	}
-	var outbox []any
+	outbox := make([]any, 0, len(records)*len(outboxColumnTypes))
 	for _, r := range records {
 		outbox = append(outbox, r...)
 	}
@@ -58,7 +58,7 @@ func (s *Store) completeInOne(ctx context.Context, tx *sql.Tx, cs []completion, 
 	for _, c := range cs {
 		ids = append(ids, c.l.TaskID)
 	}
-	var args []any
+	args := make([]any, 0, len(attemptColumnTypes)+len(outboxColumnTypes)+len(eventColumnTypes)+1+len(fenceColumnTypes))
 	for _, part := range []struct {
 		types  columnTypes
 		values []any
@@ -67,7 +67,7 @@ func (s *Store) completeInOne(ctx context.Context, tx *sql.Tx, cs []completion, 
 		{outboxColumnTypes, outbox},
 		{eventColumnTypes, eventValues(rows)},
 		{columnTypes{"bigint"}, ids},
-		{fenceColumnTypes, appendFences(nil, cs)},
+		{fenceColumnTypes, appendFences(make([]any, 0, len(fenceColumnTypes)*len(cs)), cs)},
 	} {
 		columns, err := part.types.arrays(part.values)
 		if err != nil {
