@@ -25,16 +25,8 @@ func (s *Store) newCompletions() *writeBatch[completion] {
 }
 
 // completeOne completes c in tx, as CompleteTask did before completions
-// were batched (on PostgreSQL as a batch of one): ErrLeaseLost is its
-// outcome when its fence failed.
+// were batched: ErrLeaseLost is its outcome when its fence failed.
 func (s *Store) completeOne(ctx context.Context, tx *sql.Tx, c completion) (outcome, err error) {
-	if s.dialect.ArrayParams { // one statement where it can be (completions_one.go)
-		outcomes, err := s.completeMany(ctx, tx, []completion{c})
-		if err != nil {
-			return nil, err
-		}
-		return outcomes[0], nil
-	}
 	lost, err := s.finishIn(ctx, tx, c.l, func(tx *sql.Tx) error { return c.w.write(ctx, tx) }, completeOneOffSQL)
 	if lost {
 		outcome = ErrLeaseLost
