@@ -4,8 +4,9 @@
 // pool of read-only connections.
 //
 // One goroutine owns the writer connection: it commits the writes waiting
-// at the time together in one transaction (group commit, a savepoint per
-// write so one failing write does not undo the others; writer.go), and the
+// at the time together in one transaction (group commit; writer.go: if a
+// write fails, the group runs again with a savepoint per write, so one
+// failing write does not undo the others), and the
 // WAL is checkpointed by a timer on a connection of its own rather than by
 // the writer's commits.
 package sqlite
