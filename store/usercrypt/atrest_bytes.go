@@ -1,6 +1,7 @@
 package usercrypt
 
 import (
+	"bytes"
 	"crypto/rand"
 	"fmt"
 )
@@ -21,10 +22,22 @@ func (k Key) SealAtRestBytes(plaintext []byte) []byte {
 }
 
 // OpenAtRestBytes decrypts a value SealAtRestBytes produced (or the
-// migration converted from SealAtRest's hex). A value too short to hold an
-// IV and a tag is ErrMalformedSealed; a wrong key or tampered value is
-// ErrDecrypt.
+// migration converted from SealAtRest's hex), or SealAtRest's hex text
+// stored as bytes: what a build from before the conversion, still running
+// when it ran, writes into the column (docs/upgrading.md). A value too
+// short to hold an IV and a tag is ErrMalformedSealed; a wrong key or
+// tampered value is ErrDecrypt.
 func (k Key) OpenAtRestBytes(sealed []byte) ([]byte, error) {
+	plaintext, err := k.openAtRestBytes(sealed)
+	if err != nil && bytes.Count(sealed, []byte(":")) == 2 {
+		if fromText, textErr := k.OpenAtRest(string(sealed)); textErr == nil {
+			return fromText, nil
+		}
+	}
+	return plaintext, err
+}
+
+func (k Key) openAtRestBytes(sealed []byte) ([]byte, error) {
 	const head = atRestIVLen + atRestTagLen
 	if len(sealed) < head {
 		return nil, fmt.Errorf("%w: %d bytes, under an IV and a tag", ErrMalformedSealed, len(sealed))

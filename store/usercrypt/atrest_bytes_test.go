@@ -42,6 +42,24 @@ func TestSealAtRestBytesIsTheHexFormUnhexed(t *testing.T) {
 	}
 }
 
+// A build from before the outbox's payload became bytes, still running
+// after the migration, stores its hex text as the text's bytes: they open.
+func TestOpenAtRestBytesOpensTheHexTextOfAnEarlierBuild(t *testing.T) {
+	ring, err := NewKeyring(GenerateMasterKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := ring.UserKey("alice")
+	plaintext := []byte(`{"message":"written by an earlier build"}`)
+	if got, err := k.OpenAtRestBytes([]byte(k.SealAtRest(plaintext))); err != nil || !bytes.Equal(got, plaintext) {
+		t.Fatalf("hex text as bytes opens to %q, %v; want the plaintext", got, err)
+	}
+	other := ring.UserKey("bob").SealAtRest(plaintext)
+	if _, err := k.OpenAtRestBytes([]byte(other)); !errors.Is(err, ErrDecrypt) {
+		t.Errorf("another user's hex text: %v, want ErrDecrypt", err)
+	}
+}
+
 func FuzzOpenAtRestBytes(f *testing.F) {
 	ring, err := NewKeyring(GenerateMasterKey())
 	if err != nil {
@@ -51,6 +69,8 @@ func FuzzOpenAtRestBytes(f *testing.F) {
 	f.Add(k.SealAtRestBytes([]byte(`{}`)))
 	f.Add([]byte{})
 	f.Add(make([]byte, 32))
+	f.Add([]byte(k.SealAtRest([]byte(`{}`))))
+	f.Add([]byte("00:11:22"))
 	f.Fuzz(func(t *testing.T, sealed []byte) {
 		if _, err := k.OpenAtRestBytes(sealed); err != nil && !errors.Is(err, ErrMalformedSealed) && !errors.Is(err, ErrDecrypt) {
 			t.Errorf("unexpected error %v", err)
