@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -29,16 +27,8 @@ func BenchmarkGroupWithoutSavepoints(b *testing.B) {
 		groupWrites = 6
 		rowsAWrite  = 3
 	)
-	db, err := Open(b.Context(), filepath.Join(b.TempDir(), "amsg.db"), slog.Default())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = db.Close() })
+	db := openIndexedTable(b)
 	ctx := b.Context()
-	if _, err := db.Writer().ExecContext(ctx, `CREATE TABLE o (k TEXT NOT NULL, v BLOB NOT NULL);
-		CREATE INDEX o_k ON o (k)`); err != nil {
-		b.Fatal(err)
-	}
 	write := func(tx *sql.Tx) error {
 		for range rowsAWrite {
 			if _, err := tx.Exec(`INSERT INTO o (k, v) VALUES (?, ?)`, rand.Text()[:12], make([]byte, 200)); err != nil {
