@@ -44,6 +44,9 @@ const (
 // pageOrigin is the Builder's PageURL as an origin (scheme://host[:port]),
 // or "" when it is not an absolute http(s) URL.
 func (b Builder) pageOrigin() string {
+	if b.PageURL == "" { // no page: nothing to parse on every push
+		return ""
+	}
 	u, err := url.Parse(b.PageURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 		return ""

@@ -50,8 +50,11 @@ type Payload struct {
 // pushSubscription of rows written by upstream) are ignored.
 func DecodePayload(raw json.RawMessage) (Payload, error) {
 	var p Payload
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return Payload{}, fmt.Errorf("task payload: %w", err)
+	if !decodeStoredPayload(raw, &p) {
+		p = Payload{}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return Payload{}, fmt.Errorf("task payload: %w", err)
+		}
 	}
 	if string(p.Messages) == "null" {
 		p.Messages = nil

@@ -420,6 +420,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		}
 		if !s.launch(func() {
+			growStack()
 			defer h.done()
 			s.logResult(s.process(t, h, c))
 		}) {

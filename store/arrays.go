@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"amsg/store/driver/pgarray"
 )
 
 // Where the driver binds a Go slice as an array (Dialect.ArrayParams:
@@ -24,9 +26,9 @@ func (c columnTypes) unnest() string {
 }
 
 // arrays turns args, the values of rows one row after the other, into one
-// typed array per column ([]*int64 or []*string, nil for NULL), which the
-// driver binds on the extended and the simple protocol alike (behind a
-// transaction pooler).
+// typed array per column (pgarray.Array: bound without reflection or an
+// allocation a value), which the driver binds on the extended and the
+// simple protocol alike (behind a transaction pooler).
 func (c columnTypes) arrays(args []any) ([]any, error) {
 	rows := len(args) / len(c)
 	columns := make([]any, len(c))
@@ -49,8 +51,8 @@ func (c columnTypes) arrays(args []any) ([]any, error) {
 
 // column is the array of the values of column i of rows rows of width
 // values each, converted by value.
-func column[T any](args []any, i, width, rows int, value func(any) (*T, error)) ([]*T, error) {
-	values := make([]*T, rows)
+func column[T pgarray.Bigint | pgarray.Text | pgarray.Bytea](args []any, i, width, rows int, value func(any) (T, error)) (pgarray.Array[T], error) {
+	values := make(pgarray.Array[T], rows)
 	for r := range values {
 		var err error
 		if values[r], err = value(args[r*width+i]); err != nil {
@@ -60,50 +62,38 @@ func column[T any](args []any, i, width, rows int, value func(any) (*T, error)) 
 	return values, nil
 }
 
-func bigintValue(v any) (*int64, error) {
-	var n int64
+func bigintValue(v any) (pgarray.Bigint, error) {
 	switch v := v.(type) {
 	case nil:
-		return nil, nil
+		return pgarray.Bigint{}, nil
 	case int64:
-		n = v
+		return pgarray.Bigint{Int64: v, Valid: true}, nil
 	case int:
-		n = int64(v)
+		return pgarray.Bigint{Int64: int64(v), Valid: true}, nil
 	case sql.NullInt64:
-		if !v.Valid {
-			return nil, nil
-		}
-		n = v.Int64
-	default:
-		return nil, fmt.Errorf("%T is not a bigint", v)
+		return pgarray.Bigint{Int64: v.Int64, Valid: v.Valid}, nil
 	}
-	return &n, nil
+	return pgarray.Bigint{}, fmt.Errorf("%T is not a bigint", v)
 }
 
-func textValue(v any) (*string, error) {
-	var s string
+func textValue(v any) (pgarray.Text, error) {
 	switch v := v.(type) {
 	case nil:
-		return nil, nil
+		return pgarray.Text{}, nil
 	case string:
-		s = v
+		return pgarray.Text{String: v, Valid: true}, nil
 	case sql.NullString:
-		if !v.Valid {
-			return nil, nil
-		}
-		s = v.String
-	default:
-		return nil, fmt.Errorf("%T is not text", v)
+		return pgarray.Text{String: v.String, Valid: v.Valid}, nil
 	}
-	return &s, nil
+	return pgarray.Text{}, fmt.Errorf("%T is not text", v)
 }
 
-func byteaValue(v any) (*[]byte, error) {
+func byteaValue(v any) (pgarray.Bytea, error) {
 	b, ok := v.([]byte)
 	if !ok {
 		return nil, fmt.Errorf("%T is not bytea", v)
 	}
-	return &b, nil
+	return b, nil
 }
 
 // batchStatement is the statement that writes a batch of rows, args being

@@ -47,21 +47,10 @@ func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) (
 		records = c.w.recordRows(records)
 		events = append(events, c.w.events...) // each carries its time (deliveryEvents)
 	}
-	if err := s.insertAttempts(ctx, tx, attempts); err != nil {
-		return nil, err
+	deleted, err := s.completeInOne(ctx, tx, cs, attempts, records, events) // completions_one.go
+	if deleted == nil && err == nil {
+		deleted, err = s.completeApart(ctx, tx, cs, attempts, records, events)
 	}
-	if err := s.upsertOutboxRows(ctx, tx, records); err != nil {
-		return nil, err
-	}
-	for _, c := range cs {
-		if err := c.w.writeMarks(ctx, tx); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.insertMessageEvents(ctx, tx, events, time.Time{}); err != nil {
-		return nil, err
-	}
-	deleted, err := s.deleteLeased(ctx, tx, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +67,27 @@ func (s *Store) completeMany(ctx context.Context, tx *sql.Tx, cs []completion) (
 	return outcomes, nil
 }
 
+// completeApart writes completeMany's statements one after the other and
+// returns the ids of the tasks it deleted.
+func (s *Store) completeApart(ctx context.Context, tx *sql.Tx, cs []completion, attempts []push.Attempt, records [][]any,
+	events []MessageEvent) (map[int64]bool, error) {
+	if err := s.insertAttempts(ctx, tx, attempts); err != nil {
+		return nil, err
+	}
+	if err := s.upsertOutboxRows(ctx, tx, records); err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if err := c.w.writeMarks(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.insertMessageEvents(ctx, tx, events, time.Time{}); err != nil {
+		return nil, err
+	}
+	return s.deleteLeased(ctx, tx, cs)
+}
+
 // deleteLeased deletes the one-off tasks the completions lease, each
 // fenced as completeOneOffSQL fences one, and returns the ids it deleted:
 // in one statement where the driver binds arrays, else in chunks
@@ -91,9 +101,7 @@ func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (
 		for _, c := range chunk {
 			args = append(args, c.l.TaskID)
 		}
-		for _, c := range chunk {
-			args = append(args, c.l.TaskID, millis(c.l.Until), millis(c.l.Occurrence))
-		}
+		args = appendFences(args, chunk)
 		var query string
 		if s.dialect.ArrayParams {
 			fences, err := fenceColumnTypes.arrays(args[len(chunk):])
@@ -109,6 +117,14 @@ func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (
 		}
 	}
 	return deleted, nil
+}
+
+// appendFences appends the fence of each of cs (fenceColumnTypes).
+func appendFences(args []any, cs []completion) []any {
+	for _, c := range cs {
+		args = append(args, c.l.TaskID, millis(c.l.Until), millis(c.l.Occurrence))
+	}
+	return args
 }
 
 // deleteLeasedStatements delete rows fenced one-off tasks. The id list lets

@@ -124,16 +124,7 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 	for len(attempts) > 0 {
 		chunk := attempts[:s.chunk(len(attempts), maxAttemptRows)]
 		attempts = attempts[len(chunk):]
-		args := make([]any, 0, 10*len(chunk))
-		for _, a := range chunk {
-			at := a.At
-			if at.IsZero() {
-				at = s.now()
-			}
-			args = append(args, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
-				a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
-		}
-		query, args, err := s.batchStatement(attemptColumnTypes, insertAttemptArraysSQL, attemptStatements.text, args)
+		query, args, err := s.batchStatement(attemptColumnTypes, insertAttemptArraysSQL, attemptStatements.text, s.attemptArgs(chunk))
 		if err != nil {
 			return err
 		}
@@ -142,6 +133,20 @@ func (s *Store) insertAttempts(ctx context.Context, tx *sql.Tx, attempts []push.
 		}
 	}
 	return nil
+}
+
+// attemptArgs are the values of attempts' rows, one row after the other.
+func (s *Store) attemptArgs(attempts []push.Attempt) []any {
+	args := make([]any, 0, 10*len(attempts))
+	for _, a := range attempts {
+		at := a.At
+		if at.IsZero() {
+			at = s.now()
+		}
+		args = append(args, millis(at), a.MessageID, a.UserID, a.DeviceID, a.PushHost, a.Try,
+			a.Status, string(a.Outcome), a.Latency.Milliseconds(), truncateUTF8(a.Error, maxAttemptErrorBytes))
+	}
+	return args
 }
 
 // attemptStatements insert attempts, many rows to a statement (chunks.go).

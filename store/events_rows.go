@@ -170,6 +170,16 @@ var eventStatements = newRowStatements(func(rows int) string {
 			(VALUES ` + strings.Repeat(row+", ", rows-1) + row + `) AS v`
 })
 
+// eventValues are the values of rows in eventColumnTypes, one row after
+// the other.
+func eventValues(rows []eventRow) []any {
+	values := make([]any, 0, len(eventColumnTypes)*len(rows))
+	for _, r := range rows {
+		values = append(values, r.at, r.userID, r.messageID, r.deviceID, r.typ, r.detail, r.queuedAt)
+	}
+	return values
+}
+
 // insertEventRows writes rows in tx: where the identity reserves each
 // row's Seqs (PostgreSQL) as column arrays (insertEventArraysSQL), else
 // (SQLite) in eventStatements, which number them.
@@ -180,11 +190,7 @@ func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow
 		var query string
 		var args []any
 		if s.eventSeqsPerRow() != 1 {
-			values := make([]any, 0, len(eventColumnTypes)*len(batch))
-			for _, r := range batch {
-				values = append(values, r.at, r.userID, r.messageID, r.deviceID, r.typ, r.detail, r.queuedAt)
-			}
-			columns, err := eventColumnTypes.arrays(values)
+			columns, err := eventColumnTypes.arrays(eventValues(batch))
 			if err != nil {
 				return err
 			}

@@ -128,16 +128,8 @@ func (s *Store) appendMany(ctx context.Context, tx *sql.Tx, as []outboxAppend) (
 // errRepeatedInBatch before anything is written: one statement may not
 // change a row twice.
 func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) error {
-	if len(rows) > 1 {
-		type key struct{ user, id any }
-		seen := make(map[key]bool, len(rows))
-		for _, r := range rows {
-			k := key{r[0], r[1]}
-			if seen[k] {
-				return errRepeatedInBatch
-			}
-			seen[k] = true
-		}
+	if err := checkOutboxBatch(rows); err != nil {
+		return err
 	}
 	for len(rows) > 0 {
 		chunk := rows[:s.chunk(len(rows), maxOutboxRows)]
@@ -153,6 +145,24 @@ func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) 
 		if _, err := s.txExec(ctx, tx, query, args...); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkOutboxBatch refuses rows of one upsert that name one message twice
+// (errRepeatedInBatch).
+func checkOutboxBatch(rows [][]any) error {
+	if len(rows) < 2 {
+		return nil
+	}
+	type key struct{ user, id any }
+	seen := make(map[key]bool, len(rows))
+	for _, r := range rows {
+		k := key{r[0], r[1]}
+		if seen[k] {
+			return errRepeatedInBatch
+		}
+		seen[k] = true
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"database/sql"
 	"testing"
+
+	"amsg/store/driver/pgarray"
 )
 
 // PostgreSQL's batches bind the outbox's sealed payloads as one bytea
@@ -19,8 +21,8 @@ func TestOutboxBatchBindsThePayloadsAsBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payloads, ok := columns[6].([]*[]byte)
-	if !ok || len(payloads) != 2 || !bytes.Equal(*payloads[0], []byte{1, 2}) || !bytes.Equal(*payloads[1], []byte{3}) {
+	payloads, ok := columns[6].(pgarray.Array[pgarray.Bytea])
+	if !ok || len(payloads) != 2 || !bytes.Equal(payloads[0], []byte{1, 2}) || !bytes.Equal(payloads[1], []byte{3}) {
 		t.Errorf("payload column = %#v, want the two sealed payloads as bytes", columns[6])
 	}
 }

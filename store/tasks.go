@@ -573,32 +573,29 @@ type rowScanner interface {
 
 // scanTask reads one row of taskColumns and opens its payload.
 func (s *Store) scanTask(row rowScanner) (Task, error) {
-	var t Task
-	var sealed, messageType, status string
-	var next, created, updated int64
-	var lease, retry sql.NullInt64
-	var lastError sql.NullString
-	if err := row.Scan(&t.ID, &t.UserID, &t.UUID, &sealed, &messageType, &next, &lease, &retry,
-		&status, &t.RetryCount, &lastError, &created, &updated); err != nil {
+	r := new(taskRow) // taskrow.go
+	t := &r.t
+	if err := row.Scan(&t.ID, &t.UserID, &t.UUID, &r.sealed, &r.messageType, &r.next, &r.lease, &r.retry,
+		&r.status, &t.RetryCount, &r.lastError, &r.created, &r.updated); err != nil {
 		return Task{}, err
 	}
-	t.MessageType, t.Status = push.MessageType(messageType), TaskStatus(status)
-	t.NextSendAt, t.CreatedAt, t.UpdatedAt = fromMillis(next), fromMillis(created), fromMillis(updated)
-	if lease.Valid {
-		t.LeaseUntil = fromMillis(lease.Int64)
+	t.MessageType, t.Status = push.MessageType(r.messageType), TaskStatus(r.status)
+	t.NextSendAt, t.CreatedAt, t.UpdatedAt = fromMillis(r.next), fromMillis(r.created), fromMillis(r.updated)
+	if r.lease.Valid {
+		t.LeaseUntil = fromMillis(r.lease.Int64)
 	}
-	if retry.Valid {
-		t.RetryAfter = fromMillis(retry.Int64)
+	if r.retry.Valid {
+		t.RetryAfter = fromMillis(r.retry.Int64)
 	}
-	if lastError.Valid {
-		t.LastError = json.RawMessage(lastError.String)
+	if r.lastError.Valid {
+		t.LastError = json.RawMessage(r.lastError.String)
 	}
-	if plaintext, err := s.userKey(t.UserID).OpenAtRest(sealed); err != nil {
+	if plaintext, err := s.userKey(t.UserID).OpenAtRest(r.sealed); err != nil {
 		t.PayloadErr = fmt.Errorf("task %d payload does not decrypt: %w", t.ID, err)
 	} else {
 		t.Payload = plaintext
 	}
-	return t, nil
+	return *t, nil
 }
 
 // scanTasks reads every row before returning, so the caller may issue the

@@ -27,8 +27,30 @@ func isApplePushHost(host string) bool {
 // a `_truncated` summary the service worker completes from GET /outbox (an
 // Apple endpoint): the outbox must hold such a push before it is sent.
 func CompletedFromOutbox(endpoint string) bool {
+	// An endpoint that spells no Apple host anywhere, in any case, and
+	// hides none in percent-encoding, names none: the courier asks for
+	// every push, and most skip the parse.
+	if !strings.Contains(endpoint, "%") && !containsFoldASCII(endpoint, "push.apple.com") {
+		return false
+	}
 	u, err := url.Parse(endpoint)
 	return err == nil && isApplePushHost(u.Hostname())
+}
+
+// containsFoldASCII reports whether s contains sub, an ASCII lower-case
+// string, regardless of ASCII case: what strings.ToLower could make of s
+// to find sub in it, for a sub without k (the Kelvin sign lowers to k).
+func containsFoldASCII(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for j < len(sub) && s[i+j]|0x20 == sub[j] {
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // truncatedMember is the root member a cut push carries so the page or the

@@ -3,6 +3,7 @@ package webpush
 import (
 	"crypto/x509"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -157,4 +158,23 @@ func TestCutContent(t *testing.T) {
 	if _, err := cutContent(payload, "msg_cut", 50); err == nil {
 		t.Error("a budget below the empty push's size did not fail")
 	}
+}
+
+// FuzzCompletedFromOutbox checks the shortcut that spares most endpoints
+// the parse: it answers as parsing every endpoint would.
+func FuzzCompletedFromOutbox(f *testing.F) {
+	for _, seed := range []string{
+		"https://web.push.apple.com/QGuQyavXutnMH", "https://WEB.Push.Apple.COM./x", "https://push.apple.com:443/x",
+		"https://fcm.googleapis.com/fcm/send/abc", "https://push%2eapple.com/x", "https://evil.example/push.apple.com",
+		"https://push.apple.com.evil.example/x", "https://user@web.push.apple.com/x", "https://[::1]/x", "push.apple.com",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, endpoint string) {
+		u, err := url.Parse(endpoint)
+		want := err == nil && isApplePushHost(u.Hostname())
+		if got := CompletedFromOutbox(endpoint); got != want {
+			t.Fatalf("CompletedFromOutbox(%q) = %v, parsing says %v", endpoint, got, want)
+		}
+	})
 }

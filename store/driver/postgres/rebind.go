@@ -11,10 +11,11 @@ import (
 )
 
 // connector opens pgx stdlib connections that accept the store's ?
-// placeholders. clientStatements keeps prepared statements on the client
+// placeholders and the store's column arrays (registerArrays).
+// clientStatements keeps prepared statements on the client
 // (pooledConnection).
 func connector(config pgx.ConnConfig, clientStatements bool) driver.Connector {
-	return rebindConnector{stdlib.GetConnector(config), clientStatements}
+	return rebindConnector{stdlib.GetConnector(config, stdlib.OptionAfterConnect(registerArrays)), clientStatements}
 }
 
 type rebindConnector struct {

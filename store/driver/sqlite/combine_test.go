@@ -94,15 +94,17 @@ func TestGroupCommitRunsTheWritesOfAKindInOneCall(t *testing.T) {
 // A call that fails is undone and each of its items runs again alone, so
 // only the item that fails fails, and the others are written once. A call
 // that aborts the transaction does not say which item's failure it was:
-// the group runs again with those items each alone.
+// the group runs again with those items each alone. (The group's first
+// run, without savepoints, made the first call; its failure rolled that
+// run back whole.)
 func TestAFailedCallRunsEachItemAlone(t *testing.T) {
 	for _, c := range []struct {
 		bad   string
 		want  error
 		calls [][]string
 	}{
-		{"fail", errFailItem, [][]string{{"b", "fail", "c"}, {"b"}, {"fail"}, {"c"}}},
-		{"abort", errTxAborted, [][]string{{"b", "abort", "c"}, {"b"}, {"abort"}, {"b"}, {"c"}}},
+		{"fail", errFailItem, [][]string{{"b", "fail", "c"}, {"b", "fail", "c"}, {"b"}, {"fail"}, {"c"}}},
+		{"abort", errTxAborted, [][]string{{"b", "abort", "c"}, {"b", "abort", "c"}, {"b"}, {"abort"}, {"b"}, {"c"}}},
 	} {
 		t.Run(c.bad, func(t *testing.T) {
 			db := openTable(t)

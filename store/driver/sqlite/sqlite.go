@@ -4,8 +4,9 @@
 // pool of read-only connections.
 //
 // One goroutine owns the writer connection: it commits the writes waiting
-// at the time together in one transaction (group commit, a savepoint per
-// write so one failing write does not undo the others; writer.go), and the
+// at the time together in one transaction (group commit; writer.go: if a
+// write fails, the group runs again with a savepoint per write, so one
+// failing write does not undo the others), and the
 // WAL is checkpointed by a timer on a connection of its own rather than by
 // the writer's commits.
 package sqlite
@@ -153,9 +154,11 @@ func dsn(path, extra string) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
-	// The writer's group commit gives every write a savepoint, whose
-	// sub-journal would otherwise spill to a temporary file once a group
-	// has changed 64 KiB: a pwrite per changed page.
+	// A multi-row statement in a transaction opens a statement journal
+	// (about 4 pages a delivered push), as does the savepoint of each write
+	// of a group that runs again after a failure; their sub-journal would
+	// otherwise spill to a temporary file once it holds 64 KiB: a pwrite
+	// per changed page.
 	q.Add("_pragma", "temp_store(MEMORY)")
 	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode() + "&" + extra}
 	return u.String()

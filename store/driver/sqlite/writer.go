@@ -228,13 +228,14 @@ func (db *DB) checkpoint() {
 	}
 }
 
-// commitGroup commits a group of writes in one transaction. Each write of a
-// group of several runs inside a savepoint, so one that fails is rolled back
-// alone; a failed commit fails them all. The transaction has no context of
-// its own: a caller that gives up only loses its own write. A write whose
-// failure ended the whole transaction (SQLite rolls a transaction back when
-// a statement in it is interrupted, as a cancelled context does) fails
-// alone, and the others run again in a new transaction.
+// commitGroup commits a group of writes in one transaction. A group of
+// several runs first without savepoints (tryBare); if a write of it fails,
+// it runs again with each write inside a savepoint, so one that fails is
+// rolled back alone; a failed commit fails them all. The transaction has no
+// context of its own: a caller that gives up only loses its own write. A
+// write whose failure ended the whole transaction (SQLite rolls a
+// transaction back when a statement in it is interrupted, as a cancelled
+// context does) fails alone, and the others run again in a new transaction.
 func (db *DB) commitGroup(group []*writeOp) {
 	live := make([]*writeOp, 0, len(group))
 	for _, op := range group {
@@ -244,9 +245,36 @@ func (db *DB) commitGroup(group []*writeOp) {
 		}
 		live = append(live, op)
 	}
+	if len(live) > 1 && db.tryBare(live) {
+		return
+	}
 	for len(live) > 0 {
 		live = db.tryGroup(live)
 	}
+}
+
+// tryBare runs group, several writes, in one transaction without a
+// savepoint for each, and commits it if every write succeeds. Writes
+// rarely fail, and a savepoint costs its two statements and a sub-journal
+// copy of each page it changes. On the first failure it rolls the whole
+// transaction back and reports false, answering nobody: the group then
+// runs again in savepoints (tryGroup), where each failure is its own.
+func (db *DB) tryBare(group []*writeOp) (committed bool) {
+	tx, err := db.writer.BeginTx(context.Background(), nil)
+	if err != nil {
+		return false // tryGroup begins again, and answers its failure
+	}
+	for _, op := range group {
+		op.err = nil
+	}
+	for _, run := range batch.Combine(group, (*writeOp).combinedKind) {
+		if runOps(tx, run) != nil {
+			_ = tx.Rollback() // if the failure rolled it back already, this only ends the Tx
+			return false
+		}
+	}
+	db.commit(tx, group)
+	return true
 }
 
 // errTxAborted marks a write whose failure rolled back the whole
@@ -256,7 +284,8 @@ var errTxAborted = errors.New("store: the transaction was rolled back")
 // tryGroup runs group in one transaction and answers every write, unless
 // one write aborted the transaction: that one is answered, and the others
 // are returned to run again. A group of several runs each write, or each
-// kind's writes together (batch.Combine), in a savepoint.
+// kind's writes together (batch.Combine), in a savepoint: it is the
+// fallback of tryBare.
 func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
 	tx, err := db.writer.BeginTx(context.Background(), nil)
 	if err != nil {
@@ -291,6 +320,13 @@ func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
 			}
 		}
 	}
+	db.commit(tx, group)
+	return nil
+}
+
+// commit commits tx, in which group ran, and answers each write: its own
+// failure, else the commit's outcome.
+func (db *DB) commit(tx *sql.Tx, group []*writeOp) {
 	db.turn.yield()
 	commitErr := tx.Commit()
 	if commitErr == nil {
@@ -307,7 +343,6 @@ func (db *DB) tryGroup(group []*writeOp) (again []*writeOp) {
 		}
 		op.done <- op.err
 	}
-	return nil
 }
 
 // runInSavepoints runs run, one write or several of one kind, in a

@@ -19,16 +19,8 @@ import (
 //
 //	go test ./store/driver/sqlite -run '^$' -bench SteadyWrites -benchtime 2400x
 func BenchmarkSteadyWritesUnderCheckpoints(b *testing.B) {
-	db, err := Open(b.Context(), filepath.Join(b.TempDir(), "amsg.db"), slog.Default())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = db.Close() })
+	db := openIndexedTable(b)
 	ctx := b.Context()
-	if _, err := db.Writer().ExecContext(ctx, `CREATE TABLE o (k TEXT NOT NULL, v BLOB NOT NULL);
-		CREATE INDEX o_k ON o (k)`); err != nil {
-		b.Fatal(err)
-	}
 	write := func(tx *sql.Tx) error {
 		for range 5 {
 			if _, err := tx.Exec(`INSERT INTO o (k, v) VALUES (?, ?)`, rand.Text()[:8], rand.Text()+string(make([]byte, 3000))); err != nil {
@@ -63,4 +55,20 @@ func BenchmarkSteadyWritesUnderCheckpoints(b *testing.B) {
 	b.ReportMetric(at(0.999), "p99.9-ms")
 	b.ReportMetric(at(1), "max-ms")
 	b.ReportMetric(float64(over), "over-15ms")
+}
+
+// openIndexedTable opens a database with one table, o, of rows with an
+// indexed key k and a value v.
+func openIndexedTable(b *testing.B) *DB {
+	b.Helper()
+	db, err := Open(b.Context(), filepath.Join(b.TempDir(), "amsg.db"), slog.Default())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Writer().ExecContext(b.Context(), `CREATE TABLE o (k TEXT NOT NULL, v BLOB NOT NULL);
+		CREATE INDEX o_k ON o (k)`); err != nil {
+		b.Fatal(err)
+	}
+	return db
 }

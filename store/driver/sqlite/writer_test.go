@@ -89,6 +89,49 @@ func TestGroupCommitUndoesOnlyTheFailedWrite(t *testing.T) {
 	}
 }
 
+// A group whose writes all succeed runs without a savepoint for each (a
+// savepoint copies every page it changes to its sub-journal); a group in
+// which one write fails runs again with one, so the others still commit.
+func TestAGroupRunsInSavepointsOnlyAfterAFailure(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		fail       error
+		savepoints []bool // whether each run of the probe was in a savepoint
+		kept       []string
+	}{
+		{"none fails", nil, []bool{false}, []string{"a", "b", "c"}},
+		{"one fails", errors.New("boom"), []bool{false, true}, []string{"a", "c"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := openTable(t)
+			var savepoints []bool
+			// Releasing the group commit's savepoint fails when there is
+			// none; where there is one, the probe takes it back at once.
+			probe := func(tx *sql.Tx) error {
+				if _, err := tx.Exec(`RELEASE write`); err != nil {
+					savepoints = append(savepoints, false)
+					return nil
+				}
+				savepoints = append(savepoints, true)
+				_, err := tx.Exec(`SAVEPOINT write`)
+				return err
+			}
+			ops := newOps(t.Context(), insert("a", nil), probe, insert("b", c.fail), insert("c", nil))
+			db.commitGroup(ops)
+			errs := results(ops)
+			if errs[0] != nil || errs[1] != nil || !errors.Is(errs[2], c.fail) || errs[3] != nil {
+				t.Errorf("results %v, want nil, nil, %v, nil", errs, c.fail)
+			}
+			if !slices.Equal(savepoints, c.savepoints) {
+				t.Errorf("the probe ran in a savepoint: %v, want %v", savepoints, c.savepoints)
+			}
+			if kept := stored(t, db); !slices.Equal(kept, c.kept) {
+				t.Errorf("committed %v, want %v", kept, c.kept)
+			}
+		})
+	}
+}
+
 // A write whose failure ends the whole transaction (here by rolling it back
 // itself, as an interrupted statement makes SQLite do) fails alone: the
 // writes before and after it run again in a new transaction.
