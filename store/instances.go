@@ -82,8 +82,15 @@ func (s *Store) PollOnly() bool { return s.db.PollOnly() }
 // retry. A missed wake-up costs at most the scheduler's own timer, a missed
 // cancel at most a lease heartbeat.
 func (s *Store) WatchTasks(ctx context.Context, retry, horizon time.Duration, wake func(), cancelled func(taskID int64)) {
+	// Every wake-up, the first on connecting included, drops the claim's
+	// bound: a task may have become claimable before it (claimbound.go).
+	heard := func() {
+		s.bound.listen(true)
+		wake()
+	}
 	for {
-		err := s.db.ListenTasks(ctx, horizon, wake, cancelled)
+		err := s.db.ListenTasks(ctx, horizon, heard, cancelled)
+		s.bound.listen(false)
 		if ctx.Err() != nil {
 			return
 		}

@@ -144,6 +144,8 @@ type Store struct {
 	appends *writeBatch[outboxAppend]
 	// claimed are the preferences read with the last claims.
 	claimed claimedPrefs
+	// bound is where the next claim may start (claimbound.go).
+	bound claimBound
 
 	deliveryLogMaxAge  time.Duration
 	deliveryLogMaxRows int

@@ -373,6 +373,10 @@ func (s *Store) ClaimTasksDueBy(ctx context.Context, now, dueBy time.Time, ttl t
 	}
 	query := s.claimDueSQL()
 	args := []any{millis(now.Add(ttl)), millis(s.now()), millis(dueBy), string(skipped), limit, millis(now)}
+	afterAt, afterID, boundGen := s.bound.start(now)
+	if s.dialect.ClaimAfter {
+		args = append(args, afterAt, afterID)
+	}
 	var tasks []Task
 	var prefs map[string]Preferences
 	gen := s.claimed.generation()
@@ -393,8 +397,10 @@ func (s *Store) ClaimTasksDueBy(ctx context.Context, now, dueBy time.Time, ttl t
 		return err
 	})
 	if err != nil {
+		s.bound.drop()
 		return nil, fmt.Errorf("store: claim due tasks: %w", err)
 	}
+	s.bound.advance(boundGen, tasks, limit, len(skip) > 0, now)
 	s.claimed.put(gen, time.Now(), prefs)
 	sortTasks(tasks)
 	return tasks, nil

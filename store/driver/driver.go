@@ -134,6 +134,9 @@ type Dialect struct {
 	// skips rows another instance is claiming at the same moment instead of
 	// waiting for them.
 	ClaimDueTasks string
+	// ClaimAfter says ClaimDueTasks takes two more arguments, a key of
+	// tasks_due (claimable_at, id) its walk starts after (store/claimbound.go).
+	ClaimAfter bool
 	// ClaimPlan, when not "", runs in the claim's transaction before
 	// ClaimDueTasks: PostgreSQL turns bitmap scans off there, since with
 	// statistics older than a burst of inserts the planner reads and sorts
