@@ -12,8 +12,8 @@ import (
 
 // connector opens pgx stdlib connections that accept the store's ?
 // placeholders and the store's column arrays (registerArrays).
-// clientStatements keeps prepared statements on the client
-// (pooledConnection).
+// clientStatements keeps prepared statements on the client (clientStmt),
+// as a transaction pooler needs.
 func connector(config pgx.ConnConfig, clientStatements bool) driver.Connector {
 	return rebindConnector{stdlib.GetConnector(config, stdlib.OptionAfterConnect(registerArrays)), clientStatements}
 }
