@@ -411,7 +411,7 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			surplus = append(surplus, t.Lease())
 			continue
 		}
-		h := &slotHold{s: s, userID: t.UserID, due: dueAt(t)}
+		h := &slotHold{s: s, userID: t.UserID, due: t.DueAt()}
 		if h.due.After(now) {
 			s.ahead.Add(1) // n left room for it (claimRoom)
 		} else {
@@ -481,15 +481,6 @@ func (s *Scheduler) busyUsers() []string {
 		}
 	}
 	return busy
-}
-
-// dueAt is when t's occurrence may start: its time, or after a failed
-// attempt the end of its backoff.
-func dueAt(t store.Task) time.Time {
-	if t.RetryAfter.After(t.NextSendAt) {
-		return t.RetryAfter
-	}
-	return t.NextSendAt
 }
 
 // observeClaims reports each claimed occurrence's lateness to OnClaim.

@@ -63,7 +63,7 @@ func (b *claimBound) advance(gen uint64, tasks []Task, limit int, skipped bool, 
 	}
 	var at, id int64
 	for _, t := range tasks {
-		if k := claimableMillis(t); k > at || (k == at && t.ID > id) {
+		if k := millis(t.DueAt()); k > at || (k == at && t.ID > id) {
 			at, id = k, t.ID
 		}
 	}
@@ -92,14 +92,4 @@ func (b *claimBound) listen(on bool) {
 	defer b.mu.Unlock()
 	b.listening = on
 	b.dropLocked()
-}
-
-// claimableMillis is t's key in tasks_due: the latest of its time and its
-// retry's.
-func claimableMillis(t Task) int64 {
-	at := millis(t.NextSendAt)
-	if !t.RetryAfter.IsZero() {
-		at = max(at, millis(t.RetryAfter))
-	}
-	return at
 }

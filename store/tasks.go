@@ -81,6 +81,15 @@ type Task struct {
 	PayloadErr error
 }
 
+// DueAt is when t's occurrence may start: its time, or after a failed
+// attempt the end of its backoff. It is t's key in tasks_due (with its id).
+func (t Task) DueAt() time.Time {
+	if t.RetryAfter.After(t.NextSendAt) {
+		return t.RetryAfter
+	}
+	return t.NextSendAt
+}
+
 // Lease is a claim on a task for one occurrence. Until doubles as the
 // claim's fencing token: the operations that finish a task apply only while
 // the row still carries this lease and this occurrence.
