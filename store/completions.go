@@ -97,26 +97,36 @@ func (s *Store) deleteLeased(ctx context.Context, tx *sql.Tx, cs []completion) (
 	for len(cs) > 0 {
 		chunk := cs[:s.chunk(len(cs), len(cs))]
 		cs = cs[len(chunk):]
-		args := make([]any, 0, 4*len(chunk))
-		for _, c := range chunk {
-			args = append(args, c.l.TaskID)
-		}
-		args = appendFences(args, chunk)
 		var query string
+		var args []any
 		if s.dialect.ArrayParams {
-			fences, err := fenceColumnTypes.arrays(args[len(chunk):])
-			if err != nil {
+			var err error
+			if args, err = deleteLeasedArrays(chunk); err != nil {
 				return nil, err
 			}
-			query, args = deleteLeasedArraysSQL, append([]any{fences[0]}, fences...)
+			query = deleteLeasedArraysSQL
 		} else {
-			query = deleteLeasedStatements.text(len(chunk))
+			args = make([]any, 0, 4*len(chunk))
+			for _, c := range chunk {
+				args = append(args, c.l.TaskID)
+			}
+			query, args = deleteLeasedStatements.text(len(chunk)), appendFences(args, chunk)
 		}
 		if err := s.scanDeleted(ctx, tx, deleted, query, args); err != nil {
 			return nil, err
 		}
 	}
 	return deleted, nil
+}
+
+// deleteLeasedArrays are deleteLeasedArraysSQL's arguments for cs: the
+// tasks' ids, then their fences, as column arrays.
+func deleteLeasedArrays(cs []completion) ([]any, error) {
+	fences, err := fenceColumnTypes.arrays(appendFences(make([]any, 0, len(fenceColumnTypes)*len(cs)), cs))
+	if err != nil {
+		return nil, err
+	}
+	return append([]any{fences[0]}, fences...), nil
 }
 
 // appendFences appends the fence of each of cs (fenceColumnTypes).

@@ -50,24 +50,14 @@ func (s *Store) completeInOne(ctx context.Context, tx *sql.Tx, cs []completion, 
 	if err := checkOutboxBatch(records); err != nil {
 		return nil, err
 	}
-	outbox := make([]any, 0, len(records)*len(outboxColumnTypes))
-	for _, r := range records {
-		outbox = append(outbox, r...)
-	}
-	ids := make([]any, 0, len(cs))
-	for _, c := range cs {
-		ids = append(ids, c.l.TaskID)
-	}
 	args := make([]any, 0, len(attemptColumnTypes)+len(outboxColumnTypes)+len(eventColumnTypes)+1+len(fenceColumnTypes))
 	for _, part := range []struct {
 		types  columnTypes
 		values []any
 	}{
 		{attemptColumnTypes, s.attemptArgs(attempts)},
-		{outboxColumnTypes, outbox},
+		{outboxColumnTypes, outboxArgs(records)},
 		{eventColumnTypes, eventValues(rows)},
-		{columnTypes{"bigint"}, ids},
-		{fenceColumnTypes, appendFences(make([]any, 0, len(fenceColumnTypes)*len(cs)), cs)},
 	} {
 		columns, err := part.types.arrays(part.values)
 		if err != nil {
@@ -75,6 +65,11 @@ func (s *Store) completeInOne(ctx context.Context, tx *sql.Tx, cs []completion, 
 		}
 		args = append(args, columns...)
 	}
+	deleteArgs, err := deleteLeasedArrays(cs)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, deleteArgs...)
 	deleted := make(map[int64]bool, len(cs))
 	return deleted, s.scanDeleted(ctx, tx, deleted, completeInOneSQL, args)
 }

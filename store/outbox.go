@@ -134,11 +134,7 @@ func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) 
 	for len(rows) > 0 {
 		chunk := rows[:s.chunk(len(rows), maxOutboxRows)]
 		rows = rows[len(chunk):]
-		args := make([]any, 0, len(chunk)*len(chunk[0]))
-		for _, r := range chunk {
-			args = append(args, r...)
-		}
-		query, args, err := s.batchStatement(outboxColumnTypes, upsertOutboxArraysSQL, outboxStatements.text, args)
+		query, args, err := s.batchStatement(outboxColumnTypes, upsertOutboxArraysSQL, outboxStatements.text, outboxArgs(chunk))
 		if err != nil {
 			return err
 		}
@@ -147,6 +143,16 @@ func (s *Store) upsertOutboxRows(ctx context.Context, tx *sql.Tx, rows [][]any) 
 		}
 	}
 	return nil
+}
+
+// outboxArgs are the values of rows, outbox rows in outboxColumnTypes, one
+// row after the other.
+func outboxArgs(rows [][]any) []any {
+	args := make([]any, 0, len(rows)*len(outboxColumnTypes))
+	for _, r := range rows {
+		args = append(args, r...)
+	}
+	return args
 }
 
 // checkOutboxBatch refuses rows of one upsert that name one message twice
