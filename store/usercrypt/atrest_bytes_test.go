@@ -11,10 +11,7 @@ import (
 // A value sealed as bytes is the hex form's three parts without hex or
 // colons: the outbox migration converts one to the other by unhex.
 func TestSealAtRestBytesIsTheHexFormUnhexed(t *testing.T) {
-	ring, err := NewKeyring(GenerateMasterKey())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ring := freshKeyring(t)
 	k := ring.UserKey("alice")
 	plaintext := []byte(`{"message":"hello"}`)
 	sealed := k.SealAtRestBytes(plaintext)
@@ -45,10 +42,7 @@ func TestSealAtRestBytesIsTheHexFormUnhexed(t *testing.T) {
 // A build from before the outbox's payload became bytes, still running
 // after the migration, stores its hex text as the text's bytes: they open.
 func TestOpenAtRestBytesOpensTheHexTextOfAnEarlierBuild(t *testing.T) {
-	ring, err := NewKeyring(GenerateMasterKey())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ring := freshKeyring(t)
 	k := ring.UserKey("alice")
 	plaintext := []byte(`{"message":"written by an earlier build"}`)
 	if got, err := k.OpenAtRestBytes([]byte(k.SealAtRest(plaintext))); err != nil || !bytes.Equal(got, plaintext) {
@@ -60,11 +54,18 @@ func TestOpenAtRestBytesOpensTheHexTextOfAnEarlierBuild(t *testing.T) {
 	}
 }
 
-func FuzzOpenAtRestBytes(f *testing.F) {
+// freshKeyring is a keyring under a new master key.
+func freshKeyring(t testing.TB) *Keyring {
+	t.Helper()
 	ring, err := NewKeyring(GenerateMasterKey())
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
+	return ring
+}
+
+func FuzzOpenAtRestBytes(f *testing.F) {
+	ring := freshKeyring(f)
 	k := ring.UserKey("alice")
 	f.Add(k.SealAtRestBytes([]byte(`{}`)))
 	f.Add([]byte{})
