@@ -43,6 +43,8 @@ type deliveries struct {
 	running map[int64]context.CancelCauseFunc
 	early   map[int64]time.Time
 	waiting map[int64]aheadClaim
+	// stopping is set by stopWaiting: no task starts to wait any more.
+	stopping bool
 }
 
 // aheadClaim is a task claimed ahead that has not begun: the lease of its
@@ -72,11 +74,29 @@ func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) (untrack
 }
 
 // wait registers a tracked task claimed ahead under l as not begun, until
-// begin.
-func (d *deliveries) wait(l store.Lease) {
+// begin, unless the scheduler is stopping (stopWaiting): then it reports
+// false and the task must not wait.
+func (d *deliveries) wait(l store.Lease) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.stopping {
+		return false
+	}
 	d.waiting[l.TaskID] = aheadClaim{until: l.Until}
+	return true
+}
+
+// stopWaiting ends the waits of the tasks claimed ahead (errStopping), and
+// of those about to wait (wait): Stop calls it. A context and a
+// context.AfterFunc per task waiting on Stop's signal instead were 2 µs
+// of each push in a trickle.
+func (d *deliveries) stopWaiting() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopping = true
+	for id := range d.waiting {
+		d.running[id](errStopping)
+	}
 }
 
 // begin marks a task claimed ahead begun, at its time, unless Unclaim took

@@ -286,3 +286,25 @@ func TestWakeForATaskTheLoopWouldMissOnly(t *testing.T) {
 		}
 	}
 }
+
+// Stop ends the wait of every task claimed ahead with errStopping, and a
+// task that comes to wait after it does not wait: its lease goes back.
+func TestNoTaskWaitsOnceStopHasBegun(t *testing.T) {
+	d := deliveries{running: map[int64]context.CancelCauseFunc{}, early: map[int64]time.Time{}, waiting: map[int64]aheadClaim{}}
+	causes := map[int64]error{}
+	for _, id := range []int64{1, 2, 3} {
+		ctx, cancel := context.WithCancelCause(t.Context())
+		d.running[id] = func(cause error) { cancel(cause); causes[id] = context.Cause(ctx) }
+	}
+	lease := func(id int64) store.Lease { return store.Lease{TaskID: id, Until: start.Add(time.Minute)} }
+	if !d.wait(lease(1)) || !d.wait(lease(2)) || !d.begin(2) {
+		t.Fatal("before Stop, a task claimed ahead waits and begins")
+	}
+	d.stopWaiting()
+	if causes[1] != errStopping || causes[2] != nil {
+		t.Errorf("causes after Stop %v, want errStopping for the waiting task 1 only (2 had begun)", causes)
+	}
+	if d.wait(lease(3)) {
+		t.Error("a task comes to wait after Stop began")
+	}
+}

@@ -283,6 +283,7 @@ func (s *Scheduler) Start() {
 // leases released, so the next start delivers them at once.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.stop()
+	s.deliveries.stopWaiting()
 	if s.started {
 		<-s.loopDone
 	}
@@ -485,10 +486,14 @@ func (s *Scheduler) busyUsers() []string {
 
 // observeClaims reports each claimed occurrence's lateness to OnClaim.
 func (s *Scheduler) observeClaims(tasks []store.Task, claimedAt time.Time) {
-	if s.cfg.OnClaim == nil {
-		return
-	}
 	for _, t := range tasks {
+		s.observeClaim(t, claimedAt)
+	}
+}
+
+// observeClaim reports one claimed occurrence's lateness to OnClaim.
+func (s *Scheduler) observeClaim(t store.Task, claimedAt time.Time) {
+	if s.cfg.OnClaim != nil {
 		s.cfg.OnClaim(claimedAt.Sub(t.NextSendAt))
 	}
 }
@@ -528,17 +533,17 @@ type slotHold struct {
 
 // await waits, for a task claimed ahead, until it is due and a slot is
 // free, takes the slot and reports t's lateness to OnClaim then. It gives
-// up when ctx ends (a cancel, Unclaim, a lost lease) or the scheduler
-// stops, and returns why.
+// up when ctx, the delivery's, ends (a cancel, Unclaim, a lost lease, or
+// Stop, which ends the waits with errStopping: deliveries.stopWaiting), and
+// returns why.
 func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	if h.due.IsZero() {
 		return nil
 	}
 	s := h.s
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer context.AfterFunc(s.stopped, func() { cancel(errStopping) })()
-	s.deliveries.wait(t.Lease())
+	if !s.deliveries.wait(t.Lease()) {
+		return errStopping
+	}
 	if err := s.sleep(ctx, h.due.Sub(s.now())); err != nil {
 		return cmp.Or(context.Cause(ctx), err)
 	}
@@ -552,7 +557,7 @@ func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	}
 	h.due = time.Time{}
 	s.leaveAhead()
-	s.observeClaims([]store.Task{t}, s.now())
+	s.observeClaim(t, s.now())
 	return nil
 }
 
