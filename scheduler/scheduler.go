@@ -201,6 +201,7 @@ type Scheduler struct {
 	cleanupMu   sync.Mutex
 	lastCleanup time.Time
 
+	workers    workers    // the goroutines deliveries run on (workers.go)
 	deliveries deliveries // the occurrences under way, for Cancel
 	// segmentCache keeps recurring fixed tasks' split texts (segments.go).
 	segmentCache segmentCache
@@ -257,6 +258,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	s.stopped, s.stop = context.WithCancel(context.Background())
+	s.workers = workers{jobs: make(chan job), quit: s.stopped.Done()}
 	return s, nil
 }
 
@@ -505,7 +507,8 @@ func (s *Scheduler) launch(fn func()) bool {
 	if s.closing {
 		return false
 	}
-	s.wg.Go(fn)
+	s.wg.Add(1)
+	s.workers.run(fn, s.wg.Done)
 	return true
 }
 
