@@ -247,7 +247,7 @@ func TestTheLoopWakesHalfALookaheadEarly(t *testing.T) {
 	h := newHarness(t, Config{Tick: time.Hour, Lookahead: 80 * time.Millisecond})
 	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, start.Add(100*time.Millisecond))
 	for _, trickle := range []bool{false, true} {
-		if got, _ := h.sched.untilNextDue(time.Hour, trickle); got != 60*time.Millisecond {
+		if got := h.sched.untilNextDue(time.Hour, trickle); got != 60*time.Millisecond {
 			t.Errorf("trickle %v: the loop waits %s, want 60ms", trickle, got)
 		}
 	}
@@ -255,7 +255,7 @@ func TestTheLoopWakesHalfALookaheadEarly(t *testing.T) {
 	if _, err := h.st.ClaimDueTasks(t.Context(), start.Add(-time.Minute), time.Minute+30*time.Millisecond, 1); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := h.sched.untilNextDue(time.Hour, true); got != 30*time.Millisecond {
+	if got := h.sched.untilNextDue(time.Hour, true); got != 30*time.Millisecond {
 		t.Errorf("with a lease ending in 30ms the loop waits %s, want 30ms", got)
 	}
 }
@@ -306,77 +306,5 @@ func TestNoTaskWaitsOnceStopHasBegun(t *testing.T) {
 	}
 	if d.wait(lease(3)) {
 		t.Error("a task comes to wait after Stop began")
-	}
-}
-
-// Woken half a Lookahead before the next task, when none is due, the loop
-// claims every task of the Lookahead to come that may wait ahead
-// (aheadRoom), not one per free slot: a trickle's claim takes all the tasks
-// of the half Lookahead in one write. They still start at their time, and
-// no more at once than there are slots.
-func TestAClaimMadeAheadTakesTheLookaheadNotTheFreeSlots(t *testing.T) {
-	g := clocktest.NewGate()
-	h := newHarness(t, Config{Concurrency: 2, Tick: time.Hour, Lookahead: 80 * time.Millisecond, Sleep: g.Sleep})
-	h.subscribe(alice)
-	h.subscribe(bob)
-	const tasks = 6
-	for i := range tasks {
-		h.insert([]string{alice, bob}[i%2], Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, start.Add(50*time.Millisecond))
-	}
-	wait, ahead := h.sched.untilNextDue(time.Hour, false)
-	if wait != 10*time.Millisecond || !ahead {
-		t.Fatalf("the loop waits %s (ahead %v), want 10ms, half the Lookahead before the tasks", wait, ahead)
-	}
-	h.clk.Set(start.Add(wait))
-	if free, room := h.sched.claimRoom(), h.sched.aheadRoom(); free != 2 || room != aheadPerSlot*2 {
-		t.Fatalf("room %d by the free slots, %d ahead; want 2 and %d", free, room, aheadPerSlot*2)
-	}
-	n, err := h.sched.claimAndStart(h.sched.aheadRoom())
-	if err != nil || n != tasks {
-		t.Fatalf("one claim ahead took %d tasks (%v), want all %d", n, err, tasks)
-	}
-	for range tasks {
-		if d := <-g.Asked; d != 40*time.Millisecond {
-			t.Errorf("a task claimed ahead waits %s, want the 40ms to its time", d)
-		}
-	}
-	if got := len(h.push.Pushes()); got != 0 {
-		t.Fatalf("%d pushes before the tasks' time", got)
-	}
-	h.clk.Set(start.Add(50 * time.Millisecond))
-	g.Open()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if _, err := h.push.WaitPushes(ctx, tasks); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// A task the claim finds due when no slot is free (a claim made ahead that
-// a task fell due for meanwhile, or a Tick holding the slots) waits for a
-// slot as a task claimed ahead does, instead of holding the loop until one
-// frees.
-func TestATaskDueWithNoSlotFreeWaitsForOneOffTheLoop(t *testing.T) {
-	h := newHarness(t, Config{Concurrency: 1, Tick: time.Hour})
-	h.subscribe(alice)
-	h.subscribe(bob)
-	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("first")}, start)
-	h.insert(bob, Payload{MessageType: push.TypeFixed, UserMessage: str("second")}, start)
-	h.sched.slots <- struct{}{} // a Tick holds the one slot
-	n, err := h.sched.claimAndStart(h.sched.aheadRoom())
-	if err != nil || n != 2 {
-		t.Fatalf("claimed %d (%v), want both due tasks", n, err)
-	}
-	if got := h.sched.ahead.Load(); got != 2 {
-		t.Errorf("%d tasks wait for a slot, want both", got)
-	}
-	if got := len(h.push.Pushes()); got != 0 {
-		t.Fatalf("%d pushes with no slot free", got)
-	}
-	h.sched.release() // the Tick's delivery ends
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if _, err := h.push.WaitPushes(ctx, 2); err != nil {
-		t.Fatal(err)
 	}
 }

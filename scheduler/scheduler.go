@@ -301,16 +301,11 @@ func (s *Scheduler) loop() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	backlog := false // the last claim was full: more may be due
-	early := false   // woken half a Lookahead before the next task: none is due
 	for {
 		s.cleanup(s.runCtx, false)
 		var freed <-chan struct{}
-		wait, ahead := s.cfg.Tick, false
-		room := s.claimRoom()
-		if early {
-			room = s.aheadRoom()
-		}
-		if room == 0 || (backlog && room < s.claimBatch()) {
+		wait := s.cfg.Tick
+		if room := s.claimRoom(); room == 0 || (backlog && room < s.claimBatch()) {
 			// While a backlog drains, claim a batch at a time rather than
 			// one task per freed slot: one write claims tens of tasks.
 			freed = s.freed
@@ -319,15 +314,13 @@ func (s *Scheduler) loop() {
 		} else if backlog = n == room; backlog {
 			freed = s.freed
 		} else {
-			wait, ahead = s.untilNextDue(wait, n > 0)
+			wait = s.untilNextDue(wait, n > 0)
 		}
 		timer.Reset(wait)
-		early = false
 		select {
 		case <-s.stopped.Done():
 			return
 		case <-timer.C:
-			early = ahead
 		case <-freed:
 		case <-s.wake:
 		}
@@ -342,17 +335,8 @@ func (s *Scheduler) claimBatch() int { return min(max(cap(s.slots)/4, 1), 32) }
 // no more than may still wait claimed ahead (maxAhead in all), so an
 // instance holds at most a bounded number of tasks not due yet.
 func (s *Scheduler) claimRoom() int {
-	return min(cap(s.slots)-len(s.slots), s.aheadRoom())
+	return min(cap(s.slots)-len(s.slots), s.maxAhead()-int(s.ahead.Load()))
 }
-
-// aheadRoom is how many more tasks may wait claimed ahead: what the loop
-// claims when it wakes half a Lookahead before the next task, when the
-// tasks it claims are not due yet and need no slot until their time. A
-// trickle's claim then takes every task of the half Lookahead to come in
-// one write, where one bounded by the free slots took a third of them:
-// 245 claims for 10 000 tasks at 1 000 a second, each a write that also
-// ended the wait for company of the completions before it (issue 24).
-func (s *Scheduler) aheadRoom() int { return s.maxAhead() - int(s.ahead.Load()) }
 
 // aheadPerSlot is how many tasks may wait claimed ahead per delivery slot.
 // With one per slot (Concurrency), a trickle of 1 000 tasks a second was
@@ -371,29 +355,26 @@ func (s *Scheduler) maxAhead() int { return aheadPerSlot * cap(s.slots) }
 // at the next tick: half a Lookahead before it, or without a Lookahead,
 // at its time, TrickleWait later while tasks keep falling due. A task
 // closer than half a Lookahead, which the claim just made passed over (a
-// lease ending then), is waited for until its time, not spun on. ahead
-// reports a wait that ends half a Lookahead before the next task: no task
-// known then is due (aheadRoom).
-func (s *Scheduler) untilNextDue(wait time.Duration, trickle bool) (_ time.Duration, ahead bool) {
+// lease ending then), is waited for until its time, not spun on.
+func (s *Scheduler) untilNextDue(wait time.Duration, trickle bool) time.Duration {
 	next, ok, err := s.deps.Store.NextClaimableAt(s.runCtx)
 	if err != nil {
 		s.log.Error("scheduler: looking up the next due task failed", "err", err)
-		return wait, false
+		return wait
 	}
 	if !ok {
-		return wait, false
+		return wait
 	}
 	until := next.Sub(s.now())
 	switch {
 	case s.cfg.Lookahead > 0:
 		if until > s.cfg.Lookahead/2 {
 			until -= s.cfg.Lookahead / 2
-			ahead = until < wait
 		}
 	case trickle:
 		until += s.cfg.TrickleWait
 	}
-	return max(min(wait, until), 0), ahead
+	return max(min(wait, until), 0)
 }
 
 // Wake makes the background loop look for due tasks now.
@@ -434,15 +415,12 @@ func (s *Scheduler) claimAndStart(n int) (int, error) {
 			continue
 		}
 		h := &slotHold{s: s, userID: t.UserID, due: t.DueAt()}
-		if !h.due.After(now) && s.takeSlot() {
+		if h.due.After(now) {
+			s.ahead.Add(1) // n left room for it (claimRoom)
+		} else {
 			taken = append(taken, t)
 			h.due = time.Time{}
-		} else {
-			// Not due yet, or due with no slot free (a claim made ahead
-			// that a task fell due for, a Tick holding slots): it waits as
-			// a task claimed ahead does, for its time and a slot. n left
-			// room for it (claimRoom, aheadRoom).
-			s.ahead.Add(1)
+			s.slots <- struct{}{} // n slots were free; waits only while a concurrent Tick holds some
 		}
 		if !s.launch(func() {
 			growStack()
@@ -534,16 +512,6 @@ func (s *Scheduler) launch(fn func()) bool {
 	return true
 }
 
-// takeSlot takes a free delivery slot, if there is one.
-func (s *Scheduler) takeSlot() bool {
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
 func (s *Scheduler) release() {
 	<-s.slots
 	select {
@@ -579,13 +547,8 @@ func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	if !s.deliveries.wait(t.Lease()) {
 		return errStopping
 	}
-	if d := h.due.Sub(s.now()); d > 0 {
-		if err := s.sleep(ctx, d); err != nil {
-			return cmp.Or(context.Cause(ctx), err)
-		}
-	} else if ctx.Err() != nil {
-		// Due already (claimed when no slot was free): no sleep.
-		return context.Cause(ctx)
+	if err := s.sleep(ctx, h.due.Sub(s.now())); err != nil {
+		return cmp.Or(context.Cause(ctx), err)
 	}
 	if !s.deliveries.begin(t.ID) {
 		return ErrUnclaimed

@@ -967,13 +967,13 @@ func TestADatabaseBlipAfterThePushDoesNotSendItAgain(t *testing.T) {
 func TestTheLoopGroupsATrickleByTrickleWait(t *testing.T) {
 	h := newHarness(t, Config{Tick: time.Hour, TrickleWait: 7 * time.Millisecond, Lookahead: -1})
 	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("soon")}, h.clk.Now().Add(10*time.Millisecond))
-	if got, _ := h.sched.untilNextDue(time.Hour, false); got != 10*time.Millisecond {
+	if got := h.sched.untilNextDue(time.Hour, false); got != 10*time.Millisecond {
 		t.Errorf("after a quiet spell the loop waits %s, want 10ms", got)
 	}
-	if got, _ := h.sched.untilNextDue(time.Hour, true); got != 17*time.Millisecond {
+	if got := h.sched.untilNextDue(time.Hour, true); got != 17*time.Millisecond {
 		t.Errorf("in a trickle the loop waits %s, want 17ms", got)
 	}
-	if got, _ := h.sched.untilNextDue(5*time.Millisecond, true); got != 5*time.Millisecond {
+	if got := h.sched.untilNextDue(5*time.Millisecond, true); got != 5*time.Millisecond {
 		t.Errorf("the wait %s passed the tick of 5ms", got)
 	}
 }
