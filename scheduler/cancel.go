@@ -88,8 +88,8 @@ func (d *deliveries) wait(l store.Lease) bool {
 
 // stopWaiting ends the waits of the tasks claimed ahead (errStopping), and
 // of those about to wait (wait): Stop calls it. A context and a
-// context.AfterFunc per task waiting on Stop's signal instead were 2 µs
-// of each push in a trickle.
+// context.AfterFunc per task waiting on Stop's signal instead cost 0.8 µs
+// and 6 allocations a task warm, 4 µs a push in the trickle's profile.
 func (d *deliveries) stopWaiting() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
