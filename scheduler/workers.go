@@ -29,6 +29,7 @@ func (w *workers) work(j job) {
 	for {
 		j.fn()
 		j.done()
+		j = job{} // an idle worker keeps no task alive
 		select {
 		case j = <-w.jobs:
 		case <-w.quit:
