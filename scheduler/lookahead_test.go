@@ -308,3 +308,29 @@ func TestNoTaskWaitsOnceStopHasBegun(t *testing.T) {
 		t.Error("a task comes to wait after Stop began")
 	}
 }
+
+// Stop that comes as a task claimed ahead reaches its time, before it
+// begins, gives its lease back: the delivery does not start with its
+// context ended, which would record a failed attempt.
+func TestStopAtATasksTimeGivesItsLeaseBack(t *testing.T) {
+	reached := make(chan struct{})
+	var h *harness
+	h = newHarness(t, Config{Tick: time.Hour, Sleep: func(ctx context.Context, d time.Duration) error {
+		h.sched.deliveries.stopWaiting() // Stop begins as the wait ends
+		close(reached)
+		return nil
+	}})
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the dot")}, start.Add(60*time.Millisecond))
+	h.sched.Start()
+	<-reached
+	if err := h.sched.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.task(alice, task.UUID); !got.LeaseUntil.IsZero() || got.RetryCount != 0 || got.LastError != nil {
+		t.Errorf("after Stop: %+v, want the lease released and nothing else changed", got)
+	}
+	if n := len(h.push.Pushes()); n != 0 {
+		t.Errorf("%d pushes", n)
+	}
+}

@@ -553,6 +553,11 @@ func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	if !s.deliveries.begin(t.ID) {
 		return ErrUnclaimed
 	}
+	if ctx.Err() != nil {
+		// Stopped (or cancelled) between the wait and begin: a slot free
+		// too would otherwise be taken at random.
+		return context.Cause(ctx)
+	}
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
