@@ -45,7 +45,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer s.track(t.ID, cancel)()
-	held := s.hold(t.Lease(), func() { cancel(nil) })
+	held := s.hold(t.Lease(), cancel)
 	p, err := TaskPayload(t)
 	var rec Recurrence
 	if err == nil {

@@ -714,9 +714,10 @@ type heldLease struct {
 	timer *time.Timer
 }
 
-// hold starts renewing l every Heartbeat. If the lease is lost, cancel is
-// called: another process owns the task now, or its owner deleted it.
-func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
+// hold starts renewing l every Heartbeat. If the lease is lost, the
+// delivery's cancel is called (with no cause): another process owns the
+// task now, or its owner deleted it.
+func (s *Scheduler) hold(l store.Lease, cancel context.CancelCauseFunc) *heldLease {
 	h := &heldLease{lease: l}
 	h.mu.Lock() // a renewal reads h.timer
 	defer h.mu.Unlock()
@@ -726,7 +727,7 @@ func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
 
 // renew is one heartbeat: it extends the lease and arms the next one, or
 // cancels the delivery when the lease is lost.
-func (s *Scheduler) renew(h *heldLease, cancel context.CancelFunc) {
+func (s *Scheduler) renew(h *heldLease, cancel context.CancelCauseFunc) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {
@@ -739,7 +740,7 @@ func (s *Scheduler) renew(h *heldLease, cancel context.CancelFunc) {
 	case errors.Is(err, store.ErrLeaseLost):
 		h.lost = true
 		s.log.Warn("scheduler: lease lost while delivering; stopping", "taskId", h.lease.TaskID)
-		cancel()
+		cancel(nil)
 		return
 	case err != nil:
 		s.log.Error("scheduler: renewing a lease failed", "taskId", h.lease.TaskID, "err", err)
@@ -767,7 +768,7 @@ func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 	ctx, span := traceOccurrence(ctx, t, c)
 	defer func() { traceResult(span, r) }()
 	defer s.track(t.ID, cancel)()
-	held := s.hold(t.Lease(), func() { cancel(nil) })
+	held := s.hold(t.Lease(), cancel)
 	if err := h.await(ctx, t); err != nil {
 		return s.unstarted(t, held, err)
 	}

@@ -30,7 +30,7 @@ func BenchmarkATaskClaimedAheadStarts(b *testing.B) {
 	for b.Loop() {
 		ctx, cancel := context.WithCancelCause(s.runCtx)
 		untrack := s.track(t.ID, cancel)
-		held := s.hold(t.Lease(), func() { cancel(nil) })
+		held := s.hold(t.Lease(), cancel)
 		h := &slotHold{s: s, due: due}
 		s.ahead.Add(1)
 		if err := h.await(ctx, t); err != nil {
