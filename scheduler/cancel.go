@@ -54,9 +54,9 @@ type aheadClaim struct {
 	unclaimed bool
 }
 
-// track registers the delivery of taskID, cancelled by cancel; the
-// returned func unregisters it. A cancel that came early stops it at once.
-func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) (untrack func()) {
+// track registers the delivery of taskID, cancelled by cancel, until
+// untrack. A cancel that came early stops it at once.
+func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) {
 	d := &s.deliveries
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -65,12 +65,15 @@ func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) (untrack
 		cancel(ErrCancelled)
 	}
 	d.running[taskID] = cancel
-	return func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		delete(d.running, taskID)
-		delete(d.waiting, taskID)
-	}
+}
+
+// untrack unregisters the delivery of taskID (track).
+func (s *Scheduler) untrack(taskID int64) {
+	d := &s.deliveries
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.running, taskID)
+	delete(d.waiting, taskID)
 }
 
 // wait registers a tracked task claimed ahead under l as not begun, until

@@ -44,7 +44,8 @@ func (s *Scheduler) LeaseEnd() time.Time { return s.now().Add(s.cfg.LeaseTTL) }
 func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer s.track(t.ID, cancel)()
+	s.track(t.ID, cancel)
+	defer s.untrack(t.ID)
 	held := s.hold(t.Lease(), cancel)
 	p, err := TaskPayload(t)
 	var rec Recurrence

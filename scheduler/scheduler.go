@@ -767,7 +767,8 @@ func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 	defer cancel(nil)
 	ctx, span := traceOccurrence(ctx, t, c)
 	defer func() { traceResult(span, r) }()
-	defer s.track(t.ID, cancel)()
+	s.track(t.ID, cancel)
+	defer s.untrack(t.ID)
 	held := s.hold(t.Lease(), cancel)
 	if err := h.await(ctx, t); err != nil {
 		return s.unstarted(t, held, err)

@@ -29,7 +29,7 @@ func BenchmarkATaskClaimedAheadStarts(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ctx, cancel := context.WithCancelCause(s.runCtx)
-		untrack := s.track(t.ID, cancel)
+		s.track(t.ID, cancel)
 		held := s.hold(t.Lease(), cancel)
 		h := &slotHold{s: s, due: due}
 		s.ahead.Add(1)
@@ -39,7 +39,7 @@ func BenchmarkATaskClaimedAheadStarts(b *testing.B) {
 		held.end()
 		h.handOff()
 		h.done()
-		untrack()
+		s.untrack(t.ID)
 		cancel(nil)
 	}
 }
