@@ -114,6 +114,13 @@ func (c *Client) Do(ctx context.Context, req *Request) (Response, error) {
 	var avoid *conn
 	for try := 0; ; try++ {
 		cc, err := p.acquire(ctx, avoid)
+		if errors.Is(err, errPoolDropped) {
+			if p, err = c.pool(req.Authority); err != nil {
+				return Response{}, err
+			}
+			try--
+			continue
+		}
 		if err != nil {
 			return Response{}, err
 		}
@@ -200,12 +207,16 @@ func (c *Client) dropIfEmpty(p *pool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p.mu.Lock()
-	empty := len(p.conns) == 0 && p.dialing == 0 && p.wake == nil
-	p.mu.Unlock()
-	if empty && c.pools[p.addr] == p {
+	defer p.mu.Unlock()
+	if len(p.conns) == 0 && p.dialing == 0 && p.wake == nil && c.pools[p.addr] == p {
 		delete(c.pools, p.addr)
+		p.dropped = true
 	}
 }
+
+// errPoolDropped sends a request that held a pool forgotten meanwhile to
+// the origin's current one.
+var errPoolDropped = errors.New("h2: pool dropped")
 
 // pool is the connections to one origin.
 type pool struct {
@@ -217,6 +228,7 @@ type pool struct {
 	conns   []*conn
 	dialing int
 	wake    chan struct{} // closed when a stream slot or a connection frees; nil with no one waiting
+	dropped bool          // no longer the client's pool of addr
 }
 
 // acquire reserves a stream on a connection that has room, dialing one
@@ -225,6 +237,10 @@ type pool struct {
 func (p *pool) acquire(ctx context.Context, avoid *conn) (*conn, error) {
 	for {
 		p.mu.Lock()
+		if p.dropped {
+			p.mu.Unlock()
+			return nil, errPoolDropped
+		}
 		for _, cc := range p.conns {
 			if cc != avoid && cc.reserve() {
 				p.mu.Unlock()

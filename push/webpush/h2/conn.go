@@ -120,6 +120,7 @@ func newConn(p *pool, nc net.Conn) *conn {
 		recvWindow: initialWindow, idleSince: time.Now(),
 	}
 	cc.fr = http2.NewFramer(cc.bw, bufio.NewReaderSize(nc, 16<<10))
+	cc.fr.SetMaxReadFrameSize(16 << 10) // our SETTINGS_MAX_FRAME_SIZE, the default
 	cc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	cc.fr.MaxHeaderListSize = maxHeaderListSize
 	cc.henc = hpack.NewEncoder(&cc.hbuf)
@@ -221,7 +222,7 @@ func (cc *conn) roundTrip(ctx context.Context, req *Request) (Response, error) {
 	body := req.Body
 	sent := 0
 	var refused error
-	_ = cc.writing(func() error {
+	err := cc.writing(func() error {
 		cc.mu.Lock()
 		if refused = cc.admitLocked(st, req); refused != nil {
 			cc.mu.Unlock()
@@ -241,6 +242,9 @@ func (cc *conn) roundTrip(ctx context.Context, req *Request) (Response, error) {
 		}
 		return cc.writeData(st.id, body[:n], n == len(body), maxFrame)
 	})
+	if refused == nil && st.id == 0 { // the connection failed before our turn to write
+		refused = fmt.Errorf("%w: %w", errUnprocessed, err)
+	}
 	if refused != nil {
 		cc.release()
 		return Response{}, refused
