@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -31,7 +32,8 @@ import (
 )
 
 // ErrNotH2 is what Do returns for an origin whose server did not negotiate
-// HTTP/2; the caller sends its request another way.
+// HTTP/2 (or beyond maxOrigins origins with connections); the caller sends
+// its request another way.
 var ErrNotH2 = errors.New("h2: the server did not negotiate HTTP/2")
 
 // errUnprocessed marks a request the server never processed (a stream
@@ -179,8 +181,8 @@ func (c *Client) pool(authority string) (*pool, error) {
 	}
 	p := c.pools[addr]
 	if p == nil {
-		if len(c.pools) >= maxOrigins {
-			return nil, errTooManyOrigins
+		if len(c.pools) >= maxOrigins { // the rest go through the caller's other way
+			return nil, fmt.Errorf("%w: %d origins have connections already", ErrNotH2, maxOrigins)
 		}
 		host, _, _ := net.SplitHostPort(addr)
 		p = &pool{c: c, addr: addr, serverName: host}
@@ -188,8 +190,6 @@ func (c *Client) pool(authority string) (*pool, error) {
 	}
 	return p, nil
 }
-
-var errTooManyOrigins = errors.New("h2: too many origins with open connections")
 
 // markHTTP1 remembers that addr's server negotiated no h2.
 func (c *Client) markHTTP1(addr string) {

@@ -222,26 +222,24 @@ func (cc *conn) roundTrip(ctx context.Context, req *Request) (Response, error) {
 	body := req.Body
 	sent := 0
 	var refused error
-	err := cc.writing(func() error {
+	err := cc.lockWrite()
+	if err == nil {
 		cc.mu.Lock()
-		if refused = cc.admitLocked(st, req); refused != nil {
-			cc.mu.Unlock()
-			return nil
-		}
+		refused = cc.admitLocked(st, req)
 		n := cc.takeWindowLocked(st, len(body))
 		maxFrame := cc.maxFrame
 		cc.mu.Unlock()
 		// From here the frames must go out: the encoder's table already
 		// holds what the server's decoder will.
-		if err := cc.writeHeaders(st.id, req, maxFrame, len(body) == 0); err != nil {
-			return err
+		if refused == nil {
+			err = cc.writeHeaders(st.id, req, maxFrame, len(body) == 0)
+			if err == nil && n > 0 {
+				err = cc.writeData(st.id, body[:n], n == len(body), maxFrame)
+			}
+			sent = n
 		}
-		sent = n
-		if len(body) == 0 || n == 0 {
-			return nil
-		}
-		return cc.writeData(st.id, body[:n], n == len(body), maxFrame)
-	})
+	}
+	err = cc.unlockWrite(err)
 	if refused == nil && st.id == 0 { // the connection failed before our turn to write
 		refused = fmt.Errorf("%w: %w", errUnprocessed, err)
 	}
@@ -277,8 +275,12 @@ func (cc *conn) roundTrip(ctx context.Context, req *Request) (Response, error) {
 			}
 			break
 		}
-		chunk, last := body[sent:sent+n], sent+n == len(body)
-		_ = cc.writing(func() error { return cc.writeData(st.id, chunk, last, maxFrame) })
+		if err := cc.lockWrite(); err == nil {
+			err = cc.writeData(st.id, body[sent:sent+n], sent+n == len(body), maxFrame)
+			_ = cc.unlockWrite(err)
+		} else {
+			_ = cc.unlockWrite(err)
+		}
 		sent += n
 	}
 	select {
@@ -329,7 +331,7 @@ func (cc *conn) cancel(st *stream) {
 // headerListSize is RFC 9113 §6.5.2's size of req's header list.
 func headerListSize(req *Request) int64 {
 	n := int64(len(":method") + len("POST") + len(":scheme") + len("https") + len(":authority") + len(req.Authority) +
-		len(":path") + len(req.Path) + len("content-length") + len(strconv.Itoa(len(req.Body))) + 5*32)
+		len(":path") + len(req.Path) + len("content-length") + len(strconv.AppendInt(make([]byte, 0, 20), int64(len(req.Body)), 10)) + 5*32)
 	for _, f := range req.Header {
 		n += int64(f.Size())
 	}
@@ -382,23 +384,29 @@ func (cc *conn) writeData(id uint32, data []byte, endStream bool, maxFrame int) 
 	}
 }
 
-// writing runs write under wmu and flushes, unless another writer queued
-// behind this one, whose flush then carries both: requests that arrive
-// together leave in one TLS record and one syscall. A write error closes
-// the connection.
-func (cc *conn) writing(write func() error) error {
+// lockWrite takes the write lock for frames; on the connection's earlier
+// write error, which it returns, the caller writes nothing. unlockWrite
+// follows, always.
+func (cc *conn) lockWrite() error {
 	cc.queued.Add(1)
 	cc.wmu.Lock()
-	err := cc.werr
-	if err == nil {
-		// The deadline bounds a write to a server that stopped reading;
-		// renewing it once a second keeps it cheap.
-		if now := time.Now(); now.Sub(cc.deadlineSetAt) > time.Second {
-			cc.deadlineSetAt = now
-			_ = cc.nc.SetWriteDeadline(now.Add(writeTimeout))
-		}
-		err = write()
+	if cc.werr != nil {
+		return cc.werr
 	}
+	// The deadline bounds a write to a server that stopped reading;
+	// renewing it once a second keeps it cheap.
+	if now := time.Now(); now.Sub(cc.deadlineSetAt) > time.Second {
+		cc.deadlineSetAt = now
+		_ = cc.nc.SetWriteDeadline(now.Add(writeTimeout))
+	}
+	return nil
+}
+
+// unlockWrite flushes what was written, unless another writer queued
+// behind this one, whose flush then carries both: requests that arrive
+// together leave in one TLS record and one syscall. A write error (err,
+// or the flush's) closes the connection and is returned.
+func (cc *conn) unlockWrite(err error) error {
 	if cc.queued.Add(-1) == 0 && err == nil {
 		err = cc.bw.Flush()
 	}
@@ -410,6 +418,15 @@ func (cc *conn) writing(write func() error) error {
 		cc.close(err)
 	}
 	return err
+}
+
+// writing writes the frames of write with the write lock.
+func (cc *conn) writing(write func() error) error {
+	err := cc.lockWrite()
+	if err == nil {
+		err = write()
+	}
+	return cc.unlockWrite(err)
 }
 
 // close ends the connection and fails its streams with err.
