@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -469,4 +470,94 @@ func TestConnectionErrorFailsItsStreams(t *testing.T) {
 	if code := <-goAway; code != http2.ErrCodeProtocol {
 		t.Errorf("GOAWAY %v, want PROTOCOL_ERROR", code)
 	}
+}
+
+// TestReceiveWindowIsCredited: error answers with bodies far past our
+// snippet, many in a row on one connection, well past the connection's
+// 64 KiB receive window: Go's server sends only within the window, so
+// without our WINDOW_UPDATEs the connection would stall.
+func TestReceiveWindowIsCredited(t *testing.T) {
+	srv, pool := goServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write(bytes.Repeat([]byte("z"), 12<<10))
+	})
+	c := newTestClient(t, pool, Config{MaxConnsPerHost: 1})
+	// A stalled connection fails the test rather than hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 30 { // 360 KiB in all
+		req := post("x")
+		req.Authority = authority(srv)
+		resp, err := c.Do(ctx, req)
+		if err != nil || resp.Status != http.StatusServiceUnavailable || len(resp.Body) != 256 {
+			t.Fatalf("request %d: %d, %d bytes, %v", i, resp.Status, len(resp.Body), err)
+		}
+	}
+	if n := c.Conns(); n != 1 {
+		t.Errorf("%d connections, want one", n)
+	}
+}
+
+// TestSettingsMidStreamOpenTheWindow: a stream stuck on a zero initial
+// window goes on when the server's new SETTINGS raise it, and PINGs are
+// answered with their data.
+func TestSettingsMidStreamOpenTheWindow(t *testing.T) {
+	const body = "waits for the window"
+	got := make(chan string, 2)
+	s, c := newRawServer(t, []http2.Setting{{ID: http2.SettingInitialWindowSize, Val: 0}}, func(sc *serverConn) {
+		h := next[*http2.MetaHeadersFrame](sc)
+		_ = sc.fr.WritePing(false, [8]byte{'a', 'm', 's', 'g'})
+		if p := next[*http2.PingFrame](sc); p == nil || !p.IsAck() || p.Data != [8]byte{'a', 'm', 's', 'g'} {
+			got <- "no PING ack"
+			return
+		}
+		_ = sc.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 16})
+		var b []byte
+		for {
+			d := next[*http2.DataFrame](sc)
+			if d == nil {
+				return
+			}
+			if b = append(b, d.Data()...); d.StreamEnded() {
+				break
+			}
+		}
+		got <- string(b)
+		sc.answer(h.StreamID, "201", true)
+		next[*http2.GoAwayFrame](sc)
+	})
+	resp, err := c.Do(context.Background(), s.request(body))
+	if err != nil || resp.Status != 201 {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	if b := <-got; b != body {
+		t.Errorf("the server got %q", b)
+	}
+}
+
+// TestIdleConnectionCloses: a connection without streams for IdleTimeout
+// is closed.
+func TestIdleConnectionCloses(t *testing.T) {
+	closed := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateClosed {
+			close(closed)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	c := newTestClient(t, pool, Config{IdleTimeout: time.Millisecond})
+	req := post("x")
+	req.Authority = authority(srv)
+	if resp, err := c.Do(context.Background(), req); err != nil || resp.Status != http.StatusCreated {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	<-closed // the client hung up; only then does the server see the connection close
 }
