@@ -112,11 +112,30 @@ func startAmsgWithFileLimit(t *testing.T, nofile int, dataDir string, env ...str
 	case addr := <-listening:
 		p.URL = "http://" + addr
 	case <-p.done:
-		t.Fatalf("amsg exited before listening: %v", p.err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("amsg did not listen within 20 s")
+		t.Fatalf("amsg exited before listening: %v; its last log lines:\n%s", p.err, p.tail(20))
+	case <-time.After(listenWithin):
+		t.Fatalf("amsg did not listen within %s; its last log lines:\n%s", listenWithin, p.tail(20))
 	}
 	return p
+}
+
+// listenWithin bounds the wait for a started amsg to listen. It is a bound
+// on a hang, not a speed test: on a loaded machine an instance's start (its
+// migrations on PostgreSQL, beside other tests' servers) once took over 20 s,
+// so it is as generous as the README test's start.
+const listenWithin = 2 * time.Minute
+
+// tail returns the last n log lines, one JSON object a line.
+func (p *amsgProcess) tail(n int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, l := range p.logs[max(0, len(p.logs)-n):] {
+		line, _ := json.Marshal(l)
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 func (p *amsgProcess) readLogs(r io.Reader, listening chan<- string, t *testing.T) {
