@@ -247,24 +247,30 @@ func (p *pool) acquire(ctx context.Context, avoid *conn) (*conn, error) {
 				return cc, nil
 			}
 		}
-		if len(p.conns)+p.dialing < p.c.cfg.MaxConnsPerHost {
+		if len(p.conns)+p.dialing < p.c.cfg.MaxConnsPerHost && !p.pausedLocked() {
 			p.dialing++
 			p.mu.Unlock()
 			cc, err := p.dial(ctx)
 			p.mu.Lock()
 			p.dialing--
+			reserved := err == nil && cc.maxStreams > 0
 			if err == nil {
-				cc.active = 1 // reserved for this request before anyone else sees it
+				if reserved {
+					cc.active = 1 // reserved for this request before anyone else sees it
+				}
 				p.conns = append(p.conns, cc)
 				go cc.readLoop()
 			}
 			p.signalLocked()
 			p.mu.Unlock()
-			if err != nil {
+			switch {
+			case err != nil:
 				p.c.dropIfEmpty(p)
 				return nil, err
+			case reserved:
+				return cc, nil
 			}
-			return cc, nil
+			continue // the server allows no streams yet: wait for its SETTINGS
 		}
 		if avoid != nil && avoid.reserve() {
 			p.mu.Unlock()
@@ -281,6 +287,21 @@ func (p *pool) acquire(ctx context.Context, avoid *conn) (*conn, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// pausedLocked reports a connection whose server allows no streams for
+// now (SETTINGS_MAX_CONCURRENT_STREAMS 0): requests wait for its next
+// SETTINGS rather than open connection after connection.
+func (p *pool) pausedLocked() bool {
+	for _, cc := range p.conns {
+		cc.mu.Lock()
+		paused := cc.err == nil && !cc.goAway && cc.maxStreams == 0
+		cc.mu.Unlock()
+		if paused {
+			return true
+		}
+	}
+	return false
 }
 
 // signalLocked wakes the requests waiting for room.

@@ -561,3 +561,52 @@ func TestIdleConnectionCloses(t *testing.T) {
 	}
 	<-closed // the client hung up; only then does the server see the connection close
 }
+
+// TestZeroStreamsWaitsForSettings: a server that allows no streams at
+// first gets none until its SETTINGS allow one, on the same connection.
+func TestZeroStreamsWaitsForSettings(t *testing.T) {
+	early := make(chan bool, 1)
+	s, c := newRawServer(t, []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}}, func(sc *serverConn) {
+		next[*http2.SettingsFrame](sc) // our SETTINGS
+		next[*http2.SettingsFrame](sc) // the ack of the server's, after which the client must hold back
+		// A PING's round trip: a client that did not hold back has sent
+		// its HEADERS by the time the ack comes, almost always.
+		_ = sc.fr.WritePing(false, [8]byte{})
+		for {
+			f, err := sc.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if _, ok := f.(*http2.MetaHeadersFrame); ok {
+				early <- true
+				return
+			}
+			if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
+				break
+			}
+		}
+		early <- false
+		_ = sc.fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 1})
+		id, _ := sc.readRequest()
+		sc.answer(id, "201", true)
+		next[*http2.GoAwayFrame](sc)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.Do(ctx, s.request("x"))
+		if err == nil && resp.Status != 201 {
+			err = errors.New(http.StatusText(resp.Status))
+		}
+		done <- err
+	}()
+	if <-early {
+		cancel()
+		<-done
+		t.Fatal("the client opened a stream while the server allowed none")
+	}
+	if err := <-done; err != nil || s.conns.Load() != 1 {
+		t.Fatalf("%v on %d connections", err, s.conns.Load())
+	}
+}
