@@ -191,13 +191,6 @@ func (c *Client) pool(authority string) (*pool, error) {
 	return p, nil
 }
 
-// knownHTTP1 reports an addr whose server negotiated no h2.
-func (c *Client) knownHTTP1(addr string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.http1[addr]
-}
-
 // markHTTP1 remembers that addr's server negotiated no h2.
 func (c *Client) markHTTP1(addr string) {
 	c.mu.Lock()
@@ -257,10 +250,7 @@ func (p *pool) acquire(ctx context.Context, avoid *conn) (*conn, error) {
 		if len(p.conns)+p.dialing < p.c.cfg.MaxConnsPerHost && !p.pausedLocked() {
 			p.dialing++
 			p.mu.Unlock()
-			cc, err := (*conn)(nil), ErrNotH2
-			if !p.c.knownHTTP1(p.addr) { // learnt while this request waited
-				cc, err = p.dial(ctx)
-			}
+			cc, err := p.dial(ctx)
 			p.mu.Lock()
 			p.dialing--
 			reserved := err == nil && cc.maxStreams > 0
