@@ -135,16 +135,27 @@ func TestHTTP1OnlyServerIsDeclined(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(srv.Certificate())
 	var dials atomic.Int32
-	c := newTestClient(t, pool, Config{Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	c := newTestClient(t, pool, Config{MaxConnsPerHost: 1, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}})
-	for range 2 {
-		req := post("x")
-		req.Authority = authority(srv)
-		if _, err := c.Do(context.Background(), req); !errors.Is(err, ErrNotH2) {
-			t.Fatalf("err %v, want ErrNotH2", err)
-		}
+	// Eight at once on one connection's room: those that waited for the
+	// first dial learn from it.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			req := post("x")
+			req.Authority = authority(srv)
+			if _, err := c.Do(context.Background(), req); !errors.Is(err, ErrNotH2) {
+				t.Errorf("err %v, want ErrNotH2", err)
+			}
+		})
+	}
+	wg.Wait()
+	req := post("x")
+	req.Authority = authority(srv)
+	if _, err := c.Do(context.Background(), req); !errors.Is(err, ErrNotH2) {
+		t.Fatalf("err %v, want ErrNotH2", err)
 	}
 	if dials.Load() != 1 {
 		t.Errorf("%d dials, want 1: the origin is remembered", dials.Load())
