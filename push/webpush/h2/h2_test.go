@@ -274,6 +274,27 @@ func (sc *serverConn) answer(id uint32, status string, end bool, fields ...hpack
 	_ = sc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: sc.buf.Bytes(), EndStream: end, EndHeaders: true})
 }
 
+// gotAndAnswer reports the body the server read and answers its stream
+// with 201.
+func (sc *serverConn) gotAndAnswer(got chan<- string, body []byte, id uint32) {
+	got <- string(body)
+	sc.answer(id, "201", true)
+	next[*http2.GoAwayFrame](sc)
+}
+
+// sendAndCheck sends body and checks that it got 201 and that the server
+// read the body whole (got).
+func (s *rawServer) sendAndCheck(t *testing.T, c *Client, body string, got <-chan string) {
+	t.Helper()
+	resp, err := c.Do(context.Background(), s.request(body))
+	if err != nil || resp.Status != 201 {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	if b := <-got; b != body {
+		t.Errorf("the server got %q", b)
+	}
+}
+
 // TestGoAwayRetriesTheUnprocessedStream: of two requests in flight, the
 // server answers the first and sends GOAWAY naming it as the last it
 // processed; the second goes again on a new connection and succeeds.
@@ -375,17 +396,9 @@ func TestTinyWindowWaitsForWindowUpdate(t *testing.T) {
 			}
 			_ = sc.fr.WriteWindowUpdate(h.StreamID, uint32(len(d.Data())))
 		}
-		got <- string(b)
-		sc.answer(h.StreamID, "201", true)
-		next[*http2.GoAwayFrame](sc)
+		sc.gotAndAnswer(got, b, h.StreamID)
 	})
-	resp, err := c.Do(context.Background(), s.request(body))
-	if err != nil || resp.Status != 201 {
-		t.Fatalf("%+v, %v", resp, err)
-	}
-	if b := <-got; b != body {
-		t.Errorf("the server got %q", b)
-	}
+	s.sendAndCheck(t, c, body, got)
 }
 
 // TestOversizedHeadersFailOnlyTheirRequest: an answer whose header list
@@ -534,17 +547,9 @@ func TestSettingsMidStreamOpenTheWindow(t *testing.T) {
 				break
 			}
 		}
-		got <- string(b)
-		sc.answer(h.StreamID, "201", true)
-		next[*http2.GoAwayFrame](sc)
+		sc.gotAndAnswer(got, b, h.StreamID)
 	})
-	resp, err := c.Do(context.Background(), s.request(body))
-	if err != nil || resp.Status != 201 {
-		t.Fatalf("%+v, %v", resp, err)
-	}
-	if b := <-got; b != body {
-		t.Errorf("the server got %q", b)
-	}
+	s.sendAndCheck(t, c, body, got)
 }
 
 // TestIdleConnectionCloses: a connection without streams for IdleTimeout
