@@ -31,6 +31,7 @@ type limitsConfig struct {
 	// breaker (webpush.Config.HungAfter, HungTimeout).
 	PushHungAfter   int
 	PushHungTimeout time.Duration
+	PushNetHTTP     bool // webpush.Config.NetHTTPOnly
 
 	AllowPrivateLLM bool
 	LLMAPIURL       string
@@ -54,6 +55,8 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		"requests in a row to one push service that time out before its requests get --push-hung-timeout")
 	fs.DurationVar(&c.PushHungTimeout, "push-hung-timeout", webpush.DefaultHungTimeout,
 		"request timeout for a push service that stopped answering, until one of its requests gets an answer")
+	fs.BoolVar(&c.PushNetHTTP, "push-net-http", false,
+		"send pushes through Go's net/http client instead of amsg's own HTTP/2 client, should a push service disagree with it")
 	fs.StringVar(&c.HealthAddr, "health-addr", "",
 		"a second address serving only GET /healthz, outside the connection caps, so health checks answer under a flood")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "",

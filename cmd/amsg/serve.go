@@ -197,6 +197,7 @@ func (s *server) build() error {
 		AllowPrivateEndpoints: s.cfg.AllowPrivateEndpoints,
 		HungAfter:             s.cfg.Limits.PushHungAfter,
 		HungTimeout:           s.cfg.Limits.PushHungTimeout,
+		NetHTTPOnly:           s.cfg.Limits.PushNetHTTP,
 		Registerer:            reg,
 		Logger:                s.log,
 		Now:                   s.now,

@@ -1,7 +1,6 @@
 package webpush
 
 import (
-	"crypto/x509"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -20,9 +19,8 @@ func newAppleFixture(t *testing.T, subject string) (*fixture, *pushtest.Server) 
 	f := newFixture(t, func(c *Config) {
 		apple = pushtest.NewServerWithOptions(c.VAPIDPublicKey, pushtest.Options{TLS: true, Host: "web.push.apple.com"})
 		t.Cleanup(apple.Close)
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(apple.CertPEM())
-		c.Subject, c.Resolver, c.RootCAs = subject, apple.Resolver(), pool
+		c.RootCAs.AppendCertsFromPEM(apple.CertPEM()) // beside the fixture's push service
+		c.Subject, c.Resolver = subject, apple.Resolver()
 	})
 	return f, apple
 }

@@ -131,6 +131,10 @@ func BenchmarkDelivery(b *testing.B) {
 		b.Fatal(err)
 	}
 	child, sender := startDeliveryBench(b, public, private)
+	netHTTP, err := NewSender(withNetHTTPOnly(sender.cfg))
+	if err != nil {
+		b.Fatal(err)
+	}
 	subs := child.hello.Subs
 	msg := contentPush("msg_bench", 480)
 	direct := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
@@ -139,15 +143,17 @@ func BenchmarkDelivery(b *testing.B) {
 	}}
 	var sent atomic.Int64
 	for _, concurrency := range []int{1, 32} {
-		b.Run(fmt.Sprintf("sender/concurrency=%d", concurrency), func(b *testing.B) {
-			runConcurrently(b, concurrency, func(i int) {
-				d, err := sender.Send(context.Background(), subs[i%len(subs)], msg)
-				if err != nil || d.Outcome != push.OutcomeDelivered {
-					b.Errorf("%+v, %v", d, err)
-				}
-				sent.Add(1)
+		for name, sender := range map[string]*Sender{"sender": sender, "sender-net-http": netHTTP} {
+			b.Run(fmt.Sprintf("%s/concurrency=%d", name, concurrency), func(b *testing.B) {
+				runConcurrently(b, concurrency, func(i int) {
+					d, err := sender.Send(context.Background(), subs[i%len(subs)], msg)
+					if err != nil || d.Outcome != push.OutcomeDelivered {
+						b.Errorf("%+v, %v", d, err)
+					}
+					sent.Add(1)
+				})
 			})
-		})
+		}
 		b.Run(fmt.Sprintf("webpush-go/concurrency=%d", concurrency), func(b *testing.B) {
 			runConcurrently(b, concurrency, func(i int) {
 				sub := subs[i%len(subs)]
@@ -174,6 +180,12 @@ func BenchmarkDelivery(b *testing.B) {
 		b.Fatalf("the push service delivered %d of %d pushes, %d errors (first: %s)",
 			report.Counts.Delivered, sent.Load(), report.Counts.Errors, report.FirstError)
 	}
+}
+
+// withNetHTTPOnly is cfg sending through net/http only.
+func withNetHTTPOnly(cfg Config) Config {
+	cfg.NetHTTPOnly = true
+	return cfg
 }
 
 // startDeliveryBench starts the push service in its own process and a sender

@@ -29,10 +29,12 @@ import (
 	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/http2/hpack"
 
 	"amsg/push"
 	"amsg/push/netguard"
 	"amsg/push/tracing"
+	"amsg/push/webpush/h2"
 )
 
 // Urgency is the RFC 8030 Urgency header.
@@ -125,6 +127,11 @@ type Config struct {
 	// RootCAs are the authorities push services' certificates are checked
 	// against; nil is the system's. Tests trust a local push service with it.
 	RootCAs *x509.CertPool
+	// NetHTTPOnly sends every request through net/http's client instead of
+	// the sender's own HTTP/2 client (package h2) for push services that
+	// speak h2: the operator's way out should a push service disagree with
+	// it (AMSG_PUSH_NET_HTTP).
+	NetHTTPOnly bool
 
 	MaxAttempts  int           // HTTP attempts per request before giving up; default 4
 	MaxRetryWait time.Duration // total wait between retries for one message and device; default 30 s
@@ -146,6 +153,7 @@ type Sender struct {
 	cfg       Config
 	policy    EndpointPolicy
 	transport *http.Transport
+	h2        *h2.Client // nil with Config.NetHTTPOnly
 	signer    *vapidSigner
 	subject   string // the JWT's sub claim
 	log       *slog.Logger
@@ -213,6 +221,11 @@ func NewSender(cfg Config) (*Sender, error) {
 		log:       cfg.Logger,
 		metrics:   m,
 	}
+	if !cfg.NetHTTPOnly {
+		s.h2 = h2.New(h2.Config{Dial: s.transport.DialContext, TLS: s.transport.TLSClientConfig,
+			HandshakeTimeout: s.transport.TLSHandshakeTimeout, MaxConnsPerHost: cfg.MaxConnsPerHost,
+			IdleTimeout: s.transport.IdleConnTimeout, BodySnippet: maxBodySnippet})
+	}
 	if !s.AppleSubjectOK() {
 		cfg.Logger.Warn("the VAPID subject is a placeholder that Apple's push service rejects; pushes to Apple devices "+
 			"(iPhone, iPad, Safari) are refused until --vapid-subject / AMSG_VAPID_SUBJECT names a real contact",
@@ -233,13 +246,14 @@ func uniformJitter(n time.Duration) time.Duration {
 	return rand.N(n)
 }
 
-// newTransport is the one transport every send shares: keep-alive
-// connections (HTTP/2 where the push service offers it) pooled up to
-// MaxConnsPerHost, bounded waits, no proxy (it would hide the address the
-// policy must see), and a dialer that applies the endpoint policy to the
-// resolved address. The sender makes its requests on the transport itself
-// (post), so no redirect is ever followed: a push service never needs one,
-// and following one would let an endpoint point us anywhere.
+// newTransport is the net/http transport for push services that do not
+// speak h2 (and for all with Config.NetHTTPOnly): keep-alive connections
+// pooled up to MaxConnsPerHost, bounded waits, no proxy (it would hide the
+// address the policy must see), and a dialer that applies the endpoint policy
+// to the resolved address. The sender makes its requests on the transport
+// itself (post), so no redirect is ever followed: a push service never
+// needs one, and following one would let an endpoint point us anywhere.
+// The h2 client shares its dial, TLS and timeouts.
 func newTransport(policy EndpointPolicy, cfg Config) *http.Transport {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: policy.dialControl}
 	return &http.Transport{
@@ -611,6 +625,11 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.hangs.requestTimeout(r.origin, s.cfg.Timeout))
 	defer cancel()
+	if s.h2 != nil && r.url.Scheme == "https" {
+		if out, err := s.postH2(ctx, rctx, r, body, auth, topic); !errors.Is(err, h2.ErrNotH2) {
+			return out, err
+		}
+	}
 	// Keys set directly, the per-request values in one slice. Those that
 	// net/http does not know are in lower case, as HTTP/2 sends every name
 	// (RFC 9113 §8.2.2), which spares the transport a lower-case copy of
@@ -649,6 +668,38 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	}
 	out := response{status: resp.StatusCode, body: printable(snippet)}
 	out.retryAfter, out.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now())
+	return out, nil
+}
+
+// userAgent is what net/http names itself over HTTP/2, kept for the h2
+// client so push services see the requests they saw before it.
+const userAgent = "Go-http-client/2.0"
+
+// postH2 makes post's request with the sender's own HTTP/2 client; the
+// same headers, timeout and answer as over net/http. h2.ErrNotH2 says the
+// origin does not speak h2.
+func (s *Sender) postH2(ctx, rctx context.Context, r *run, body []byte, auth, topic string) (response, error) {
+	fields := make([]hpack.HeaderField, 0, 7)
+	fields = append(fields,
+		hpack.HeaderField{Name: "authorization", Value: auth},
+		hpack.HeaderField{Name: "content-encoding", Value: "aes128gcm"},
+		hpack.HeaderField{Name: "content-type", Value: "application/octet-stream"},
+		hpack.HeaderField{Name: "ttl", Value: r.o.ttlText},
+		hpack.HeaderField{Name: "urgency", Value: string(r.o.urgency)},
+		hpack.HeaderField{Name: "user-agent", Value: userAgent})
+	if topic != "" {
+		fields = append(fields, hpack.HeaderField{Name: "topic", Value: topic})
+	}
+	resp, err := s.h2.Do(rctx, &h2.Request{Authority: r.url.Host, Path: r.url.RequestURI(), Header: fields, Body: body})
+	if errors.Is(err, h2.ErrNotH2) {
+		return response{}, err
+	}
+	s.hangs.observe(r.origin, err, ctx)
+	if err != nil {
+		return response{}, err
+	}
+	out := response{status: resp.Status, body: printable(resp.Body)}
+	out.retryAfter, out.hasRetryAfter = parseRetryAfter(resp.RetryAfter, s.cfg.Now())
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package webpush
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -34,25 +35,28 @@ type fixture struct {
 	logs   *bytes.Buffer
 }
 
-// newFixture starts a fake push service and a sender with an injected
-// clock, sleep and jitter (none) that may send to it.
+// newFixture starts a fake push service over TLS (so requests go through
+// the sender's HTTP/2 client, as to a real push service) and a sender with
+// an injected clock, sleep and jitter (none) that may send to it.
 func newFixture(t *testing.T, configure ...func(*Config)) *fixture {
 	t.Helper()
 	public, private, err := GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{now: time.Now().Truncate(time.Second), ps: pushtest.NewServer(public), sleep: &clocktest.Sleeper{},
-		reg: prometheus.NewRegistry(), logs: &bytes.Buffer{}}
+	f := &fixture{now: time.Now().Truncate(time.Second), ps: pushtest.NewServerWithOptions(public, pushtest.Options{TLS: true}),
+		sleep: &clocktest.Sleeper{}, reg: prometheus.NewRegistry(), logs: &bytes.Buffer{}}
 	t.Cleanup(f.ps.Close)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(f.ps.CertPEM())
 	cfg := Config{
 		VAPIDPublicKey: public, VAPIDPrivateKey: private, Subject: "mailto:ops@example.org",
-		AllowPrivateEndpoints: true,
-		Registerer:            f.reg,
-		Logger:                slog.New(slog.NewTextHandler(&syncWriter{w: f.logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Now:                   func() time.Time { return f.now },
-		Sleep:                 f.sleep.Sleep,
-		Jitter:                func(time.Duration) time.Duration { return 0 },
+		AllowPrivateEndpoints: true, RootCAs: roots,
+		Registerer: f.reg,
+		Logger:     slog.New(slog.NewTextHandler(&syncWriter{w: f.logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:        func() time.Time { return f.now },
+		Sleep:      f.sleep.Sleep,
+		Jitter:     func(time.Duration) time.Duration { return 0 },
 	}
 	for _, c := range configure {
 		c(&cfg)
