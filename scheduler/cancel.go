@@ -43,6 +43,8 @@ type deliveries struct {
 	running map[int64]context.CancelCauseFunc
 	early   map[int64]time.Time
 	waiting map[int64]aheadClaim
+	// stopping is set by stopWaiting: no task starts to wait any more.
+	stopping bool
 }
 
 // aheadClaim is a task claimed ahead that has not begun: the lease of its
@@ -52,9 +54,9 @@ type aheadClaim struct {
 	unclaimed bool
 }
 
-// track registers the delivery of taskID, cancelled by cancel; the
-// returned func unregisters it. A cancel that came early stops it at once.
-func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) (untrack func()) {
+// track registers the delivery of taskID, cancelled by cancel, until
+// untrack. A cancel that came early stops it at once.
+func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) {
 	d := &s.deliveries
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -63,20 +65,41 @@ func (s *Scheduler) track(taskID int64, cancel context.CancelCauseFunc) (untrack
 		cancel(ErrCancelled)
 	}
 	d.running[taskID] = cancel
-	return func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		delete(d.running, taskID)
-		delete(d.waiting, taskID)
-	}
+}
+
+// untrack unregisters the delivery of taskID (track).
+func (s *Scheduler) untrack(taskID int64) {
+	d := &s.deliveries
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.running, taskID)
+	delete(d.waiting, taskID)
 }
 
 // wait registers a tracked task claimed ahead under l as not begun, until
-// begin.
-func (d *deliveries) wait(l store.Lease) {
+// begin, unless the scheduler is stopping (stopWaiting): then it reports
+// false and the task must not wait.
+func (d *deliveries) wait(l store.Lease) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.stopping {
+		return false
+	}
 	d.waiting[l.TaskID] = aheadClaim{until: l.Until}
+	return true
+}
+
+// stopWaiting ends the waits of the tasks claimed ahead (errStopping), and
+// of those about to wait (wait): Stop calls it. A context and a
+// context.AfterFunc per task waiting on Stop's signal instead cost 0.8 µs
+// and 6 allocations a task warm, 4 µs a push in the trickle's profile.
+func (d *deliveries) stopWaiting() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopping = true
+	for id := range d.waiting {
+		d.running[id](errStopping)
+	}
 }
 
 // begin marks a task claimed ahead begun, at its time, unless Unclaim took

@@ -70,8 +70,7 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		return 0, last, errSubscriptionMissing
 	}
 
-	prefix := burstPrefix(task.ID, task.NextSendAt)
-	burst, started, round, err := s.burst(ctx, cr, task, p, rec, prefix)
+	burst, started, round, err := s.burst(ctx, cr, task, p, rec)
 	if err != nil {
 		return 0, last, err
 	}
@@ -80,7 +79,7 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 		// reached nobody; an interrupted attempt (shutdown, a lost lease)
 		// may have a push in flight, so its burst stays for the retry.
 		if err != nil && !started && ctx.Err() == nil {
-			s.discardBurst(cr, task, prefix)
+			s.discardBurst(cr, task)
 		}
 	}()
 	paced := false
@@ -120,8 +119,9 @@ func (s *Scheduler) fire(ctx context.Context, task store.Task, p Payload, rec Re
 
 // burst returns the occurrence's pushes, whether an earlier attempt
 // delivered any of them, and the LLM round to record when it called the
-// LLM (set even when the call failed).
-func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence, prefix string) (burst []outgoing, started bool, round *loop.Round, err error) {
+// LLM (set even when the call failed). Only a burst of several pushes, or
+// an LLM answer, reads the outbox for what an earlier attempt recorded.
+func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Task, p Payload, rec Recurrence) (burst []outgoing, started bool, round *loop.Round, err error) {
 	if !usesLLM(p) {
 		if p.UserMessage == nil {
 			return nil, false, nil, textError(errcode.NoContentSource.English())
@@ -131,7 +131,7 @@ func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Tas
 			// id, which the service worker drops: no read needed.
 			return burst, false, nil, err
 		}
-		recorded, started, err := cr.Recorded(ctx, prefix)
+		recorded, started, err := cr.Recorded(ctx, burstPrefix(task.ID, task.NextSendAt))
 		if err != nil {
 			return nil, false, nil, err
 		}
@@ -147,7 +147,7 @@ func (s *Scheduler) burst(ctx context.Context, cr *courier.Round, task store.Tas
 		}
 		return burst, started, nil, nil
 	}
-	if burst, started, err = cr.Recorded(ctx, prefix); err != nil || burst != nil {
+	if burst, started, err = cr.Recorded(ctx, burstPrefix(task.ID, task.NextSendAt)); err != nil || burst != nil {
 		return burst, started, nil, err
 	}
 	burst, round, err = s.newBurst(ctx, cr, task, p, rec)
@@ -183,10 +183,10 @@ func (s *Scheduler) newBurst(ctx context.Context, cr *courier.Round, task store.
 
 // discardBurst deletes the recorded pushes of an occurrence none of which
 // was delivered, so its retry builds the burst afresh.
-func (s *Scheduler) discardBurst(cr *courier.Round, task store.Task, prefix string) {
+func (s *Scheduler) discardBurst(cr *courier.Round, task store.Task) {
 	ctx, cancel := context.WithTimeout(context.Background(), bookkeepingTimeout)
 	defer cancel()
-	if err := cr.Discard(ctx, prefix); err != nil {
+	if err := cr.Discard(ctx, burstPrefix(task.ID, task.NextSendAt)); err != nil {
 		s.log.Warn("scheduler: discarding an undelivered burst failed", "taskId", task.ID, "err", err)
 	}
 }

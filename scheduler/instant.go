@@ -44,8 +44,9 @@ func (s *Scheduler) LeaseEnd() time.Time { return s.now().Add(s.cfg.LeaseTTL) }
 func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantResult, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer s.track(t.ID, cancel)()
-	held := s.hold(t.Lease(), func() { cancel(nil) })
+	s.track(t.ID, cancel)
+	defer s.untrack(t.ID)
+	held := s.hold(t.Lease(), cancel)
 	p, err := TaskPayload(t)
 	var rec Recurrence
 	if err == nil {

@@ -102,10 +102,11 @@ func TestACancelBeforeItsTimeStopsATaskClaimedAhead(t *testing.T) {
 	}
 }
 
-// Stop gives back the lease of a task claimed ahead at once, sending
-// nothing: the next start delivers it.
-func TestStopReleasesATaskClaimedAhead(t *testing.T) {
-	h, _, task := claimedAhead(t, Config{})
+// stopGivesTheLeaseBack stops h's scheduler and checks that alice's task,
+// claimed ahead, got its lease back with nothing else changed and nothing
+// sent.
+func stopGivesTheLeaseBack(t *testing.T, h *harness, task store.Task) {
+	t.Helper()
 	if err := h.sched.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +116,13 @@ func TestStopReleasesATaskClaimedAhead(t *testing.T) {
 	if n := len(h.push.Pushes()); n != 0 {
 		t.Errorf("%d pushes", n)
 	}
+}
+
+// Stop gives back the lease of a task claimed ahead at once, sending
+// nothing: the next start delivers it.
+func TestStopReleasesATaskClaimedAhead(t *testing.T) {
+	h, _, task := claimedAhead(t, Config{})
+	stopGivesTheLeaseBack(t, h, task)
 }
 
 // An edit of a task claimed ahead takes it back (Unclaim) when it has not
@@ -285,4 +293,44 @@ func TestWakeForATaskTheLoopWouldMissOnly(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Stop ends the wait of every task claimed ahead with errStopping, and a
+// task that comes to wait after it does not wait: its lease goes back.
+func TestNoTaskWaitsOnceStopHasBegun(t *testing.T) {
+	d := deliveries{running: map[int64]context.CancelCauseFunc{}, early: map[int64]time.Time{}, waiting: map[int64]aheadClaim{}}
+	causes := map[int64]error{}
+	for _, id := range []int64{1, 2, 3} {
+		ctx, cancel := context.WithCancelCause(t.Context())
+		d.running[id] = func(cause error) { cancel(cause); causes[id] = context.Cause(ctx) }
+	}
+	lease := func(id int64) store.Lease { return store.Lease{TaskID: id, Until: start.Add(time.Minute)} }
+	if !d.wait(lease(1)) || !d.wait(lease(2)) || !d.begin(2) {
+		t.Fatal("before Stop, a task claimed ahead waits and begins")
+	}
+	d.stopWaiting()
+	if causes[1] != errStopping || causes[2] != nil {
+		t.Errorf("causes after Stop %v, want errStopping for the waiting task 1 only (2 had begun)", causes)
+	}
+	if d.wait(lease(3)) {
+		t.Error("a task comes to wait after Stop began")
+	}
+}
+
+// Stop that comes as a task claimed ahead reaches its time, before it
+// begins, gives its lease back: the delivery does not start with its
+// context ended, which would record a failed attempt.
+func TestStopAtATasksTimeGivesItsLeaseBack(t *testing.T) {
+	reached := make(chan struct{})
+	var h *harness
+	h = newHarness(t, Config{Tick: time.Hour, Sleep: func(ctx context.Context, d time.Duration) error {
+		h.sched.deliveries.stopWaiting() // Stop begins as the wait ends
+		close(reached)
+		return nil
+	}})
+	h.subscribe(alice)
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the dot")}, start.Add(60*time.Millisecond))
+	h.sched.Start()
+	<-reached
+	stopGivesTheLeaseBack(t, h, task)
 }

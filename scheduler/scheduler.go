@@ -201,6 +201,7 @@ type Scheduler struct {
 	cleanupMu   sync.Mutex
 	lastCleanup time.Time
 
+	workers    workers    // the goroutines deliveries run on (workers.go)
 	deliveries deliveries // the occurrences under way, for Cancel
 	// segmentCache keeps recurring fixed tasks' split texts (segments.go).
 	segmentCache segmentCache
@@ -257,6 +258,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	}
 	s.runCtx, s.cancelRun = context.WithCancel(context.Background())
 	s.stopped, s.stop = context.WithCancel(context.Background())
+	s.workers = workers{jobs: make(chan job), quit: s.stopped.Done()}
 	return s, nil
 }
 
@@ -283,6 +285,7 @@ func (s *Scheduler) Start() {
 // leases released, so the next start delivers them at once.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.stop()
+	s.deliveries.stopWaiting()
 	if s.started {
 		<-s.loopDone
 	}
@@ -485,10 +488,14 @@ func (s *Scheduler) busyUsers() []string {
 
 // observeClaims reports each claimed occurrence's lateness to OnClaim.
 func (s *Scheduler) observeClaims(tasks []store.Task, claimedAt time.Time) {
-	if s.cfg.OnClaim == nil {
-		return
-	}
 	for _, t := range tasks {
+		s.observeClaim(t, claimedAt)
+	}
+}
+
+// observeClaim reports one claimed occurrence's lateness to OnClaim.
+func (s *Scheduler) observeClaim(t store.Task, claimedAt time.Time) {
+	if s.cfg.OnClaim != nil {
 		s.cfg.OnClaim(claimedAt.Sub(t.NextSendAt))
 	}
 }
@@ -500,7 +507,8 @@ func (s *Scheduler) launch(fn func()) bool {
 	if s.closing {
 		return false
 	}
-	s.wg.Go(fn)
+	s.wg.Add(1)
+	s.workers.run(fn, s.wg.Done)
 	return true
 }
 
@@ -528,22 +536,27 @@ type slotHold struct {
 
 // await waits, for a task claimed ahead, until it is due and a slot is
 // free, takes the slot and reports t's lateness to OnClaim then. It gives
-// up when ctx ends (a cancel, Unclaim, a lost lease) or the scheduler
-// stops, and returns why.
+// up when ctx, the delivery's, ends (a cancel, Unclaim, a lost lease, or
+// Stop, which ends the waits with errStopping: deliveries.stopWaiting), and
+// returns why.
 func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	if h.due.IsZero() {
 		return nil
 	}
 	s := h.s
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	defer context.AfterFunc(s.stopped, func() { cancel(errStopping) })()
-	s.deliveries.wait(t.Lease())
+	if !s.deliveries.wait(t.Lease()) {
+		return errStopping
+	}
 	if err := s.sleep(ctx, h.due.Sub(s.now())); err != nil {
 		return cmp.Or(context.Cause(ctx), err)
 	}
 	if !s.deliveries.begin(t.ID) {
 		return ErrUnclaimed
+	}
+	if ctx.Err() != nil {
+		// Stopped (or cancelled) between the wait and begin: a slot free
+		// too would otherwise be taken at random.
+		return context.Cause(ctx)
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -552,7 +565,7 @@ func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	}
 	h.due = time.Time{}
 	s.leaveAhead()
-	s.observeClaims([]store.Task{t}, s.now())
+	s.observeClaim(t, s.now())
 	return nil
 }
 
@@ -701,9 +714,10 @@ type heldLease struct {
 	timer *time.Timer
 }
 
-// hold starts renewing l every Heartbeat. If the lease is lost, cancel is
-// called: another process owns the task now, or its owner deleted it.
-func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
+// hold starts renewing l every Heartbeat. If the lease is lost, the
+// delivery's cancel is called (with no cause): another process owns the
+// task now, or its owner deleted it.
+func (s *Scheduler) hold(l store.Lease, cancel context.CancelCauseFunc) *heldLease {
 	h := &heldLease{lease: l}
 	h.mu.Lock() // a renewal reads h.timer
 	defer h.mu.Unlock()
@@ -713,7 +727,7 @@ func (s *Scheduler) hold(l store.Lease, cancel context.CancelFunc) *heldLease {
 
 // renew is one heartbeat: it extends the lease and arms the next one, or
 // cancels the delivery when the lease is lost.
-func (s *Scheduler) renew(h *heldLease, cancel context.CancelFunc) {
+func (s *Scheduler) renew(h *heldLease, cancel context.CancelCauseFunc) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ended {
@@ -726,7 +740,7 @@ func (s *Scheduler) renew(h *heldLease, cancel context.CancelFunc) {
 	case errors.Is(err, store.ErrLeaseLost):
 		h.lost = true
 		s.log.Warn("scheduler: lease lost while delivering; stopping", "taskId", h.lease.TaskID)
-		cancel()
+		cancel(nil)
 		return
 	case err != nil:
 		s.log.Error("scheduler: renewing a lease failed", "taskId", h.lease.TaskID, "err", err)
@@ -753,8 +767,9 @@ func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 	defer cancel(nil)
 	ctx, span := traceOccurrence(ctx, t, c)
 	defer func() { traceResult(span, r) }()
-	defer s.track(t.ID, cancel)()
-	held := s.hold(t.Lease(), func() { cancel(nil) })
+	s.track(t.ID, cancel)
+	defer s.untrack(t.ID)
+	held := s.hold(t.Lease(), cancel)
 	if err := h.await(ctx, t); err != nil {
 		return s.unstarted(t, held, err)
 	}

@@ -58,3 +58,43 @@ func TestRetryWrite(t *testing.T) {
 		t.Errorf("err %v, want the last write's", err)
 	}
 }
+
+// Every try is bounded by the sooner of the call's bound and a try's
+// timeout, the first one too, and runs on although the caller's context
+// has ended: the push it records went out.
+func TestRetryWriteBoundsEveryTryAndOutlivesItsCaller(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	log := slog.New(slog.DiscardHandler)
+	noWait := func(context.Context, time.Duration) error { return nil }
+	for _, bound := range []time.Duration{time.Second, time.Hour} {
+		var deadlines []time.Time
+		before := time.Now()
+		err := courier.RetryWrite(ctx, bound, noWait, log, slog.Int64("taskId", 7), "recording", func(ctx context.Context) error {
+			if err := ctx.Err(); err != nil {
+				t.Fatalf("try %d runs with its context ended: %v", len(deadlines)+1, err)
+			}
+			dl, ok := ctx.Deadline()
+			if !ok {
+				t.Fatalf("try %d has no deadline", len(deadlines)+1)
+			}
+			if deadlines = append(deadlines, dl); len(deadlines) < 3 {
+				return errors.New("busy")
+			}
+			return nil
+		})
+		after := time.Now()
+		if err != nil || len(deadlines) != 3 {
+			t.Fatalf("bound %s: err %v after %d tries", bound, err, len(deadlines))
+		}
+		limit := min(bound, 10*time.Second) // the try's timeout, courier.bookkeepingTimeout
+		if dl := deadlines[0]; dl.Before(before.Add(limit)) {
+			t.Errorf("bound %s: the first try ends %s after the call began, want %s", bound, dl.Sub(before), limit)
+		}
+		for i, dl := range deadlines {
+			if dl.After(after.Add(limit)) {
+				t.Errorf("bound %s: try %d ends %s after the call began, want at most %s", bound, i+1, dl.Sub(before), limit)
+			}
+		}
+	}
+}
