@@ -666,9 +666,14 @@ func (s *Sender) post(ctx context.Context, r *run, body []byte, topic string) (r
 	if resp.StatusCode/100 != 2 { // a success's body says nothing we keep
 		snippet, _ = io.ReadAll(io.LimitReader(resp.Body, maxBodySnippet))
 	}
-	out := response{status: resp.StatusCode, body: printable(snippet)}
-	out.retryAfter, out.hasRetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), s.cfg.Now())
-	return out, nil
+	return s.answer(resp.StatusCode, resp.Header.Get("Retry-After"), snippet), nil
+}
+
+// answer is what post keeps of a push service's answer, over either client.
+func (s *Sender) answer(status int, retryAfter string, snippet []byte) response {
+	out := response{status: status, body: printable(snippet)}
+	out.retryAfter, out.hasRetryAfter = parseRetryAfter(retryAfter, s.cfg.Now())
+	return out
 }
 
 // userAgent is what net/http names itself over HTTP/2, kept for the h2
@@ -682,8 +687,8 @@ func (s *Sender) postH2(ctx, rctx context.Context, r *run, body []byte, auth, to
 	fields := make([]hpack.HeaderField, 0, 7)
 	fields = append(fields,
 		hpack.HeaderField{Name: "authorization", Value: auth},
-		hpack.HeaderField{Name: "content-encoding", Value: "aes128gcm"},
-		hpack.HeaderField{Name: "content-type", Value: "application/octet-stream"},
+		hpack.HeaderField{Name: "content-encoding", Value: contentEncodingAES128GCM[0]},
+		hpack.HeaderField{Name: "content-type", Value: contentTypeOctetStream[0]},
 		hpack.HeaderField{Name: "ttl", Value: r.o.ttlText},
 		hpack.HeaderField{Name: "urgency", Value: string(r.o.urgency)},
 		hpack.HeaderField{Name: "user-agent", Value: userAgent})
@@ -698,9 +703,7 @@ func (s *Sender) postH2(ctx, rctx context.Context, r *run, body []byte, auth, to
 	if err != nil {
 		return response{}, err
 	}
-	out := response{status: resp.Status, body: printable(resp.Body)}
-	out.retryAfter, out.hasRetryAfter = parseRetryAfter(resp.RetryAfter, s.cfg.Now())
-	return out, nil
+	return s.answer(resp.Status, resp.RetryAfter, resp.Body), nil
 }
 
 // requestBody is an encrypted body as a request's. It reports io.EOF with
