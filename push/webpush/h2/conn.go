@@ -535,9 +535,19 @@ func (cc *conn) readFrames() error {
 	}
 }
 
-// unopenedLocked reports a stream id we never opened, which a server
-// frame may not name (RFC 9113 §5.1: idle streams).
-func (cc *conn) unopenedLocked(id uint32) bool { return id%2 == 0 || id >= cc.nextID }
+// streamLocked returns the stream a server frame names: nil for one we
+// ended already, whose late frames are ignored, and a connection error for
+// an id we never opened, which a server frame may not name (RFC 9113 §5.1:
+// idle streams).
+func (cc *conn) streamLocked(id uint32) (*stream, error) {
+	if st := cc.streams[id]; st != nil {
+		return st, nil
+	}
+	if id%2 == 0 || id >= cc.nextID {
+		return nil, http2.ConnectionError(http2.ErrCodeProtocol)
+	}
+	return nil, nil
+}
 
 // resetStream ends a stream with a stream error and tells the server.
 func (cc *conn) resetStream(id uint32, code http2.ErrCode, err error) {
@@ -556,14 +566,10 @@ func (cc *conn) resetStream(id uint32, code http2.ErrCode, err error) {
 func (cc *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	id := f.StreamID
 	cc.mu.Lock()
-	st := cc.streams[id]
+	st, err := cc.streamLocked(id)
 	if st == nil {
-		unopened := cc.unopenedLocked(id)
 		cc.mu.Unlock()
-		if unopened {
-			return http2.ConnectionError(http2.ErrCodeProtocol)
-		}
-		return nil // a stream we ended already
+		return err
 	}
 	var fail error
 	code := http2.ErrCodeProtocol
@@ -621,16 +627,16 @@ func (cc *conn) onData(f *http2.DataFrame) error {
 		cc.recvWindow += credit
 		cc.recvUnacked = 0
 	}
-	st := cc.streams[id]
+	st, err := cc.streamLocked(id)
+	if err != nil {
+		cc.mu.Unlock()
+		return err
+	}
 	var fail error
 	code := http2.ErrCodeProtocol
 	ended, reset := false, false
 	switch {
-	case st == nil:
-		if cc.unopenedLocked(id) {
-			cc.mu.Unlock()
-			return http2.ConnectionError(http2.ErrCodeProtocol)
-		}
+	case st == nil: // a stream we ended: its DATA counted for the connection's window alone
 	case !st.gotFinal:
 		fail = errors.New("h2: DATA before the answer's headers")
 	case st.recv+n > initialWindow:
@@ -653,7 +659,6 @@ func (cc *conn) onData(f *http2.DataFrame) error {
 		}
 	}
 	cc.mu.Unlock()
-	var err error
 	if credit > 0 || reset {
 		err = cc.writing(func() error {
 			if credit > 0 {
@@ -678,16 +683,11 @@ func (cc *conn) onData(f *http2.DataFrame) error {
 
 func (cc *conn) onReset(f *http2.RSTStreamFrame) error {
 	cc.mu.Lock()
-	st := cc.streams[f.StreamID]
+	st, err := cc.streamLocked(f.StreamID)
 	if st == nil {
-		unopened := cc.unopenedLocked(f.StreamID)
 		cc.mu.Unlock()
-		if unopened {
-			return http2.ConnectionError(http2.ErrCodeProtocol)
-		}
-		return nil
+		return err
 	}
-	var err error
 	switch {
 	case f.ErrCode == http2.ErrCodeRefusedStream:
 		err = fmt.Errorf("%w (REFUSED_STREAM)", errUnprocessed)
