@@ -28,20 +28,14 @@ func (c rebindConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := rebindConn{Conn: conn.(*stdlib.Conn), clientStatements: c.clientStatements}
-	if !c.clientStatements {
-		rc.pending = new(pendingBegin)
-	}
-	return rc, nil
+	return rebindConn{conn.(*stdlib.Conn), c.clientStatements}, nil
 }
 
-// rebindConn is a pgx stdlib connection whose statements are rebound and
-// whose transactions begin with their first statement (pipebegin.go);
-// every other method (pings, value checks) is pgx's own.
+// rebindConn is a pgx stdlib connection whose statements are rebound; every
+// other method (transactions, pings, value checks) is pgx's own.
 type rebindConn struct {
 	*stdlib.Conn
 	clientStatements bool
-	pending          *pendingBegin // nil behind a transaction pooler
 }
 
 func (c rebindConn) Prepare(query string) (driver.Stmt, error) {
@@ -49,40 +43,24 @@ func (c rebindConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c rebindConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	// Not behind a pooler pgx prepares the statement on the server when it
-	// first runs and keeps it (its statement cache); either way it runs
-	// through c, where a pending BEGIN goes with it.
-	return clientStmt{c, rebind(query)}, nil
+	if c.clientStatements {
+		return clientStmt{c, rebind(query)}, nil
+	}
+	return c.Conn.PrepareContext(ctx, rebind(query))
 }
 
 func (c rebindConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	return c.exec(ctx, rebind(query), args)
+	return c.Conn.ExecContext(ctx, rebind(query), args)
 }
 
 func (c rebindConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return c.query(ctx, rebind(query), args)
-}
-
-// exec and query run query, already rebound, after a pending BEGIN.
-func (c rebindConn) exec(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if begin := c.takeBegin(); begin != "" {
-		return c.execBegun(ctx, begin, query, args)
-	}
-	return c.Conn.ExecContext(ctx, query, args)
-}
-
-func (c rebindConn) query(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if begin := c.takeBegin(); begin != "" {
-		return c.queryBegun(ctx, begin, query, args)
-	}
-	return c.Conn.QueryContext(ctx, query, args)
+	return c.Conn.QueryContext(ctx, rebind(query), args)
 }
 
 // clientStmt is a statement prepared on the client only. Behind a
 // transaction pooler a server-side prepared statement would live in a
 // server session other clients share, and be missing from the session the
 // next transaction gets: each execution sends the statement's text instead.
-// Elsewhere pgx's statement cache prepares it on the server.
 type clientStmt struct {
 	conn  rebindConn
 	query string // rebound
@@ -100,11 +78,11 @@ func (s clientStmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 func (s clientStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	return s.conn.exec(ctx, s.query, args)
+	return s.conn.Conn.ExecContext(ctx, s.query, args)
 }
 
 func (s clientStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.conn.query(ctx, s.query, args)
+	return s.conn.Conn.QueryContext(ctx, s.query, args)
 }
 
 func namedValues(args []driver.Value) []driver.NamedValue {
