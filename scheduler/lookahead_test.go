@@ -9,6 +9,8 @@ import (
 
 	"amsg/push"
 	"amsg/push/clocktest"
+	"amsg/push/courier"
+	"amsg/push/pushtest"
 	"amsg/store"
 )
 
@@ -333,4 +335,31 @@ func TestStopAtATasksTimeGivesItsLeaseBack(t *testing.T) {
 	h.sched.Start()
 	<-reached
 	stopGivesTheLeaseBack(t, h, task)
+}
+
+// TestATaskClaimedAheadWarmsItsPushService: while a task claimed ahead
+// waits for its time, the connection to its device's push service is
+// opened already, and the push goes on it.
+func TestATaskClaimedAheadWarmsItsPushService(t *testing.T) {
+	connsAtTheWait := make(chan int, 1)
+	var h *harness
+	h = newHarnessOn(t, Config{Tick: time.Hour, Sleep: func(ctx context.Context, d time.Duration) error {
+		select {
+		case connsAtTheWait <- h.push.Conns():
+		default:
+		}
+		return nil
+	}}, courier.PolicyUpstream, pushtest.Options{TLS: true})
+	h.subscribe(alice)
+	h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("warm")}, start.Add(60*time.Millisecond))
+	h.sched.Start()
+	if n := <-connsAtTheWait; n != 1 {
+		t.Errorf("%d connections to the push service while the task waited ahead, want 1", n)
+	}
+	if _, err := h.push.WaitDelivered(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.push.Conns(); n != 1 {
+		t.Errorf("%d connections after the push, want the one opened ahead", n)
+	}
 }

@@ -770,6 +770,10 @@ func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 	s.track(t.ID, cancel)
 	defer s.untrack(t.ID)
 	held := s.hold(t.Lease(), cancel)
+	if t.NextSendAt.After(s.now()) {
+		// Claimed ahead: open its push services' connections meanwhile.
+		s.deps.Courier.Warm(ctx, t.UserID)
+	}
 	if err := h.await(ctx, t); err != nil {
 		return s.unstarted(t, held, err)
 	}

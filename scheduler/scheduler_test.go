@@ -3,6 +3,7 @@ package scheduler
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -60,15 +61,27 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // newPolicyHarness is newHarness with the courier under policy.
 func newPolicyHarness(t *testing.T, cfg Config, policy courier.Policy) *harness {
 	t.Helper()
+	return newHarnessOn(t, cfg, policy, pushtest.Options{})
+}
+
+// newHarnessOn is newPolicyHarness with the fake push service started with
+// pushOpts (with TLS, the sender trusts its certificate).
+func newHarnessOn(t *testing.T, cfg Config, policy courier.Policy, pushOpts pushtest.Options) *harness {
+	t.Helper()
 	h := &harness{t: t, path: filepath.Join(t.TempDir(), "amsg.db"), clk: clocktest.New(start), sleep: &clocktest.Sleeper{}}
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h.st = storetest.Open(t, store.Config{Path: h.path, Now: h.clk.Now, Logger: logger})
 	sec := h.st.Secrets()
-	h.push = pushtest.NewServer(sec.VAPIDPublicKey)
+	h.push = pushtest.NewServerWithOptions(sec.VAPIDPublicKey, pushOpts)
 	t.Cleanup(h.push.Close)
 	h.llm = llmtest.NewServer(t)
+	var roots *x509.CertPool
+	if pushOpts.TLS {
+		roots = x509.NewCertPool()
+		roots.AppendCertsFromPEM(h.push.CertPEM())
+	}
 	sender, err := webpush.NewSender(webpush.Config{VAPIDPublicKey: sec.VAPIDPublicKey, VAPIDPrivateKey: sec.VAPIDPrivateKey,
-		Subject: "mailto:ops@amsg.test", AllowPrivateEndpoints: true, MaxAttempts: 1, Logger: logger})
+		Subject: "mailto:ops@amsg.test", AllowPrivateEndpoints: true, MaxAttempts: 1, Logger: logger, RootCAs: roots})
 	if err != nil {
 		t.Fatal(err)
 	}

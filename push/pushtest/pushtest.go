@@ -25,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"amsg/push"
@@ -107,6 +108,7 @@ type Server struct {
 	URL string // base URL, http://127.0.0.1:port
 
 	srv      *httptest.Server
+	conns    atomic.Int64 // connections accepted
 	opts     Options
 	certPEM  []byte
 	vapidKey []byte // the application server's public key, 65 bytes
@@ -154,6 +156,11 @@ func NewServerWithOptions(vapidPublicKey string, opts Options) *Server {
 		changed:      make(chan struct{}),
 	}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
 	if opts.TLS {
 		cert, certPEM, err := selfSignedCert(opts.Host)
 		if err != nil {
@@ -172,6 +179,9 @@ func NewServerWithOptions(vapidPublicKey string, opts Options) *Server {
 	}
 	return s
 }
+
+// Conns returns how many connections the server accepted so far.
+func (s *Server) Conns() int { return int(s.conns.Load()) }
 
 // CertPEM returns the TLS certificate in PEM, nil without Options.TLS.
 func (s *Server) CertPEM() []byte { return s.certPEM }

@@ -251,21 +251,9 @@ func (p *pool) acquire(ctx context.Context, avoid *conn) (*conn, error) {
 			p.dialing++
 			p.mu.Unlock()
 			cc, err := p.dial(ctx)
-			p.mu.Lock()
-			p.dialing--
-			reserved := err == nil && cc.maxStreams > 0
-			if err == nil {
-				if reserved {
-					cc.active = 1 // reserved for this request before anyone else sees it
-				}
-				p.conns = append(p.conns, cc)
-				go cc.readLoop()
-			}
-			p.signalLocked()
-			p.mu.Unlock()
+			reserved, err := p.dialed(cc, err, true)
 			switch {
 			case err != nil:
-				p.c.dropIfEmpty(p)
 				return nil, err
 			case reserved:
 				return cc, nil
@@ -287,6 +275,27 @@ func (p *pool) acquire(ctx context.Context, avoid *conn) (*conn, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// dialed adds a connection dialed for the pool (one counted in dialing),
+// with a stream reserved on it for the dialer's request when reserve is set
+// and the server allows one; a dial that failed forgets an empty pool.
+func (p *pool) dialed(cc *conn, err error, reserve bool) (reserved bool, _ error) {
+	p.mu.Lock()
+	p.dialing--
+	if err == nil {
+		if reserved = reserve && cc.maxStreams > 0; reserved {
+			cc.active = 1 // reserved for this request before anyone else sees it
+		}
+		p.conns = append(p.conns, cc)
+		go cc.readLoop()
+	}
+	p.signalLocked()
+	p.mu.Unlock()
+	if err != nil {
+		p.c.dropIfEmpty(p)
+	}
+	return reserved, err
 }
 
 // pausedLocked reports a connection whose server allows no streams for

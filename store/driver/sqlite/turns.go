@@ -13,8 +13,11 @@ import (
 // then for the backlog that built up behind it (issue 24: the trickle's
 // p99). Yielding between statements once a turn is over keeps a delivery's
 // wait near one statement; yielding at every statement would make the
-// writer wait behind every runnable goroutine for each.
-const writerTurn = time.Millisecond
+// writer wait behind every runnable goroutine for each. A turn of 250 µs
+// (a delivery's CPU before its send) rather than 1 ms took the trickle's
+// due-to-delivered p50 from about 1 to 0.7 ms and its p99 from about 22 to
+// 18 ms; 100 µs did no better (docs/performance.md, branch ticktail).
+const writerTurn = 250 * time.Microsecond
 
 // turns tracks the writer's turn on the CPU.
 type turns struct {
