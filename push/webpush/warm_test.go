@@ -2,11 +2,13 @@ package webpush
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
 // Warm opens one HTTP/2 connection to a push service ahead of its pushes,
-// which go on it; an endpoint that is not https is left alone.
+// which go on it; an endpoint that is not https, or that the push would
+// refuse, is left alone.
 func TestWarmOpensTheConnectionThePushUses(t *testing.T) {
 	f := newFixture(t)
 	sub := f.ps.Subscribe()
@@ -26,5 +28,9 @@ func TestWarmOpensTheConnectionThePushUses(t *testing.T) {
 	}
 	if f.sender.Warm(t.Context(), "http://127.0.0.1:1/push/x") {
 		t.Error("Warm reported a connection to an http endpoint")
+	}
+	withCredentials := strings.Replace(sub.Endpoint, "https://", "https://user:secret@", 1)
+	if f.sender.Warm(t.Context(), withCredentials) {
+		t.Error("Warm took an endpoint the push refuses (credentials in it)")
 	}
 }
