@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -361,5 +362,57 @@ func TestATaskClaimedAheadWarmsItsPushService(t *testing.T) {
 	}
 	if n := h.push.Conns(); n != 1 {
 		t.Errorf("%d connections after the push, want the one opened ahead", n)
+	}
+}
+
+// TestAnEditTakesBackATaskWhileItsPushServiceIsDialed: a task claimed
+// ahead waits for its time from before it opens its push service's
+// connection, so an edit made while that dial hangs takes the claim back
+// (Unclaim), the dial is abandoned, and nothing is sent at the old time.
+func TestAnEditTakesBackATaskWhileItsPushServiceIsDialed(t *testing.T) {
+	// A push service that accepts connections and never answers the TLS
+	// handshake: the warm dial hangs until its context ends.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	g := clocktest.NewGate()
+	h := newHarnessOn(t, Config{Tick: time.Hour, Sleep: g.Sleep}, courier.PolicyUpstream, pushtest.Options{TLS: true})
+	sub := h.push.Subscribe()
+	sub.Endpoint = "https://" + ln.Addr().String() + "/push/hangs"
+	raw, _ := json.Marshal(sub)
+	if _, err := h.st.PutSubscription(t.Context(), alice, raw, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("moved")}, start.Add(60*time.Millisecond))
+	h.sched.Start()
+	conn := <-accepted // the dial is under way
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := h.st.UpdatePendingTask(t.Context(), alice, task.UUID, func(got store.Task) (store.TaskUpdate, error) {
+		unclaimed := h.sched.Unclaim(got.Lease())
+		if !unclaimed {
+			t.Error("Unclaim said false while the task claimed ahead dialed its push service, want true")
+		}
+		return store.TaskUpdate{Payload: got.Payload, NextSendAt: got.NextSendAt.Add(time.Hour), ReleaseLease: unclaimed}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delivery taken back to end", func() bool {
+		h.sched.deliveries.mu.Lock()
+		defer h.sched.deliveries.mu.Unlock()
+		return len(h.sched.deliveries.running) == 0
+	})
+	if got := h.task(alice, task.UUID); !got.LeaseUntil.IsZero() || got.RetryCount != 0 || got.LastError != nil {
+		t.Errorf("after the edit: %+v, want the lease released and nothing else changed", got)
+	}
+	if err := h.sched.Stop(t.Context()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -535,7 +535,8 @@ type slotHold struct {
 }
 
 // await waits, for a task claimed ahead, until it is due and a slot is
-// free, takes the slot and reports t's lateness to OnClaim then. It gives
+// free, opening its push services' connections meanwhile (Courier.Warm),
+// takes the slot and reports t's lateness to OnClaim then. It gives
 // up when ctx, the delivery's, ends (a cancel, Unclaim, a lost lease, or
 // Stop, which ends the waits with errStopping: deliveries.stopWaiting), and
 // returns why.
@@ -547,6 +548,9 @@ func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	if !s.deliveries.wait(t.Lease()) {
 		return errStopping
 	}
+	// Warmed only once waiting, so that an edit's Unclaim, a cancel and
+	// Stop end a dial that hangs as they end the wait.
+	s.deps.Courier.Warm(ctx, t.UserID)
 	if err := s.sleep(ctx, h.due.Sub(s.now())); err != nil {
 		return cmp.Or(context.Cause(ctx), err)
 	}
@@ -770,10 +774,6 @@ func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 	s.track(t.ID, cancel)
 	defer s.untrack(t.ID)
 	held := s.hold(t.Lease(), cancel)
-	if t.NextSendAt.After(s.now()) {
-		// Claimed ahead: open its push services' connections meanwhile.
-		s.deps.Courier.Warm(ctx, t.UserID)
-	}
 	if err := h.await(ctx, t); err != nil {
 		return s.unstarted(t, held, err)
 	}
