@@ -287,6 +287,7 @@ func (p *pool) dialed(cc *conn, err error, reserve bool) (reserved bool, _ error
 		if reserved = reserve && cc.maxStreams > 0; reserved {
 			cc.active = 1 // reserved for this request before anyone else sees it
 		}
+		cc.armIdle()
 		p.conns = append(p.conns, cc)
 		go cc.readLoop()
 	}

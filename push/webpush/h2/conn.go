@@ -117,15 +117,24 @@ func newConn(p *pool, nc net.Conn) *conn {
 		p: p, nc: nc, bw: bufio.NewWriterSize(nc, 32<<10),
 		streams: map[uint32]*stream{}, nextID: 1, maxStreams: defaultMaxStreams,
 		sendWindow: initialWindow, peerInitial: initialWindow, maxFrame: 16 << 10,
-		recvWindow: initialWindow, idleSince: time.Now(),
+		recvWindow: initialWindow,
 	}
 	cc.fr = http2.NewFramer(cc.bw, bufio.NewReaderSize(nc, 16<<10))
 	cc.fr.SetMaxReadFrameSize(16 << 10) // our SETTINGS_MAX_FRAME_SIZE, the default
 	cc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	cc.fr.MaxHeaderListSize = maxHeaderListSize
 	cc.henc = hpack.NewEncoder(&cc.hbuf)
-	cc.idle = time.AfterFunc(p.c.cfg.IdleTimeout, cc.closeIfIdle)
 	return cc
+}
+
+// armIdle starts the idle timer of a connection the pool takes: one still
+// in its handshakes, or not yet holding its dialer's stream, is not idle.
+// Under mu, so that a timer that fires at once finds idle set.
+func (cc *conn) armIdle() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.idleSince = time.Now()
+	cc.idle = time.AfterFunc(cc.p.c.cfg.IdleTimeout, cc.closeIfIdle)
 }
 
 // handshake sends the preface and our SETTINGS and applies the server's,
