@@ -33,7 +33,7 @@ func databaseName(cfg Config) (string, error) {
 // through driver.Driver.
 func openDriver(ctx context.Context, cfg Config, log *slog.Logger, create bool) (driver.Driver, error) {
 	if cfg.DatabaseURL != "" {
-		return postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL, cfg.DatabasePooler)
+		return postgres.Open(ctx, cfg.DatabaseURL, cfg.DatabaseDirectURL, cfg.DatabasePooler, log)
 	}
 	if !create {
 		if _, err := os.Stat(cfg.Path); err != nil {

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -371,21 +372,36 @@ func (w *walk) newDevice(t *testing.T, inst instance) *device {
 	}
 	fake := pushtest.NewServer(vapid.PublicKey)
 	t.Cleanup(fake.Close)
-	export := exec.Command(amsgBinary(t), "keys", "export")
+	export := boundedCommand(t, 2*time.Minute, amsgBinary(t), "keys", "export")
 	export.Dir = w.work
 	for k, v := range inst.env {
 		export.Env = append(export.Env, k+"="+v)
 	}
+	var stderr strings.Builder
+	export.Stderr = &stderr
 	out, err := export.Output()
 	m := regexp.MustCompile(`(?m)^AMSG_MASTER_KEY=([0-9a-f]{64})$`).FindSubmatch(out)
 	if err != nil || m == nil {
-		t.Fatalf("amsg keys export: %v\n%s", err, out)
+		t.Fatalf("amsg keys export: %v\n%s\n%s", err, out, stderr.String())
 	}
 	ring, err := usercrypt.NewKeyring(string(m[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &device{rig: &taskRig{push: fake, sub: fake.Subscribe(), key: ring.UserKey(taskUser)}, header: header}
+}
+
+// boundedCommand is exec.Command for a program that should end by itself
+// within limit: past it the program gets SIGQUIT, on which a Go program
+// prints every goroutine's stack to its stderr (for the failure message),
+// and is killed if it lingers on.
+func boundedCommand(t *testing.T, limit time.Duration, name string, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
 }
 
 func (d *device) register(t *testing.T, inst instance) {

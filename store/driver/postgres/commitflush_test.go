@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"log/slog"
 	"net/url"
 	"os"
 	"testing"
@@ -71,7 +72,7 @@ func TestCommitsWaitForTheLocalFlushOnlyWhereTheServerSaysOff(t *testing.T) {
 	}
 
 	// The store's own pool: raised where the server says off.
-	db, err := Open(t.Context(), base, "", "")
+	db, err := Open(t.Context(), base, "", "", slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestCommitsWaitForTheLocalFlushOnlyWhereTheServerSaysOff(t *testing.T) {
 			u.RawQuery += "&"
 		}
 		u.RawQuery += param
-		chosen, err := Open(t.Context(), u.String(), "", "")
+		chosen, err := Open(t.Context(), u.String(), "", "", slog.Default())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,8 +121,8 @@ func (db *DB) exclusiveInTransaction(ctx context.Context, name string, fn func()
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(`+lockKey+`)`, name); err != nil {
-		return errors.Join(fmt.Errorf("advisory lock %s: %w", name, err), tx.Rollback())
+	if err := lockPatiently(ctx, db.log, tx, true, `SELECT pg_advisory_xact_lock(`+lockKey+`)`, name, lockWaitReport); err != nil {
+		return errors.Join(err, tx.Rollback())
 	}
 	fnErr := fn()
 	return errors.Join(fnErr, tx.Commit())

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	mathrand "math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -51,6 +52,7 @@ type DB struct {
 	// locked is WriteLocked's group commit (group.go).
 	locked  *batch.Batcher[*lockedWrite]
 	commits atomic.Uint64 // write transactions committed
+	log     *slog.Logger
 }
 
 // PoolerTransaction declares that the database URL goes through a
@@ -69,7 +71,7 @@ const sessionConns = 4
 // client); then directURL, when given, is the same database without the
 // pooler, for the start lock, leadership and LISTEN, and without it the
 // database is poll-only (leader_lease.go).
-func Open(ctx context.Context, url, directURL, pooler string) (*DB, error) {
+func Open(ctx context.Context, url, directURL, pooler string, log *slog.Logger) (*DB, error) {
 	config, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
@@ -94,7 +96,7 @@ func Open(ctx context.Context, url, directURL, pooler string) (*DB, error) {
 		return nil, err
 	}
 	if directURL == "" {
-		db := newDB(pool, pool, config)
+		db := newDB(pool, pool, config, log)
 		db.pollOnly = pooled
 		return db, nil
 	}
@@ -107,11 +109,11 @@ func Open(ctx context.Context, url, directURL, pooler string) (*DB, error) {
 	if err := session.PingContext(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("direct database url: %w", err), session.Close(), pool.Close())
 	}
-	return newDB(pool, session, direct), nil
+	return newDB(pool, session, direct, log), nil
 }
 
-func newDB(pool, session *sql.DB, listenConfig *pgx.ConnConfig) *DB {
-	db := &DB{pool: pool, session: session, listenConfig: listenConfig}
+func newDB(pool, session *sql.DB, listenConfig *pgx.ConnConfig, log *slog.Logger) *DB {
+	db := &DB{pool: pool, session: session, listenConfig: listenConfig, log: log}
 	db.startGroupCommit()
 	return db
 }
@@ -267,8 +269,8 @@ func (db *DB) Exclusive(ctx context.Context, name string, fn func() error) error
 		return err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(`+lockKey+`)`, name); err != nil {
-		return fmt.Errorf("advisory lock %s: %w", name, err)
+	if err := lockPatiently(ctx, db.log, conn, false, `SELECT pg_advisory_lock(`+lockKey+`)`, name, lockWaitReport); err != nil {
+		return err
 	}
 	fnErr := fn()
 	// Unlock before the connection goes back to the pool, where a session
