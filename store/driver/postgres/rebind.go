@@ -103,8 +103,9 @@ func namedValues(args []driver.Value) []driver.NamedValue {
 // execution (the delivery's one statement of a batch of completions, 1 KB
 // with 30 placeholders, took 20 µs and a copy), so the result is kept per
 // query text: the store's statements are a fixed set, and the multi-row
-// ones have one text per row count. maxRebound bounds what is kept; past
-// it a query is rebound each time, as before.
+// ones have one text per row count. maxReboundBytes bounds what is kept
+// (the texts and their rebound texts); past it a query is rebound each
+// time, as before.
 func rebind(query string) string {
 	if !strings.Contains(query, "?") {
 		return query
@@ -113,19 +114,20 @@ func rebind(query string) string {
 		return r.(string)
 	}
 	r := rebindScan(query)
-	if reboundCount.Load() < maxRebound {
+	size := int64(len(query) + len(r))
+	if reboundBytes.Load()+size <= maxReboundBytes {
 		if _, loaded := rebound.LoadOrStore(query, r); !loaded {
-			reboundCount.Add(1)
+			reboundBytes.Add(size)
 		}
 	}
 	return r
 }
 
-const maxRebound = 4096
+const maxReboundBytes = 4 << 20
 
 var (
 	rebound      sync.Map // query text → its rebound text
-	reboundCount atomic.Int64
+	reboundBytes atomic.Int64
 )
 
 // rebindScan is rebind without the cache: it copies query up to the next

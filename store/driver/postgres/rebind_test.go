@@ -101,3 +101,21 @@ func BenchmarkRebind(b *testing.B) {
 		}
 	})
 }
+
+func TestRebindPastItsBoundStillRebindsButKeepsNothing(t *testing.T) {
+	kept := reboundBytes.Load()
+	reboundBytes.Store(maxReboundBytes)
+	defer reboundBytes.Store(kept)
+	q := `SELECT ? -- past the bound`
+	for range 2 {
+		if got, want := rebind(q), `SELECT $1 -- past the bound`; got != want {
+			t.Errorf("rebind(%q) = %q, want %q", q, got, want)
+		}
+	}
+	if _, ok := rebound.Load(q); ok {
+		t.Errorf("%q was kept past the bound", q)
+	}
+	if reboundBytes.Load() != maxReboundBytes {
+		t.Errorf("kept bytes %d, want %d", reboundBytes.Load(), maxReboundBytes)
+	}
+}
