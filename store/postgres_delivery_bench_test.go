@@ -66,6 +66,41 @@ func BenchmarkPostgresDeliveryRound(b *testing.B) {
 	b.ReportMetric(float64(bytes)/pushes, "B/push")
 }
 
+// BenchmarkPostgresInsertTask is amsg's own CPU and allocations a task
+// scheduled on PostgreSQL (InsertTask, the API's write of a new task): its
+// statements are not prepared, so each passes through the driver's rebind
+// and pgx's statement cache on every call.
+//
+//	AMSG_TEST_DATABASE_URL=… go test ./store -run '^$' -bench PostgresInsertTask -benchtime 1x
+func BenchmarkPostgresInsertTask(b *testing.B) {
+	const (
+		users = 100
+		tasks = 2000
+	)
+	st := storetest.Open(b, store.Config{DatabaseURL: storetest.DatabaseURL(b)})
+	ctx := context.Background()
+	start := time.Now().Add(time.Hour)
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	used := processCPU(b)
+	b.ResetTimer()
+	for n := range tasks {
+		if _, _, err := st.InsertTask(ctx, store.NewTask{UserID: fmt.Sprintf("user-%03d", n%users),
+			UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n), MessageType: push.TypeFixed,
+			NextSendAt: start.Add(time.Duration(n) * time.Millisecond),
+			Payload:    []byte(`{"contactName":"Rei","userMessage":"time for a glass of water"}`)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	cpu := processCPU(b) - used
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(cpu.Microseconds())/tasks, "cpu-µs/task")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/tasks, "allocs/task")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/tasks, "B/task")
+}
+
 // deliverRound claims n due tasks and completes each, concurrently, with
 // the bookkeeping of a push one device accepted.
 func deliverRound(b *testing.B, st *store.Store, clk *deliveryClock, n int) {
