@@ -1,0 +1,80 @@
+//go:build unix
+
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"amsg/push/webpush"
+)
+
+// BenchmarkSQLiteCompletionsByGroupSize is the writer's CPU a push for the
+// completions of a trickle committed in groups of two sizes (issue 24,
+// branch trickle2): each round claims perRound tasks, as the scheduler
+// claims a trickle ahead, and commits their completions in groups of the
+// size the round's turn gives, each group one transaction, as the writer
+// commits what lingered together (sqlite groupLinger: about 6 completions
+// a commit at 1 000 pushes a second with a 5 ms linger, about 14 with
+// 15 ms). The sizes take turns round by round on one database, so the
+// machine's speed moves both alike; the claims are not counted. Run it once:
+//
+//	go test ./store -run '^$' -bench SQLiteCompletionsByGroupSize -benchtime 1x
+func BenchmarkSQLiteCompletionsByGroupSize(b *testing.B) {
+	const (
+		users    = 100
+		history  = 50 * users // pushes delivered before
+		pending  = 5000       // tasks due later, as a running trickle has
+		perRound = 42         // tasks a round claims: 7 groups of 6, 3 of 14
+		rounds   = 60         // of each size
+	)
+	sizes := []int{6, 14}
+	clk := &benchClock{now: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)}
+	ctx := context.Background()
+	st, err := Open(ctx, Config{Path: filepath.Join(b.TempDir(), "amsg.db"), MasterKey: strings.Repeat("a", 64),
+		GenerateVAPID: webpush.GenerateVAPIDKeys, Now: clk.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for n := 0; n < history; n += 100 {
+		deliverTrickleRound(b, st, clk, n, 100, users)
+	}
+	for i := range pending {
+		insertBenchTask(b, st, clk.now.Add(time.Hour), history+len(sizes)*rounds*perRound+i, users)
+	}
+	cpu := make([]time.Duration, len(sizes))
+	commits := make([]int, len(sizes))
+	b.ResetTimer()
+	for r := range len(sizes) * rounds {
+		way := r % len(sizes)
+		cs := trickleCompletions(b, st, clk, history+r*perRound, perRound, users)
+		before := processCPU(b)
+		for len(cs) > 0 {
+			group := cs[:min(sizes[way], len(cs))]
+			cs = cs[len(group):]
+			err := st.write(ctx, func(tx *sql.Tx) error {
+				outcomes, err := st.completeMany(ctx, tx, group)
+				return errors.Join(append(outcomes, err)...)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			commits[way]++
+		}
+		cpu[way] += processCPU(b) - before
+	}
+	b.StopTimer()
+	for i, size := range sizes {
+		b.ReportMetric(float64(cpu[i].Microseconds())/(rounds*perRound), fmt.Sprintf("groups-of-%d-cpu-µs/push", size))
+	}
+	if commits[0]*sizes[0] != commits[1]*sizes[1] {
+		b.Fatalf("commits %v for groups of %v", commits, sizes)
+	}
+}
