@@ -416,3 +416,56 @@ func TestAnEditTakesBackATaskWhileItsPushServiceIsDialed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// startAt rounds a time up to FireGrid, never down, and leaves it alone
+// without a FireGrid.
+func TestStartAtRoundsUpToTheFireGrid(t *testing.T) {
+	grid := &Scheduler{cfg: Config{FireGrid: 4 * time.Millisecond}}
+	none := &Scheduler{cfg: Config{FireGrid: 0}}
+	for _, c := range []struct{ due, want time.Time }{
+		{start, start}, // on the grid already
+		{start.Add(time.Nanosecond), start.Add(4 * time.Millisecond)},
+		{start.Add(3999 * time.Microsecond), start.Add(4 * time.Millisecond)},
+		{start.Add(4 * time.Millisecond), start.Add(4 * time.Millisecond)},
+		{start.Add(61 * time.Millisecond), start.Add(64 * time.Millisecond)},
+	} {
+		if got := grid.startAt(c.due); !got.Equal(c.want) {
+			t.Errorf("startAt(%s) = %s with a 4ms grid, want %s", c.due.Format(time.StampMicro), got.Format(time.StampMicro), c.want.Format(time.StampMicro))
+		}
+		if got := none.startAt(c.due); !got.Equal(c.due) {
+			t.Errorf("startAt(%s) = %s without a grid, want it unchanged", c.due.Format(time.StampMicro), got.Format(time.StampMicro))
+		}
+	}
+}
+
+// A task claimed ahead waits until the first FireGrid point at or after
+// its time, not before it; New's default grid is DefaultFireGrid and a
+// negative one waits for the task's time exactly.
+func TestATaskClaimedAheadStartsOnTheFireGrid(t *testing.T) {
+	for _, c := range []struct {
+		grid time.Duration
+		want time.Duration // the wait, from start, for a task due 61ms on
+	}{
+		{0, 64 * time.Millisecond}, // DefaultFireGrid, 4ms: start is on it
+		{10 * time.Millisecond, 70 * time.Millisecond},
+		{-1, 61 * time.Millisecond},
+	} {
+		waited := make(chan time.Duration, 1)
+		h := newHarness(t, Config{Tick: time.Hour, FireGrid: c.grid, Sleep: func(ctx context.Context, d time.Duration) error {
+			select {
+			case waited <- d:
+			default:
+			}
+			return nil
+		}})
+		h.subscribe(alice)
+		h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the grid")}, start.Add(61*time.Millisecond))
+		h.sched.Start()
+		if d := <-waited; d != c.want {
+			t.Errorf("FireGrid %s: the task claimed ahead waited %s, want %s", c.grid, d, c.want)
+		}
+		if _, err := h.push.WaitDelivered(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

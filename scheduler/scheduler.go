@@ -48,6 +48,7 @@ const (
 	DefaultFetchLimit        = 50
 	DefaultTrickleWait       = 4 * time.Millisecond
 	DefaultLookahead         = 250 * time.Millisecond
+	DefaultFireGrid          = 4 * time.Millisecond
 	DefaultPushInterval      = 1500 * time.Millisecond
 	DefaultStaleAfter        = 60 * time.Minute
 	DefaultRetryBackoff      = 2 * time.Minute
@@ -100,6 +101,14 @@ type Config struct {
 	// (PerUserTasks) they count in, for at most Heartbeat. Negative: none,
 	// tasks are claimed at their time. Tick claims only due tasks.
 	Lookahead time.Duration
+	// FireGrid groups the starts of tasks claimed ahead: each starts at
+	// the first multiple of FireGrid (of wall-clock time) at or after its
+	// time, never before it, so a trickle's tasks due within one FireGrid
+	// start together: one timer wakes them, their requests share a flush
+	// and their outcomes a group commit, at most FireGrid later (issue
+	// 24). Negative: none, each starts at its time. It is cut to what
+	// Heartbeat leaves of a Lookahead.
+	FireGrid time.Duration
 	// PushInterval is the pause between the pushes of one burst.
 	PushInterval time.Duration
 	// StaleAfter is how late an occurrence may be delivered; later ones are
@@ -221,6 +230,7 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	cfg.FetchLimit = cmp.Or(cfg.FetchLimit, DefaultFetchLimit)
 	cfg.TrickleWait = max(cmp.Or(cfg.TrickleWait, DefaultTrickleWait), 0)
 	cfg.Lookahead = max(cmp.Or(cfg.Lookahead, DefaultLookahead), 0)
+	cfg.FireGrid = max(cmp.Or(cfg.FireGrid, DefaultFireGrid), 0)
 	cfg.PushInterval = cmp.Or(cfg.PushInterval, DefaultPushInterval)
 	cfg.StaleAfter = cmp.Or(cfg.StaleAfter, DefaultStaleAfter)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, DefaultRetryBackoff)
@@ -236,6 +246,8 @@ func New(cfg Config, deps Deps) (*Scheduler, error) {
 	// A task claimed ahead waits no longer than a heartbeat: Unclaim knows
 	// its claim by the lease it took.
 	cfg.Lookahead = min(cfg.Lookahead, cfg.Heartbeat)
+	// ... and FireGrid adds to that wait no more than the heartbeat leaves.
+	cfg.FireGrid = min(cfg.FireGrid, cfg.Heartbeat-cfg.Lookahead)
 	s := &Scheduler{
 		cfg:        cfg,
 		deps:       deps,
@@ -551,7 +563,7 @@ func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	// Warmed only once waiting, so that an edit's Unclaim, a cancel and
 	// Stop end a dial that hangs as they end the wait.
 	s.deps.Courier.Warm(ctx, t.UserID)
-	if err := s.sleep(ctx, h.due.Sub(s.now())); err != nil {
+	if err := s.sleep(ctx, s.startAt(h.due).Sub(s.now())); err != nil {
 		return cmp.Or(context.Cause(ctx), err)
 	}
 	if !s.deliveries.begin(t.ID) {
@@ -571,6 +583,19 @@ func (h *slotHold) await(ctx context.Context, t store.Task) error {
 	s.leaveAhead()
 	s.observeClaim(t, s.now())
 	return nil
+}
+
+// startAt is when a task claimed ahead due at due starts: due rounded up
+// to FireGrid.
+func (s *Scheduler) startAt(due time.Time) time.Time {
+	g := s.cfg.FireGrid
+	if g <= 0 {
+		return due
+	}
+	if at := due.Truncate(g); at.Before(due) {
+		return at.Add(g)
+	}
+	return due
 }
 
 // errStopping ends the wait of a task claimed ahead when Stop begins.
