@@ -71,6 +71,7 @@ func TestServeConfigRejectsBadInput(t *testing.T) {
 		{"pooler without a database", nil, map[string]string{"AMSG_DATABASE_POOLER": "transaction"}, "given with --database-url"},
 		{"instance heartbeat", []string{"--instance-heartbeat", "1ms"}, nil, "--instance-heartbeat must be at least 100ms"},
 		{"lookahead past the heartbeat", []string{"--task-lookahead", "31s"}, nil, "--task-lookahead must be 0 or more and at most --task-heartbeat"},
+		{"fire grid past its bound", []string{"--task-fire-grid", "101ms"}, nil, "--task-fire-grid must be 0 or more and at most 100ms"},
 		{"negative retries", nil, map[string]string{"AMSG_MAX_GENERATION_RETRIES": "-1"}, "--max-generation-retries must be 0 or more"},
 		{"webhook retry window", []string{"--webhook-retry-for", "1h"}, nil, "retry window 1h0m0s is outside [24h0m0s, 720h0m0s]"},
 		{"webhook timeout", []string{"--webhook-timeout", "10m"}, nil, "timeout 10m0s is outside"},
