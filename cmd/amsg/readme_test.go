@@ -276,6 +276,14 @@ func (w *walk) withDatabase(t *testing.T) {
 // operator fills in filled in and the absolute paths under the walk's root.
 func (w *walk) run(t *testing.T, name, block string) {
 	t.Helper()
+	if out, err := w.try(t, name, block); err != nil {
+		t.Fatal(out)
+	}
+}
+
+// try is run that returns what went wrong instead of failing the test.
+func (w *walk) try(t *testing.T, name, block string) (string, error) {
+	t.Helper()
 	if block == "" {
 		t.Fatalf("README has no walkthrough %s", name)
 	}
@@ -289,8 +297,9 @@ func (w *walk) run(t *testing.T, name, block string) {
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", r.Replace(block))
 	cmd.Dir, cmd.Env = w.work, w.env
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("README walkthrough %s: %v\n%s\n--- as run:\n%s", name, err, out, r.Replace(block))
+		return fmt.Sprintf("README walkthrough %s: %v\n%s\n--- as run:\n%s", name, err, out, r.Replace(block)), err
 	}
+	return "", nil
 }
 
 // instance is an amsg the walk started: its address and environment.
@@ -533,9 +542,23 @@ func (w *walk) behindNginx(t *testing.T, block string, inst instance) {
 	if err := os.MkdirAll(filepath.Join(w.root, "etc/nginx/sites-enabled"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	httpsPort := freePort(t)
-	w.env = append(w.env, "NGINX_REAL="+nginx, fmt.Sprintf("WALK_HTTP_PORT=%d", freePort(t)), fmt.Sprintf("WALK_HTTPS_PORT=%d", httpsPort))
-	w.run(t, "nginx", block)
+	// A port freePort found free can be taken before nginx binds it (tests
+	// run in parallel): as startProxy does, a start that fails so is tried
+	// again on new ports, three times at most. A later WALK_ variable in
+	// the environment overrides an earlier one.
+	w.env = append(w.env, "NGINX_REAL="+nginx)
+	var httpsPort int
+	for attempt := 1; ; attempt++ {
+		httpsPort = freePort(t)
+		w.env = append(w.env, fmt.Sprintf("WALK_HTTP_PORT=%d", freePort(t)), fmt.Sprintf("WALK_HTTPS_PORT=%d", httpsPort))
+		out, err := w.try(t, "nginx", block)
+		if err == nil {
+			break
+		}
+		if attempt == 3 || !strings.Contains(strings.ToLower(out), "address already in use") {
+			t.Fatal(out)
+		}
+	}
 
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("https://%s:%d/api/v1/vapid-public-key", host, httpsPort), nil)
 	req.Header.Set("X-Forwarded-For", spoofedAddress)
