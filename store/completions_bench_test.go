@@ -7,12 +7,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"amsg/push/webpush"
 )
 
 // BenchmarkSQLiteGroupOfCompletions is the CPU a push's completion costs
@@ -34,22 +30,11 @@ func BenchmarkSQLiteGroupOfCompletions(b *testing.B) {
 		rounds   = 200        // of each way
 		perGroup = 8          // completions a group commits
 	)
-	clk := &benchClock{now: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)}
+	st, clk := openTrickleBench(b, users, history, pending, history+2*rounds*perGroup)
 	ctx := context.Background()
-	st, err := Open(ctx, Config{Path: filepath.Join(b.TempDir(), "amsg.db"), MasterKey: strings.Repeat("a", 64),
-		GenerateVAPID: webpush.GenerateVAPIDKeys, Now: clk.Now})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	for n := 0; n < history; n += 100 {
-		deliverTrickleRound(b, st, clk, n, 100, users)
-	}
-	for i := range pending {
-		insertBenchTask(b, st, clk.now.Add(time.Hour), history+2*rounds*perGroup+i, users)
-	}
 	savepoints := map[string]*sql.Stmt{}
 	for _, q := range []string{"SAVEPOINT write", "RELEASE write"} {
+		var err error
 		if savepoints[q], err = st.writer.PrepareContext(ctx, q); err != nil {
 			b.Fatal(err)
 		}

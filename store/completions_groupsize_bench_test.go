@@ -3,16 +3,9 @@
 package store
 
 import (
-	"context"
-	"database/sql"
-	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"amsg/push/webpush"
 )
 
 // BenchmarkSQLiteCompletionsByGroupSize is the writer's CPU a push for the
@@ -35,20 +28,7 @@ func BenchmarkSQLiteCompletionsByGroupSize(b *testing.B) {
 		rounds   = 60         // of each size
 	)
 	sizes := []int{6, 14}
-	clk := &benchClock{now: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)}
-	ctx := context.Background()
-	st, err := Open(ctx, Config{Path: filepath.Join(b.TempDir(), "amsg.db"), MasterKey: strings.Repeat("a", 64),
-		GenerateVAPID: webpush.GenerateVAPIDKeys, Now: clk.Now})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	for n := 0; n < history; n += 100 {
-		deliverTrickleRound(b, st, clk, n, 100, users)
-	}
-	for i := range pending {
-		insertBenchTask(b, st, clk.now.Add(time.Hour), history+len(sizes)*rounds*perRound+i, users)
-	}
+	st, clk := openTrickleBench(b, users, history, pending, history+len(sizes)*rounds*perRound)
 	cpu := make([]time.Duration, len(sizes))
 	commits := make([]int, len(sizes))
 	b.ResetTimer()
@@ -59,13 +39,7 @@ func BenchmarkSQLiteCompletionsByGroupSize(b *testing.B) {
 		for len(cs) > 0 {
 			group := cs[:min(sizes[way], len(cs))]
 			cs = cs[len(group):]
-			err := st.write(ctx, func(tx *sql.Tx) error {
-				outcomes, err := st.completeMany(ctx, tx, group)
-				return errors.Join(append(outcomes, err)...)
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+			writeCompletions(b, st, group)
 			commits[way]++
 		}
 		cpu[way] += processCPU(b) - before

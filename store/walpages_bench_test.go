@@ -169,13 +169,38 @@ func insertBenchTask(b *testing.B, st *Store, due time.Time, i, users int) {
 	}
 }
 
+// openTrickleBench opens a SQLite store on a benchmark clock holding what a
+// running trickle's database holds: history pushes of users delivered
+// before, and pending tasks due in an hour, numbered from firstPending.
+func openTrickleBench(b *testing.B, users, history, pending, firstPending int) (*Store, *benchClock) {
+	clk := &benchClock{now: time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)}
+	st, err := Open(context.Background(), Config{Path: filepath.Join(b.TempDir(), "amsg.db"), MasterKey: strings.Repeat("a", 64),
+		GenerateVAPID: webpush.GenerateVAPIDKeys, Now: clk.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	for n := 0; n < history; n += 100 {
+		deliverTrickleRound(b, st, clk, n, 100, users)
+	}
+	for i := range pending {
+		insertBenchTask(b, st, clk.now.Add(time.Hour), firstPending+i, users)
+	}
+	return st, clk
+}
+
 // deliverTrickleRound delivers tasks first to first+n-1 as the scheduler
 // does: inserted when not yet, claimed together, and completed in one
 // batch with what the courier leaves of a push one device accepted (the
 // outbox row, delivered, and the attempt).
 func deliverTrickleRound(b *testing.B, st *Store, clk *benchClock, first, n, users int) {
+	writeCompletions(b, st, trickleCompletions(b, st, clk, first, n, users))
+}
+
+// writeCompletions commits cs in one write, one batch of the completions'
+// kind, as the writer commits what lingered together.
+func writeCompletions(b *testing.B, st *Store, cs []completion) {
 	ctx := context.Background()
-	cs := trickleCompletions(b, st, clk, first, n, users)
 	err := st.write(ctx, func(tx *sql.Tx) error {
 		outcomes, err := st.completeMany(ctx, tx, cs)
 		return errors.Join(append(outcomes, err)...)
