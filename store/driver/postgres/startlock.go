@@ -28,18 +28,28 @@ type execer interface {
 // with a lock timeout of wait. Each time the timeout expires it logs the
 // holders and tries again, until ctx ends. In a transaction (inTx) each
 // attempt runs inside a savepoint, so that a timed-out attempt leaves the
-// transaction usable, and the timeout is SET LOCAL; on a session it is
-// reset once the lock is held.
-func lockPatiently(ctx context.Context, log *slog.Logger, q execer, inTx bool, lock, name string, wait time.Duration) error {
-	set := fmt.Sprintf(`SET lock_timeout = %d`, wait.Milliseconds())
+// transaction usable, and sets the timeout with SET LOCAL; on a session the
+// timeout is set once and reset however the wait ends, so the connection
+// goes back to its pool with the server's.
+func lockPatiently(ctx context.Context, log *slog.Logger, q execer, inTx bool, lock, name string, wait time.Duration) (err error) {
+	setLocal := ""
 	if inTx {
-		set = fmt.Sprintf(`SET LOCAL lock_timeout = %d`, wait.Milliseconds())
+		setLocal = fmt.Sprintf(`SET LOCAL lock_timeout = %d`, wait.Milliseconds())
+	} else {
+		if _, err := q.ExecContext(ctx, fmt.Sprintf(`SET lock_timeout = %d`, wait.Milliseconds())); err != nil {
+			return fmt.Errorf("advisory lock %s: %w", name, err)
+		}
+		defer func() {
+			if _, resetErr := q.ExecContext(context.WithoutCancel(ctx), `RESET lock_timeout`); resetErr != nil {
+				err = errors.Join(err, fmt.Errorf("advisory lock %s: %w", name, resetErr))
+			}
+		}()
 	}
 	began := time.Now()
 	for {
-		err := tryLock(ctx, q, inTx, set, lock, name)
+		err := tryLock(ctx, q, setLocal, lock, name)
 		if err == nil {
-			break
+			return nil
 		}
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
@@ -53,24 +63,16 @@ func lockPatiently(ctx context.Context, log *slog.Logger, q execer, inTx bool, l
 		log.Warn("postgres: still waiting for a lock another session holds",
 			"lock", name, "waited", time.Since(began).Round(time.Second), "holders", lockHolders(ctx, q, name))
 	}
-	if inTx {
-		return nil // SET LOCAL ends with the transaction
-	}
-	if _, err := q.ExecContext(ctx, `RESET lock_timeout`); err != nil {
-		return fmt.Errorf("advisory lock %s: %w", name, err)
-	}
-	return nil
 }
 
-// tryLock is one attempt of lockPatiently.
-func tryLock(ctx context.Context, q execer, inTx bool, set, lock, name string) error {
-	statements := []string{set}
-	if inTx {
-		statements = []string{`SAVEPOINT amsg_lock_wait`, set}
-	}
-	for _, s := range statements {
-		if _, err := q.ExecContext(ctx, s); err != nil {
-			return err
+// tryLock is one attempt of lockPatiently: in a transaction (setLocal
+// given) inside a savepoint that sets its lock timeout.
+func tryLock(ctx context.Context, q execer, setLocal, lock, name string) error {
+	if setLocal != "" {
+		for _, s := range []string{`SAVEPOINT amsg_lock_wait`, setLocal} {
+			if _, err := q.ExecContext(ctx, s); err != nil {
+				return err
+			}
 		}
 	}
 	_, err := q.ExecContext(ctx, lock, name)
