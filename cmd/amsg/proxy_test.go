@@ -115,21 +115,32 @@ func freePort(t *testing.T) int {
 
 // startProxy runs the proxy newCmd makes for two free loopback ports (HTTP,
 // HTTPS) until the test ends, waits until it logs readyLine, and returns its
-// HTTPS port. A port freePort found free can be taken by another process
-// before the proxy binds it (the proxies bind every address, and tests run
-// in parallel): a proxy that exits saying so is started again on new
-// ports, three times at most.
+// HTTPS port.
 func startProxy(t *testing.T, readyLine string, newCmd func(httpPort, httpsPort int) *exec.Cmd) int {
+	t.Helper()
+	return onFreePorts(t, func(httpPort, httpsPort int) (string, bool) {
+		cmd := newCmd(httpPort, httpsPort)
+		log, ready := runProxy(t, cmd, readyLine)
+		return fmt.Sprintf("%s exited before it was ready:\n%s", filepath.Base(cmd.Path), log), ready
+	})
+}
+
+// onFreePorts calls start with two free loopback ports (HTTP, HTTPS) until
+// it succeeds, and returns the HTTPS port. A port freePort found free can
+// be taken by another process before a proxy binds it (the proxies bind
+// every address, and tests run in parallel): a start whose failure says so
+// is tried again on new ports, three times at most; any other failure
+// fails the test with what start reported.
+func onFreePorts(t *testing.T, start func(httpPort, httpsPort int) (failure string, ok bool)) int {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		httpPort, httpsPort := freePort(t), freePort(t)
-		cmd := newCmd(httpPort, httpsPort)
-		log, ready := runProxy(t, cmd, readyLine)
-		if ready {
+		failure, ok := start(httpPort, httpsPort)
+		if ok {
 			return httpsPort
 		}
-		if attempt == 3 || !strings.Contains(strings.ToLower(log), "address already in use") {
-			t.Fatalf("%s exited before it was ready", filepath.Base(cmd.Path))
+		if attempt == 3 || !strings.Contains(strings.ToLower(failure), "address already in use") {
+			t.Fatal(failure)
 		}
 	}
 }

@@ -542,23 +542,13 @@ func (w *walk) behindNginx(t *testing.T, block string, inst instance) {
 	if err := os.MkdirAll(filepath.Join(w.root, "etc/nginx/sites-enabled"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// A port freePort found free can be taken before nginx binds it (tests
-	// run in parallel): as startProxy does, a start that fails so is tried
-	// again on new ports, three times at most. A later WALK_ variable in
-	// the environment overrides an earlier one.
+	// A later WALK_ variable in the environment overrides an earlier one.
 	w.env = append(w.env, "NGINX_REAL="+nginx)
-	var httpsPort int
-	for attempt := 1; ; attempt++ {
-		httpsPort = freePort(t)
-		w.env = append(w.env, fmt.Sprintf("WALK_HTTP_PORT=%d", freePort(t)), fmt.Sprintf("WALK_HTTPS_PORT=%d", httpsPort))
+	httpsPort := onFreePorts(t, func(httpPort, httpsPort int) (string, bool) {
+		w.env = append(w.env, fmt.Sprintf("WALK_HTTP_PORT=%d", httpPort), fmt.Sprintf("WALK_HTTPS_PORT=%d", httpsPort))
 		out, err := w.try(t, "nginx", block)
-		if err == nil {
-			break
-		}
-		if attempt == 3 || !strings.Contains(strings.ToLower(out), "address already in use") {
-			t.Fatal(out)
-		}
-	}
+		return out, err == nil
+	})
 
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("https://%s:%d/api/v1/vapid-public-key", host, httpsPort), nil)
 	req.Header.Set("X-Forwarded-For", spoofedAddress)
