@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,9 @@ type harness struct {
 	clk     *clocktest.Clock
 	sched   *Scheduler
 	courier *courier.Courier
+
+	newCourier   func(courier.Store) *courier.Courier
+	newScheduler func() // sets sched, with courier
 
 	sleep *clocktest.Sleeper
 }
@@ -89,14 +93,28 @@ func newHarnessOn(t *testing.T, cfg Config, policy courier.Policy, pushOpts push
 	if cfg.Sleep == nil {
 		cfg.Sleep = h.sleep.Sleep
 	}
-	h.courier = courier.New(sender, h.st, courier.Config{Policy: policy, Logger: logger})
-	h.sched, err = New(cfg, Deps{Store: h.st, Courier: h.courier,
-		LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
-	if err != nil {
-		t.Fatal(err)
+	h.newCourier = func(st courier.Store) *courier.Courier {
+		return courier.New(sender, st, courier.Config{Policy: policy, Logger: logger})
 	}
-	t.Cleanup(func() { _ = h.sched.Stop(context.Background()) })
+	h.newScheduler = func() {
+		h.sched, err = New(cfg, Deps{Store: h.st, Courier: h.courier,
+			LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sched := h.sched
+		t.Cleanup(func() { _ = sched.Stop(context.Background()) })
+	}
+	h.courier = h.newCourier(h.st)
+	h.newScheduler()
 	return h
+}
+
+// courierReading makes the harness's courier (and its scheduler, anew)
+// read devices through st.
+func (h *harness) courierReading(st courier.Store) {
+	h.courier = h.newCourier(st)
+	h.newScheduler()
 }
 
 // subscribe registers a device for userID at the fake push service.
@@ -1030,5 +1048,48 @@ func TestTheNextTaskIsSentWhileTheLastOneCommits(t *testing.T) {
 	defer cancel()
 	if _, err := h.push.WaitPushes(ctx, 2); err != nil {
 		t.Fatalf("bob's task waited for alice's outcome to be written: %v", err)
+	}
+}
+
+// deviceReads counts the device reads that reach the store: one user's
+// (Devices) and many users' at once (DevicesOf).
+type deviceReads struct {
+	*store.Store
+	one, many atomic.Int32
+}
+
+func (d *deviceReads) Devices(ctx context.Context, userID string) ([]push.Device, error) {
+	d.one.Add(1)
+	return d.Store.Devices(ctx, userID)
+}
+
+func (d *deviceReads) DevicesOf(ctx context.Context, userIDs []string) (map[string][]push.Device, error) {
+	d.many.Add(1)
+	return d.Store.DevicesOf(ctx, userIDs)
+}
+
+// The background loop reads the devices of a claim's users in one read
+// before their tasks start, not one read per user as each first pushes.
+func TestAClaimReadsItsUsersDevicesAtOnce(t *testing.T) {
+	h := newHarness(t, Config{Tick: time.Hour})
+	reads := &deviceReads{Store: h.st}
+	h.courierReading(reads)
+	users := []string{"alice", "bob", "carol"}
+	for _, u := range users {
+		h.subscribe(u)
+		h.insert(u, Payload{MessageType: push.TypeFixed, UserMessage: str("hi " + u)}, start)
+	}
+	h.sched.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	pushes, err := h.push.WaitPushes(ctx, len(users))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pushes) != len(users) {
+		t.Errorf("%d pushes, want one per user", len(pushes))
+	}
+	if one, many := reads.one.Load(), reads.many.Load(); one != 0 || many != 1 {
+		t.Errorf("devices read %d times one user at a time and %d times at once; want 0 and 1", one, many)
 	}
 }

@@ -341,7 +341,7 @@ func (s *Store) prepareStatements(ctx context.Context) error {
 	if s.stmts, err = prepareAll(ctx, s.writer, writes); err != nil {
 		return err
 	}
-	s.readStmts, err = prepareAll(ctx, s.reader, append(slices.Clone(preparedReads), s.nextClaimableSQL()))
+	s.readStmts, err = prepareAll(ctx, s.reader, append(slices.Clone(preparedReads), s.nextClaimableSQL(), s.devicesOfSQL()))
 	return err
 }
 

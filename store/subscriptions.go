@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"amsg/push"
+	"amsg/store/usercrypt"
 )
 
 // A user has devices: one row per push endpoint. The subscription JSON is
@@ -150,8 +151,19 @@ func sameKey(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimRight(a, "=")), []byte(strings.TrimRight(b, "="))) == 1
 }
 
-var devicesSQL = preparedRead(`SELECT id, subscription, created_at, updated_at, language
+// devicesColumns are what Devices and DevicesOf read of a device, in the
+// order scanDevices scans them.
+const devicesColumns = `user_id, id, subscription, created_at, updated_at, language`
+
+var devicesSQL = preparedRead(`SELECT ` + devicesColumns + `
 	FROM subscriptions WHERE user_id = ? ORDER BY updated_at DESC, id DESC`)
+
+// devicesOfSQL reads the devices of the users of a JSON array; it is
+// prepared at Open.
+func (s *Store) devicesOfSQL() string {
+	return `SELECT ` + devicesColumns + ` FROM subscriptions WHERE user_id IN (` + s.dialect.InJSONArray + `)
+		ORDER BY user_id, updated_at DESC, id DESC`
+}
 
 // Devices returns userID's subscriptions, most recently updated first. A row
 // that does not decrypt (the master key changed) is skipped and logged.
@@ -160,31 +172,73 @@ func (s *Store) Devices(ctx context.Context, userID string) ([]push.Device, erro
 	if err != nil {
 		return nil, fmt.Errorf("store: devices: %w", err)
 	}
-	defer rows.Close()
-	key := s.userKey(userID)
 	var devices []push.Device
+	if err := s.scanDevices(rows, func(d push.Device) { devices = append(devices, d) }); err != nil {
+		return nil, fmt.Errorf("store: devices: %w", err)
+	}
+	return devices, nil
+}
+
+// MaxDevicesOfUsers bounds the users of one DevicesOf read.
+const MaxDevicesOfUsers = 1000
+
+// DevicesOf returns the devices of userIDs in one read, each user's as
+// Devices returns them; a user without devices has no entry. The scheduler
+// reads the users of a claim at once: on PostgreSQL each read is a
+// statement on a pooled connection, and a burst's first round to each user
+// read them one user at a time on as many connections (issue 24). At most
+// MaxDevicesOfUsers users.
+func (s *Store) DevicesOf(ctx context.Context, userIDs []string) (map[string][]push.Device, error) {
+	if len(userIDs) > MaxDevicesOfUsers {
+		return nil, fmt.Errorf("store: devices of %d users: at most %d at once", len(userIDs), MaxDevicesOfUsers)
+	}
+	out := make(map[string][]push.Device, len(userIDs))
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	users, err := json.Marshal(userIDs)
+	if err != nil {
+		return nil, fmt.Errorf("store: devices of users: %w", err)
+	}
+	rows, err := s.readQuery(ctx, s.devicesOfSQL(), string(users))
+	if err != nil {
+		return nil, fmt.Errorf("store: devices of users: %w", err)
+	}
+	if err := s.scanDevices(rows, func(d push.Device) { out[d.UserID] = append(out[d.UserID], d) }); err != nil {
+		return nil, fmt.Errorf("store: devices of users: %w", err)
+	}
+	return out, nil
+}
+
+// scanDevices decrypts the rows of devicesColumns and passes each device
+// to add, in the rows' order, and closes rows. A row that does not decrypt
+// is skipped and logged.
+func (s *Store) scanDevices(rows *sql.Rows, add func(push.Device)) error {
+	defer rows.Close()
+	var key usercrypt.Key
+	keyOf, keyed := "", false
 	for rows.Next() {
-		d := push.Device{UserID: userID}
+		var d push.Device
 		var sealed string
 		var created, updated int64
-		if err := rows.Scan(&d.ID, &sealed, &created, &updated, &d.Language); err != nil {
-			return nil, fmt.Errorf("store: devices: %w", err)
+		if err := rows.Scan(&d.UserID, &d.ID, &sealed, &created, &updated, &d.Language); err != nil {
+			return err
+		}
+		if !keyed || keyOf != d.UserID {
+			key, keyOf, keyed = s.userKey(d.UserID), d.UserID, true
 		}
 		plaintext, err := key.OpenAtRest(sealed)
 		if err == nil {
 			err = json.Unmarshal(plaintext, &d.Subscription)
 		}
 		if err != nil {
-			s.log.Warn("store: skipping a subscription that does not decrypt", "userId", userID, "deviceId", d.ID, "err", err)
+			s.log.Warn("store: skipping a subscription that does not decrypt", "userId", d.UserID, "deviceId", d.ID, "err", err)
 			continue
 		}
 		d.CreatedAt, d.UpdatedAt = fromMillis(created), fromMillis(updated)
-		devices = append(devices, d)
+		add(d)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: devices: %w", err)
-	}
-	return devices, nil
+	return rows.Err()
 }
 
 // SubscriptionSummary reports userID's devices without their keys.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -283,6 +284,49 @@ func TestPutSubscriptionRejectsBadJSON(t *testing.T) {
 	}
 }
 
+// DevicesOf reads several users' devices at once, each user's as Devices
+// does, leaves out users without any and refuses more users than it
+// allows.
+func TestDevicesOfReadsEachUsersDevicesAsDevicesDoes(t *testing.T) {
+	clk := newClock()
+	st := storetest.Open(t, store.Config{Now: clk.Now})
+	ctx := t.Context()
+	for _, sub := range []struct{ user, endpoint string }{
+		{alice, "https://push.example/phone"}, {bob, "https://push.example/bob"}, {alice, "https://push.example/laptop"},
+	} {
+		clk.Add(time.Minute)
+		if _, err := st.PutSubscription(ctx, sub.user, subscriptionJSON(sub.endpoint), time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.DevicesOf(ctx, []string{alice, "carol", bob, alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["carol"]; ok || len(got) != 2 {
+		t.Errorf("DevicesOf = %d users, carol's %v; want alice's and bob's only", len(got), got["carol"])
+	}
+	for _, user := range []string{alice, bob} {
+		want, err := st.Devices(ctx, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got[user], want) {
+			t.Errorf("DevicesOf(%s) = %+v\nwant Devices' %+v", user, got[user], want)
+		}
+	}
+	if eps := got[alice]; len(eps) != 2 || eps[0].Subscription.Endpoint != "https://push.example/laptop" {
+		t.Errorf("alice's devices %+v, want the laptop, the most recent, first", eps)
+	}
+	tooMany := make([]string, store.MaxDevicesOfUsers+1)
+	for i := range tooMany {
+		tooMany[i] = fmt.Sprint("user", i)
+	}
+	if _, err := st.DevicesOf(ctx, tooMany); err == nil {
+		t.Errorf("DevicesOf of %d users succeeded, want an error past %d", len(tooMany), store.MaxDevicesOfUsers)
+	}
+}
+
 func TestDevicesSkipsRowsThatDoNotDecrypt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "amsg.db")
 	ctx := t.Context()
@@ -311,6 +355,9 @@ func TestDevicesSkipsRowsThatDoNotDecrypt(t *testing.T) {
 	}
 	if got := endpoints(t, st, alice); len(got) != 1 || got[0] != "https://push.example/new" {
 		t.Fatalf("Devices = %v, want only the device sealed under the current key", got)
+	}
+	if got, err := st.DevicesOf(ctx, []string{alice}); err != nil || len(got[alice]) != 1 || got[alice][0].Subscription.Endpoint != "https://push.example/new" {
+		t.Fatalf("DevicesOf = %v, %v; want only the device sealed under the current key", got, err)
 	}
 	if !strings.Contains(logs.String(), "does not decrypt") {
 		t.Errorf("the skipped row was not logged:\n%s", logs)

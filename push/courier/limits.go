@@ -171,6 +171,10 @@ type userDevices struct {
 	ready  chan struct{}
 	readAt time.Time
 
+	// unread is set when a Prefetch's read failed: the rounds waiting
+	// read for themselves.
+	unread bool
+
 	mu      sync.Mutex
 	devices []push.Device
 	err     error
@@ -183,34 +187,47 @@ func newDeviceCache(st Store, maxAge time.Duration, now func() time.Time) *devic
 // acquire returns userID's devices, read now unless a fresh entry is
 // cached; concurrent rounds to a user wait for one read.
 func (c *deviceCache) acquire(ctx context.Context, userID string) (*userDevices, error) {
-	now := c.now()
-	c.mu.Lock()
-	u := c.users[userID]
-	if u != nil && u.fresh(now, c.maxAge) {
-		c.mu.Unlock()
+	for {
+		u, read := c.entry(userID)
+		if read {
+			u.devices, u.err = c.store.Devices(ctx, userID)
+			close(u.ready)
+			if u.err != nil {
+				c.forget(u)
+				return nil, u.err
+			}
+			return u, nil
+		}
 		select {
 		case <-u.ready:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if u.err != nil {
+		switch {
+		case u.unread:
+			continue // a Prefetch failed: this round reads for itself
+		case u.err != nil:
 			return nil, u.err
 		}
 		return u, nil
+	}
+}
+
+// entry returns userID's fresh entry, or a new one that the caller must
+// read (read), which rounds that start meanwhile wait for.
+func (c *deviceCache) entry(userID string) (u *userDevices, read bool) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if u := c.users[userID]; u != nil && u.fresh(now, c.maxAge) {
+		return u, false
 	}
 	if len(c.users) >= maxCachedUsers {
 		c.sweepLocked(now)
 	}
 	u = &userDevices{userID: userID, ready: make(chan struct{}), readAt: now}
 	c.users[userID] = u // rounds holding an older entry keep it
-	c.mu.Unlock()
-	u.devices, u.err = c.store.Devices(ctx, userID)
-	close(u.ready)
-	if u.err != nil {
-		c.forget(u)
-		return nil, u.err
-	}
-	return u, nil
+	return u, true
 }
 
 // fresh reports whether u may serve a new round: read recently, and not

@@ -1,0 +1,71 @@
+package courier
+
+import (
+	"context"
+
+	"amsg/push"
+)
+
+// manyDevicesStore is a Store that reads many users' devices at once
+// (store.Store.DevicesOf, at most store.MaxDevicesOfUsers users).
+type manyDevicesStore interface {
+	DevicesOf(ctx context.Context, userIDs []string) (map[string][]push.Device, error)
+}
+
+// maxPrefetchUsers bounds the users of one read; the rest read as rounds
+// need them.
+const maxPrefetchUsers = 1000
+
+// Prefetch reads, in one read, the devices of those of userIDs whose
+// devices the courier holds none fresh of, so that the rounds that follow
+// find them in memory. The scheduler calls it with a claim's users: a
+// burst's first rounds otherwise read each user's devices on its own, each
+// read a statement on a connection of its own (on PostgreSQL, as many
+// connections as rounds start at once; issue 24). Rounds to those users
+// that start meanwhile wait for this read rather than read again. An
+// error leaves the rounds to read for themselves, and report it.
+func (c *Courier) Prefetch(ctx context.Context, userIDs []string) {
+	st, ok := c.store.(manyDevicesStore)
+	if !ok {
+		return
+	}
+	c.devices.prefetch(ctx, st, userIDs)
+}
+
+// prefetch reads the devices of the users of userIDs without a fresh
+// entry with one read of st.
+func (c *deviceCache) prefetch(ctx context.Context, st manyDevicesStore, userIDs []string) {
+	now := c.now()
+	var entries []*userDevices
+	ids := make([]string, 0, min(len(userIDs), maxPrefetchUsers))
+	c.mu.Lock()
+	if len(c.users) >= maxCachedUsers {
+		c.sweepLocked(now)
+	}
+	for _, id := range userIDs {
+		if len(ids) == maxPrefetchUsers || len(c.users) >= maxCachedUsers {
+			break
+		}
+		if u := c.users[id]; u != nil && u.fresh(now, c.maxAge) {
+			continue // being read, or read recently (and a duplicate id)
+		}
+		u := &userDevices{userID: id, ready: make(chan struct{}), readAt: now}
+		c.users[id] = u
+		entries = append(entries, u)
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	if len(entries) == 0 {
+		return
+	}
+	devices, err := st.DevicesOf(ctx, ids)
+	for _, u := range entries {
+		if err != nil {
+			u.unread = true
+			c.forget(u) // before ready: a round that finds it again would spin
+		} else {
+			u.devices = devices[u.userID]
+		}
+		close(u.ready)
+	}
+}
