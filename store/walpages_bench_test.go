@@ -224,24 +224,7 @@ func trickleCompletions(b *testing.B, st *Store, clk *benchClock, first, n, user
 	if err != nil || len(tasks) != n {
 		b.Fatalf("claim: %d tasks, %v", len(tasks), err)
 	}
-	cs := make([]completion, len(tasks))
-	for i, task := range tasks {
-		id := fmt.Sprintf("msg_task_%d@%d_0", task.ID, task.NextSendAt.UnixMilli())
-		payload := fmt.Sprintf(`{"messageKind":"content","messageType":"fixed","source":"scheduled","messageId":%q,`+
-			`"sessionId":"sess_task_%d","timestamp":"2026-11-24T05:35:08.389Z","message":"Reminder: time for a glass of water",`+
-			`"title":"From Rei","contactName":"Rei","avatarUrl":null,"messageSubtype":"chat","messageIndex":1,"totalMessages":1,`+
-			`"taskId":%d,"taskUuid":%q,"recurrenceType":"none","metadata":{}}`, id, task.ID, task.ID, task.UUID)
-		w, err := st.prepareBookkeeping(push.Bookkeeping{UserID: task.UserID,
-			Record: []push.OutboxMessage{{MessageID: id, TaskUUID: task.UUID, SessionID: fmt.Sprintf("sess_task_%d", task.ID),
-				MessageIndex: 1, TotalMessages: 1, Payload: []byte(payload)}},
-			Attempts: []push.Attempt{{At: clk.now, MessageID: id, UserID: task.UserID, DeviceID: 1, PushHost: "push.example",
-				Try: 1, Status: 201, Outcome: push.OutcomeDelivered, Latency: 3 * time.Millisecond}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		cs[i] = completion{l: task.Lease(), w: w}
-	}
-	return cs
+	return benchCompletions(b, st, clk, tasks)
 }
 
 // processCPU is the CPU time the process has used, user and system.
