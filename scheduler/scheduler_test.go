@@ -97,12 +97,12 @@ func newHarnessOn(t *testing.T, cfg Config, policy courier.Policy, pushOpts push
 		return courier.New(sender, st, courier.Config{Policy: policy, Logger: logger})
 	}
 	h.newScheduler = func() {
-		h.sched, err = New(cfg, Deps{Store: h.st, Courier: h.courier,
+		sched, err := New(cfg, Deps{Store: h.st, Courier: h.courier,
 			LLM: llm.NewClient(llm.Config{Policy: llm.URLPolicy{AllowPrivate: true}, Logger: logger}), Transcripts: loop.NewTranscripts(h.st, h.clk.Now)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sched := h.sched
+		h.sched = sched
 		t.Cleanup(func() { _ = sched.Stop(context.Background()) })
 	}
 	h.courier = h.newCourier(h.st)
