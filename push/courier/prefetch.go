@@ -22,19 +22,21 @@ const maxPrefetchUsers = 1000
 // burst's first rounds otherwise read each user's devices on its own, each
 // read a statement on a connection of its own (on PostgreSQL, as many
 // connections as rounds start at once; issue 24). Rounds to those users
-// that start meanwhile wait for this read rather than read again. An
-// error leaves the rounds to read for themselves, and report it.
+// that start meanwhile wait for this read rather than read again. A read
+// that fails is logged, and the rounds read for themselves.
 func (c *Courier) Prefetch(ctx context.Context, userIDs []string) {
 	st, ok := c.store.(manyDevicesStore)
 	if !ok {
 		return
 	}
-	c.devices.prefetch(ctx, st, userIDs)
+	if err := c.devices.prefetch(ctx, st, userIDs); err != nil && ctx.Err() == nil {
+		c.log.Warn("courier: reading the devices of a claim's users failed; each round reads its own", "err", err)
+	}
 }
 
 // prefetch reads the devices of the users of userIDs without a fresh
-// entry with one read of st.
-func (c *deviceCache) prefetch(ctx context.Context, st manyDevicesStore, userIDs []string) {
+// entry with one read of st, and returns the read's error.
+func (c *deviceCache) prefetch(ctx context.Context, st manyDevicesStore, userIDs []string) error {
 	now := c.now()
 	var entries []*userDevices
 	ids := make([]string, 0, min(len(userIDs), maxPrefetchUsers))
@@ -56,7 +58,7 @@ func (c *deviceCache) prefetch(ctx context.Context, st manyDevicesStore, userIDs
 	}
 	c.mu.Unlock()
 	if len(entries) == 0 {
-		return
+		return nil
 	}
 	devices, err := st.DevicesOf(ctx, ids)
 	for _, u := range entries {
@@ -68,4 +70,5 @@ func (c *deviceCache) prefetch(ctx context.Context, st manyDevicesStore, userIDs
 		}
 		close(u.ready)
 	}
+	return err
 }

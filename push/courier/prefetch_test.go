@@ -77,7 +77,9 @@ func TestPrefetchReadsTheUsersWithoutFreshDevicesAtOnce(t *testing.T) {
 	if _, err := c.acquire(t.Context(), "bob"); err != nil { // bob's are fresh
 		t.Fatal(err)
 	}
-	c.prefetch(t.Context(), st, []string{"alice", "bob", "alice", "carol"})
+	if err := c.prefetch(t.Context(), st, []string{"alice", "bob", "alice", "carol"}); err != nil {
+		t.Fatal(err)
+	}
 	for user, want := range map[string]int{"alice": 2, "bob": 1, "carol": 0} {
 		u, err := c.acquire(t.Context(), user)
 		if err != nil || len(u.list()) != want {
@@ -97,7 +99,8 @@ func TestARoundWaitingOnAFailedPrefetchReadsItself(t *testing.T) {
 		st := &prefetchStore{devices: map[string][]push.Device{"alice": {device("alice", 1)}},
 			release: make(chan struct{}), failMany: errors.New("connection reset")}
 		c := newDeviceCache(st, time.Minute, time.Now)
-		go c.prefetch(t.Context(), st, []string{"alice"})
+		prefetched := make(chan error, 1)
+		go func() { prefetched <- c.prefetch(t.Context(), st, []string{"alice"}) }()
 		synctest.Wait() // the prefetch waits in DevicesOf
 		var got *userDevices
 		var err error
@@ -111,6 +114,9 @@ func TestARoundWaitingOnAFailedPrefetchReadsItself(t *testing.T) {
 			t.Fatalf("the round read %v while the prefetch was reading", one)
 		}
 		close(st.release)
+		if err := <-prefetched; !errors.Is(err, st.failMany) {
+			t.Errorf("prefetch = %v, want its read's error", err)
+		}
 		<-done
 		if err != nil || len(got.list()) != 1 {
 			t.Fatalf("round after a failed prefetch: %v, %v; want alice's device", got, err)
