@@ -37,17 +37,7 @@ func BenchmarkSQLiteTrickleWriter(b *testing.B) {
 	)
 	ctx := context.Background()
 	st, clk := openTrickleBench(b, users, 0, 0, 0)
-	insert := func(due time.Time, i int) {
-		sum := sha256.Sum256(fmt.Appendf(nil, "task %d", i))
-		h := hex.EncodeToString(sum[:16])
-		uuid := h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-8" + h[17:20] + "-" + h[20:32]
-		if _, _, err := st.InsertTask(ctx, NewTask{
-			UserID: benchUser(i % users), UUID: uuid, MessageType: push.TypeFixed, NextSendAt: due,
-			Payload: []byte(`{"contactName":"Rei","userMessage":"time for a glass of water"}`),
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	insert := func(due time.Time, i int) { insertBenchTaskWithUUID(b, st, due, i, users, randomBenchTaskUUID(i)) }
 	// Every task is scheduled first, as the trickle's are, due a
 	// millisecond apart, then pending more due in an hour.
 	start := clk.now
@@ -94,6 +84,14 @@ func BenchmarkSQLiteTrickleWriter(b *testing.B) {
 	b.ReportMetric(float64(claimCPU.Microseconds())/(rounds*perClaim), "claim-µs/push")
 	b.ReportMetric(float64(completeCPU.Microseconds())/(rounds*perClaim), "complete-µs/push")
 	b.ReportMetric(float64((claimCPU+completeCPU).Microseconds())/(rounds*perClaim), "cpu-µs/push")
+}
+
+// randomBenchTaskUUID is task i's UUID as an API client makes one: random
+// looking (derived from i), not in the tasks' order as benchTaskUUID's.
+func randomBenchTaskUUID(i int) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "task %d", i))
+	h := hex.EncodeToString(sum[:16])
+	return h[0:8] + "-" + h[8:12] + "-4" + h[13:16] + "-8" + h[17:20] + "-" + h[20:32]
 }
 
 // benchCompletions are the completions of tasks, each with what the

@@ -161,8 +161,13 @@ func (c *benchClock) Now() time.Time { return c.now }
 
 // insertBenchTask inserts the one-off fixed task i, due at due, of user i mod users.
 func insertBenchTask(b *testing.B, st *Store, due time.Time, i, users int) {
+	insertBenchTaskWithUUID(b, st, due, i, users, benchTaskUUID(i))
+}
+
+// insertBenchTaskWithUUID is insertBenchTask with the task's UUID given.
+func insertBenchTaskWithUUID(b *testing.B, st *Store, due time.Time, i, users int, uuid string) {
 	if _, _, err := st.InsertTask(context.Background(), NewTask{
-		UserID: benchUser(i % users), UUID: benchTaskUUID(i), MessageType: push.TypeFixed, NextSendAt: due,
+		UserID: benchUser(i % users), UUID: uuid, MessageType: push.TypeFixed, NextSendAt: due,
 		Payload: []byte(`{"contactName":"Rei","userMessage":"time for a glass of water"}`),
 	}); err != nil {
 		b.Fatal(err)
