@@ -219,6 +219,11 @@ func (c *deviceCache) entry(userID string) (u *userDevices, read bool) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.entryLocked(userID, now)
+}
+
+// entryLocked is entry at now, with c.mu held.
+func (c *deviceCache) entryLocked(userID string, now time.Time) (u *userDevices, read bool) {
 	if u := c.users[userID]; u != nil && u.fresh(now, c.maxAge) {
 		return u, false
 	}

@@ -39,26 +39,27 @@ func (c *Courier) Prefetch(ctx context.Context, userIDs []string) {
 func (c *deviceCache) prefetch(ctx context.Context, st manyDevicesStore, userIDs []string) error {
 	now := c.now()
 	var entries []*userDevices
-	ids := make([]string, 0, min(len(userIDs), maxPrefetchUsers))
 	c.mu.Lock()
 	if len(c.users) >= maxCachedUsers {
 		c.sweepLocked(now)
 	}
 	for _, id := range userIDs {
-		if len(ids) == maxPrefetchUsers || len(c.users) >= maxCachedUsers {
+		if len(entries) == maxPrefetchUsers || len(c.users) >= maxCachedUsers {
 			break
 		}
-		if u := c.users[id]; u != nil && u.fresh(now, c.maxAge) {
-			continue // being read, or read recently (and a duplicate id)
+		// A fresh entry is being read or was read recently (a duplicate
+		// id's too).
+		if u, read := c.entryLocked(id, now); read {
+			entries = append(entries, u)
 		}
-		u := &userDevices{userID: id, ready: make(chan struct{}), readAt: now}
-		c.users[id] = u
-		entries = append(entries, u)
-		ids = append(ids, id)
 	}
 	c.mu.Unlock()
 	if len(entries) == 0 {
 		return nil
+	}
+	ids := make([]string, len(entries))
+	for i, u := range entries {
+		ids[i] = u.userID
 	}
 	devices, err := st.DevicesOf(ctx, ids)
 	for _, u := range entries {
