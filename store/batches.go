@@ -16,10 +16,15 @@ import (
 // statements, so a statement's fixed cost (a round trip, on PostgreSQL the
 // executor's start and the locks of a table and its indexes) is paid once
 // for many pushes (issue 24). A batch takes the writes waiting when its
-// handler is free; none waits for company. One handler: the writes that
+// handler is free, without waiting for more. One handler: the writes that
 // arrive while a batch commits make the next one, as the driver's group
 // commit does, so a burst writes fewer, larger batches (with four at once,
 // a batch of completions held 9 pushes on PostgreSQL; with one, 31).
+// An unhurried write (Unhurried: a delivered occurrence's completion) does
+// wait, up to writeBatchLinger, for company, as on SQLite's writer
+// (groupLinger): a trickle's completions come one by one and otherwise
+// commit about three a batch (a 1 000/s trickle on PostgreSQL: 0.3 commits
+// a push against 0.09, and PostgreSQL's CPU a push 40 % lower).
 //
 // Where the dialect does not batch statements (SQLite:
 // driver.Dialect.BatchStatements), a batcher of the store's would starve
@@ -30,8 +35,12 @@ import (
 const (
 	maxWriteBatch    = 64
 	writeBatchers    = 1
+	writeBatchLinger = 15 * time.Millisecond
 	writeBatchExpiry = 30 * time.Second // bounds a batch's write, which no one caller's context may end
 )
+
+// writeBatchOptions bound the store's batches (batch.Options).
+var writeBatchOptions = batch.Options{MaxItems: maxWriteBatch, MaxHandlers: writeBatchers, Linger: writeBatchLinger}
 
 // writeBatch batches requests of type R: combined writes many in a
 // transaction and returns each one's outcome (nil, or an error of its own
@@ -66,7 +75,7 @@ func newWriteBatch[R any](s *Store, combined func(context.Context, *sql.Tx, []R)
 	single func(context.Context, *sql.Tx, R) (error, error), wrap func(R, error) error) *writeBatch[R] {
 	w := &writeBatch[R]{s: s, combined: combined, single: single, wrap: wrap}
 	if s.dialect.BatchStatements {
-		w.batcher = batch.New(batch.Options{MaxItems: maxWriteBatch, MaxHandlers: writeBatchers}, w.handle)
+		w.batcher = batch.New(writeBatchOptions, w.handle)
 	} else {
 		w.kind = &driver.WriteKind{Combine: w.combine}
 	}
@@ -91,10 +100,18 @@ func (w *writeBatch[R]) write(ctx context.Context, req R) (err error) {
 	ctx, span := tracing.Start(ctx, "store.batch")
 	defer func() { w.s.traceWrite(span, err) }()
 	p := &pendingWrite[R]{ctx: ctx, req: req, done: make(chan error, 1)}
-	if err := w.batcher.Add(p); err != nil {
+	if err := w.handOver(p); err != nil {
 		return w.wrap(req, errClosed)
 	}
 	return <-p.done
+}
+
+// handOver gives p to the batcher; an unhurried write lingers for company.
+func (w *writeBatch[R]) handOver(p *pendingWrite[R]) error {
+	if driver.IsUnhurried(p.ctx) {
+		return w.batcher.Linger(p)
+	}
+	return w.batcher.Add(p)
 }
 
 // combine is the driver's call of the requests its writer commits

@@ -13,7 +13,8 @@ import (
 func (s *Store) Commits() uint64 { return s.db.Commits() }
 
 // Unhurried marks the writes made with ctx as records nobody waits on to
-// go on, such as a delivered occurrence's completion: SQLite's writer lets
-// such a write wait a few milliseconds for company when writes come one by
-// one, so a steady trickle of deliveries commits in groups as a burst does.
+// go on, such as a delivered occurrence's completion: such a write waits a
+// few milliseconds for company when writes come one by one (in SQLite's
+// writer, and in the store's batches on PostgreSQL), so a steady trickle
+// of deliveries commits in groups as a burst does.
 func Unhurried(ctx context.Context) context.Context { return driver.Unhurried(ctx) }

@@ -189,7 +189,7 @@ type unhurriedKey struct{}
 // Unhurried marks the writes made with ctx as records nobody waits on to
 // go on (a delivered occurrence's completion): a driver may hold such a
 // write back a moment to commit it with others (SQLite's writer does while
-// writes come one by one).
+// writes come one by one; on PostgreSQL the store's own batches do).
 func Unhurried(ctx context.Context) context.Context {
 	return context.WithValue(ctx, unhurriedKey{}, true)
 }
