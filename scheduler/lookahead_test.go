@@ -34,18 +34,19 @@ func (l *lateness) all() []time.Duration {
 }
 
 // claimedAhead starts the loop with a gate as its Sleep and waits until
-// the task inserted for alice 60 ms after the clock is claimed and waits
-// at the gate for its time; it returns the task as stored then.
+// the task inserted for alice 64 ms after the clock (on the fire grid) is
+// claimed and waits at the gate for its time; it returns the task as
+// stored then.
 func claimedAhead(t *testing.T, cfg Config) (*harness, *clocktest.Gate, store.Task) {
 	t.Helper()
 	g := clocktest.NewGate()
 	cfg.Tick, cfg.Sleep = time.Hour, g.Sleep
 	h := newHarness(t, cfg)
 	h.subscribe(alice)
-	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the dot")}, start.Add(60*time.Millisecond))
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the dot")}, start.Add(64*time.Millisecond))
 	h.sched.Start()
-	if d := <-g.Asked; d != 60*time.Millisecond {
-		t.Fatalf("the task claimed ahead waits %s, want the 60ms to its time", d)
+	if d := <-g.Asked; d != 64*time.Millisecond {
+		t.Fatalf("the task claimed ahead waits %s, want the 64ms to its time", d)
 	}
 	got := h.task(alice, task.UUID)
 	if !got.LeaseUntil.Equal(start.Add(DefaultLeaseTTL)) {
@@ -444,11 +445,11 @@ func TestStartAtRoundsUpToTheFireGrid(t *testing.T) {
 func TestATaskClaimedAheadStartsOnTheFireGrid(t *testing.T) {
 	for _, c := range []struct {
 		grid time.Duration
-		want time.Duration // the wait, from start, for a task due 61ms on
+		want time.Duration // the wait, from start, for a task due 65ms on
 	}{
-		{0, 64 * time.Millisecond}, // DefaultFireGrid, 4ms: start is on it
+		{0, 72 * time.Millisecond}, // DefaultFireGrid, 8ms: start is on it
 		{10 * time.Millisecond, 70 * time.Millisecond},
-		{-1, 61 * time.Millisecond},
+		{-1, 65 * time.Millisecond},
 	} {
 		waited := make(chan time.Duration, 1)
 		h := newHarness(t, Config{Tick: time.Hour, FireGrid: c.grid, Sleep: func(ctx context.Context, d time.Duration) error {
@@ -459,7 +460,7 @@ func TestATaskClaimedAheadStartsOnTheFireGrid(t *testing.T) {
 			return nil
 		}})
 		h.subscribe(alice)
-		h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the grid")}, start.Add(61*time.Millisecond))
+		h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the grid")}, start.Add(65*time.Millisecond))
 		h.sched.Start()
 		if d := <-waited; d != c.want {
 			t.Errorf("FireGrid %s: the task claimed ahead waited %s, want %s", c.grid, d, c.want)
