@@ -162,15 +162,20 @@ func (s *Store) MessageEventsAfter(ctx context.Context, afterSeq int64, limit in
 // oldest); none for a message the user never had. They are those of its
 // outbox row and those without one (events_rows.go).
 func (s *Store) MessageTimeline(ctx context.Context, userID, messageID string) ([]MessageEvent, error) {
-	events, err := s.queryMessageEvents(ctx, "message timeline", `WHERE outbox_id = (
-			SELECT id FROM message_outbox WHERE user_id = ? AND message_id = ?)
-		UNION ALL SELECT `+eventColumns+` FROM message_events WHERE user_id = ? AND message_id = ? AND outbox_id IS NULL
-		ORDER BY id LIMIT ?`, userID, messageID, userID, messageID, MaxTimelineEvents)
+	events, err := s.queryMessageEvents(ctx, "message timeline", timelineSQL, userID, messageID, userID, messageID, MaxTimelineEvents)
 	return events[:min(len(events), MaxTimelineEvents)], err
 }
 
 // eventColumns are the columns queryMessageEvents reads.
 const eventColumns = `id, at, user_id, message_id, device_id, type, detail, queued_at`
+
+// timelineSQL selects the rows of a user's message (the first two
+// arguments, then again) after queryMessageEvents' SELECT: those of its
+// outbox row and those without one, the oldest of them up to the limit
+// (the fifth).
+const timelineSQL = `WHERE outbox_id = (SELECT id FROM message_outbox WHERE user_id = ? AND message_id = ?)
+	UNION ALL SELECT ` + eventColumns + ` FROM message_events WHERE user_id = ? AND message_id = ? AND outbox_id IS NULL
+	ORDER BY id LIMIT ?`
 
 // queryMessageEvents reads the events of the rows that where (a WHERE
 // clause with its ORDER BY and LIMIT) selects; what names the caller in
