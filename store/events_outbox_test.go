@@ -184,3 +184,33 @@ func TestEventReadsUseTheirIndexes(t *testing.T) {
 		}
 	}
 }
+
+// Events stored before the migration keep no outbox row and stay a
+// message's and a user's: the timeline reads them with those written
+// after it, which carry their row's id, and so does the row's deletion.
+func TestEventsFromBeforeTheMigrationStayFindable(t *testing.T) {
+	db, cfg := openBefore(t, "message_events_outbox", "message_events_outbox")
+	if _, err := db.Exec(`INSERT INTO message_events (at, user_id, message_id, device_id, type, detail)
+		VALUES (1000, '` + alice + `', 'm1', '', 'deferred', '{}'), (1000, '` + alice + `', 'm2', '', 'deferred', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.Open(t, cfg)
+	ctx := t.Context()
+	appendOutbox(t, st, alice, outboxMessage("m1", 0))
+	want := []string{"deferred  {}", "queued  {}"}
+	if got, err := st.MessageTimeline(ctx, alice, "m1"); err != nil || !reflect.DeepEqual(summarize(got), want) {
+		t.Errorf("timeline = %q, %v; want %q", summarize(got), err, want)
+	}
+	if ids := eventOutboxIDs(t, st, alice, "m1"); len(ids) != 2 || ids[0] != 0 || ids[1] == 0 {
+		t.Errorf("outbox ids %v, want none for the event from before and the row's for the queued one", ids)
+	}
+	if _, err := st.DeleteOutbox(ctx, alice, []string{"m1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.MessageTimeline(ctx, alice, "m1"); err != nil || !reflect.DeepEqual(summarize(got), want) {
+		t.Errorf("after the row's deletion the timeline = %q, %v; want %q", summarize(got), err, want)
+	}
+	if d, err := st.DeleteUser(ctx, alice); err != nil || d.Events != 3 {
+		t.Errorf("DeleteUser = %+v, %v; want the 3 events", d, err)
+	}
+}
