@@ -196,6 +196,12 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 	var d UserDeletion
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		d = UserDeletion{} // a write may run more than once
+		// The events first: those of the outbox rows by their outbox_id,
+		// before the outbox's deletion would set it to NULL in each.
+		var err error
+		if d.Events, err = deleteUserEvents(ctx, tx, userID); err != nil {
+			return err
+		}
 		for _, step := range []struct {
 			query string
 			n     *int
@@ -225,9 +231,7 @@ func (s *Store) DeleteUser(ctx context.Context, userID string) (UserDeletion, er
 			}
 			*step.n += int(n)
 		}
-		var err error
-		d.Events, err = deleteUserEvents(ctx, tx, userID)
-		return err
+		return nil
 	})
 	if err != nil {
 		return UserDeletion{}, fmt.Errorf("store: delete user: %w", err)

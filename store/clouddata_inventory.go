@@ -431,18 +431,22 @@ func removeTranscript(ctx context.Context, tx *sql.Tx, userID, ref string) error
 // (their timelines) as one resource: their rows are attempts and what
 // became of pushes, not things the user made.
 func listDeliveryLog(ctx context.Context, tx *sql.Tx, userID string, _ int) ([]storedResource, error) {
-	var attempts, events, size int64
-	var last sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT
-		(SELECT count(*) FROM delivery_log WHERE user_id = ?),
-		(SELECT coalesce(sum(`+eventsInRow+`), 0) FROM message_events WHERE user_id = ?),
-		CAST((SELECT coalesce(sum(length(message_id) + length(push_host) + length(outcome) + length(error)), 0) FROM delivery_log WHERE user_id = ?)
-			+ (SELECT coalesce(sum(`+eventBytesInRow+`), 0) FROM message_events WHERE user_id = ?) AS BIGINT),
-		(SELECT max(at) FROM (SELECT max(at) AS at FROM delivery_log WHERE user_id = ?
-			UNION ALL SELECT max(`+eventLatestInRow+`) FROM message_events WHERE user_id = ?) latest)`,
-		userID, userID, userID, userID, userID, userID).Scan(&attempts, &events, &size, &last)
+	var attempts, events, size, eventBytes int64
+	var last, eventsLast sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT count(*), CAST(coalesce(sum(length(message_id) + length(push_host) + length(outcome) + length(error)), 0) AS BIGINT),
+		max(at) FROM delivery_log WHERE user_id = ?`, userID).Scan(&attempts, &size, &last)
+	if err != nil {
+		return nil, err
+	}
+	err = tx.QueryRowContext(ctx, `SELECT CAST(coalesce(sum(`+eventsInRow+`), 0) AS BIGINT), CAST(coalesce(sum(`+eventBytesInRow+`), 0) AS BIGINT),
+		max(`+eventLatestInRow+`) FROM (`+userEventsSQL(`type, queued_at, at, message_id, device_id, detail`)+`) e`,
+		userID, userID).Scan(&events, &eventBytes, &eventsLast)
 	if err != nil || attempts+events == 0 {
 		return nil, err
+	}
+	size += eventBytes
+	if eventsLast.Int64 > last.Int64 {
+		last = eventsLast
 	}
 	return []storedResource{{ref: "all", label: fmt.Sprintf("delivery log (%d attempts, %d message events)", attempts, events), byteSize: size,
 		updatedAt: last.Int64, version: fmt.Sprintf("%d/%d/%d", attempts, events, last.Int64)}}, nil
@@ -452,8 +456,7 @@ func removeDeliveryLog(ctx context.Context, tx *sql.Tx, userID, _ string) error 
 	if _, err := tx.ExecContext(ctx, `DELETE FROM delivery_log WHERE user_id = ?`, userID); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM message_events WHERE user_id = ?`, userID)
-	return err
+	return deleteUserEventRows(ctx, tx, userID)
 }
 
 // listPreferences shows the user's preferences and the daily-limit slots

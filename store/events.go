@@ -159,18 +159,29 @@ func (s *Store) MessageEventsAfter(ctx context.Context, afterSeq int64, limit in
 
 // MessageTimeline returns the events of userID's message messageID in the
 // order they were recorded, at most MaxTimelineEvents of them (the
-// oldest); none for a message the user never had.
+// oldest); none for a message the user never had. They are those of its
+// outbox row and those without one (events_rows.go).
 func (s *Store) MessageTimeline(ctx context.Context, userID, messageID string) ([]MessageEvent, error) {
-	events, err := s.queryMessageEvents(ctx, "message timeline", `WHERE user_id = ? AND message_id = ? ORDER BY id LIMIT ?`,
-		userID, messageID, MaxTimelineEvents)
+	events, err := s.queryMessageEvents(ctx, "message timeline", timelineSQL, userID, messageID, userID, messageID, MaxTimelineEvents)
 	return events[:min(len(events), MaxTimelineEvents)], err
 }
+
+// eventColumns are the columns queryMessageEvents reads.
+const eventColumns = `id, at, user_id, message_id, device_id, type, detail, queued_at`
+
+// timelineSQL selects the rows of a user's message (the first two
+// arguments, then again) after queryMessageEvents' SELECT: those of its
+// outbox row and those without one, the oldest of them up to the limit
+// (the fifth).
+const timelineSQL = `WHERE outbox_id = (SELECT id FROM message_outbox WHERE user_id = ? AND message_id = ?)
+	UNION ALL SELECT ` + eventColumns + ` FROM message_events WHERE user_id = ? AND message_id = ? AND outbox_id IS NULL
+	ORDER BY id LIMIT ?`
 
 // queryMessageEvents reads the events of the rows that where (a WHERE
 // clause with its ORDER BY and LIMIT) selects; what names the caller in
 // errors. It returns no events with an error.
 func (s *Store) queryMessageEvents(ctx context.Context, what, where string, args ...any) ([]MessageEvent, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT id, at, user_id, message_id, device_id, type, detail, queued_at FROM message_events `+where, args...)
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+eventColumns+` FROM message_events `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}
@@ -406,9 +417,10 @@ func countRowEvents(perDay map[DayCount]int, types []string, typ string, day int
 func (s *Store) deleteOutboxRows(ctx context.Context, what, where string, args ...any) (int, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM message_events WHERE (user_id, message_id) IN (
-			SELECT user_id, message_id FROM message_outbox WHERE `+where+`)`, args...); err != nil {
-			return err
+		for _, query := range outboxEventsDeletes(where) {
+			if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+				return err
+			}
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM message_outbox WHERE `+where, args...)
 		if err != nil {
@@ -421,4 +433,15 @@ func (s *Store) deleteOutboxRows(ctx context.Context, what, where string, args .
 		return 0, fmt.Errorf("store: %s: %w", what, err)
 	}
 	return int(n), nil
+}
+
+// outboxEventsDeletes delete the events of the outbox rows where selects:
+// those of the rows, then those of their messages without one
+// (events_rows.go). Each takes where's arguments.
+func outboxEventsDeletes(where string) []string {
+	return []string{
+		`DELETE FROM message_events WHERE outbox_id IN (SELECT id FROM message_outbox WHERE ` + where + `)`,
+		`DELETE FROM message_events WHERE outbox_id IS NULL AND (user_id, message_id) IN (
+			SELECT user_id, message_id FROM message_outbox WHERE ` + where + `)`,
+	}
 }

@@ -161,11 +161,13 @@ func cmpTime(t, now time.Time) time.Time {
 
 // eventStatements insert rows on SQLite, many to a statement (chunks.go),
 // each row's id the AUTOINCREMENT counter plus its first argument: the
-// Seqs of the statement's rows up to it.
+// Seqs of the statement's rows up to it; its outbox_id its message's
+// outbox row's id, if it has one (eventsByOutbox).
 var eventStatements = newRowStatements(func(rows int) string {
 	const row = `(?, ?, ?, ?, ?, ?, ?, ?)`
-	return `INSERT INTO message_events (id, at, user_id, message_id, device_id, type, detail, queued_at)
-		SELECT c.seq + v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8
+	return `INSERT INTO message_events (id, at, user_id, message_id, device_id, type, detail, queued_at, outbox_id)
+		SELECT c.seq + v.column1, v.column2, v.column3, v.column4, v.column5, v.column6, v.column7, v.column8,
+			(SELECT o.id FROM message_outbox AS o WHERE o.user_id = v.column3 AND o.message_id = v.column4)
 		FROM (SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'message_events'), 0) AS seq) AS c,
 			(VALUES ` + strings.Repeat(row+", ", rows-1) + row + `) AS v`
 })
@@ -211,13 +213,54 @@ func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow
 	return nil
 }
 
+// Events by outbox row (issue 24): an event of a message that has an
+// outbox row when it is inserted carries that row's id in outbox_id (each
+// insert looks it up: eventStatements, insertEventArraysSQL,
+// completeInOneSQL, insertReceiptSQL), indexed by message_events_outbox;
+// message_events_message holds only the events with none. Outbox ids grow
+// with time, so a delivered push's row adds its entry at the end of that
+// index, where a commit's pushes share a leaf, instead of one in a leaf of
+// its own keyed by (user, random message id). The foreign key sets an
+// outbox row's events' outbox_id to NULL when the row is deleted (by
+// anything: DeleteOutbox, the retention, a user's deletion), so they go
+// back to message_events_message: an event's outbox_id, when not NULL, is
+// the outbox row of its own user and message. So one message's events are
+// those of its outbox row and its events without one (MessageTimeline), and
+// one user's those of the user's outbox rows and its events without one
+// (userEventsSQL).
+
+// userEventsSQL selects cols of userID's event rows, in two parts: those
+// without an outbox row and those of its outbox rows. Its arguments are
+// userID twice.
+func userEventsSQL(cols string) string {
+	return `SELECT ` + cols + ` FROM message_events WHERE user_id = ? AND outbox_id IS NULL
+		UNION ALL SELECT ` + cols + ` FROM message_events WHERE outbox_id IN (SELECT id FROM message_outbox WHERE user_id = ?)`
+}
+
+// deleteUserEventsSQL delete userID's event rows (userEventsSQL), one
+// argument each.
+var deleteUserEventsSQL = []string{
+	`DELETE FROM message_events WHERE user_id = ? AND outbox_id IS NULL`,
+	`DELETE FROM message_events WHERE outbox_id IN (SELECT id FROM message_outbox WHERE user_id = ?)`,
+}
+
 // deleteUserEvents deletes userID's message events in tx and returns how
 // many events they told.
 func deleteUserEvents(ctx context.Context, tx *sql.Tx, userID string) (int, error) {
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(`+eventsInRow+`), 0) FROM message_events WHERE user_id = ?`, userID).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(`+eventsInRow+`), 0) FROM (`+userEventsSQL(`type, queued_at`)+`) e`,
+		userID, userID).Scan(&n); err != nil {
 		return 0, err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM message_events WHERE user_id = ?`, userID)
-	return n, err
+	return n, deleteUserEventRows(ctx, tx, userID)
+}
+
+// deleteUserEventRows deletes userID's message events in tx.
+func deleteUserEventRows(ctx context.Context, tx *sql.Tx, userID string) error {
+	for _, query := range deleteUserEventsSQL {
+		if _, err := tx.ExecContext(ctx, query, userID); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -221,6 +221,9 @@ func TestCompletedTaskTellsItsLastPushStory(t *testing.T) {
 	if want := []string{"queued  {}", "sent  {}", `accepted 4 {"status":201,"try":1}`}; err != nil || !reflect.DeepEqual(summarize(got), want) {
 		t.Errorf("timeline = %q, %v; want %q", summarize(got), err, want)
 	}
+	if row, ids := outboxRowID(t, st, alice, "m_last"), eventOutboxIDs(t, st, alice, "m_last"); row == 0 || !reflect.DeepEqual(ids, []int64{row}) {
+		t.Errorf("the delivery's event row carries outbox ids %v, want the row the completion recorded, %d", ids, row)
+	}
 }
 
 // summarize writes each event as "type device detail".
@@ -334,6 +337,12 @@ func TestCleanupOutboxDeletesTheEventsOfTheRowsItDeletes(t *testing.T) {
 	clk := newClock()
 	st := storetest.Open(t, store.Config{Now: clk.Now, OutboxMaxRowsPerUser: 1})
 	ctx := t.Context()
+	// Events before the rows carry no outbox row's id: they go with the
+	// row all the same.
+	if err := st.AppendMessageEvents(ctx, store.MessageEvent{UserID: alice, MessageID: "m_old", Type: store.EventDeferred},
+		store.MessageEvent{UserID: alice, MessageID: "m_new", Type: store.EventDeferred}); err != nil {
+		t.Fatal(err)
+	}
 	appendOutbox(t, st, alice, outboxMessage("m_old", 1))
 	clk.Add(time.Second)
 	appendOutbox(t, st, alice, outboxMessage("m_new", 2))
@@ -346,8 +355,8 @@ func TestCleanupOutboxDeletesTheEventsOfTheRowsItDeletes(t *testing.T) {
 	if old, err := st.MessageTimeline(ctx, alice, "m_old"); err != nil || len(old) != 0 {
 		t.Errorf("m_old's timeline = %+v, %v; want it gone with its row", old, err)
 	}
-	if kept, err := st.MessageTimeline(ctx, alice, "m_new"); err != nil || len(kept) != 1 {
-		t.Errorf("m_new's timeline = %+v, %v; want its queued event kept", kept, err)
+	if kept, err := st.MessageTimeline(ctx, alice, "m_new"); err != nil || len(kept) != 2 {
+		t.Errorf("m_new's timeline = %+v, %v; want its deferred and queued events kept", kept, err)
 	}
 }
 

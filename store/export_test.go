@@ -41,16 +41,16 @@ func SearchRows(ctx context.Context, q *sql.DB, table, column string, x int64, e
 func (s *Store) TimeReadsSQL() map[string]string {
 	from, to := rowRange{">=", 1}, rowRange{"<", 1}
 	reads := map[string]string{
-		"prune attempts":        pruneAttemptsSQL(to),
-		"failed attempts":       `SELECT at FROM delivery_log ` + failedAttemptsWhere(from),
-		"newest failures":       newestFailuresSQL,
-		"attempts per minute":   attemptsPerMinuteSQL(from),
-		"unknown subscriptions": unknownSubscriptionsSQL(from),
-		"prune events":          pruneEventsSQL(to),
-		"events per day":        s.eventsPerDaySQL(from),
-		"cleanup outbox":        `DELETE FROM message_outbox WHERE ` + agedOutboxWhere(to),
-		"cleanup outbox events": `DELETE FROM message_events WHERE (user_id, message_id) IN (
-			SELECT user_id, message_id FROM message_outbox WHERE ` + agedOutboxWhere(to) + `)`,
+		"prune attempts":                pruneAttemptsSQL(to),
+		"failed attempts":               `SELECT at FROM delivery_log ` + failedAttemptsWhere(from),
+		"newest failures":               newestFailuresSQL,
+		"attempts per minute":           attemptsPerMinuteSQL(from),
+		"unknown subscriptions":         unknownSubscriptionsSQL(from),
+		"prune events":                  pruneEventsSQL(to),
+		"events per day":                s.eventsPerDaySQL(from),
+		"cleanup outbox":                `DELETE FROM message_outbox WHERE ` + agedOutboxWhere(to),
+		"cleanup outbox events":         outboxEventsDeletes(agedOutboxWhere(to))[0],
+		"cleanup outbox events, no row": outboxEventsDeletes(agedOutboxWhere(to))[1],
 	}
 	for _, t := range appendOrderedSets {
 		reads["probe "+t.table] = probeSQL(t, "max")

@@ -18,10 +18,18 @@ import (
 // that opens (and so migrates) it.
 func openBeforeOutboxBytes(t *testing.T) (*sql.DB, store.Config) {
 	t.Helper()
+	return openBefore(t, "message_outbox_bytes", "TYPE BYTEA")
+}
+
+// openBefore creates a database whose schema stops just before the
+// migration that holds sqliteMarker (PostgreSQL: postgresMarker), and
+// returns it raw with the Config that opens (and so migrates) it.
+func openBefore(t *testing.T, sqliteMarker, postgresMarker string) (*sql.DB, store.Config) {
+	t.Helper()
 	path, url := storetest.Database(t)
-	dialect, driverName, dsn, converts := (*sqlite.DB)(nil).Dialect(), "sqlite", "file:"+path, "message_outbox_bytes"
+	dialect, driverName, dsn, converts := (*sqlite.DB)(nil).Dialect(), "sqlite", "file:"+path, sqliteMarker
 	if url != "" {
-		dialect, driverName, dsn, converts = (*postgres.DB)(nil).Dialect(), "pgx", url, "TYPE BYTEA"
+		dialect, driverName, dsn, converts = (*postgres.DB)(nil).Dialect(), "pgx", url, postgresMarker
 	}
 	db, err := sql.Open(driverName, dsn)
 	if err != nil {

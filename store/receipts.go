@@ -55,9 +55,10 @@ var receiptTypes = []string{EventShown, EventClicked, EventDismissed}
 // insertReceiptSQL records a report unless it is recorded already. The
 // unique index decides, so two instances given the same report at the same
 // moment record it once: at READ COMMITTED the second waits for the first
-// to commit and then inserts nothing.
-var insertReceiptSQL = preparedSQL(`INSERT INTO message_events (at, user_id, message_id, device_id, type, detail)
-	VALUES (?, ?, ?, ?, ?, ?)
+// to commit and then inserts nothing. Its outbox_id is its message's
+// outbox row's (events_rows.go).
+var insertReceiptSQL = preparedSQL(`INSERT INTO message_events (at, user_id, message_id, device_id, type, detail, outbox_id)
+	VALUES (?, ?, ?, ?, ?, ?, (SELECT id FROM message_outbox WHERE user_id = ? AND message_id = ?))
 	ON CONFLICT (user_id, message_id, device_id, type) WHERE type IN ('shown', 'clicked', 'dismissed') DO NOTHING`)
 
 // RecordReceipts appends, in one write, each event a device reported that
@@ -82,7 +83,7 @@ func (s *Store) RecordReceipts(ctx context.Context, events []MessageEvent) ([]bo
 			if e.Detail != nil {
 				detail = string(e.Detail)
 			}
-			res, err := s.txExec(ctx, tx, insertReceiptSQL, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail)
+			res, err := s.txExec(ctx, tx, insertReceiptSQL, millis(at), e.UserID, e.MessageID, e.DeviceID, e.Type, detail, e.UserID, e.MessageID)
 			if err != nil {
 				return err
 			}

@@ -98,7 +98,8 @@ func TestSchemaReportOnEitherDialect(t *testing.T) {
 		"client_state [user_id namespace key]":   {Table: "client_state", Columns: []string{"user_id", "namespace", "key"}, Unique: true, Origin: "pk"},
 		"transcript_entries [at]":                {Table: "transcript_entries", Columns: []string{"at"}, Origin: "c"},
 		"subscriptions [user_id updated_at]":     {Table: "subscriptions", Columns: []string{"user_id", "updated_at"}, Origin: "c"},
-		"message_events [user_id message_id id]": {Table: "message_events", Columns: []string{"user_id", "message_id", "id"}, Origin: "c"},
+		"message_events [user_id message_id id]": {Table: "message_events", Columns: []string{"user_id", "message_id", "id"}, Partial: true, Origin: "c"},
+		"message_events [outbox_id]":             {Table: "message_events", Columns: []string{"outbox_id"}, Partial: true, Origin: "c"},
 		"tasks [updated_at]":                     {Table: "tasks", Columns: []string{"updated_at"}, Partial: true, Origin: "c"},
 		"transcript_sessions [owner session_id]": {Table: "transcript_sessions", Columns: []string{"owner", "session_id"}, Unique: true, Origin: "u"},
 	} {

@@ -54,6 +54,7 @@ var dialect = driver.Dialect{
 		eventRowsSchema,
 		claimInPlaceSchema,
 		outboxBytesSchema,
+		eventsByOutboxSchema,
 	},
 
 	ClaimableAt: `claimable_at`,

@@ -513,3 +513,11 @@ ALTER TABLE message_outbox ALTER COLUMN payload TYPE BYTEA USING
 	CASE WHEN payload ~ '^[0-9a-fA-F]{32}:[0-9a-fA-F]{32}:([0-9a-fA-F]{2})*$'
 		THEN decode(replace(payload, ':', ''), 'hex') ELSE ''::bytea END;
 `
+
+// eventsByOutboxSchema: see SQLite's.
+const eventsByOutboxSchema = `
+ALTER TABLE message_events ADD COLUMN outbox_id BIGINT REFERENCES message_outbox (id) ON DELETE SET NULL;
+CREATE INDEX message_events_outbox ON message_events (outbox_id) WHERE outbox_id IS NOT NULL;
+DROP INDEX message_events_message;
+CREATE INDEX message_events_message ON message_events (user_id, message_id, id) WHERE outbox_id IS NULL;
+`

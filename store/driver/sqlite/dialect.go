@@ -45,6 +45,7 @@ var dialect = driver.Dialect{
 		eventRowsSchema,
 		claimInPlaceSchema,
 		outboxBytesSchema,
+		eventsByOutboxSchema,
 	},
 
 	ClaimableAt:   claimableAt,

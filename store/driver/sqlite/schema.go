@@ -465,3 +465,23 @@ ALTER TABLE message_outbox_bytes RENAME TO message_outbox;
 CREATE INDEX message_outbox_unacked ON message_outbox (user_id, id) WHERE acked_at IS NULL;
 CREATE INDEX message_outbox_acked ON message_outbox (acked_at) WHERE acked_at IS NOT NULL;
 `
+
+// eventsByOutboxSchema: an event of a message that has an outbox row
+// carries that row's id (outbox_id, looked up when the event is inserted),
+// and message_events_outbox finds it; message_events_message keeps only the
+// events without one (issue 24). A delivered push's event row thus adds an
+// entry to an index keyed by outbox ids, which grow with time (appended at
+// the tree's end, a commit's pushes sharing its last leaf), where it added
+// one keyed by (user, random message id): about a WAL frame a push. The
+// foreign key sets an outbox row's events' outbox_id to NULL when the row
+// goes (DeleteOutbox, retention, a user's deletion), so they stay on
+// message_events_message: a timeline reads its outbox row's events and
+// the message's events without a row (store.MessageTimeline), a user's
+// events are those of its outbox rows and its events without one.
+// Existing rows keep NULL.
+const eventsByOutboxSchema = `
+ALTER TABLE message_events ADD COLUMN outbox_id INTEGER REFERENCES message_outbox (id) ON DELETE SET NULL;
+CREATE INDEX message_events_outbox ON message_events (outbox_id) WHERE outbox_id IS NOT NULL;
+DROP INDEX message_events_message;
+CREATE INDEX message_events_message ON message_events (user_id, message_id, id) WHERE outbox_id IS NULL;
+`
