@@ -478,7 +478,11 @@ CREATE INDEX message_outbox_acked ON message_outbox (acked_at) WHERE acked_at IS
 // message_events_message: a timeline reads its outbox row's events and
 // the message's events without a row (store.MessageTimeline), a user's
 // events are those of its outbox rows and its events without one.
-// Existing rows keep NULL.
+// Existing rows keep NULL. A later migration that builds message_outbox
+// again (as outboxBytesSchema did) must keep its ids and run with foreign
+// keys off: dropping the old table would set every outbox_id to NULL,
+// which loses no event but brings back their entries in
+// message_events_message.
 const eventsByOutboxSchema = `
 ALTER TABLE message_events ADD COLUMN outbox_id INTEGER REFERENCES message_outbox (id) ON DELETE SET NULL;
 CREATE INDEX message_events_outbox ON message_events (outbox_id) WHERE outbox_id IS NOT NULL;
