@@ -123,7 +123,9 @@ var (
 
 	upsertOutboxArraysSQL = upsertOutboxInto + `
 	` + outboxColumnTypes.unnest() + upsertOutboxTail
-	insertEventArraysSQL   = insertEventArraysWith(eventOutboxID)
+	// The rows carry no outbox_id (events_rows.go).
+	insertEventArraysSQL = `INSERT INTO message_events (at, user_id, message_id, device_id, type, detail, queued_at) ` +
+		eventColumnTypes.unnest()
 	insertAttemptArraysSQL = `INSERT INTO delivery_log
 		(at, message_id, user_id, device_id, push_host, try, status, outcome, latency_ms, error) ` +
 		attemptColumnTypes.unnest()
@@ -132,15 +134,3 @@ var (
 	deleteLeasedArraysSQL = `DELETE FROM tasks WHERE id = ANY(?::bigint[])
 	AND (id, lease_until, next_send_at) IN (` + fenceColumnTypes.unnest() + `) RETURNING id`
 )
-
-// eventOutboxID is the SQL of the id of the outbox row of an event row v's
-// message, NULL for none (events_rows.go).
-const eventOutboxID = `(SELECT o.id FROM message_outbox AS o WHERE o.user_id = v.user_id AND o.message_id = v.message_id)`
-
-// insertEventArraysWith inserts event rows as column arrays
-// (eventColumnTypes), each with outboxID, the SQL of its outbox id given
-// its values as v.
-func insertEventArraysWith(outboxID string) string {
-	return `INSERT INTO message_events (at, user_id, message_id, device_id, type, detail, queued_at, outbox_id)
-	SELECT v.*, ` + outboxID + ` FROM (` + eventColumnTypes.unnest() + `) AS v (at, user_id, message_id, device_id, type, detail, queued_at)`
-}

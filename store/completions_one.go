@@ -23,13 +23,9 @@ import (
 // completeInOneSQL is the statement of completeInOne; its arguments are
 // the arrays of the attempts, the outbox rows, the events, the ids and the
 // fences, in that order.
-// The events' outbox ids are looked up in the outbox rows the statement
-// writes first (its snapshot does not show the rows it inserts), then in
-// the table (rows it did not change: acknowledged, or not in the batch).
 var completeInOneSQL = `WITH attempts AS (` + insertAttemptArraysSQL + `),
-	outbox AS (` + upsertOutboxArraysSQL + ` RETURNING id, user_id, message_id),
-	events AS (` + insertEventArraysWith(`coalesce(
-		(SELECT o.id FROM outbox AS o WHERE o.user_id = v.user_id AND o.message_id = v.message_id), `+eventOutboxID+`)`) + `)
+	outbox AS (` + upsertOutboxArraysSQL + `),
+	events AS (` + insertEventArraysSQL + `)
 	` + deleteLeasedArraysSQL
 
 // completeInOne writes what completeApart writes for cs in one statement

@@ -214,9 +214,12 @@ func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow
 }
 
 // Events by outbox row (issue 24): an event of a message that has an
-// outbox row when it is inserted carries that row's id in outbox_id (each
-// insert looks it up: eventStatements, insertEventArraysSQL,
-// completeInOneSQL, insertReceiptSQL), indexed by message_events_outbox;
+// outbox row when it is inserted carries that row's id in outbox_id (the
+// insert looks it up: eventStatements, insertReceiptSQL), indexed by
+// message_events_outbox; on PostgreSQL the delivery path's rows, inserted
+// as arrays (insertEventArraysSQL, completeInOneSQL), carry none: there
+// the lookup and the foreign key's lock of the outbox row cost a trickle's
+// push about 20 µs more of PostgreSQL's CPU than the index entry saves;
 // message_events_message holds only the events with none. Outbox ids grow
 // with time, so a delivered push's row adds its entry at the end of that
 // index, where a commit's pushes share a leaf, instead of one in a leaf of

@@ -70,15 +70,16 @@ func DatabaseURL(t testing.TB) string {
 	return u.String()
 }
 
-// onPostgres reports whether Open should open PostgreSQL stores.
-func onPostgres() bool { return os.Getenv(envBackend) == "postgres" }
+// OnPostgres reports whether Open opens PostgreSQL stores (the second
+// run of RunOnPostgres), for a test whose expectations differ by backend.
+func OnPostgres() bool { return os.Getenv(envBackend) == "postgres" }
 
 // RunOnPostgres runs the test binary once more with every store Open opens
 // on PostgreSQL, so one suite of store tests covers both backends; call it
 // from TestMain after m.Run passed. It returns the exit code: without
 // EnvDatabaseURL 0 (1 when EnvCI is set); in the second run itself, 0.
 func RunOnPostgres() int {
-	if onPostgres() {
+	if OnPostgres() {
 		return 0
 	}
 	if os.Getenv(EnvDatabaseURL) == "" {

@@ -31,7 +31,7 @@ var vapidPair = sync.OnceValues(func() ([2]string, error) {
 // Database names a fresh database for t: a file path in t.TempDir(), or in
 // the PostgreSQL run of RunOnPostgres a database URL (the other is "").
 func Database(t testing.TB) (path, url string) {
-	if onPostgres() {
+	if OnPostgres() {
 		return "", DatabaseURL(t)
 	}
 	return filepath.Join(t.TempDir(), "amsg.db"), ""
