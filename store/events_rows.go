@@ -232,19 +232,25 @@ func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, rows []eventRow
 // one user's those of the user's outbox rows and its events without one
 // (userEventsSQL).
 
-// userEventsSQL selects cols of userID's event rows, in two parts: those
-// without an outbox row and those of its outbox rows. Its arguments are
-// userID twice.
-func userEventsSQL(cols string) string {
-	return `SELECT ` + cols + ` FROM message_events WHERE user_id = ? AND outbox_id IS NULL
-		UNION ALL SELECT ` + cols + ` FROM message_events WHERE outbox_id IN (SELECT id FROM message_outbox WHERE user_id = ?)`
+// userEventsWhere are the two parts of userID's event rows: those without
+// an outbox row and those of its outbox rows. Each takes userID.
+var userEventsWhere = [...]string{
+	`user_id = ? AND outbox_id IS NULL`,
+	`outbox_id IN (SELECT id FROM message_outbox WHERE user_id = ?)`,
 }
 
-// deleteUserEventsSQL delete userID's event rows (userEventsSQL), one
+// userEventsSQL selects cols of userID's event rows (userEventsWhere). Its
+// arguments are userID twice.
+func userEventsSQL(cols string) string {
+	return `SELECT ` + cols + ` FROM message_events WHERE ` + userEventsWhere[0] + `
+		UNION ALL SELECT ` + cols + ` FROM message_events WHERE ` + userEventsWhere[1]
+}
+
+// deleteUserEventsSQL delete userID's event rows (userEventsWhere), one
 // argument each.
 var deleteUserEventsSQL = []string{
-	`DELETE FROM message_events WHERE user_id = ? AND outbox_id IS NULL`,
-	`DELETE FROM message_events WHERE outbox_id IN (SELECT id FROM message_outbox WHERE user_id = ?)`,
+	`DELETE FROM message_events WHERE ` + userEventsWhere[0],
+	`DELETE FROM message_events WHERE ` + userEventsWhere[1],
 }
 
 // deleteUserEvents deletes userID's message events in tx and returns how
