@@ -34,7 +34,7 @@ func (l *lateness) all() []time.Duration {
 }
 
 // claimedAhead starts the loop with a gate as its Sleep and waits until
-// the task inserted for alice 64 ms after the clock (on the fire grid) is
+// the task inserted for alice 60 ms after the clock (on the fire grid) is
 // claimed and waits at the gate for its time; it returns the task as
 // stored then.
 func claimedAhead(t *testing.T, cfg Config) (*harness, *clocktest.Gate, store.Task) {
@@ -43,10 +43,10 @@ func claimedAhead(t *testing.T, cfg Config) (*harness, *clocktest.Gate, store.Ta
 	cfg.Tick, cfg.Sleep = time.Hour, g.Sleep
 	h := newHarness(t, cfg)
 	h.subscribe(alice)
-	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the dot")}, start.Add(64*time.Millisecond))
+	task := h.insert(alice, Payload{MessageType: push.TypeFixed, UserMessage: str("on the dot")}, start.Add(60*time.Millisecond))
 	h.sched.Start()
-	if d := <-g.Asked; d != 64*time.Millisecond {
-		t.Fatalf("the task claimed ahead waits %s, want the 64ms to its time", d)
+	if d := <-g.Asked; d != 60*time.Millisecond {
+		t.Fatalf("the task claimed ahead waits %s, want the 60ms to its time", d)
 	}
 	got := h.task(alice, task.UUID)
 	if !got.LeaseUntil.Equal(start.Add(DefaultLeaseTTL)) {
@@ -447,8 +447,8 @@ func TestATaskClaimedAheadStartsOnTheFireGrid(t *testing.T) {
 		grid time.Duration
 		want time.Duration // the wait, from start, for a task due 65ms on
 	}{
-		{0, 72 * time.Millisecond}, // DefaultFireGrid, 8ms: start is on it
-		{10 * time.Millisecond, 70 * time.Millisecond},
+		{0, 70 * time.Millisecond}, // DefaultFireGrid, 10ms: start is on it
+		{8 * time.Millisecond, 72 * time.Millisecond},
 		{-1, 65 * time.Millisecond},
 	} {
 		waited := make(chan time.Duration, 1)

@@ -28,6 +28,7 @@ import (
 	"amsg/push/pushtest"
 	"amsg/push/webpush"
 	"amsg/store"
+	"amsg/store/driver"
 	"amsg/store/storetest"
 )
 
@@ -1091,5 +1092,25 @@ func TestAClaimReadsItsUsersDevicesAtOnce(t *testing.T) {
 	}
 	if one, many := reads.one.Load(), reads.many.Load(); one != 0 || many != 1 {
 		t.Errorf("devices read %d times one user at a time and %d times at once; want 0 and 1", one, many)
+	}
+}
+
+// TestACompletionLingersOnlyWhileAQuarterOfTheWritingTokensAreFree: a
+// delivered occurrence's completion waits in the store's batch for company
+// (store.Unhurried) while at most three quarters of the tokens of writing
+// are held, and goes at once past that, so lingering completions never hold
+// every token the next deliveries' handOff needs.
+func TestACompletionLingersOnlyWhileAQuarterOfTheWritingTokensAreFree(t *testing.T) {
+	h := newHarness(t, Config{Concurrency: 8})
+	for held := range 9 {
+		if held > 0 {
+			h.sched.writing <- struct{}{}
+		}
+		if got, want := driver.IsUnhurried(h.sched.completionContext(context.Background())), held <= 6; got != want {
+			t.Errorf("%d of 8 tokens held: unhurried %v, want %v", held, got, want)
+		}
+	}
+	for range cap(h.sched.writing) {
+		<-h.sched.writing // Stop waits for the writes under way
 	}
 }

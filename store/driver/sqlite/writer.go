@@ -21,23 +21,27 @@ import (
 // scheduler's TrickleWait) then commits each claim with the completions of
 // the tasks before it, instead of every write alone.
 //
-// groupLinger is 15 ms (issue 24, branch trickle2): in a trickle a group
-// mostly ends when its first completion's linger does (a claim comes about
-// every 40 ms), so the linger sets the commits a push: 5 ms made about 0.16
-// commits a push, 15 ms 0.07, and each commit rewrites the pages its pushes
-// share (the tables' last pages, the due index, the header) and pays its
-// fixed cost (BEGIN, the cache scan at the end of a commit, the WAL frame of
-// each page). A completion is written after its push went out, with its
-// slot handed off, so nothing on the delivery path waits for it; it holds a
-// token of the scheduler's writing bound (as many as Concurrency, 64 by
-// default) the linger longer, about 15 of them at 1 000 pushes a second.
-// What a crash loses is what it lost before: completions not yet committed,
-// whose tasks are sent again with the same ids once their leases run out.
+// groupLinger is 30 ms (issue 24, branches trickle2 and linger30): in a
+// trickle a group mostly ends when its first completion's linger does (a
+// claim comes about every 40 ms), so the linger sets the commits a push:
+// 5 ms made about 0.16 commits a push, 15 ms 0.067, 30 ms 0.046, and each
+// commit rewrites the pages its pushes share (the tables' last pages, the
+// due index, the header) and pays its fixed cost (BEGIN, the cache scan at
+// the end of a commit, the WAL frame of each page). A completion is written
+// after its push went out, with its slot handed off, so nothing on the
+// delivery path waits for it; it holds a token of the scheduler's writing
+// bound (as many as Concurrency, 64 by default) the linger longer, about
+// 30 of them at 1 000 pushes a second. Once three quarters of the tokens
+// are held the scheduler writes its completions hurried
+// (Scheduler.completionContext), which ends the linger: a faster trickle
+// commits more often rather than holding up deliveries. What a crash loses
+// is what it lost before: completions not yet committed, whose tasks are
+// sent again with the same ids once their leases run out.
 const (
 	maxGroupWrites = 128
 	groupWait      = time.Millisecond
 	groupGap       = 150 * time.Microsecond
-	groupLinger    = 15 * time.Millisecond
+	groupLinger    = 30 * time.Millisecond
 	// checkpointInterval is how often the WAL is checkpointed (PASSIVE:
 	// never waiting for the writer or the readers).
 	checkpointInterval = time.Second
