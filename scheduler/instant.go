@@ -80,7 +80,7 @@ func (s *Scheduler) DeliverInstant(ctx context.Context, t store.Task) (InstantRe
 		return InstantResult{}, &InstantError{Code: errcode.ProcessingError.Code(), Message: err.Error(), RetriesAttempted: &retries,
 			Permanent: le.Permanent, PushStatus: le.PushStatus, LLMStatus: le.LLMStatus}
 	}
-	if err := s.complete(ctx, lease, time.Time{}, last); err != nil {
+	if err := s.complete(ctx, lease, time.Time{}, last, true); err != nil {
 		return InstantResult{}, &InstantError{Code: errcode.PostSendCleanupFailed.Code(), Message: errcode.PostSendCleanupFailed.Chinese(),
 			Details: map[string]string{"error": err.Error()}}
 	}

@@ -564,6 +564,7 @@ type slotHold struct {
 	userID  string    // "" for Tick's deliveries, which count no user
 	due     time.Time // set while the task, claimed ahead, holds no slot
 	writing bool
+	awaited bool // Tick's: its caller waits for the outcomes written
 }
 
 // await waits, for a task claimed ahead, until it is due and a slot is
@@ -691,7 +692,7 @@ func (s *Scheduler) Tick(ctx context.Context) (Summary, error) {
 		wg.Add(1)
 		if !acquired || !s.launch(func() {
 			defer wg.Done()
-			h := &slotHold{s: s}
+			h := &slotHold{s: s, awaited: true}
 			defer h.done()
 			results[i] = s.process(t, h, c)
 		}) {
@@ -864,7 +865,7 @@ func (s *Scheduler) process(t store.Task, h *slotHold, c claim) (r result) {
 	if err != nil {
 		return s.failed(ctx, t, lease, rec, err)
 	}
-	return s.delivered(ctx, t, lease, rec, sent, started, last)
+	return s.delivered(ctx, t, lease, rec, sent, started, last, h.awaited)
 }
 
 // unstarted ends an occurrence claimed ahead that did not start, why
@@ -951,8 +952,8 @@ func (s *Scheduler) failed(ctx context.Context, t store.Task, l store.Lease, rec
 
 // delivered records a delivered occurrence, with the bookkeeping of its
 // last push: a one-off task is deleted, a recurring one advances from its
-// nominal time.
-func (s *Scheduler) delivered(ctx context.Context, t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time, last push.Bookkeeping) result {
+// nominal time. awaited: someone waits for the record (completionContext).
+func (s *Scheduler) delivered(ctx context.Context, t store.Task, l store.Lease, rec Recurrence, sent int, started time.Time, last push.Bookkeeping, awaited bool) result {
 	r := result{taskID: t.ID, kind: resultDeleted, sent: sent, late: started.Sub(t.NextSendAt)}
 	var next time.Time
 	if rec.Recurring() {
@@ -960,7 +961,7 @@ func (s *Scheduler) delivered(ctx context.Context, t store.Task, l store.Lease, 
 		next, _ = rec.NextAfter(t.NextSendAt, s.now())
 		r.next = next
 	}
-	if err := s.complete(ctx, l, next, last); err != nil {
+	if err := s.complete(ctx, l, next, last, awaited); err != nil {
 		return result{taskID: t.ID, kind: resultCleanupFailed, reason: err.Error(), updateError: err.Error(), sent: sent}
 	}
 	return r
@@ -971,9 +972,10 @@ func (s *Scheduler) delivered(ctx context.Context, t store.Task, l store.Lease, 
 // if the write still fails the lease runs out and the occurrence is sent
 // again with the same ids, which the service worker drops but which wake
 // the device twice. The slot was handed off already, so nothing waits on the
-// write to go on (completionContext).
-func (s *Scheduler) complete(ctx context.Context, l store.Lease, next time.Time, last push.Bookkeeping) error {
-	return courier.RetryWrite(s.completionContext(ctx), s.cfg.LeaseTTL, s.cfg.Sleep, s.log, slog.Int64("taskId", l.TaskID),
+// write to go on, unless the caller's answer waits for it: awaited
+// (completionContext).
+func (s *Scheduler) complete(ctx context.Context, l store.Lease, next time.Time, last push.Bookkeeping, awaited bool) error {
+	return courier.RetryWrite(s.completionContext(ctx, awaited), s.cfg.LeaseTTL, s.cfg.Sleep, s.log, slog.Int64("taskId", l.TaskID),
 		"recording a delivered occurrence", func(ctx context.Context) error {
 			err := s.deps.Store.CompleteTask(ctx, l, next, last)
 			if errors.Is(err, store.ErrLeaseLost) {
@@ -986,15 +988,16 @@ func (s *Scheduler) complete(ctx context.Context, l store.Lease, next time.Time,
 // completionContext is what a delivered occurrence's completion is
 // written with: detached from the delivery, and unhurried (store.Unhurried:
 // it waits in the store's batch for others, so a trickle's completions
-// commit together) while at most three quarters of the tokens of writing
-// are held. Each lingering completion holds one, and past that the next
-// deliveries' handOff would soon wait for the linger to end: the write
-// then goes at once and takes the lingering ones with it. (Half would end
-// the linger of a 1 000/s trickle, whose completions hold about 30 of the
-// default 64.)
-func (s *Scheduler) completionContext(ctx context.Context) context.Context {
+// commit together) unless awaited (an instant task's request and Tick
+// answer once it is written) or more than three quarters of the tokens of
+// writing are held. Each lingering completion holds one, and past that the
+// next deliveries' handOff would soon wait for the linger to end: the
+// write then goes at once and takes the lingering ones with it. (Half
+// would end the linger of a 1 000/s trickle, whose completions hold about
+// 30 of the default 64.)
+func (s *Scheduler) completionContext(ctx context.Context, awaited bool) context.Context {
 	ctx = tracing.Detached(ctx)
-	if 4*len(s.writing) > 3*cap(s.writing) {
+	if awaited || 4*len(s.writing) > 3*cap(s.writing) {
 		return ctx
 	}
 	return store.Unhurried(ctx)

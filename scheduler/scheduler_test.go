@@ -1099,15 +1099,19 @@ func TestAClaimReadsItsUsersDevicesAtOnce(t *testing.T) {
 // delivered occurrence's completion waits in the store's batch for company
 // (store.Unhurried) while at most three quarters of the tokens of writing
 // are held, and goes at once past that, so lingering completions never hold
-// every token the next deliveries' handOff needs.
+// every token the next deliveries' handOff needs; one awaited (Tick's, an
+// instant task's) never waits.
 func TestACompletionLingersOnlyWhileAQuarterOfTheWritingTokensAreFree(t *testing.T) {
 	h := newHarness(t, Config{Concurrency: 8})
 	for held := range 9 {
 		if held > 0 {
 			h.sched.writing <- struct{}{}
 		}
-		if got, want := driver.IsUnhurried(h.sched.completionContext(context.Background())), held <= 6; got != want {
+		if got, want := driver.IsUnhurried(h.sched.completionContext(context.Background(), false)), held <= 6; got != want {
 			t.Errorf("%d of 8 tokens held: unhurried %v, want %v", held, got, want)
+		}
+		if driver.IsUnhurried(h.sched.completionContext(context.Background(), true)) {
+			t.Errorf("%d of 8 tokens held: an awaited completion is unhurried", held)
 		}
 	}
 	for range cap(h.sched.writing) {
