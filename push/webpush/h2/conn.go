@@ -501,7 +501,14 @@ func (cc *conn) readLoop() {
 	err := cc.readFrames()
 	var ce http2.ConnectionError
 	if errors.As(err, &ce) {
-		_ = cc.writing(func() error { return cc.fr.WriteGoAway(0, http2.ErrCode(ce), nil) })
+		// Flushed here, not left to a writer queued behind: the connection
+		// closes next, before that writer's flush.
+		_ = cc.writing(func() error {
+			if err := cc.fr.WriteGoAway(0, http2.ErrCode(ce), nil); err != nil {
+				return err
+			}
+			return cc.bw.Flush()
+		})
 	}
 	cc.close(err)
 }

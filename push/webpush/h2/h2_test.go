@@ -496,6 +496,46 @@ func TestConnectionErrorFailsItsStreams(t *testing.T) {
 	}
 }
 
+// TestAConnectionErrorsGoAwayLeavesWhileAWriterIsQueued: the read loop's
+// GOAWAY for a connection error reaches the server even when another
+// writer is queued behind it on the connection, whose flush would have
+// carried it had the connection not closed first.
+func TestAConnectionErrorsGoAwayLeavesWhileAWriterIsQueued(t *testing.T) {
+	read, queued := make(chan struct{}), make(chan struct{})
+	goAway := make(chan http2.ErrCode, 1)
+	s, c := newRawServer(t, nil, func(sc *serverConn) {
+		_, _ = sc.readRequest()
+		close(read)
+		<-queued
+		_ = sc.fr.WriteData(2, true, []byte("x"))
+		if f := next[*http2.GoAwayFrame](sc); f != nil {
+			goAway <- f.ErrCode
+		}
+		close(goAway)
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Do(context.Background(), s.request("x"))
+		done <- err
+	}()
+	<-read // the request was written and flushed: no writer holds the lock
+	c.mu.Lock()
+	p := c.pools[s.ln.Addr().String()]
+	c.mu.Unlock()
+	p.mu.Lock()
+	cc := p.conns[0]
+	p.mu.Unlock()
+	cc.queued.Add(1) // a writer waiting for the lock
+	close(queued)
+	if code := <-goAway; code != http2.ErrCodeProtocol {
+		t.Errorf("GOAWAY %v, want PROTOCOL_ERROR", code)
+	}
+	if err := <-done; err == nil {
+		t.Error("the request in flight succeeded on a connection that broke")
+	}
+	cc.queued.Add(-1)
+}
+
 // TestReceiveWindowIsCredited: error answers with bodies far past our
 // snippet, many in a row on one connection, well past the connection's
 // 64 KiB receive window: Go's server sends only within the window, so
