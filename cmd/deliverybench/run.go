@@ -741,8 +741,12 @@ func (b *bench) reportDatabase(p phase) {
 	}
 	if b.pg != nil {
 		dbCPU := total(p.dbCPU)
-		fmt.Fprintf(b.out, "; PostgreSQL CPU %.2f s = %.0f µs/push (%s), and %.0f µs/push in ended sessions (%d of them this database's)",
-			dbCPU.Seconds(), perPush(dbCPU, p.pushes), byKind(p.dbCPU, p.pushes), perPush(p.dbEndedCPU, p.pushes), p.sessions)
+		kinds := byKind(p.dbCPU, p.pushes)
+		if kinds != "" {
+			kinds = " (" + kinds + ")"
+		}
+		fmt.Fprintf(b.out, "; PostgreSQL CPU %.2f s = %.0f µs/push%s, and %.0f µs/push in ended sessions (%d of them this database's)",
+			dbCPU.Seconds(), perPush(dbCPU, p.pushes), kinds, perPush(p.dbEndedCPU, p.pushes), p.sessions)
 	}
 	fmt.Fprintln(b.out)
 }
