@@ -2,13 +2,16 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -123,33 +126,46 @@ func (p *postgresProbe) counts(ctx context.Context) (commits, sessions int64, er
 	return commits, sessions, err
 }
 
+// serverProcess is one PostgreSQL server process at a reading: its CPU
+// time so far and its pg_stat_activity backend_type ("client backend",
+// "autovacuum worker", "walwriter", …), which says where a phase's
+// database CPU went.
+type serverProcess struct {
+	cpu  time.Duration
+	kind string
+}
+
 // processCPU reads the CPU time so far of every server process that
 // serves the phase's database or the whole server, by pid, and of the
 // sessions that ended (the postmaster's reaped children).
-func (p *postgresProbe) processCPU(ctx context.Context) (live map[int]time.Duration, ended time.Duration, err error) {
+func (p *postgresProbe) processCPU(ctx context.Context) (live map[int]serverProcess, ended time.Duration, err error) {
 	name, err := p.dbName(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, err := p.admin.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = $1 OR backend_type <> 'client backend'", name)
+	rows, err := p.admin.Query(ctx, "SELECT pid, coalesce(backend_type, '') FROM pg_stat_activity WHERE datname = $1 OR backend_type <> 'client backend'", name)
 	if err != nil {
 		return nil, 0, err
 	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	type activity struct {
+		Pid  int32
+		Kind string
+	}
+	procs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[activity])
 	if err != nil {
 		return nil, 0, err
 	}
-	live = make(map[int]time.Duration, len(pids))
+	live = make(map[int]serverProcess, len(procs))
 	postmaster := 0
-	for _, pid := range pids {
+	for _, proc := range procs {
 		// A backend may end between the query and the read: it is left out.
-		if t, parent, err := ownCPU(int(pid)); err == nil {
-			live[int(pid)] = t
+		if t, parent, err := ownCPU(int(proc.Pid)); err == nil {
+			live[int(proc.Pid)] = serverProcess{cpu: t, kind: proc.Kind}
 			postmaster = parent
 		}
 	}
 	if postmaster == 0 {
-		return nil, 0, fmt.Errorf("none of the server's %d processes is readable in /proc: is PostgreSQL on this machine?", len(pids))
+		return nil, 0, fmt.Errorf("none of the server's %d processes is readable in /proc: is PostgreSQL on this machine?", len(procs))
 	}
 	if ended, err = reapedCPU(postmaster); err != nil {
 		return nil, 0, fmt.Errorf("the postmaster: %w", err)
@@ -157,15 +173,36 @@ func (p *postgresProbe) processCPU(ctx context.Context) (live map[int]time.Durat
 	return live, ended, nil
 }
 
-// cpuBetween is the CPU the processes of after used since before: the
-// difference for a process in both, all of it for one started since.
-// A process that ended in between is not counted.
-func cpuBetween(before, after map[int]time.Duration) time.Duration {
-	var total time.Duration
-	for pid, t := range after {
-		total += t - before[pid]
+// kindCPU is what one kind of server process used in a phase: CPU, and
+// how many processes used any (a second instance's pool adds sessions).
+type kindCPU struct {
+	cpu   time.Duration
+	procs int
+}
+
+// cpuBetween is the CPU the processes of after used since before, by
+// backend_type: the difference for a process in both, all of it for one
+// started since. A process that ended in between is not counted.
+func cpuBetween(before, after map[int]serverProcess) map[string]kindCPU {
+	byKind := make(map[string]kindCPU)
+	for pid, p := range after {
+		k := byKind[p.kind]
+		if used := p.cpu - before[pid].cpu; used > 0 {
+			k.cpu += used
+			k.procs++
+		}
+		byKind[p.kind] = k
 	}
-	return total
+	return byKind
+}
+
+// total is the CPU of every kind of process.
+func total(byKind map[string]kindCPU) time.Duration {
+	var sum time.Duration
+	for _, k := range byKind {
+		sum += k.cpu
+	}
+	return sum
 }
 
 // scrapeCommits sums amsg's commit counter over instances.
@@ -208,4 +245,20 @@ func counterValue(r io.Reader, name string) (int64, error) {
 		return 0, err
 	}
 	return 0, fmt.Errorf("no %s (an amsg older than the counter?)", name)
+}
+
+// byKind lists the CPU a push of each kind of process that used any,
+// most first, with how many processes: "client backend 52 in 9, walwriter
+// 3 in 1".
+func byKind(cpu map[string]kindCPU, pushes int) string {
+	kinds := slices.SortedFunc(maps.Keys(cpu), func(a, b string) int {
+		return cmp.Or(cmp.Compare(cpu[b].cpu, cpu[a].cpu), strings.Compare(a, b))
+	})
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		if us := perPush(cpu[k].cpu, pushes); us >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f in %d", cmp.Or(k, "unknown"), us, cpu[k].procs))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +26,19 @@ amsg_store_commits_total 1234
 }
 
 // A process in both readings counts its difference, one started in
-// between all of its time, one that ended nothing.
+// between all of its time, one that ended nothing; each under its kind.
 func TestCPUBetween(t *testing.T) {
-	before := map[int]time.Duration{1: time.Second, 2: 2 * time.Second}
-	after := map[int]time.Duration{1: 3 * time.Second, 3: 500 * time.Millisecond}
-	if got := cpuBetween(before, after); got != 2500*time.Millisecond {
-		t.Errorf("cpuBetween = %s, want 2.5s", got)
+	before := map[int]serverProcess{1: {time.Second, "client backend"}, 2: {2 * time.Second, "client backend"}, 4: {time.Second, "walwriter"}}
+	after := map[int]serverProcess{1: {3 * time.Second, "client backend"}, 3: {500 * time.Millisecond, "autovacuum worker"}, 4: {time.Second, "walwriter"}}
+	got := cpuBetween(before, after)
+	want := map[string]kindCPU{"client backend": {2 * time.Second, 1}, "autovacuum worker": {500 * time.Millisecond, 1}, "walwriter": {0, 0}}
+	if !maps.Equal(got, want) {
+		t.Errorf("cpuBetween = %v, want %v", got, want)
+	}
+	if sum := total(got); sum != 2500*time.Millisecond {
+		t.Errorf("total = %s, want 2.5s", sum)
+	}
+	if got, want := byKind(got, 1000), "client backend 2000 in 1, autovacuum worker 500 in 1"; got != want {
+		t.Errorf("byKind = %q, want %q", got, want)
 	}
 }

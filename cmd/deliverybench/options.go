@@ -136,7 +136,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.Lead, "lead", 0, "wait between starting the inserts and the due time (0: estimated from the device registrations)")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "give up on a phase after this long")
 	fs.IntVar(&o.Inserters, "inserters", 8, "API requests in flight while registering devices and scheduling tasks")
-	fs.BoolVar(&o.Perf, "perf", false, "sample amsg with Linux perf from the due time to the last arrival and print its top functions (adds a few per cent of CPU)")
+	fs.BoolVar(&o.Perf, "perf", false, "sample amsg, and on PostgreSQL the server's processes, with Linux perf from the due time to the last arrival and print their top functions (adds a few per cent of CPU)")
 	fs.StringVar(&o.GoProfile, "go-profile", "", "write a Go CPU profile and an execution trace of each amsg instance, taken through its --debug-addr from the due time (the trickle's --duration, or 2 s), into this directory")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary directory (data, logs, certificate) and print its path")
 	fs.BoolVar(&o.Short, "short", false, "smoke run: 50 pushes for 10 users; node is skipped when npm is missing")

@@ -17,17 +17,17 @@ import (
 // errNoPerf reports that --perf cannot work here.
 var errNoPerf = errors.New("--perf needs Linux perf (perf_event_open allowed for this user)")
 
-// profiler samples amsg's CPU with perf from the due time to the last
-// arrival.
+// profiler samples amsg's CPU, or PostgreSQL's, with perf from the due
+// time to the last arrival.
 type profiler struct {
 	perf string // path of perf
 	data string // its output file
 	rec  *child
 }
 
-// startProfile starts `perf record` on pids, writing into dir; round
+// startProfile starts `perf record` on pids, writing into dir; name
 // names the file.
-func startProfile(sup *supervisor, dir string, round int, pids []int) (*profiler, error) {
+func startProfile(sup *supervisor, dir, name string, pids []int) (*profiler, error) {
 	perf, err := exec.LookPath("perf")
 	if err != nil {
 		return nil, errNoPerf
@@ -36,7 +36,7 @@ func startProfile(sup *supervisor, dir string, round int, pids []int) (*profiler
 	for i, pid := range pids {
 		list[i] = strconv.Itoa(pid)
 	}
-	p := &profiler{perf: perf, data: filepath.Join(dir, fmt.Sprintf("perf-round%d.data", round+1))}
+	p := &profiler{perf: perf, data: filepath.Join(dir, "perf-"+name+".data")}
 	p.rec, _, err = sup.start(childSpec{name: "perf record", cpu: -1, path: perf,
 		args: []string{"record", "-F", "999", "-g", "-o", p.data, "-p", strings.Join(list, ",")}})
 	if err != nil {
@@ -45,8 +45,8 @@ func startProfile(sup *supervisor, dir string, round int, pids []int) (*profiler
 	return p, nil
 }
 
-// stop ends the recording and summarizes where amsg spent its samples,
-// self time only: by package, then the top functions.
+// stop ends the recording and summarizes where the processes spent their
+// samples, self time only: by package, then the top functions.
 func (p *profiler) stop(ctx context.Context, sup *supervisor) (string, error) {
 	// perf writes its file on SIGTERM as on SIGINT.
 	if err := sup.stop(p.rec, 30*time.Second); err != nil {

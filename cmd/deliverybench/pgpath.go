@@ -32,6 +32,6 @@ func (b *bench) schedulingCost(ctx context.Context, instances []*amsgInstance) f
 			return
 		}
 		b.logf("amsg: scheduling cost %d µs of amsg CPU and %d µs of PostgreSQL CPU a task", perTask(after.amsgCPU-before.amsgCPU),
-			perTask(cpuBetween(before.dbCPU, after.dbCPU)+after.dbEndedCPU-before.dbEndedCPU))
+			perTask(total(cpuBetween(before.dbCPU, after.dbCPU))+after.dbEndedCPU-before.dbEndedCPU))
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"amsg/push"
@@ -59,12 +61,13 @@ type phase struct {
 	serviceCPU time.Duration // the push service's
 	peakRSS    int64         // amsg only; 0 when unknown
 	profile    string        // amsg only, with --perf: perf's summary
+	dbProfile  string        // and PostgreSQL's
 	latencies  []time.Duration
 	// amsg only: the database's commits (-1 when unknown) and, on
 	// PostgreSQL, its processes' CPU (see database.go).
 	instances int
 	commits   int64
-	dbCPU     time.Duration
+	dbCPU     map[string]kindCPU // by backend_type
 	// waited is how long amsg's threads were runnable but not running:
 	// the share of the phase the machine's other work took from it.
 	waited time.Duration
@@ -419,13 +422,25 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	}
 	// perf starts half a second ahead, so it is sampling by the due time;
 	// CPU is measured from just before it: inserting is not delivering.
-	var prof *profiler
+	// PostgreSQL's processes are those at that instant: a session opened
+	// during delivery is not sampled.
+	var prof, dbProf *profiler
 	if b.o.Perf {
 		if err := sleepUntil(ctx, start.Add(-perfHeadStart)); err != nil {
 			return p, 0, err
 		}
-		if prof, err = startProfile(b.sup, b.dir, round, pids); err != nil {
+		name := fmt.Sprintf("round%d-%dinstances", round+1, len(instances))
+		if prof, err = startProfile(b.sup, b.dir, name, pids); err != nil {
 			return p, 0, err
+		}
+		if b.pg != nil {
+			procs, _, err := b.pg.processCPU(ctx)
+			if err != nil {
+				return p, 0, err
+			}
+			if dbProf, err = startProfile(b.sup, b.dir, name+"-postgres", slices.Collect(maps.Keys(procs))); err != nil {
+				return p, 0, err
+			}
 		}
 	}
 	if err := sleepUntil(ctx, start.Add(-20*time.Millisecond)); err != nil {
@@ -476,6 +491,11 @@ func (b *bench) deliverThroughAmsg(ctx context.Context, instances []*amsgInstanc
 	}
 	if prof != nil {
 		if p.profile, err = prof.stop(ctx, b.sup); err != nil {
+			return p, 0, err
+		}
+	}
+	if dbProf != nil {
+		if p.dbProfile, err = dbProf.stop(ctx, b.sup); err != nil {
 			return p, 0, err
 		}
 	}
@@ -550,7 +570,7 @@ type mark struct {
 	amsgWaited          time.Duration // runnable, waiting for a CPU
 	amsgSyscalls        syscalls
 	commits             int64                 // -1 when unknown
-	dbCPU               map[int]time.Duration // PostgreSQL's processes, by pid
+	dbCPU               map[int]serverProcess // PostgreSQL's processes, by pid
 	dbEndedCPU          time.Duration         // its ended sessions'
 	sessions            int64
 }
@@ -683,8 +703,17 @@ func (b *bench) reportRound(r int, rd round) {
 	if rd.single != nil {
 		b.reportCoordination(*rd.single, rd.amsg)
 	}
-	if rd.amsg.profile != "" {
-		fmt.Fprintf(b.out, "amsg's CPU (perf, self time, from just before the due time to the last arrival):\n%s", rd.amsg.profile)
+	for _, p := range []*phase{rd.single, &rd.amsg} {
+		if p == nil {
+			continue
+		}
+		if p.profile != "" {
+			fmt.Fprintf(b.out, "amsg's CPU, %d instance(s) (perf, self time, from just before the due time to the last arrival):\n%s", p.instances, p.profile)
+		}
+		if p.dbProfile != "" {
+			fmt.Fprintf(b.out, "PostgreSQL's CPU, %d instance(s) (%.0f µs/push; perf, self time, its processes at the due time):\n%s",
+				p.instances, perPush(total(p.dbCPU), p.pushes), p.dbProfile)
+		}
 	}
 	for _, p := range []*phase{rd.node, rd.single, &rd.amsg} {
 		if p != nil && b.pinned && p.serviceCPU > p.elapsed*9/10 {
@@ -711,8 +740,13 @@ func (b *bench) reportDatabase(p phase) {
 			float64(p.syscalls.reads)/float64(max(p.pushes, 1)), float64(p.syscalls.writes)/float64(max(p.pushes, 1)))
 	}
 	if b.pg != nil {
-		fmt.Fprintf(b.out, "; PostgreSQL CPU %.2f s = %.0f µs/push, and %.0f µs/push in ended sessions (%d of them this database's)",
-			p.dbCPU.Seconds(), perPush(p.dbCPU, p.pushes), perPush(p.dbEndedCPU, p.pushes), p.sessions)
+		dbCPU := total(p.dbCPU)
+		kinds := byKind(p.dbCPU, p.pushes)
+		if kinds != "" {
+			kinds = " (" + kinds + ")"
+		}
+		fmt.Fprintf(b.out, "; PostgreSQL CPU %.2f s = %.0f µs/push%s, and %.0f µs/push in ended sessions (%d of them this database's)",
+			dbCPU.Seconds(), perPush(dbCPU, p.pushes), kinds, perPush(p.dbEndedCPU, p.pushes), p.sessions)
 	}
 	fmt.Fprintln(b.out)
 }
@@ -724,7 +758,7 @@ func (b *bench) reportCoordination(one, many phase) {
 		return perPush(cpu(many), many.pushes) - perPush(cpu(one), one.pushes)
 	}
 	fmt.Fprintf(b.out, "coordination: %d instances against 1: %+.0f µs amsg CPU/push, %+.0f µs database CPU/push, %+.3f commits/push, %.2fx the rate\n",
-		many.instances, add(func(p phase) time.Duration { return p.cpu }), add(func(p phase) time.Duration { return p.dbCPU }),
+		many.instances, add(func(p phase) time.Duration { return p.cpu }), add(func(p phase) time.Duration { return total(p.dbCPU) }),
 		float64(many.commits)/float64(max(many.pushes, 1))-float64(one.commits)/float64(max(one.pushes, 1)), many.rate()/one.rate())
 }
 
