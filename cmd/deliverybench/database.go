@@ -184,22 +184,22 @@ type kindCPU struct {
 // backend_type: the difference for a process in both, all of it for one
 // started since. A process that ended in between is not counted.
 func cpuBetween(before, after map[int]serverProcess) map[string]kindCPU {
-	byKind := make(map[string]kindCPU)
+	kinds := make(map[string]kindCPU)
 	for pid, p := range after {
-		k := byKind[p.kind]
+		k := kinds[p.kind]
 		if used := p.cpu - before[pid].cpu; used > 0 {
 			k.cpu += used
 			k.procs++
 		}
-		byKind[p.kind] = k
+		kinds[p.kind] = k
 	}
-	return byKind
+	return kinds
 }
 
 // total is the CPU of every kind of process.
-func total(byKind map[string]kindCPU) time.Duration {
+func total(kinds map[string]kindCPU) time.Duration {
 	var sum time.Duration
-	for _, k := range byKind {
+	for _, k := range kinds {
 		sum += k.cpu
 	}
 	return sum
