@@ -173,6 +173,20 @@ func (p *postgresProbe) processCPU(ctx context.Context) (live map[int]serverProc
 	return live, ended, nil
 }
 
+// serverCPUs returns the CPUs the server's postmaster, and so every
+// session it starts, may run on.
+func (p *postgresProbe) serverCPUs(ctx context.Context) (string, error) {
+	var pid int
+	if err := p.admin.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		return "", err
+	}
+	_, postmaster, err := ownCPU(pid)
+	if err != nil {
+		return "", err
+	}
+	return allowedCPUs(postmaster)
+}
+
 // kindCPU is what one kind of server process used in a phase: CPU, and
 // how many processes used any (a second instance's pool adds sessions).
 type kindCPU struct {

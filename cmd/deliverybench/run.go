@@ -50,6 +50,7 @@ type bench struct {
 	vapidSecret    string
 	control        *http.Client
 	pg             *postgresProbe // with --database-url
+	serverCPUs     string         // the CPUs PostgreSQL may run on; "" when not known
 }
 
 // phase is what one side measured.
@@ -138,6 +139,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 			return err
 		}
 		defer b.pg.close()
+		if b.serverCPUs, err = b.pg.serverCPUs(ctx); err != nil {
+			b.logf("where PostgreSQL may run is not known: %v", err)
+		}
 	}
 	var rounds []round
 	for r := range o.Rounds {
@@ -675,6 +679,9 @@ func (b *bench) reportRound(r int, rd round) {
 		pin := "unpinned"
 		if b.pinned {
 			pin = fmt.Sprintf("push service on CPU %d, sender on CPU %d", pushServiceCPU, measuredCPU)
+		}
+		if b.serverCPUs != "" {
+			pin += ", PostgreSQL on CPUs " + b.serverCPUs
 		}
 		fmt.Fprintf(b.out, "scenario %s: %d pushes, %d users, %d amsg instance(s), %d CPUs, %s\n",
 			o.Scenario, o.Tasks, o.Users, o.Instances, runtime.NumCPU(), pin)

@@ -59,6 +59,7 @@ func TestSmokePostgres(t *testing.T) {
 	}
 	report := runReport(t, 3*time.Minute, "-short", "--skip-node", "-n", "40", "--database-url", url, "--instances", "2", "--coordination")
 	reportHas(t, report,
+		`scenario compare: 40 pushes, .* amsg instance\(s\), [0-9]+ CPUs, [^\n]*, PostgreSQL on CPUs [0-9][0-9,-]*\n`,
 		`1 instance\(s\): due-to-delivered \(burst\): .*; [0-9.]*[1-9][0-9.]* commits/push; [0-9.]+ read and [0-9.]+ write syscalls/push; PostgreSQL CPU [0-9.]+ s`,
 		`2 instance\(s\): due-to-delivered \(burst\): .*; [0-9.]*[1-9][0-9.]* commits/push; [0-9.]+ read and [0-9.]+ write syscalls/push; PostgreSQL CPU [0-9.]+ s = [0-9]+ µs/push( \([a-z ]+ [0-9]+ in [1-9][0-9]*(, [a-z ]+ [0-9]+ in [1-9][0-9]*)*\))?, and`,
 		`coordination: 2 instances against 1: [-+][0-9]+ µs amsg CPU/push, [-+][0-9]+ µs database CPU/push`)

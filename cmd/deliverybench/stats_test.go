@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -96,6 +97,21 @@ func TestParseVmHWM(t *testing.T) {
 	}
 }
 
+func TestParseAllowedCPUs(t *testing.T) {
+	status := "Name:\tpostgres\nCpus_allowed:\t2\nCpus_allowed_list:\t1\nMems_allowed_list:\t0\n"
+	if got, err := parseAllowedCPUs([]byte(status)); err != nil || got != "1" {
+		t.Fatalf("parseAllowedCPUs = %q, %v; want 1", got, err)
+	}
+	if got, err := parseAllowedCPUs([]byte("Cpus_allowed_list:\t0-3,6\n")); err != nil || got != "0-3,6" {
+		t.Fatalf("parseAllowedCPUs = %q, %v; want 0-3,6", got, err)
+	}
+	for _, bad := range []string{"Name:\tpostgres\n", "Cpus_allowed_list:\t\n", "Cpus_allowed_list:\tall\n"} {
+		if _, err := parseAllowedCPUs([]byte(bad)); err == nil {
+			t.Errorf("parseAllowedCPUs(%q) succeeded", bad)
+		}
+	}
+}
+
 func TestDueAt(t *testing.T) {
 	want := time.UnixMilli(1795498508335)
 	got, ok := dueAt([]byte(`{"message":"Reminder 1. deliverybench-due:1795498508335","taskId":50}`))
@@ -168,14 +184,31 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-func TestParseSchedstatWait(t *testing.T) {
-	got, err := parseSchedstatWait([]byte("550824 371647 1\n"))
-	if err != nil || got != 371647*time.Nanosecond {
-		t.Errorf("parseSchedstatWait = %s, %v; want 371.647µs", got, err)
+func TestParseSchedstat(t *testing.T) {
+	ran, waited, err := parseSchedstat([]byte("550824 371647 1\n"))
+	if err != nil || ran != 550824*time.Nanosecond || waited != 371647*time.Nanosecond {
+		t.Errorf("parseSchedstat = %s, %s, %v; want 550.824µs, 371.647µs", ran, waited, err)
 	}
-	for _, bad := range []string{"", "550824", "550824 x 1", "1 -5 1"} {
-		if _, err := parseSchedstatWait([]byte(bad)); err == nil {
-			t.Errorf("parseSchedstatWait(%q) succeeded", bad)
+	for _, bad := range []string{"", "550824", "550824 x 1", "1 -5 1", "-1 5 1"} {
+		if _, _, err := parseSchedstat([]byte(bad)); err == nil {
+			t.Errorf("parseSchedstat(%q) succeeded", bad)
 		}
 	}
+}
+
+func TestOwnCPUCountsThisProcessInNanoseconds(t *testing.T) {
+	tick := 10 * time.Millisecond // /proc stat's unit
+	for range 2 {
+		cpu, parent, err := ownCPU(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parent != os.Getppid() {
+			t.Errorf("ownCPU's parent = %d; want %d", parent, os.Getppid())
+		}
+		if cpu > 0 && cpu%tick != 0 {
+			return
+		}
+	}
+	t.Error("ownCPU read whole clock ticks twice: not schedstat's nanoseconds")
 }
