@@ -26,6 +26,10 @@ import (
 const (
 	// maxConns bounds one instance's pool; the deployment's total is
 	// instances × maxConns (+1 each for LISTEN), under max_connections.
+	// Without a direct url, each leadership an instance holds
+	// (instances.go) keeps one of them while it leads, so maxConns must
+	// exceed their number by what the delivery path needs at once: with 2
+	// a leading instance hung at its first writes.
 	maxConns = 10
 	// maxWriteAttempts bounds the retries of a transaction that keeps losing
 	// serialization conflicts.
